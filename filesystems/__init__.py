@@ -1,0 +1,3 @@
+"""Abstract async filesystems: local, local with shell, remote key-value store, sandbox, composite."""
+
+__all__: list[str] = []

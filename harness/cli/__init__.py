@@ -1,0 +1,36 @@
+"""The ``harness`` command line: ``harness skills ...``, ``harness market ...`` and friends.
+
+Exit codes: 0 ok, 1 findings or failure, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from harness.cli import skills
+
+__all__ = ["main"]
+
+_COMMANDS = (skills,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every command group registered."""
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Agent skill harness: skills, markets, demo and workflow engine."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in _COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    sys.stdout.flush()
+    return code

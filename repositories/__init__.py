@@ -1,0 +1,3 @@
+"""Skill markets: repositories that deliver raw skill bundles to the harness."""
+
+__all__: list[str] = []

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the package with its development extras.
+# Sourced by scripts/demo.sh and scripts/test.sh; safe to run again (it only installs what changed).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+as_root() { [ "$(id -u)" = 0 ]; }
+apt_install() {
+  if ! as_root; then
+    echo "error: '$*' is missing and installing it needs root (apt-get install $*)" >&2
+    return 1
+  fi
+  if [ ! -f /var/lib/apt/.harness-updated ]; then
+    apt-get update -qq && touch /var/lib/apt/.harness-updated
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+python=${PYTHON:-python3}
+command -v "$python" >/dev/null || apt_install python3
+command -v git >/dev/null || apt_install git
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$python" -m venv .venv; }
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  rm -f .venv/.installed-* && touch "$stamp"
+fi

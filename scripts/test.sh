@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: sets up everything the tests need (virtualenv, the package, bubblewrap,
+# a running MariaDB), then runs mypy --strict and the whole test suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
+echo "== mypy --strict"
+.venv/bin/python -m mypy harness repositories filesystems
+echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none))"
+set +e
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+rc=$?
+set -e
+if [ $rc = 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi
+exit $rc

@@ -1,0 +1,45 @@
+"""Shared fixtures: the real MariaDB server and bubblewrap the test command set up.
+
+Outside CI a missing service skips the tests that need it; with ``CI=true`` it is a failure,
+so a broken setup can never pass as a green run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _missing(what: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{what} is required in CI (scripts/test.sh sets it up)", pytrace=False)
+    pytest.skip(f"{what} is not available; run scripts/test.sh to set it up")
+
+
+@pytest.fixture(scope="session")
+def mysql_dsn() -> str:
+    """DSN of the real MariaDB/MySQL server (``HARNESS_TEST_MYSQL_DSN``)."""
+    dsn = os.environ.get("HARNESS_TEST_MYSQL_DSN", "")
+    if not dsn:
+        _missing("MariaDB (HARNESS_TEST_MYSQL_DSN)")
+    return dsn
+
+
+@pytest.fixture(scope="session")
+def bwrap() -> str:
+    """Path of a working bubblewrap binary."""
+    path = shutil.which("bwrap")
+    if path is None:
+        _missing("bubblewrap")
+        raise AssertionError("unreachable")
+    probe = subprocess.run(
+        [path, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        _missing(f"a working bubblewrap ({probe.stderr.strip()})")
+    return path
