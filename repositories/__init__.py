@@ -1,3 +1,49 @@
-"""Skill markets: repositories that deliver raw skill bundles to the harness."""
+"""Skill markets: repositories that deliver raw skill bundles to the harness.
 
-__all__: list[str] = []
+Start with ``SkillRepository`` (the contract, in ``repositories.base``) and the backends:
+``MemoryRepository``.
+"""
+
+from repositories.base import (
+    BundleFile,
+    FileContents,
+    SkillBundle,
+    SkillBundleContents,
+    SkillRepository,
+    Snapshot,
+)
+from repositories.errors import (
+    BundleNotFound,
+    InvalidBundle,
+    InvalidRepositoryConfig,
+    RepositoryClosed,
+    RepositoryError,
+    RepositoryReadOnly,
+    RepositoryUnavailable,
+    UnknownScheme,
+    UnsafePath,
+)
+from repositories.memory import MemoryRepository
+from repositories.sources import check_source, disambiguate_sources, make_source
+
+__all__ = [
+    "BundleFile",
+    "BundleNotFound",
+    "FileContents",
+    "InvalidBundle",
+    "InvalidRepositoryConfig",
+    "MemoryRepository",
+    "RepositoryClosed",
+    "RepositoryError",
+    "RepositoryReadOnly",
+    "RepositoryUnavailable",
+    "SkillBundle",
+    "SkillBundleContents",
+    "SkillRepository",
+    "Snapshot",
+    "UnknownScheme",
+    "UnsafePath",
+    "check_source",
+    "disambiguate_sources",
+    "make_source",
+]

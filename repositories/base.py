@@ -1,0 +1,317 @@
+"""The skill repository contract and the values it delivers."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Self
+
+import anyio
+
+from repositories._paths import SKILL_MD_NAMES, check_folder, normalise_file_path
+from repositories.errors import (
+    BundleNotFound,
+    InvalidBundle,
+    RepositoryClosed,
+    RepositoryError,
+    RepositoryReadOnly,
+    RepositoryUnavailable,
+)
+from repositories.sources import check_source
+
+__all__ = [
+    "BundleFile",
+    "FileContents",
+    "SkillBundle",
+    "SkillBundleContents",
+    "SkillRepository",
+    "Snapshot",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BundleFile:
+    """One file of a skill folder other than its SKILL.md, listed but not read.
+
+    ``path`` is a relative POSIX path inside the skill folder (never starting with ``.`` in any
+    segment); ``size`` is in bytes; ``mode`` holds the POSIX permission bits (e.g. ``0o755``).
+    """
+
+    path: str
+    size: int
+    mode: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillBundle:
+    """A raw skill as a repository offers it; the harness parses ``skill_md`` itself.
+
+    - ``folder``: the skill folder's name (its last path segment), unique in a snapshot.
+    - ``skill_md`` / ``skill_md_name``: the main file's bytes, read eagerly, and its name
+      (``"SKILL.md"``, or ``"skill.md"`` when only the lowercase one exists).
+    - ``files``: every other regular file, sorted by path; dot-files and symlinks are never
+      listed. Read them with ``SkillRepository.read_files(folder, paths)``.
+    - ``location``: human-readable origin (a host path, ``git-url@commit:path``,
+      ``mysql://host/db/table#folder``, ``pkg:package/folder``).
+    - ``digest``: a content token that changes whenever any file of the bundle changes, so callers
+      can skip re-parsing a bundle whose digest they have seen.
+    """
+
+    folder: str
+    skill_md: bytes
+    skill_md_name: str
+    files: tuple[BundleFile, ...]
+    location: str
+    digest: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileContents:
+    """A file to save: relative POSIX ``path`` inside the skill folder, its bytes and mode bits."""
+
+    path: str
+    data: bytes
+    mode: int = 0o644
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.mode <= 0o7777:
+            raise InvalidBundle(f"invalid mode {self.mode:o} for {self.path!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillBundleContents:
+    """A whole skill folder with every file's bytes: what ``save()`` takes.
+
+    ``files`` are the files other than the main file; their paths must be safe relative paths
+    without dot segments, unique, and must not name the main file. Validated on construction
+    (``InvalidBundle``).
+    """
+
+    folder: str
+    skill_md: bytes
+    skill_md_name: str = "SKILL.md"
+    files: tuple[FileContents, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_folder(self.folder)
+        if self.skill_md_name not in SKILL_MD_NAMES:
+            raise InvalidBundle(f"skill_md_name must be one of {SKILL_MD_NAMES}, not {self.skill_md_name!r}")
+        seen: set[str] = set()
+        for item in self.files:
+            try:
+                clean = normalise_file_path(item.path)
+            except RepositoryError as exc:
+                raise InvalidBundle(f"skill {self.folder!r}: {exc}") from exc
+            if clean != item.path or clean in seen or clean == self.skill_md_name:
+                raise InvalidBundle(
+                    f"skill {self.folder!r}: file path {item.path!r} is not normalised, "
+                    "repeated, or names the main file"
+                )
+            seen.add(clean)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """Everything a repository offers at one version.
+
+    ``bundles`` are sorted by folder. ``problems`` lists what was skipped and why (e.g.
+    ``"symlink skipped: x/scripts/link"``). ``error`` is set when the latest refresh failed and
+    this is the last good snapshot, still being served.
+    """
+
+    version: str
+    bundles: tuple[SkillBundle, ...]
+    problems: tuple[str, ...] = ()
+    error: RepositoryError | None = None
+
+    def bundle(self, folder: str) -> SkillBundle | None:
+        """The bundle of ``folder``, or ``None``."""
+        for bundle in self.bundles:
+            if bundle.folder == folder:
+                return bundle
+        return None
+
+
+class SkillRepository(ABC):
+    """A skill market: delivers raw skill bundles plus a cheap change token.
+
+    The contract a custom market implements (subclass and fill in the ``_``-prefixed primitives;
+    the public methods add the shared policy):
+
+    - ``source``: the slug skill ids carry (lowercase ``[a-z0-9._-]``, ≤ 64 chars), derived by
+      the backend from what it is and overridable with ``source=``.
+    - ``version()``: a cheap change token — equal tokens mean equal content. MySQL: one query of
+      the generation counter; git: the served commit, after an ``ls-remote`` when
+      ``check_interval`` elapsed; directory: a stat walk of the tree.
+    - ``snapshot()``: the bundles at the current version. Re-reads only when the version moved
+      (or after ``refresh()``); when reading fails it returns the last good snapshot with
+      ``error`` set, and raises ``RepositoryUnavailable`` only if there never was a good one.
+    - ``read_files(folder, paths)`` / ``read_file(folder, path)``: bytes on demand, in one thread
+      hop per call. Paths are relative POSIX paths inside the folder (``SKILL.md`` included);
+      unsafe paths raise ``UnsafePath``, missing ones ``BundleNotFound``.
+    - ``refresh()``: forget cached state and re-read now (errors land in ``Snapshot.error``).
+    - ``writable`` / ``save(bundle)`` / ``delete(folder)``: the optional write side. ``save``
+      replaces the whole folder; both raise ``RepositoryReadOnly`` when not writable and
+      ``BundleNotFound`` when deleting a folder that does not exist.
+    - Async context manager; ``aclose()`` is idempotent, and any use after it raises
+      ``RepositoryClosed``.
+
+    Invariants every backend keeps: dot-files/folders (``.env``, ``.git``) and symlinks are never
+    delivered (symlinks are reported in ``Snapshot.problems``, never followed); backend errors
+    are translated into ``repositories.errors``; blocking I/O runs in a worker thread, one hop
+    per tree rather than per file.
+    """
+
+    source: str
+    writable: bool
+
+    def __init__(self, *, source: str, writable: bool = False) -> None:
+        self.source = check_source(source)
+        self.writable = writable
+        self._snapshot: Snapshot | None = None
+        self._stale = False
+        self._closed = False
+        self._lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} source={self.source!r}>"
+
+    async def __aenter__(self) -> Self:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def version(self) -> str:
+        """The current change token; raises ``RepositoryUnavailable`` when it cannot be read."""
+        self._check_open()
+        return await self._version()
+
+    async def snapshot(self) -> Snapshot:
+        """The bundles at the current version (see the class docstring for the failure policy)."""
+        self._check_open()
+        async with self._lock:
+            try:
+                version = await self._version()
+                if self._snapshot is None or self._stale or version != self._snapshot.version:
+                    self._snapshot = await self._load(version)
+                    self._stale = False
+                return self._snapshot
+            except RepositoryError as exc:
+                return await self._last_good(exc)
+
+    async def _last_good(self, exc: RepositoryError) -> Snapshot:
+        if self._snapshot is not None:
+            return dataclasses.replace(self._snapshot, error=exc)
+        fallback = await self._fallback_version()
+        if fallback is not None:
+            try:
+                self._snapshot = await self._load(fallback)
+            except RepositoryError:
+                pass
+            else:
+                return dataclasses.replace(self._snapshot, error=exc)
+        if isinstance(exc, RepositoryUnavailable):
+            raise exc
+        raise RepositoryUnavailable(f"{self.source}: no good snapshot yet: {exc}") from exc
+
+    async def refresh(self) -> None:
+        """Drop cached state and re-read now; a failure is reported by the returned snapshots."""
+        self._check_open()
+        self._stale = True
+        self._invalidate()
+        try:
+            await self.snapshot()
+        except RepositoryUnavailable:
+            pass
+
+    async def read_file(self, folder: str, path: str) -> bytes:
+        """The bytes of one file of a skill folder."""
+        return (await self.read_files(folder, [path]))[path]
+
+    async def read_files(self, folder: str, paths: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of several files of one skill folder, keyed by the paths as given."""
+        self._check_open()
+        try:
+            check_folder(folder)
+        except InvalidBundle as exc:
+            raise BundleNotFound(str(exc)) from exc
+        clean = {path: normalise_file_path(path) for path in paths}
+        if not clean:
+            return {}
+        data = await self._read_files(folder, tuple(sorted(set(clean.values()))))
+        return {path: data[name] for path, name in clean.items()}
+
+    async def save(self, bundle: SkillBundleContents) -> None:
+        """Store ``bundle``, replacing the folder of that name whole."""
+        self._check_writable("save")
+        await self._save(bundle)
+        self._stale = True
+
+    async def delete(self, folder: str) -> None:
+        """Remove the skill folder ``folder``."""
+        self._check_writable("delete")
+        try:
+            check_folder(folder)
+        except InvalidBundle as exc:
+            raise BundleNotFound(str(exc)) from exc
+        await self._delete(folder)
+        self._stale = True
+
+    async def aclose(self) -> None:
+        """Release the repository's resources; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RepositoryClosed(f"repository {self.source!r} is closed")
+
+    def _check_writable(self, action: str) -> None:
+        self._check_open()
+        if not self.writable:
+            raise RepositoryReadOnly(
+                f"cannot {action} in repository {self.source!r}: it is read-only "
+                "(open it with writable=True if the backend supports writing)"
+            )
+
+    # Backend primitives.
+
+    @abstractmethod
+    async def _version(self) -> str:
+        """Return the current change token; raise a ``RepositoryError`` on failure."""
+
+    @abstractmethod
+    async def _load(self, version: str) -> Snapshot:
+        """Read every bundle; ``version`` is the token just returned by ``_version()``."""
+
+    @abstractmethod
+    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        """Read normalised ``paths`` of ``folder`` in one hop; missing ones raise ``BundleNotFound``."""
+
+    async def _save(self, bundle: SkillBundleContents) -> None:
+        raise RepositoryReadOnly(f"repository {self.source!r} does not support writing")
+
+    async def _delete(self, folder: str) -> None:
+        raise RepositoryReadOnly(f"repository {self.source!r} does not support writing")
+
+    async def _fallback_version(self) -> str | None:
+        """A version readable without the backend's remote side (git: the cached clone), if any."""
+        return None
+
+    def _invalidate(self) -> None:
+        """Forget backend caches so the next ``_version()``/``_load()`` reads afresh."""
+
+    async def _aclose(self) -> None:
+        """Release backend resources; called once."""

@@ -1,0 +1,88 @@
+"""An in-process repository for tests and examples."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+from repositories.base import (
+    BundleFile,
+    SkillBundle,
+    SkillBundleContents,
+    SkillRepository,
+    Snapshot,
+)
+from repositories.errors import BundleNotFound
+from repositories.sources import make_source
+
+__all__ = ["MemoryRepository", "bundle_digest"]
+
+
+def bundle_digest(bundle: SkillBundleContents) -> str:
+    """SHA-256 over a bundle's main file and every file's path, mode and bytes."""
+    digest = hashlib.sha256()
+    digest.update(bundle.skill_md_name.encode() + b"\0" + bundle.skill_md + b"\0")
+    for item in sorted(bundle.files, key=lambda f: f.path):
+        digest.update(f"{item.path}\0{item.mode:o}\0{len(item.data)}\0".encode())
+        digest.update(item.data)
+    return digest.hexdigest()
+
+
+class MemoryRepository(SkillRepository):
+    """Skills held in a dict; writable unless ``writable=False``.
+
+    The version is a counter bumped by every ``save``/``delete``.
+    """
+
+    def __init__(
+        self,
+        bundles: Iterable[SkillBundleContents] = (),
+        *,
+        source: str | None = None,
+        writable: bool = True,
+        name: str = "memory",
+    ) -> None:
+        super().__init__(source=source or make_source(name), writable=writable)
+        self._name = name
+        self._bundles = {bundle.folder: bundle for bundle in bundles}
+        self._generation = 0
+
+    async def _version(self) -> str:
+        return str(self._generation)
+
+    async def _load(self, version: str) -> Snapshot:
+        bundles = tuple(self._describe(self._bundles[folder]) for folder in sorted(self._bundles))
+        return Snapshot(version=version, bundles=bundles)
+
+    def _describe(self, bundle: SkillBundleContents) -> SkillBundle:
+        return SkillBundle(
+            folder=bundle.folder,
+            skill_md=bundle.skill_md,
+            skill_md_name=bundle.skill_md_name,
+            files=tuple(
+                BundleFile(path=f.path, size=len(f.data), mode=f.mode)
+                for f in sorted(bundle.files, key=lambda f: f.path)
+            ),
+            location=f"memory:{self._name}/{bundle.folder}",
+            digest=bundle_digest(bundle),
+        )
+
+    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        bundle = self._bundles.get(folder)
+        if bundle is None:
+            raise BundleNotFound(f"{self.source}: no skill folder {folder!r}")
+        contents = {f.path: f.data for f in bundle.files}
+        contents[bundle.skill_md_name] = bundle.skill_md
+        missing = [path for path in paths if path not in contents]
+        if missing:
+            raise BundleNotFound(f"{self.source}: {folder}/{missing[0]} does not exist")
+        return {path: contents[path] for path in paths}
+
+    async def _save(self, bundle: SkillBundleContents) -> None:
+        self._bundles[bundle.folder] = bundle
+        self._generation += 1
+
+    async def _delete(self, folder: str) -> None:
+        if self._bundles.pop(folder, None) is None:
+            raise BundleNotFound(f"{self.source}: no skill folder {folder!r} to delete")
+        self._generation += 1

@@ -1,0 +1,80 @@
+"""Source slugs: the short name a repository's skills carry in their skill id.
+
+A slug is lowercase ``[a-z0-9._-]``, at most 64 characters. Backends derive one from what they
+are (``git-<owner>-<repo>[-<branch>]``, ``mysql-<db>-<table>``, ``pkg-<package>``,
+``dir-<folder>``); callers may override it with ``source=``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+from repositories.errors import InvalidRepositoryConfig
+
+__all__ = ["MAX_SOURCE_LENGTH", "check_source", "disambiguate_sources", "make_source"]
+
+MAX_SOURCE_LENGTH = 64
+
+_log = logging.getLogger("repositories")
+_VALID = re.compile(r"[a-z0-9._-]{1,64}")
+_INVALID_RUN = re.compile(r"[^a-z0-9._-]+")
+
+
+def make_source(*parts: str) -> str:
+    """Build a slug from ``parts`` joined by ``-``.
+
+    Characters outside ``[a-z0-9._-]`` become ``-`` (runs collapsed), the result is lowercased,
+    trimmed of leading/trailing ``-`` and ``.`` and cut to 64 characters. Never empty: falls back
+    to ``"repo"``.
+    """
+    text = "-".join(part for part in parts if part).lower()
+    slug = _INVALID_RUN.sub("-", text).strip("-.")
+    slug = slug[:MAX_SOURCE_LENGTH].rstrip("-.")
+    return slug or "repo"
+
+
+def check_source(source: str) -> str:
+    """Return ``source`` if it is a valid slug, else raise ``InvalidRepositoryConfig``."""
+    if not isinstance(source, str) or not _VALID.fullmatch(source):
+        raise InvalidRepositoryConfig(
+            f"invalid source slug {source!r}: use 1-{MAX_SOURCE_LENGTH} characters of "
+            "lowercase letters, digits, '.', '_' and '-'"
+        )
+    return source
+
+
+def disambiguate_sources(sources: Iterable[str]) -> list[str]:
+    """Make slugs unique in registration order: ``x``, ``x_2``, ``x_3``, ...
+
+    Takes the slugs (e.g. ``[r.source for r in repositories]``) and returns a list of the same
+    length. Every renamed duplicate is logged as a warning on the ``repositories`` logger. A
+    generated name never collides with a slug given later in the list or with another generated
+    one, and stays within 64 characters.
+    """
+    given = list(sources)
+    taken = set(given)
+    seen: set[str] = set()
+    result: list[str] = []
+    for slug in given:
+        if slug not in seen:
+            seen.add(slug)
+            result.append(slug)
+            continue
+        number = 2
+        while True:
+            suffix = f"_{number}"
+            candidate = slug[: MAX_SOURCE_LENGTH - len(suffix)] + suffix
+            if candidate not in taken and candidate not in seen:
+                break
+            number += 1
+        _log.warning(
+            "two skill repositories share the source slug %r; the later one is renamed %r "
+            "(pass source= to choose a name)",
+            slug,
+            candidate,
+        )
+        seen.add(candidate)
+        result.append(candidate)
+    return result
