@@ -1,0 +1,37 @@
+"""Diagnostics: problems found while loading, merging or staging skills, as values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Diagnostic", "Severity"]
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Diagnostic:
+    """One finding: how bad it is, a stable machine code, a message and where it was found.
+
+    ``code`` is stable across releases (e.g. ``invalid-yaml``, ``shadowed``); ``message`` is for
+    people; ``location`` is a host path, URL or skill id.
+    """
+
+    severity: Severity
+    code: str
+    message: str
+    location: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return f"{self.severity}: {where}{self.message} [{self.code}]"
+
+    def as_dict(self) -> dict[str, str]:
+        """The JSON shape used by the CLI."""
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "location": self.location,
+        }

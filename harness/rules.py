@@ -1,0 +1,155 @@
+"""The Agent Skills specification's frontmatter rules, shared by strict and lenient loading.
+
+Messages follow the wording of the specification's reference validator (``skills-ref``), so
+people who know that tool recognise them.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ALLOWED_FIELDS",
+    "MAX_COMPATIBILITY_LENGTH",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_NAME_LENGTH",
+    "Problem",
+    "check_fields",
+    "unsafe_segment_reason",
+]
+
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1024
+MAX_COMPATIBILITY_LENGTH = 500
+ALLOWED_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
+# Our own field: accepted, but reported by strict validation as outside the specification.
+EXTENSION_FIELDS = frozenset({"disable-model-invocation"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Problem:
+    """One rule broken: a stable code, the message, and whether the spec treats it as an error."""
+
+    code: str
+    message: str
+    error: bool = True
+
+
+def unsafe_segment_reason(name: str) -> str | None:
+    """Why ``name`` cannot be a path segment (``None`` when it can)."""
+    if not name:
+        return "is empty"
+    if name in {".", ".."}:
+        return "is a relative path component"
+    if "/" in name or "\\" in name:
+        return "contains a path separator"
+    if any(unicodedata.category(char) == "Cc" for char in name):
+        return "contains a NUL or control character"
+    return None
+
+
+def check_fields(fields: Mapping[str, Any], *, folder: str | None) -> list[Problem]:
+    """Every specification rule the frontmatter breaks, in a stable order."""
+    problems = _check_name(fields.get("name"), folder)
+    problems += _check_description(fields.get("description"))
+    if "compatibility" in fields:
+        problems += _check_compatibility(fields["compatibility"])
+    if "metadata" in fields:
+        problems += _check_metadata(fields["metadata"])
+    unknown = set(fields) - ALLOWED_FIELDS - EXTENSION_FIELDS
+    if unknown:
+        problems.append(
+            Problem(
+                code="unexpected-fields",
+                message=(
+                    f"Unexpected fields in frontmatter: {', '.join(sorted(unknown))}. "
+                    f"Only {sorted(ALLOWED_FIELDS)} are allowed."
+                ),
+            )
+        )
+    extensions = set(fields) & EXTENSION_FIELDS
+    if extensions:
+        problems.append(
+            Problem(
+                code="extension-field",
+                message=f"Field {', '.join(sorted(extensions))} is a harness extension, not part of the Agent Skills specification",
+                error=False,
+            )
+        )
+    return problems
+
+
+def _check_name(name: object, folder: str | None) -> list[Problem]:
+    if name is None:
+        return [Problem(code="missing-name", message="Missing required field in frontmatter: name")]
+    if not isinstance(name, str) or not name.strip():
+        return [Problem(code="missing-name", message="Field 'name' must be a non-empty string")]
+    name = unicodedata.normalize("NFKC", name.strip())
+    problems = []
+    if len(name) > MAX_NAME_LENGTH:
+        problems.append(
+            Problem(
+                code="name-too-long",
+                message=f"Skill name '{name}' exceeds {MAX_NAME_LENGTH} character limit ({len(name)} chars)",
+            )
+        )
+    if name != name.lower():
+        problems.append(Problem(code="name-not-lowercase", message=f"Skill name '{name}' must be lowercase"))
+    if name.startswith("-") or name.endswith("-"):
+        problems.append(Problem(code="name-hyphen-edge", message="Skill name cannot start or end with a hyphen"))
+    if "--" in name:
+        problems.append(Problem(code="name-consecutive-hyphens", message="Skill name cannot contain consecutive hyphens"))
+    if not all(char.isalnum() or char == "-" for char in name):
+        problems.append(
+            Problem(
+                code="name-invalid-characters",
+                message=(
+                    f"Skill name '{name}' contains invalid characters. "
+                    "Only letters, digits, and hyphens are allowed."
+                ),
+            )
+        )
+    if folder is not None and unicodedata.normalize("NFKC", folder) != name:
+        problems.append(
+            Problem(code="name-folder-mismatch", message=f"Directory name '{folder}' must match skill name '{name}'")
+        )
+    return problems
+
+
+def _check_description(description: object) -> list[Problem]:
+    if description is None:
+        return [Problem(code="missing-description", message="Missing required field in frontmatter: description")]
+    if not isinstance(description, str) or not description.strip():
+        return [Problem(code="missing-description", message="Field 'description' must be a non-empty string")]
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        return [
+            Problem(
+                code="description-too-long",
+                message=f"Description exceeds {MAX_DESCRIPTION_LENGTH} character limit ({len(description)} chars)",
+            )
+        ]
+    return []
+
+
+def _check_compatibility(value: object) -> list[Problem]:
+    if not isinstance(value, str):
+        return [Problem(code="compatibility-not-string", message="Field 'compatibility' must be a string")]
+    if len(value) > MAX_COMPATIBILITY_LENGTH:
+        return [
+            Problem(
+                code="compatibility-too-long",
+                message=f"Compatibility exceeds {MAX_COMPATIBILITY_LENGTH} character limit ({len(value)} chars)",
+            )
+        ]
+    return []
+
+
+def _check_metadata(value: object) -> list[Problem]:
+    if not isinstance(value, dict) or not all(
+        isinstance(key, str) and isinstance(val, str) for key, val in value.items()
+    ):
+        return [Problem(code="metadata-not-string-map", message="Field 'metadata' must be a mapping of strings to strings")]
+    return []

@@ -1,0 +1,82 @@
+"""Lenient runtime loading: what is skipped, what loads with a warning, what is always refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import Layer, load_skill
+
+
+def _load(text: str, folder: str = "demo") -> tuple[object, list[str]]:
+    skill, diagnostics = load_skill(
+        text.encode(), folder=folder, location=f"/ws/skills/{folder}", source="workspace", layer=Layer.WORKSPACE
+    )
+    return skill, [f"{d.severity}:{d.code}" for d in diagnostics]
+
+
+def test_good_skill_loads_with_all_fields() -> None:
+    skill, diags = load_skill(
+        b"---\nname: demo\ndescription: Does demo things.\nlicense: MIT\ndisable-model-invocation: true\n---\nBody\n",
+        folder="demo",
+        location="/ws/skills/demo",
+        source="workspace-namespaced",
+        layer=Layer.USER,
+        files=("scripts/run.sh",),
+    )
+    assert skill is not None
+    assert skill.skill_id == "demo_workspace-namespaced"
+    assert skill.hidden and skill.disable_model_invocation
+    assert list(skill.metadata) == ["name", "description", "license", "disable-model-invocation"]
+    assert skill.location == "/ws/skills/demo" and skill.files == ("scripts/run.sh",)
+    assert skill.body == "Body\n" and skill.raw.startswith(b"---")
+    assert [d.code for d in diags] == ["extension-field"]
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("---\nname: demo\n---\nbody", "missing-description"),
+        ("---\nname: demo\ndescription: '  '\n---\n", "missing-description"),
+        ("---\nname: demo\ndescription: [a, b]\n---\n", "missing-description"),
+        ("---\nname: demo\ndescription: x: y: z\n---\n", "invalid-yaml"),
+        ("no frontmatter", "no-frontmatter"),
+    ],
+)
+def test_skipped_with_error_diagnostic(text: str, code: str) -> None:
+    skill, diags = _load(text)
+    assert skill is None
+    assert f"error:{code}" in diags
+
+
+@pytest.mark.parametrize("name", ["../etc", "a/b", "a\\b", "..", "a\x00b", "tab\there"])
+def test_unsafe_names_are_always_rejected(name: str) -> None:
+    skill, diags = load_skill(
+        f'---\nname: "{name.encode("unicode_escape").decode()}"\ndescription: d\n---\n'.encode(),
+        folder="x",
+        location="/x",
+        source="s",
+        layer=Layer.MARKET,
+    )
+    assert skill is None
+    assert diags[0].code == "unsafe-name"
+
+
+@pytest.mark.parametrize(
+    ("text", "folder", "code"),
+    [
+        ("---\nname: Demo\ndescription: d\n---\n", "Demo", "name-not-lowercase"),
+        ("---\nname: other\ndescription: d\n---\n", "demo", "name-folder-mismatch"),
+        ("---\nname: demo\ndescription: d\nauthor: me\n---\n", "demo", "unexpected-fields"),
+        ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", "a" * 65, "name-too-long"),
+        ("---\ndescription: d\n---\n", "demo", "missing-name"),
+    ],
+)
+def test_spec_problems_load_with_a_warning(text: str, folder: str, code: str) -> None:
+    skill, diags = _load(text, folder)
+    assert skill is not None
+    assert f"warning:{code}" in diags
+
+
+def test_missing_name_falls_back_to_the_folder() -> None:
+    skill, _ = _load("---\ndescription: d\n---\n", folder="from-folder")
+    assert skill is not None and getattr(skill, "name") == "from-folder"
