@@ -1,0 +1,158 @@
+"""``OpenAIModel``: the OpenAI chat-completions API, and every server that speaks it.
+
+Works with OpenAI itself and with OpenAI-compatible servers (vLLM, Ollama, DeepSeek, Qwen, ...)
+through ``base_url``. Needs the ``openai`` SDK: ``pip install 'agent-skill-harness[openai]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from harness.models._sdk import import_sdk
+from harness.models.base import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
+from harness.models.errors import ModelError
+
+__all__ = ["OpenAIModel"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIModel(Model):
+    """A chat-completions model (``POST {base_url}/chat/completions``) with tool calling.
+
+    ``api_key`` is required (local servers that ignore it accept any string, e.g. ``"EMPTY"``);
+    ``from_env`` reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` instead. ``max_tokens`` and
+    ``temperature`` are sent only when set; ``extra_body`` adds provider-specific request fields
+    (``{"top_p": 0.9}``, a vLLM ``guided_json``, ...). SDK errors become ``ModelError`` naming the server
+    and model; the SDK retries transient failures ``max_retries`` times first.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str = DEFAULT_BASE_URL,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
+        if not model:
+            raise ValueError("OpenAIModel needs a model name, e.g. model='gpt-4o-mini'")
+        sdk = import_sdk("openai", "openai")
+        super().__init__(name=f"openai:{model}")
+        self.model = model
+        self.base_url = base_url
+        self._options: dict[str, Any] = {}
+        if max_tokens is not None:
+            self._options["max_tokens"] = max_tokens
+        if temperature is not None:
+            self._options["temperature"] = temperature
+        if extra_body:
+            self._options["extra_body"] = dict(extra_body)
+        self._sdk_error: type[Exception] = sdk.OpenAIError
+        self._client: Any = sdk.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    @classmethod
+    def from_env(
+        cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> OpenAIModel:
+        """Build from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``; keyword arguments win over them.
+
+        Raises ``ModelError`` when no API key is given either way.
+        """
+        env = os.environ if environ is None else environ
+        kwargs.setdefault("base_url", env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        if "api_key" not in kwargs:
+            key = env.get("OPENAI_API_KEY")
+            if not key:
+                raise ModelError(
+                    f"no API key for openai:{model}: set OPENAI_API_KEY or pass api_key=..."
+                )
+            kwargs["api_key"] = key
+        return cls(model=model, **kwargs)
+
+    async def _complete(
+        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
+    ) -> ModelReply:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            **self._options,
+        }
+        if tools:
+            request["tools"] = [_wire_tool(spec) for spec in tools]
+        try:
+            response = await self._client.chat.completions.create(**request)
+        except self._sdk_error as exc:
+            raise ModelError(f"{self.name} at {self.base_url} failed: {exc}") from exc
+        if not response.choices:
+            raise ModelError(f"{self.name} at {self.base_url} returned no choices")
+        return ModelReply(
+            message=self._parse_message(response.choices[0].message),
+            usage=_parse_usage(response.usage),
+        )
+
+    def _parse_message(self, wire: Any) -> Message:
+        calls = []
+        for call in wire.tool_calls or ():
+            try:
+                arguments = json.loads(call.function.arguments or "{}")
+            except json.JSONDecodeError as exc:
+                raise ModelError(
+                    f"{self.name} called {call.function.name} with arguments that are not "
+                    f"JSON: {call.function.arguments!r}"
+                ) from exc
+            if not isinstance(arguments, dict):
+                raise ModelError(
+                    f"{self.name} called {call.function.name} with arguments that are not a "
+                    f"JSON object: {call.function.arguments!r}"
+                )
+            calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
+        return Message.assistant(wire.content or "", calls)
+
+    async def _aclose(self) -> None:
+        await self._client.close()
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        wire["content"] = message.content or None
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return wire
+
+
+def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
+def _parse_usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0
+    )
