@@ -23,13 +23,17 @@ from repositories.errors import (
     UnknownScheme,
     UnsafePath,
 )
+from repositories.directory import DirectoryRepository, read_skill_folder
+from repositories.git import GitRepository, default_cache_dir
 from repositories.memory import MemoryRepository
 from repositories.sources import check_source, disambiguate_sources, make_source
 
 __all__ = [
     "BundleFile",
     "BundleNotFound",
+    "DirectoryRepository",
     "FileContents",
+    "GitRepository",
     "InvalidBundle",
     "InvalidRepositoryConfig",
     "MemoryRepository",
@@ -44,6 +48,8 @@ __all__ = [
     "UnknownScheme",
     "UnsafePath",
     "check_source",
+    "default_cache_dir",
     "disambiguate_sources",
     "make_source",
+    "read_skill_folder",
 ]

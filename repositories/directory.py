@@ -1,0 +1,231 @@
+"""A folder of skill folders on the host."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
+from repositories.base import (
+    BundleFile,
+    FileContents,
+    SkillBundle,
+    SkillBundleContents,
+    SkillRepository,
+    Snapshot,
+)
+from repositories.errors import BundleNotFound, InvalidBundle, RepositoryUnavailable, UnsafePath
+from repositories.sources import make_source
+
+__all__ = ["DirectoryRepository", "read_skill_folder"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    version: str
+    bundles: tuple[SkillBundle, ...]
+    problems: tuple[str, ...]
+    roots: dict[str, str]
+    by_root: dict[str, SkillBundle]
+
+
+def _list_dir(folder: str) -> list[Child[str]]:
+    """The entries of a host folder; files carry their stat (never following symlinks)."""
+    children: list[Child[str]] = []
+    with os.scandir(folder) as it:
+        for item in it:
+            if item.is_symlink():
+                children.append(Child(item.name, SYMLINK, item.path))
+            elif item.is_dir(follow_symlinks=False):
+                children.append(Child(item.name, DIR, item.path))
+            elif item.name.startswith("."):
+                continue
+            else:
+                st = item.stat(follow_symlinks=False)
+                kind = FILE if stat.S_ISREG(st.st_mode) else OTHER
+                token = f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+                children.append(Child(item.name, kind, item.path, st.st_size, stat.S_IMODE(st.st_mode), token))
+    return children
+
+
+def _find(base: Path) -> tuple[list[SkillLayout[str]], list[str]]:
+    return find_skills(str(base), _list_dir, root_name=base.name)
+
+
+def _bundle(layout: SkillLayout[str], digest: str) -> SkillBundle:
+    with open(layout.main.node, "rb") as handle:
+        skill_md = handle.read()
+    return SkillBundle(
+        folder=layout.folder,
+        skill_md=skill_md,
+        skill_md_name=layout.skill_md_name,
+        files=tuple(
+            BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files
+        ),
+        location=layout.node,
+        digest=digest,
+    )
+
+
+def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
+    """Walk ``base`` once, re-reading SKILL.md only for skills whose entries changed."""
+    try:
+        layouts, problems = _find(base)
+        by_root: dict[str, SkillBundle] = {}
+        for layout in layouts:
+            digest = layout.digest()
+            old = previous.get(layout.root)
+            by_root[layout.root] = (
+                old if old is not None and old.digest == digest else _bundle(layout, digest)
+            )
+    except OSError as exc:
+        raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: {exc}") from exc
+    bundles = tuple(by_root[layout.root] for layout in layouts)
+    token = hashlib.sha256()
+    for bundle in bundles:
+        token.update(f"{bundle.location}\0{bundle.digest}\n".encode())
+    token.update("\n".join(problems).encode())
+    return _Scan(
+        version=token.hexdigest(),
+        bundles=bundles,
+        problems=tuple(problems),
+        roots={layout.folder: layout.node for layout in layouts},
+        by_root=by_root,
+    )
+
+
+def _read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+    """Read ``paths`` inside ``folder_path``, refusing any path that crosses a symlink."""
+    real_root = os.path.realpath(folder_path)
+    data: dict[str, bytes] = {}
+    for path in paths:
+        full = os.path.join(real_root, path)
+        if os.path.realpath(full) != full:
+            raise UnsafePath(f"unsafe path refused: {path!r} crosses a symlink in {folder_path!r}")
+        try:
+            with open(full, "rb") as handle:
+                data[path] = handle.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+            raise BundleNotFound(f"{folder_path}/{path} does not exist") from exc
+    return data
+
+
+class DirectoryRepository(SkillRepository):
+    """Skill folders below a host folder (nested folders allowed, ``node_modules`` skipped).
+
+    ``version()`` walks the tree once in a worker thread (one ``scandir`` per folder, one
+    ``lstat`` per file, no file opened); a snapshot re-reads the SKILL.md of changed skills only.
+    A missing folder is an error (``RepositoryUnavailable``). With ``writable=True``, ``save``
+    writes a complete folder next to the target and swaps it in by rename; files are written with
+    their given modes. Slug: ``dir-<folder name>``.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, source: str | None = None, writable: bool = False
+    ) -> None:
+        self.path = Path(path).expanduser().absolute()
+        super().__init__(source=source or make_source("dir", self.path.name), writable=writable)
+        self._last: _Scan | None = None
+
+    async def _scan(self) -> _Scan:
+        previous = self._last.by_root if self._last is not None else {}
+        scan = await anyio.to_thread.run_sync(_scan, self.path, previous)
+        self._last = scan
+        return scan
+
+    async def _version(self) -> str:
+        return (await self._scan()).version
+
+    async def _load(self, version: str) -> Snapshot:
+        scan = self._last if self._last is not None and self._last.version == version else await self._scan()
+        return Snapshot(version=scan.version, bundles=scan.bundles, problems=scan.problems)
+
+    def _invalidate(self) -> None:
+        self._last = None
+
+    async def _folder_path(self, folder: str) -> str:
+        scan = self._last if self._last is not None else await self._scan()
+        found = scan.roots.get(folder)
+        if found is None:
+            raise BundleNotFound(f"{self.source}: no skill folder {folder!r} in {str(self.path)!r}")
+        return found
+
+    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        folder_path = await self._folder_path(folder)
+        return await anyio.to_thread.run_sync(_read_below, folder_path, paths)
+
+    async def _save(self, bundle: SkillBundleContents) -> None:
+        scan = self._last if self._last is not None else await self._scan()
+        target = scan.roots.get(bundle.folder, str(self.path / bundle.folder))
+        await anyio.to_thread.run_sync(_write_folder, Path(target), bundle)
+        self._last = None
+
+    async def _delete(self, folder: str) -> None:
+        target = await self._folder_path(folder)
+        await anyio.to_thread.run_sync(_remove_folder, Path(target))
+        self._last = None
+
+
+def _write_folder(target: Path, bundle: SkillBundleContents) -> None:
+    """Write ``bundle`` into a hidden sibling of ``target`` and swap it in by rename."""
+    staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex}"
+    try:
+        staging.mkdir(parents=True)
+        (staging / bundle.skill_md_name).write_bytes(bundle.skill_md)
+        for item in bundle.files:
+            path = staging / item.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(item.data)
+            os.chmod(path, item.mode)
+        if target.exists():
+            _remove_folder(target)
+        os.replace(staging, target)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RepositoryUnavailable(f"cannot save skill {bundle.folder!r} to {str(target)!r}: {exc}") from exc
+
+
+def _remove_folder(target: Path) -> None:
+    """Move ``target`` aside (atomic disappearance), then delete it."""
+    trash = target.parent / f".{target.name}.deleting-{uuid.uuid4().hex}"
+    try:
+        os.replace(target, trash)
+    except OSError as exc:
+        raise RepositoryUnavailable(f"cannot delete skill folder {str(target)!r}: {exc}") from exc
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _read_folder(path: Path) -> tuple[SkillBundleContents, tuple[str, ...]]:
+    layouts, problems = _find(path)
+    layout = next((item for item in layouts if item.root == ""), None)
+    if layout is None:
+        raise InvalidBundle(f"{str(path)!r} is not a skill folder: it has no SKILL.md")
+    files = tuple(
+        FileContents(path=layout.relative(e), data=Path(e.node).read_bytes(), mode=e.mode)
+        for e in layout.files
+    )
+    main = Path(layout.main.node).read_bytes()
+    contents = SkillBundleContents(
+        folder=layout.folder, skill_md=main, skill_md_name=layout.skill_md_name, files=files
+    )
+    return contents, tuple(problems)
+
+
+async def read_skill_folder(path: str | os.PathLike[str]) -> tuple[SkillBundleContents, tuple[str, ...]]:
+    """Read a host skill folder whole, for ``save()`` (e.g. ``harness market publish``).
+
+    Returns the bundle and the problems met (skipped symlinks and special files); dot-files and
+    ``node_modules`` are left out. Raises ``InvalidBundle`` when the folder has no SKILL.md or
+    its name is not a valid skill folder name, ``FileNotFoundError`` when it does not exist.
+    """
+    folder = Path(path).expanduser().absolute()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"skill folder {str(folder)!r} does not exist")
+    return await anyio.to_thread.run_sync(_read_folder, folder)

@@ -1,0 +1,84 @@
+"""Helpers for the repository tests: git remotes in tmp_path, skill trees, subprocess counting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PYTHON = sys.executable
+
+
+def write_skill(root: Path, folder: str, *, description: str = "A test skill.", body: str = "Do it.\n") -> Path:
+    """Create ``root/folder/SKILL.md`` with frontmatter naming the folder; returns the folder."""
+    path = root / folder
+    path.mkdir(parents=True, exist_ok=True)
+    name = folder.rsplit("/", 1)[-1]
+    (path / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}")
+    return path
+
+
+class GitRemote:
+    """A bare repository (the remote, reached through ``url``) and a work tree that pushes to it."""
+
+    def __init__(self, base: Path) -> None:
+        self.bare = base / "remote.git"
+        self.work = base / "work"
+        self.url = self.bare.as_uri()
+        self.env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "Test",
+            "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "Test",
+            "GIT_COMMITTER_EMAIL": "test@example.com",
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+        base.mkdir(parents=True, exist_ok=True)
+        self.git("init", "--quiet", "--bare", "-b", "main", str(self.bare), cwd=base)
+        self.git("init", "--quiet", "-b", "main", str(self.work), cwd=base)
+        self.git("remote", "add", "origin", self.url)
+
+    def git(self, *args: str, cwd: Path | None = None) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd or self.work, env=self.env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    def write(self, path: str, text: str, mode: int = 0o644) -> None:
+        target = self.work / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+
+    def skill(self, folder: str, description: str = "A test skill.") -> None:
+        write_skill(self.work, folder, description=description)
+
+    def commit(self, message: str = "change", *, branch: str = "main", force: bool = False) -> str:
+        self.git("add", "-A")
+        self.git("commit", "--quiet", "--allow-empty", "-m", message)
+        self.git("push", "--quiet", *(["--force"] if force else []), "origin", f"HEAD:refs/heads/{branch}")
+        return self.git("rev-parse", "HEAD")
+
+
+class SubprocessLog:
+    """Records the argv of every subprocess this process starts (through an audit hook)."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.active = False
+
+    def hook(self, event: str, args: tuple[object, ...]) -> None:
+        if self.active and event == "subprocess.Popen":
+            argv = args[1]
+            self.calls.append([str(a) for a in argv] if isinstance(argv, (list, tuple)) else [str(argv)])
+
+    def __enter__(self) -> list[list[str]]:
+        self.calls = []
+        self.active = True
+        return self.calls
+
+    def __exit__(self, *exc: object) -> None:
+        self.active = False
+
+
