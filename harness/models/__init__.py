@@ -8,6 +8,7 @@ adapter is built.
 
 from harness.models.base import Message, Model, ModelReply, Role, ToolCall, ToolSpec, Usage
 from harness.models.errors import ModelError, ModelUnavailable, ScriptExhausted, UnknownModel
+from harness.models.registry import open_model
 from harness.models.scripted import ScriptedCall, ScriptedModel, ScriptStep
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "ToolSpec",
     "UnknownModel",
     "Usage",
+    "open_model",
 ]

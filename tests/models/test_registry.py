@@ -1,0 +1,37 @@
+"""open_model turns spec strings into models."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.models import ModelError, UnknownModel, open_model
+from harness.models.anthropic import AnthropicModel
+from harness.models.openai import OpenAIModel
+
+
+async def test_openai_spec_reads_the_environment_and_kwargs_win() -> None:
+    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    async with open_model("openai:gpt-4o-mini", environ=env) as model:
+        assert isinstance(model, OpenAIModel)
+        assert (model.name, model.base_url) == ("openai:gpt-4o-mini", "http://127.0.0.1:1/v1")
+    async with open_model("openai:m", api_key="k", base_url="http://h/v1", environ={}) as model:
+        assert isinstance(model, OpenAIModel) and model.base_url == "http://h/v1"
+
+
+async def test_anthropic_spec() -> None:
+    async with open_model("anthropic:claude-x", environ={"ANTHROPIC_API_KEY": "k"}) as model:
+        assert isinstance(model, AnthropicModel)
+        assert model.name == "anthropic:claude-x"
+
+
+def test_missing_key_is_a_model_error() -> None:
+    with pytest.raises(ModelError, match="OPENAI_API_KEY"):
+        open_model("openai:gpt-4o-mini", environ={})
+
+
+def test_unknown_provider_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownModel, match="provider one of anthropic, demo, openai"):
+        open_model("mistral:large")
+    with pytest.raises(ConfigError):
+        open_model("")
