@@ -293,9 +293,11 @@ def _check_object(value: dict[str, Any], schema: Mapping[str, Any], path: str) -
 
 def _check_value(value: Any, schema: Mapping[str, Any], path: str) -> str | None:
     if "anyOf" in schema:
-        if any(_check_value(value, option, path) is None for option in schema["anyOf"]):
+        problems = [_check_value(value, option, path) for option in schema["anyOf"]]
+        if None in problems:
             return None
-        return f"argument {path} has an unexpected value {value!r}"
+        # The first option is the informative one for Optional[X] (X | None).
+        return problems[0]
     if "enum" in schema and value not in schema["enum"]:
         return f"argument {path} must be one of {schema['enum']!r}, got {value!r}"
     expected = schema.get("type")

@@ -3,20 +3,26 @@
 ``Model.complete(messages, tools)`` takes the conversation and the tool specs and returns the
 assistant's next message with its tool calls. Provider SDKs are optional extras
 (``agent-skill-harness[openai]``, ``agent-skill-harness[anthropic]``) imported only when an
-adapter is built.
+adapter is built, so importing the adapter classes costs nothing.
 """
 
+from harness.models.anthropic import AnthropicModel
 from harness.models.base import Message, Model, ModelReply, Role, ToolCall, ToolSpec, Usage
+from harness.models.demo import DemoModel
 from harness.models.errors import ModelError, ModelUnavailable, ScriptExhausted, UnknownModel
+from harness.models.openai import OpenAIModel
 from harness.models.registry import open_model
 from harness.models.scripted import ScriptedCall, ScriptedModel, ScriptStep
 
 __all__ = [
+    "AnthropicModel",
+    "DemoModel",
     "Message",
     "Model",
     "ModelError",
     "ModelReply",
     "ModelUnavailable",
+    "OpenAIModel",
     "Role",
     "ScriptExhausted",
     "ScriptStep",

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
+from harness.models.anthropic import AnthropicModel
 from harness.models.base import Model
+from harness.models.demo import DemoModel
 from harness.models.errors import UnknownModel
+from harness.models.openai import OpenAIModel
 
 __all__ = ["open_model"]
 
@@ -21,27 +24,17 @@ ENTRY_POINT_GROUP = "harness.models"
 ModelFactory = Callable[..., Model]
 
 
-def _openai(model: str, **kwargs: Any) -> Model:
-    from harness.models.openai import OpenAIModel
-
-    return OpenAIModel.from_env(model, **kwargs)
-
-
-def _anthropic(model: str, **kwargs: Any) -> Model:
-    from harness.models.anthropic import AnthropicModel
-
-    return AnthropicModel.from_env(model, **kwargs)
-
-
 def _demo(model: str, **kwargs: Any) -> Model:
-    from harness.models.demo import DemoModel
-
     if model:
         raise UnknownModel(f"the demo model takes no model name, got 'demo:{model}'")
     return DemoModel(**kwargs)
 
 
-_BUILTIN: dict[str, ModelFactory] = {"openai": _openai, "anthropic": _anthropic, "demo": _demo}
+_BUILTIN: dict[str, ModelFactory] = {
+    "openai": OpenAIModel.from_env,
+    "anthropic": AnthropicModel.from_env,
+    "demo": _demo,
+}
 
 
 def open_model(spec: str, **kwargs: Any) -> Model:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.errors import ConfigError
-from harness.models import ModelError, UnknownModel, open_model
+from harness.models import Message, ModelError, UnknownModel, open_model
 from harness.models.anthropic import AnthropicModel
 from harness.models.openai import OpenAIModel
 
@@ -35,3 +37,28 @@ def test_unknown_provider_lists_the_known_ones() -> None:
         open_model("mistral:large")
     with pytest.raises(ConfigError):
         open_model("")
+
+
+def test_demo_takes_no_model_name() -> None:
+    with pytest.raises(UnknownModel, match="takes no model name"):
+        open_model("demo:large")
+
+
+async def test_providers_from_installed_entry_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "acme_models.py").write_text(
+        "from harness.models import ScriptedModel\n"
+        "def build(model, **kwargs):\n"
+        "    return ScriptedModel([f'{model} says {kwargs[\"greeting\"]}'], name='acme:' + model)\n"
+    )
+    dist = tmp_path / "acme_models-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-models\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[harness.models]\nacme = acme_models:build\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    async with open_model("acme:tiny", greeting="hi") as model:
+        reply = await model.complete([Message.user("hello")])
+    assert model.name == "acme:tiny"
+    assert reply.message.content == "tiny says hi"
