@@ -1,0 +1,250 @@
+"""The sources a turn's skills come from: folders read through a filesystem, and markets.
+
+A layer turns raw files or bundles into parsed :class:`Skill` values and remembers what it
+parsed, so an unchanged SKILL.md is never parsed twice. Deciding *when* to look again
+(watchers, generation counters, market versions) is the pipeline's job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from filesystems import AbstractFilesystem, FileStat
+from repositories import BundleFile, RepositoryError, SkillBundle, SkillRepository
+from harness.diagnostics import Diagnostic
+from harness.skill import Layer, Skill, load_skill
+from harness.validation import SKILL_MD_NAMES
+
+__all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource"]
+
+_SKIPPED_FOLDERS = frozenset({"node_modules"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerEntry:
+    """A parsed skill with what staging and the load tool need: its files and a content digest."""
+
+    skill: Skill
+    digest: str
+    files: tuple[BundleFile, ...]
+    path: str  # the folder's path inside the layer's filesystem or market
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LayerResult:
+    """What one source contributes to a turn."""
+
+    entries: tuple[LayerEntry, ...]
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+class SkillSource:
+    """Common interface of folder layers and markets: read a skill's files on demand."""
+
+    source: str
+    layer: Layer
+
+    async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
+        """Bytes of ``paths`` (relative to the skill folder) in one batched call."""
+        raise NotImplementedError
+
+
+class FolderLayer(SkillSource):
+    """Skill folders below ``prefix`` of a filesystem (global dir, workspace, a user's area).
+
+    Nested folders are allowed: a folder with a SKILL.md is a skill and everything below it is
+    its files. Folders starting with ``.`` or ``_`` (``_drafts``, ``.archive``) and
+    ``node_modules`` are never read.
+    """
+
+    def __init__(self, fs: AbstractFilesystem, prefix: str, *, source: str, layer: Layer) -> None:
+        self.fs = fs
+        self.prefix = prefix.strip("/")
+        self.source = source
+        self.layer = layer
+        self._parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
+
+    async def load(self) -> LayerResult:
+        """Walk the folder (one batched call), parse new or changed SKILL.md files."""
+        stats = await self.fs.walk(self.prefix)
+        folders = _group_skill_folders(stats, self.prefix)
+        changed = [
+            main.path
+            for main, _ in folders.values()
+            if self._parsed.get(main.path, ("",))[0] != main.version
+        ]
+        contents = await self.fs.read_many(changed) if changed else {}
+        entries: list[LayerEntry] = []
+        diagnostics: list[Diagnostic] = []
+        parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
+        for folder_path, (main, files) in sorted(folders.items()):
+            cached = self._parsed.get(main.path)
+            if cached is not None and cached[0] == main.version:
+                skill, found = cached[1], cached[2]
+            else:
+                skill, found_list = load_skill(
+                    contents[main.path],
+                    folder=folder_path.rsplit("/", 1)[-1],
+                    location=self._location(folder_path),
+                    source=self.source,
+                    layer=self.layer,
+                    skill_md_name=main.name,
+                )
+                found = tuple(found_list)
+            parsed[main.path] = (main.version, skill, found)
+            diagnostics.extend(found)
+            if skill is not None:
+                bundle_files = tuple(
+                    BundleFile(path=f.path[len(folder_path) + 1 :], size=f.size, mode=f.mode) for f in files
+                )
+                skill = _with_files(skill, bundle_files)
+                entries.append(
+                    LayerEntry(skill=skill, digest=_digest([main, *files]), files=bundle_files, path=folder_path)
+                )
+        self._parsed = parsed
+        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics))
+
+    async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
+        data = await self.fs.read_many([f"{entry.path}/{p}" for p in paths])
+        return {p: data[f"{entry.path}/{p}"] for p in paths}
+
+    def _location(self, folder_path: str) -> str:
+        host = self.fs.host_path(folder_path)
+        return str(host) if host is not None else folder_path
+
+
+class MarketLayer(SkillSource):
+    """A skill market (layer 2): parses each bundle once per digest."""
+
+    def __init__(self, repository: SkillRepository, *, source: str | None = None) -> None:
+        self.repository = repository
+        self.source = source or repository.source
+        self.layer = Layer.MARKET
+        self._version: str | None = None
+        self._result = LayerResult(entries=())
+        self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+
+    @property
+    def result(self) -> LayerResult:
+        """The last good result (empty before the first successful load)."""
+        return self._result
+
+    async def load(self) -> LayerResult:
+        """Ask the market for its snapshot (cheap when unchanged) and parse what changed.
+
+        A failing market keeps serving its last good skills; the failure becomes a diagnostic.
+        """
+        try:
+            snapshot = await self.repository.snapshot()
+        except RepositoryError as exc:
+            return self._with_failure(f"market {self.source!r} is unavailable and has no skills yet: {exc}")
+        if snapshot.version != self._version:
+            self._result = self._parse(snapshot.bundles, snapshot.problems)
+            self._version = snapshot.version
+        if snapshot.error is not None:
+            return self._with_failure(
+                f"market {self.source!r} failed to refresh, serving its last good skills: {snapshot.error}"
+            )
+        return self._result
+
+    def failed(self, reason: str) -> LayerResult:
+        """The last good result plus a diagnostic saying why it is stale (e.g. a timeout)."""
+        return self._with_failure(reason)
+
+    async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
+        return await self.repository.read_files(entry.path, list(paths))
+
+    def _with_failure(self, message: str) -> LayerResult:
+        problem = Diagnostic(severity="error", code="market-unavailable", message=message, location=self.source)
+        return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem))
+
+    def _parse(self, bundles: Sequence[SkillBundle], problems: Sequence[str]) -> LayerResult:
+        entries: list[LayerEntry] = []
+        diagnostics = [
+            Diagnostic(severity="warning", code="market-problem", message=problem, location=self.source)
+            for problem in problems
+        ]
+        parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        for bundle in bundles:
+            cached = self._parsed.get(bundle.folder)
+            if cached is not None and cached[0] == bundle.digest:
+                entry, found = cached[1], cached[2]
+            else:
+                skill, found_list = load_skill(
+                    bundle.skill_md,
+                    folder=bundle.folder,
+                    location=bundle.location,
+                    source=self.source,
+                    layer=Layer.MARKET,
+                    files=tuple(f.path for f in bundle.files),
+                    skill_md_name=bundle.skill_md_name,
+                )
+                found = tuple(found_list)
+                entry = (
+                    LayerEntry(skill=skill, digest=bundle.digest, files=bundle.files, path=bundle.folder)
+                    if skill is not None
+                    else None
+                )
+            parsed[bundle.folder] = (bundle.digest, entry, found)
+            diagnostics.extend(found)
+            if entry is not None:
+                entries.append(entry)
+        self._parsed = parsed
+        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics))
+
+
+def _group_skill_folders(stats: Sequence[FileStat], prefix: str) -> dict[str, tuple[FileStat, list[FileStat]]]:
+    """Map each skill folder path to (its SKILL.md stat, its other files)."""
+    start = len(prefix) + 1 if prefix else 0
+    mains: dict[str, FileStat] = {}
+    for stat in stats:
+        folder, _, name = stat.path.rpartition("/")
+        if name in SKILL_MD_NAMES and folder and _readable(folder[start:]):
+            if folder not in mains or name == "SKILL.md":
+                mains[folder] = stat
+    # Outermost skill folder wins: a SKILL.md below another skill is one of its files.
+    roots = sorted(mains)
+    outer = [f for f in roots if not any(f.startswith(r + "/") for r in _parents(f, mains))]
+    groups: dict[str, tuple[FileStat, list[FileStat]]] = {f: (mains[f], []) for f in outer}
+    for stat in stats:
+        owner = _owner(stat.path, groups)
+        if owner is not None and stat is not groups[owner][0] and _readable(stat.path[len(owner) + 1 :]):
+            groups[owner][1].append(stat)
+    return groups
+
+
+def _parents(folder: str, mains: dict[str, FileStat]) -> list[str]:
+    parts = folder.split("/")
+    return [p for p in ("/".join(parts[:i]) for i in range(1, len(parts))) if p in mains]
+
+
+def _owner(path: str, groups: dict[str, tuple[FileStat, list[FileStat]]]) -> str | None:
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        candidate = "/".join(parts[:i])
+        if candidate in groups:
+            return candidate
+    return None
+
+
+def _readable(relative: str) -> bool:
+    return not any(
+        part.startswith((".", "_")) or part in _SKIPPED_FOLDERS for part in relative.split("/") if part
+    )
+
+
+def _digest(stats: Sequence[FileStat]) -> str:
+    h = hashlib.sha256()
+    for stat in stats:
+        h.update(f"{stat.path}\0{stat.size}\0{stat.mode}\0{stat.version}\n".encode())
+    return h.hexdigest()[:32]
+
+
+def _with_files(skill: Skill, files: tuple[BundleFile, ...]) -> Skill:
+    paths = tuple(f.path for f in files)
+    if skill.files == paths:
+        return skill
+    return dataclasses.replace(skill, files=paths)

@@ -1,0 +1,72 @@
+"""Merge the layers' skills by name: the higher layer wins, whole folder, never silently."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.diagnostics import Diagnostic
+from harness.layers import LayerEntry, LayerResult
+
+__all__ = ["Merged", "Shadowing", "merge_layers"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Shadowing:
+    """A skill hidden by another of the same name."""
+
+    name: str
+    winner: LayerEntry
+    loser: LayerEntry
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape of ``harness skills list --json``'s ``shadowed`` entries."""
+        return {"name": self.name, "winner": _ref(self.winner), "loser": _ref(self.loser)}
+
+    def diagnostic(self) -> Diagnostic:
+        """The shadowing as an ``info`` diagnostic."""
+        w, l = self.winner.skill, self.loser.skill
+        return Diagnostic(
+            severity="info",
+            code="shadowed",
+            message=(
+                f"skill {self.name!r} from {w.layer.value} layer ({w.source}, {w.location}) "
+                f"shadows the one from {l.layer.value} layer ({l.source}, {l.location})"
+            ),
+            location=w.location,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Merged:
+    """The winning entry per name plus every shadowing that happened."""
+
+    entries: dict[str, LayerEntry]
+    shadowed: tuple[Shadowing, ...]
+
+
+def merge_layers(layers: Sequence[LayerResult], base: Merged | None = None) -> Merged:
+    """Merge ``layers`` in ascending priority on top of ``base``.
+
+    Within one layer two skills with one name: the first in sorted folder order wins. Across
+    layers the later one wins.
+    """
+    entries = dict(base.entries) if base else {}
+    shadowed = list(base.shadowed) if base else []
+    for layer in layers:
+        seen: dict[str, LayerEntry] = {}
+        for entry in sorted(layer.entries, key=lambda e: e.path):
+            name = entry.skill.name
+            if name in seen:
+                shadowed.append(Shadowing(name=name, winner=seen[name], loser=entry))
+                continue
+            seen[name] = entry
+            if name in entries:
+                shadowed.append(Shadowing(name=name, winner=entry, loser=entries[name]))
+            entries[name] = entry
+    return Merged(entries=entries, shadowed=tuple(shadowed))
+
+
+def _ref(entry: LayerEntry) -> dict[str, str]:
+    skill = entry.skill
+    return {"layer": skill.layer.value, "source": skill.source, "location": skill.location, "skill_id": skill.skill_id}

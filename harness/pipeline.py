@@ -1,0 +1,421 @@
+"""The per-turn pipeline: merge the four layers, filter, stage, compute files-roots, render.
+
+``await pipeline.prepare(context)`` runs before every model turn and returns a
+:class:`TurnPlan`. A warm turn (nothing changed) parses nothing, writes nothing and stats no
+file: folder layers learn about edits from one watcher per tree, remote layers from one cheap
+generation query, markets from their own change tokens.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, Self
+
+import anyio
+from anyio.abc import TaskGroup
+
+from filesystems import AbstractFilesystem, LocalFilesystem, ShellUnavailable
+from repositories import SkillRepository, disambiguate_sources
+from harness.catalog import entries_for, render_catalog
+from harness.context import RuntimeContext
+from harness.diagnostics import Diagnostic
+from harness.errors import SkillNotFound
+from harness.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
+from harness.merge import Merged, Shadowing, merge_layers
+from harness.skill import Layer, Skill
+from harness.skill_tools import LOAD_TOOL, SHELL_TOOL
+from harness.staging import StageItem, StageResult, Stager
+from harness.watch import TreeWatcher
+
+__all__ = ["ResolvedSkill", "SkillPipeline", "TurnPlan", "VisibilityPolicy"]
+
+log = logging.getLogger(__name__)
+SKILLS_DIR = "skills"
+CACHE_DIR = ".skills-cache"
+
+
+class VisibilityPolicy(Protocol):
+    """Decides which skills a turn sees (e.g. rollout filters on agent-created skills)."""
+
+    async def apply(self, skills: list[Skill], context: RuntimeContext) -> list[Skill]: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResolvedSkill:
+    """A merged skill with the source that reads its files and where the shell finds them."""
+
+    entry: LayerEntry
+    source: SkillSource
+    files_root: str | None
+
+    @property
+    def skill(self) -> Skill:
+        """The parsed skill."""
+        return self.entry.skill
+
+
+@dataclass(kw_only=True)
+class TurnPlan:
+    """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
+
+    ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
+    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
+    """
+
+    context: RuntimeContext
+    filesystem: AbstractFilesystem
+    skills: dict[str, ResolvedSkill]
+    catalog: str
+    shadowed: tuple[Shadowing, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    staged: StageResult | None
+    invoked: set[str] = field(default_factory=set)
+
+    def available(self) -> list[ResolvedSkill]:
+        """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""
+        return [s for s in self.skills.values() if not s.skill.hidden or s.skill.skill_id in self.invoked]
+
+    def find(self, id_or_name: str) -> ResolvedSkill | None:
+        """A loadable skill by id, or by name when exactly one skill has it."""
+        found = self.skills.get(id_or_name)
+        if found is None:
+            named = [s for s in self.skills.values() if s.skill.name == id_or_name]
+            found = named[0] if len(named) == 1 else None
+        if found is None or (found.skill.hidden and found.skill.skill_id not in self.invoked):
+            return None
+        return found
+
+    def invoke(self, id_or_name: str) -> ResolvedSkill:
+        """Mark a skill as explicitly invoked (hidden skills included) and return it."""
+        found = self.skills.get(id_or_name) or next(
+            (s for s in self.skills.values() if s.skill.name == id_or_name), None
+        )
+        if found is None:
+            raise SkillNotFound(
+                f"no skill named {id_or_name!r}; available: " + ", ".join(sorted(s.skill.name for s in self.skills.values()))
+            )
+        self.invoked.add(found.skill.skill_id)
+        return found
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Base:
+    """Layers 1–3 merged, plus what staging needs (the union of layers 1–2)."""
+
+    merged: Merged
+    sources: dict[str, SkillSource]  # skill_id -> source
+    stage_items: tuple[StageItem, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _UserView:
+    base: _Base
+    user: LayerResult
+    skills: dict[str, ResolvedSkill]
+    shadowed: tuple[Shadowing, ...]
+    catalog: str
+
+
+class _Tracked:
+    """A folder layer plus what says whether it must be re-read."""
+
+    def __init__(self, layer: FolderLayer) -> None:
+        self.layer = layer
+        self.result: LayerResult | None = None
+        self.dirty = True
+        self.generation: int | None = None
+        self.host = layer.fs.host_path(layer.prefix)
+
+    async def current(self, watched: bool) -> LayerResult:
+        if self.result is not None and not self.dirty:
+            if watched:
+                return self.result
+            generation = await self.layer.fs.generation()
+            if generation is not None and generation == self.generation:
+                return self.result
+            self.generation = generation
+        elif not watched:
+            self.generation = await self.layer.fs.generation()
+        self.dirty = False
+        self.result = await self.layer.load()
+        return self.result
+
+
+class SkillPipeline:
+    """Merges, stages and renders skills for each turn.
+
+    ``filesystem`` is the shared workspace (unscoped); a user's layer is read through
+    ``filesystem.scoped(user_id)``. ``repositories`` are the markets in registration order (a
+    later one wins a name clash); ``global_skills_dir`` is skipped when missing. With
+    ``dynamic_skills=False`` layers 1–3 are merged once; layer 4 is still read per user.
+    Use as an async context manager so folder watchers run; without it every turn re-reads
+    folder layers.
+    """
+
+    def __init__(
+        self,
+        *,
+        filesystem: AbstractFilesystem,
+        repositories: Sequence[SkillRepository] = (),
+        global_skills_dir: str | Path | None = None,
+        dynamic_skills: bool = True,
+        market_timeout: float = 10.0,
+        catalog_budget: int | None = None,
+        visibility: VisibilityPolicy | None = None,
+        watch: bool = True,
+        verify_interval: float | None = 600.0,
+        max_cached_users: int = 1024,
+    ) -> None:
+        self.filesystem = filesystem
+        self.dynamic_skills = dynamic_skills
+        self.market_timeout = market_timeout
+        self.catalog_budget = catalog_budget
+        self.visibility = visibility
+        self._watch = watch
+        self._max_users = max_cached_users
+        slugs = disambiguate_sources(r.source for r in repositories)
+        self.markets = [MarketLayer(repo, source=slug) for repo, slug in zip(repositories, slugs)]
+        self._global: _Tracked | None = None
+        self._global_fs: LocalFilesystem | None = None
+        if global_skills_dir is not None and Path(global_skills_dir).expanduser().is_dir():
+            self._global_fs = LocalFilesystem(Path(global_skills_dir).expanduser())
+            self._global = _Tracked(FolderLayer(self._global_fs, "", source="global", layer=Layer.GLOBAL))
+        self._workspace = _Tracked(FolderLayer(filesystem, SKILLS_DIR, source="workspace", layer=Layer.WORKSPACE))
+        self._users: collections.OrderedDict[str, _Tracked] = collections.OrderedDict()
+        self._views: dict[str, _UserView] = {}
+        cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
+        self.stager = Stager(cache, verify_interval=verify_interval) if cache is not None else None
+        self._base: _Base | None = None
+        self._base_inputs: tuple[LayerResult, ...] = ()
+        self._watched_roots: list[Path] = []
+        self._watchers: list[TreeWatcher] = []
+        self._stack = AsyncExitStack()
+        self._base_lock = anyio.Lock()
+        self._closed = False
+
+    async def __aenter__(self) -> Self:
+        if self._watch:
+            group: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
+            self._stack.callback(self._stop_watchers)
+            roots = [self.filesystem.host_path("")]
+            if self._global is not None:
+                roots.append(self._global.host)
+            for root in roots:
+                if root is not None and root.is_dir():
+                    watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
+                    await group.start(watcher.run)
+                    self._watchers.append(watcher)
+                    self._watched_roots.append(root)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the watchers and give up the staging lease; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stack.aclose()
+        finally:
+            if self.stager is not None:
+                await self.stager.aclose()
+            if self._global_fs is not None:
+                await self._global_fs.aclose()
+
+    # -- the turn ----------------------------------------------------------------------------
+
+    async def prepare(self, context: RuntimeContext) -> TurnPlan:
+        """Merge, filter, stage and render for one turn of ``context.user_id``."""
+        base = await self._current_base()
+        tracked = self._user(context.user_id)
+        user = await tracked.current(self._is_watched(tracked))
+        view = self._views.get(context.user_id)
+        if view is None or view.base is not base or view.user is not user:
+            view = self._build_view(context, base, user, tracked.layer)
+            self._views[context.user_id] = view
+        skills, catalog = view.skills, view.catalog
+        if self.visibility is not None:
+            kept = await self.visibility.apply([s.skill for s in skills.values()], context)
+            allowed = {s.skill_id for s in kept}
+            skills = {k: v for k, v in skills.items() if k in allowed}
+            catalog = self._render(skills)
+        staged = await self.stager.stage(base.stage_items) if self.stager is not None else None
+        diagnostics = (
+            *base.diagnostics,
+            *user.diagnostics,
+            *(s.diagnostic() for s in view.shadowed),
+            *(staged.diagnostics if staged else ()),
+        )
+        return TurnPlan(
+            context=context,
+            filesystem=self.filesystem.scoped(context.user_id),
+            skills=skills,
+            catalog=catalog,
+            shadowed=view.shadowed,
+            diagnostics=diagnostics,
+            staged=staged,
+        )
+
+    async def stage(self, *, verify: bool = False) -> StageResult:
+        """Stage layers 1–2 now (``verify`` re-hashes what is on disk and repairs it)."""
+        if self.stager is None:
+            raise ShellUnavailable("staging needs a filesystem with a shell on this host")
+        base = await self._current_base()
+        return await self.stager.stage(base.stage_items, verify=verify)
+
+    def invalidate(self, user_id: str | None = None) -> None:
+        """Forget cached folder reads: a user's layer, or the shared ones when ``user_id`` is None.
+
+        The harness calls this after its own writes so they show on the next turn at once.
+        """
+        if user_id is None:
+            self._workspace.dirty = True
+            if self._global is not None:
+                self._global.dirty = True
+        elif user_id in self._users:
+            self._users[user_id].dirty = True
+
+    async def refresh(self) -> None:
+        """Re-read every layer and market on the next turn (even with ``dynamic_skills=False``)."""
+        self.invalidate()
+        for tracked in self._users.values():
+            tracked.dirty = True
+        for market in self.markets:
+            await market.repository.refresh()
+        self._base = None
+
+    # -- layers 1–3 ------------------------------------------------------------------------
+
+    async def _current_base(self) -> _Base:
+        async with self._base_lock:
+            if self._base is not None and not self.dynamic_skills:
+                return self._base
+            results = await self._load_layers()
+            if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
+                self._base = self._merge_base(results)
+                self._base_inputs = results
+            return self._base
+
+    async def _load_layers(self) -> tuple[LayerResult, ...]:
+        market_results: list[LayerResult] = [market.result for market in self.markets]
+
+        async def load_market(index: int, market: MarketLayer) -> None:
+            with anyio.move_on_after(self.market_timeout) as scope:
+                market_results[index] = await market.load()
+            if scope.cancelled_caught:
+                market_results[index] = market.failed(
+                    f"market {market.source!r} did not answer within {self.market_timeout:g}s; serving its last good skills"
+                )
+
+        async with anyio.create_task_group() as group:
+            for index, market in enumerate(self.markets):
+                group.start_soon(load_market, index, market)
+        global_result = (
+            await self._global.current(self._is_watched(self._global)) if self._global is not None else LayerResult(entries=())
+        )
+        workspace = await self._workspace.current(self._is_watched(self._workspace))
+        return (global_result, *market_results, workspace)
+
+    def _merge_base(self, results: tuple[LayerResult, ...]) -> _Base:
+        sources: dict[str, SkillSource] = {}
+        items: list[StageItem] = []
+        readers: list[SkillSource] = [
+            *( [self._global.layer] if self._global is not None else [_EMPTY] ),
+            *self.markets,
+            self._workspace.layer,
+        ]
+        for reader, result in zip(readers, results, strict=True):
+            for entry in result.entries:
+                sources[entry.skill.skill_id] = reader
+                if reader.layer in (Layer.GLOBAL, Layer.MARKET):
+                    items.append(StageItem(entry=entry, reader=reader))
+        merged = merge_layers(results)
+        diagnostics = tuple(d for result in results for d in result.diagnostics)
+        return _Base(merged=merged, sources=sources, stage_items=tuple(items), diagnostics=diagnostics)
+
+    # -- layer 4 ---------------------------------------------------------------------------
+
+    def _user(self, user_id: str) -> _Tracked:
+        tracked = self._users.get(user_id)
+        if tracked is None:
+            scoped = self.filesystem.scoped(user_id)
+            tracked = _Tracked(FolderLayer(scoped, SKILLS_DIR, source="workspace-namespaced", layer=Layer.USER))
+            self._users[user_id] = tracked
+            while len(self._users) > self._max_users:
+                evicted, _ = self._users.popitem(last=False)
+                self._views.pop(evicted, None)
+        else:
+            self._users.move_to_end(user_id)
+        return tracked
+
+    def _build_view(self, context: RuntimeContext, base: _Base, user: LayerResult, layer: FolderLayer) -> _UserView:
+        merged = merge_layers([user], base=base.merged)
+        skills: dict[str, ResolvedSkill] = {}
+        for entry in merged.entries.values():
+            skill = entry.skill
+            source = layer if skill.layer is Layer.USER else base.sources[skill.skill_id]
+            skills[skill.skill_id] = ResolvedSkill(entry=entry, source=source, files_root=self._files_root(entry, source, layer))
+        return _UserView(
+            base=base,
+            user=user,
+            skills=skills,
+            shadowed=merged.shadowed,
+            catalog=self._render(skills),
+        )
+
+    def _files_root(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer) -> str | None:
+        """Always the skill's real folder, as the shell sees it (DESIGN §6)."""
+        if not self.filesystem.has_shell:
+            return None
+        if source.layer in (Layer.GLOBAL, Layer.MARKET):
+            folder = entry.path.rsplit("/", 1)[-1]
+            return self.filesystem.shell_path(f"{CACHE_DIR}/{source.source}/{folder}")
+        fs = user_layer.fs if source.layer is Layer.USER else self.filesystem
+        return fs.shell_path(entry.path)
+
+    def _render(self, skills: dict[str, ResolvedSkill]) -> str:
+        roots = {k: v.files_root for k, v in skills.items() if v.files_root}
+        return render_catalog(
+            entries_for([s.skill for s in skills.values()], roots),
+            load_tool=LOAD_TOOL,
+            shell_tool=SHELL_TOOL if self.filesystem.has_shell else None,
+            budget=self.catalog_budget,
+        )
+
+    # -- watching ----------------------------------------------------------------------------
+
+    def _is_watched(self, tracked: _Tracked) -> bool:
+        host = tracked.host
+        return host is not None and any(host == root or root in host.parents for root in self._watched_roots)
+
+    def _on_change(self, paths: set[Path]) -> None:
+        trackers = [self._workspace, *self._users.values()]
+        if self._global is not None:
+            trackers.append(self._global)
+        for tracked in trackers:
+            host = tracked.host
+            if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
+                tracked.dirty = True
+
+    def _on_watch_failure(self, reason: str) -> None:
+        self._watched_roots.clear()
+
+    def _stop_watchers(self) -> None:
+        for watcher in self._watchers:
+            watcher.stop()
+
+
+class _NoSource(SkillSource):
+    source = "global"
+    layer = Layer.GLOBAL
+
+
+_EMPTY = _NoSource()

@@ -1,0 +1,176 @@
+"""The skill tools a turn offers the model: ``load_skill_through_path`` and ``execute_shell_command``.
+
+Both are bound to one :class:`~harness.pipeline.TurnPlan`, so they only ever serve the calling
+user's turn: a filtered or another user's skill is "not found".
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Awaitable, Callable
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Protocol
+
+from filesystems import CommandResult
+from harness.context import RuntimeContext
+from harness.errors import SkillNotFound
+from harness.tooling import Tool, tool_from_function
+
+if TYPE_CHECKING:
+    from harness.pipeline import ResolvedSkill, TurnPlan
+
+__all__ = ["LOAD_TOOL", "MAX_LINES", "MAX_PAGE_BYTES", "SHELL_TOOL", "UsageHooks", "load_skill_file", "skill_tools"]
+
+LOAD_TOOL = "load_skill_through_path"
+SHELL_TOOL = "execute_shell_command"
+MAX_LINES = 2000
+MAX_PAGE_BYTES = 50 * 1024
+
+
+class UsageHooks(Protocol):
+    """Receives skill usage: a *view* is a load through the tool, a *use* a shell command that
+    references the skill's files-root. Both carry the real skill id."""
+
+    async def record_view(self, skill_id: str, context: RuntimeContext) -> None: ...
+
+    async def record_use(self, skill_id: str, context: RuntimeContext) -> None: ...
+
+
+async def load_skill_file(
+    plan: TurnPlan, skill_id: str, path: str = "SKILL.md", offset: int = 1, limit: int | None = None
+) -> str:
+    """The text of one file of a skill of ``plan``, paged by lines.
+
+    Raises :class:`SkillNotFound` for an unknown skill and ``FileNotFoundError`` /
+    ``PermissionError`` for a missing or unsafe path, each message listing the real paths.
+    """
+    resolved = plan.find(skill_id)
+    if resolved is None:
+        raise SkillNotFound(
+            f"skill {skill_id!r} is not available in this turn; available: "
+            + (", ".join(sorted(s.skill.skill_id for s in plan.available())) or "none")
+        )
+    skill = resolved.skill
+    clean = _clean_path(path, resolved)
+    if clean == skill.skill_md_name or (clean == "SKILL.md" and skill.skill_md_name == "skill.md"):
+        data = skill.raw
+    elif clean in skill.files:
+        data = (await resolved.source.read_files(resolved.entry, [clean]))[clean]
+    else:
+        raise FileNotFoundError(f"{skill.skill_id} has no file {clean!r}; {_listing(resolved)}")
+    return _page(data, clean, resolved, offset, limit)
+
+
+def skill_tools(
+    plan: TurnPlan,
+    *,
+    usage: UsageHooks | None = None,
+    on_load: Callable[[str, str], Awaitable[None]] | None = None,
+    on_shell: Callable[[str, CommandResult], Awaitable[None]] | None = None,
+    shell_timeout: float = 120.0,
+) -> list[Tool]:
+    """The load tool, plus the shell tool when the user's filesystem has a shell."""
+
+    async def load_skill_through_path(
+        skillId: str, path: str = "SKILL.md", offset: int = 1, limit: int | None = None
+    ) -> str:
+        """Read a skill's instructions (SKILL.md) or one of its other files.
+
+        Args:
+            skillId: The skill id from <skill-id> in the catalog (or the skill's name when unique).
+            path: A path relative to the skill folder, e.g. "SKILL.md" or "references/guide.md".
+            offset: The first line to return (1-based), to continue a long file.
+            limit: The most lines to return (at most 2000).
+        """
+        text = await load_skill_file(plan, skillId, path, offset, limit)
+        resolved = plan.find(skillId)
+        if resolved is not None:
+            if usage is not None:
+                await usage.record_view(resolved.skill.skill_id, plan.context)
+            if on_load is not None:
+                await on_load(resolved.skill.skill_id, path)
+        return text
+
+    tools = [tool_from_function(load_skill_through_path, name=LOAD_TOOL)]
+    if not plan.filesystem.has_shell:
+        return tools
+
+    async def execute_shell_command(command: str, cwd: str | None = None, timeout: float | None = None) -> str:
+        """Run a shell command in the user's workspace and return its exit code and output.
+
+        Args:
+            command: The command line, e.g. "python3 <files-root>/scripts/run.py".
+            cwd: A folder relative to the user's workspace to run in.
+            timeout: Seconds before the command is killed.
+        """
+        result = await plan.filesystem.run(command, cwd=cwd, timeout=timeout or shell_timeout)
+        if usage is not None:
+            for resolved in plan.available():
+                if resolved.files_root and resolved.files_root in command:
+                    await usage.record_use(resolved.skill.skill_id, plan.context)
+        if on_shell is not None:
+            await on_shell(command, result)
+        return format_command_result(result)
+
+    tools.append(tool_from_function(execute_shell_command, name=SHELL_TOOL))
+    return tools
+
+
+def format_command_result(result: CommandResult) -> str:
+    """A command's outcome as the model reads it."""
+    lines = [f"exit code: {result.exit_code}" + (" (timed out)" if result.timed_out else "")]
+    if result.stdout:
+        lines.append(f"stdout:\n{result.stdout.rstrip()}")
+    if result.stderr:
+        lines.append(f"stderr:\n{result.stderr.rstrip()}")
+    if result.truncated:
+        lines.append("(output truncated)")
+    return "\n".join(lines)
+
+
+def _clean_path(path: str, resolved: ResolvedSkill) -> str:
+    if "\0" in path or path.startswith(("/", "\\", "~")) or (len(path) > 1 and path[1] == ":"):
+        raise PermissionError(f"path {path!r} must be relative to the skill folder; {_listing(resolved)}")
+    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
+    if not parts:
+        return resolved.skill.skill_md_name
+    if ".." in parts:
+        raise PermissionError(f"path {path!r} escapes the skill folder; {_listing(resolved)}")
+    return "/".join(parts)
+
+
+def _listing(resolved: ResolvedSkill) -> str:
+    paths = [resolved.skill.skill_md_name, *resolved.skill.files]
+    return "available paths: " + ", ".join(paths)
+
+
+def _page(data: bytes, path: str, resolved: ResolvedSkill, offset: int, limit: int | None) -> str:
+    if b"\0" in data[:8192]:
+        return _describe_binary(data, path, resolved)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _describe_binary(data, path, resolved)
+    lines = text.splitlines(keepends=True)
+    start = max(offset, 1) - 1
+    if start >= len(lines) and lines:
+        raise ValueError(f"offset {offset} is past the end of {path} ({len(lines)} lines)")
+    most = min(limit or MAX_LINES, MAX_LINES)
+    chosen: list[str] = []
+    size = 0
+    for line in lines[start : start + most]:
+        size += len(line.encode())
+        if size > MAX_PAGE_BYTES and chosen:
+            break
+        chosen.append(line)
+    end = start + len(chosen)
+    page = "".join(chosen)
+    if end < len(lines):
+        page += f"\n[showing lines {start + 1}-{end} of {len(lines)}; continue with offset={end + 1}]"
+    return page
+
+
+def _describe_binary(data: bytes, path: str, resolved: ResolvedSkill) -> str:
+    kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    where = f" at {resolved.files_root}/{path}" if resolved.files_root else ""
+    return f"{path} is a binary file ({kind}, {len(data)} bytes){where}; it is not shown as text."

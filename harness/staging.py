@@ -1,0 +1,376 @@
+"""Stage market and global skill files into ``<workspace>/.skills-cache/<source>/<folder>/``.
+
+Shell commands can only run scripts that exist on disk, so every file of every layer 1–2
+skill is written there — the union of what the configured sources offer, independent of users,
+overrides and visibility filters, so one user's turn never removes what another's serves.
+
+- Unchanged files (same SHA-256 and mode) are not rewritten; a manifest
+  (``.skills-cache/.manifest.json``) lets a warm turn skip reading and hashing entirely. The
+  manifest is trusted until a *verify* pass (periodic, or on demand) re-hashes what is on disk
+  and repairs anything changed or deleted behind the stager's back.
+- Writes are atomic (temp file + ``os.replace``); a crash leaves old or new files, never torn.
+- A staged folder is removed only when no configured source offers it any more. Processes
+  that share a workspace with different configurations each hold a *lease*
+  (``.skills-cache/.leases/<host>-<pid>.json``) naming what they serve; nothing leased by a live
+  process is removed. All changes happen under an exclusive file lock.
+- Nothing outside ``.skills-cache`` is touched; unsafe market paths are refused per file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import anyio
+
+from harness.diagnostics import Diagnostic
+from harness.layers import LayerEntry, SkillSource
+
+__all__ = ["StageItem", "StageResult", "Stager", "staged_mode"]
+
+EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
+_MANIFEST = ".manifest.json"
+_LEASES = ".leases"
+_LOCK = ".lock"
+_READ_CONCURRENCY = 16
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StageItem:
+    """One skill to stage: its entry and the source that can read its files."""
+
+    entry: LayerEntry
+    reader: SkillSource
+
+    @property
+    def key(self) -> str:
+        """``<source>/<folder>``: where it lives below ``.skills-cache``."""
+        return f"{self.reader.source}/{self.folder}"
+
+    @property
+    def folder(self) -> str:
+        """The staged folder's name: the skill's real folder name."""
+        return PurePosixPath(self.entry.path).name
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StageResult:
+    """File counts of one staging pass (``removed`` counts files of removed folders too)."""
+
+    written: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, int]:
+        """The JSON shape of ``harness skills stage --json``."""
+        return {"written": self.written, "unchanged": self.unchanged, "removed": self.removed}
+
+
+def staged_mode(path: str, data: bytes, given: int) -> int:
+    """The mode a staged file gets: the repository's exec bits are kept; a ``#!`` first line or
+    a script suffix adds ``+x`` where ``r`` is set; otherwise the given bits, or 0644."""
+    perms = given & 0o777 or 0o644
+    if perms & 0o111:
+        return perms
+    if data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES:
+        return perms | ((perms & 0o444) >> 2)
+    return perms
+
+
+class Stager:
+    """Keeps ``cache_dir`` equal to the union of what this process's sources offer."""
+
+    def __init__(self, cache_dir: Path, *, verify_interval: float | None = 600.0, lease_grace: float = 86400.0) -> None:
+        self.cache_dir = cache_dir
+        self.verify_interval = verify_interval
+        self.lease_grace = lease_grace
+        self._lock = anyio.Lock()
+        self._last_key: tuple[tuple[str, str], ...] | None = None
+        self._last_files = 0
+        self._last_verify = time.monotonic()
+        self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}.json"
+
+    async def stage(self, items: Sequence[StageItem], *, verify: bool = False) -> StageResult:
+        """Bring the cache in line with ``items``; a no-op (no I/O) when nothing changed."""
+        key = tuple(sorted((item.key, item.entry.digest) for item in items))
+        async with self._lock:
+            if self.verify_interval is not None and time.monotonic() - self._last_verify >= self.verify_interval:
+                verify = True
+            if key == self._last_key and not verify:
+                return StageResult(unchanged=self._last_files)
+            manifest = await anyio.to_thread.run_sync(self._read_manifest)
+            needed = [
+                item
+                for item in items
+                if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
+            ]
+            contents, diagnostics = await self._fetch(needed)
+            result = await anyio.to_thread.run_sync(self._apply, items, contents, verify)
+            result = StageResult(
+                written=result.written,
+                unchanged=result.unchanged,
+                removed=result.removed,
+                diagnostics=(*diagnostics, *result.diagnostics),
+            )
+            if not any(d.severity == "error" for d in result.diagnostics):
+                self._last_key = key
+                self._last_files = result.written + result.unchanged
+            if verify:
+                self._last_verify = time.monotonic()
+            return result
+
+    async def aclose(self) -> None:
+        """Give up this process's lease so other processes may clean what only it served."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.cache_dir / _LEASES / self._lease_name).unlink()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _fetch(self, items: Sequence[StageItem]) -> tuple[dict[str, dict[str, bytes]], list[Diagnostic]]:
+        contents: dict[str, dict[str, bytes]] = {}
+        diagnostics: list[Diagnostic] = []
+        limiter = anyio.Semaphore(_READ_CONCURRENCY)
+
+        async def fetch(item: StageItem) -> None:
+            paths = [item.entry.skill.skill_md_name, *(f.path for f in item.entry.files)]
+            async with limiter:
+                try:
+                    contents[item.key] = await item.reader.read_files(item.entry, paths)
+                except Exception as exc:  # one bad skill must not stop the others
+                    diagnostics.append(
+                        Diagnostic(
+                            severity="error",
+                            code="stage-read-failed",
+                            message=f"could not read files of {item.key} to stage them: {exc}",
+                            location=item.entry.skill.location,
+                        )
+                    )
+
+        async with anyio.create_task_group() as group:
+            for item in items:
+                group.start_soon(fetch, item)
+        return contents, diagnostics
+
+    # -- writing (worker thread, under the file lock) --------------------------------------
+
+    def _read_manifest(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.cache_dir / _MANIFEST).read_bytes())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _apply(self, items: Sequence[StageItem], contents: dict[str, dict[str, bytes]], verify: bool) -> StageResult:
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.cache_dir / _LOCK):
+            manifest = self._read_manifest()
+            written = unchanged = removed = 0
+            diagnostics: list[Diagnostic] = []
+            for item in items:
+                files = contents.get(item.key)
+                if files is None:
+                    unchanged += len(manifest.get(item.key, {}).get("files", {}))
+                    continue
+                counts, entry_manifest, found = self._write_skill(item, files, manifest.get(item.key), verify)
+                written += counts[0]
+                unchanged += counts[1]
+                removed += counts[2]
+                diagnostics.extend(found)
+                if not any(d.severity == "error" for d in found):
+                    manifest[item.key] = entry_manifest
+            ours = {item.key for item in items}
+            self._write_lease(ours)
+            keep = ours | self._leased_by_others()
+            for key in sorted(set(manifest) | self._folders_on_disk()):
+                if key not in keep:
+                    removed += self._remove_folder(key)
+                    manifest.pop(key, None)
+            _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+            return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
+
+    def _write_skill(
+        self, item: StageItem, files: dict[str, bytes], old: dict[str, Any] | None, verify: bool
+    ) -> tuple[tuple[int, int, int], dict[str, Any], list[Diagnostic]]:
+        folder = self.cache_dir / item.reader.source / item.folder
+        modes = {f.path: f.mode for f in item.entry.files}
+        old_files: dict[str, Any] = (old or {}).get("files", {})
+        new_files: dict[str, dict[str, Any]] = {}
+        written = unchanged = removed = 0
+        diagnostics: list[Diagnostic] = []
+        for path, data in sorted(files.items()):
+            problem = _unsafe_path(path)
+            if problem:
+                diagnostics.append(
+                    Diagnostic(
+                        severity="warning",
+                        code="unsafe-market-path",
+                        message=f"refused to stage {path!r} of {item.key}: {problem}",
+                        location=item.entry.skill.location,
+                    )
+                )
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            mode = staged_mode(path, data, modes.get(path, 0o644))
+            new_files[path] = {"sha256": digest, "mode": mode}
+            target = folder / path
+            if _is_current(target, digest, mode, old_files.get(path), verify):
+                unchanged += 1
+                continue
+            try:
+                self._check_inside(target.parent)
+                _atomic_write(target, data, mode)
+            except OSError as exc:
+                diagnostics.append(
+                    Diagnostic(
+                        severity="error",
+                        code="stage-write-failed",
+                        message=f"could not stage {item.key}/{path}: {_os_reason(exc)}",
+                        location=str(target),
+                    )
+                )
+                continue
+            written += 1
+        stale = set(old_files) - set(new_files)
+        if verify and folder.is_dir():
+            stale |= {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()} - set(new_files)
+        for path in stale:
+            with contextlib.suppress(FileNotFoundError):
+                (folder / path).unlink()
+                removed += 1
+        return (written, unchanged, removed), {"digest": item.entry.digest, "files": new_files}, diagnostics
+
+    def _check_inside(self, folder: Path) -> None:
+        root = os.path.realpath(self.cache_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.path.realpath(folder).startswith(root + os.sep):
+            raise PermissionError(errno.EPERM, f"{folder} resolves outside {self.cache_dir}")
+
+    def _folders_on_disk(self) -> set[str]:
+        found: set[str] = set()
+        for source in _dirs(self.cache_dir):
+            found.update(f"{source.name}/{folder.name}" for folder in _dirs(source))
+        return found
+
+    def _remove_folder(self, key: str) -> int:
+        folder = self.cache_dir / key
+        count = 0
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.is_dir():
+            count = sum(1 for p in folder.rglob("*") if not p.is_dir())
+            shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            folder.parent.rmdir()  # only succeeds when the source folder is now empty
+        return count
+
+    def _write_lease(self, keys: set[str]) -> None:
+        lease = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(), "keys": sorted(keys)}
+        _atomic_write(self.cache_dir / _LEASES / self._lease_name, json.dumps(lease).encode(), 0o644)
+
+    def _leased_by_others(self) -> set[str]:
+        keys: set[str] = set()
+        host = socket.gethostname()
+        for path in (self.cache_dir / _LEASES).glob("*.json"):
+            if path.name == self._lease_name:
+                continue
+            try:
+                lease = json.loads(path.read_bytes())
+            except (OSError, ValueError):
+                continue
+            live = _pid_alive(lease.get("pid")) if lease.get("host") == host else (
+                time.time() - float(lease.get("time", 0)) < self.lease_grace
+            )
+            if live:
+                keys.update(str(k) for k in lease.get("keys", []))
+            else:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        return keys
+
+
+def _is_current(target: Path, digest: str, mode: int, old: Any, verify: bool) -> bool:
+    if not verify:
+        return isinstance(old, dict) and old.get("sha256") == digest and old.get("mode") == mode
+    try:
+        st = target.lstat()
+        if not target.is_file() or target.is_symlink() or (st.st_mode & 0o777) != mode:
+            return False
+        return hashlib.sha256(target.read_bytes()).hexdigest() == digest
+    except OSError:
+        return False
+
+
+def _unsafe_path(path: str) -> str | None:
+    if "\0" in path:
+        return "contains NUL"
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or path.startswith("\\"):
+        return "is absolute"
+    if any(part in {"..", ""} for part in path.split("/")):
+        return "escapes its folder"
+    if any(part.startswith(".") for part in pure.parts):
+        return "is a dot-file"
+    return None
+
+
+def _atomic_write(target: Path, data: bytes, mode: int) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _dirs(path: Path) -> list[Path]:
+    try:
+        return [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:64] or "host"
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
