@@ -38,7 +38,9 @@ __all__ = ["Tool", "ToolArgumentError", "ToolError", "tool", "tool_from_function
 ToolFunction = Callable[..., Awaitable[Any]]
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns?|Raises|Yields?|Examples?|Notes?|See Also):\s*$")
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Returns?|Raises|Yields?|Examples?|Notes?|See Also):\s*$"
+)
 _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
@@ -112,7 +114,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Decorator form of ``tool_from_function``: ``@tool`` or ``@tool(name=..., description=...)``."""
+    """``@tool`` or ``@tool(name=..., description=...)``: ``tool_from_function`` as a decorator."""
     if func is not None:
         return tool_from_function(func)
 

@@ -110,7 +110,9 @@ class AnthropicModel(Model):
         usage = response.usage
         return ModelReply(
             message=Message.assistant("".join(texts), calls),
-            usage=Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0),
+            usage=Usage(
+                input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0
+            ),
         )
 
     async def _aclose(self) -> None:

@@ -62,7 +62,9 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
-            raise ValueError(f"unknown message role {self.role!r}; expected one of {sorted(_ROLES)}")
+            raise ValueError(
+                f"unknown message role {self.role!r}; expected one of {sorted(_ROLES)}"
+            )
         if self.tool_calls and self.role != "assistant":
             raise ValueError(f"only assistant messages carry tool calls, not {self.role!r}")
         if self.role == "tool" and not self.tool_call_id:

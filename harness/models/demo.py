@@ -38,7 +38,8 @@ _PLACEHOLDER = re.compile(r"<[^<>\s][^<>]*>|\{[^{}\s][^{}]*\}")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     "a an and are as asks at be by can could do for from how i in is it me my of on or please "
-    "should that the this to use used user uses using want what when which with would you your".split()
+    "should that the this to use used user uses using want what when which with would you your"
+    .split()
 )
 _MAX_STEPS = 4
 _MAX_OUTPUT = 2000

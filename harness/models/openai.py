@@ -26,8 +26,8 @@ class OpenAIModel(Model):
     ``api_key`` is required (local servers that ignore it accept any string, e.g. ``"EMPTY"``);
     ``from_env`` reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` instead. ``max_tokens`` and
     ``temperature`` are sent only when set; ``extra_body`` adds provider-specific request fields
-    (``{"top_p": 0.9}``, a vLLM ``guided_json``, ...). SDK errors become ``ModelError`` naming the server
-    and model; the SDK retries transient failures ``max_retries`` times first.
+    (``{"top_p": 0.9}``, a vLLM ``guided_json``, ...). SDK errors become ``ModelError`` naming
+    the server and model; the SDK retries transient failures ``max_retries`` times first.
     """
 
     def __init__(
