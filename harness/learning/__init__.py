@@ -1,0 +1,103 @@
+"""The optional self-learning loop: drafted skills, scanning, usage, promotion, visibility,
+curation and an audit log (DESIGN §8).
+
+Every part works on its own and on any :class:`~filesystems.AbstractFilesystem`, so state is
+safe across replicas when the filesystem is shared.
+"""
+
+from harness.learning.audit import AuditLog, AuditRecord
+from harness.learning.errors import (
+    AuthoringRefused,
+    DangerousContent,
+    LearningError,
+    PromotionError,
+    ReviewAlreadyDecided,
+    ReviewNotFound,
+    SkillAreaNotFound,
+    UsageConflict,
+)
+from harness.learning.scanner import (
+    DEFAULT_RULES,
+    Finding,
+    IngestVerdict,
+    MarketScanPolicy,
+    Scanner,
+    ScanRule,
+    ScanVerdict,
+    TrustLevel,
+    rules_from_data,
+    scan,
+)
+from harness.learning.tools import AUTHORING_FOLDERS, AuthoringLimits, ManageAction, OnChange, SkillWorkshop
+from harness.learning.usage import (
+    KeyValueUsageStore,
+    Provenance,
+    ScopedUsageRecorder,
+    SharedUsage,
+    SidecarUsage,
+    SidecarUsageStore,
+    SkillState,
+    SkillUsage,
+    UsageRecorder,
+    UsageScopes,
+    UsageStore,
+    referenced_skills,
+    scope_of,
+)
+from harness.learning.visibility import (
+    AllOf,
+    AllowListFilter,
+    CanaryFilter,
+    EnvironmentFilter,
+    VisibilityFilter,
+    VisibilityPolicy,
+    canary_bucket,
+)
+
+__all__ = [
+    "AUTHORING_FOLDERS",
+    "DEFAULT_RULES",
+    "AllOf",
+    "AllowListFilter",
+    "AuditLog",
+    "AuditRecord",
+    "AuthoringLimits",
+    "AuthoringRefused",
+    "CanaryFilter",
+    "DangerousContent",
+    "EnvironmentFilter",
+    "Finding",
+    "IngestVerdict",
+    "KeyValueUsageStore",
+    "LearningError",
+    "ManageAction",
+    "MarketScanPolicy",
+    "OnChange",
+    "PromotionError",
+    "Provenance",
+    "ReviewAlreadyDecided",
+    "ReviewNotFound",
+    "ScanRule",
+    "ScanVerdict",
+    "Scanner",
+    "ScopedUsageRecorder",
+    "SharedUsage",
+    "SidecarUsage",
+    "SidecarUsageStore",
+    "SkillAreaNotFound",
+    "SkillState",
+    "SkillUsage",
+    "SkillWorkshop",
+    "TrustLevel",
+    "UsageConflict",
+    "UsageRecorder",
+    "UsageScopes",
+    "UsageStore",
+    "VisibilityFilter",
+    "VisibilityPolicy",
+    "canary_bucket",
+    "referenced_skills",
+    "rules_from_data",
+    "scan",
+    "scope_of",
+]

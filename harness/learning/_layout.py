@@ -1,0 +1,89 @@
+"""Where the self-learning loop keeps things, relative to a scope's filesystem root.
+
+Everything but live skills sits in a folder starting with ``.`` or ``_``, which the per-turn
+pipeline never reads as a skill layer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+
+from filesystems import AbstractFilesystem
+
+from harness.learning._time import utc_stamp
+
+__all__ = [
+    "ARCHIVE",
+    "AUDIT",
+    "CURATOR",
+    "DRAFTS",
+    "REVIEWS",
+    "SKILLS",
+    "SKILL_MD",
+    "USAGE_SIDECAR",
+    "archive_folder",
+    "content_hash",
+    "draft_folder",
+    "live_folder",
+    "read_folder",
+    "scope_source",
+    "skill_id",
+]
+
+SKILLS = "skills"
+SKILL_MD = "SKILL.md"
+DRAFTS = f"{SKILLS}/_drafts"
+ARCHIVE = f"{SKILLS}/.archive"
+USAGE_SIDECAR = f"{SKILLS}/.usage.json"
+AUDIT = f"{SKILLS}/.audit"
+REVIEWS = f"{SKILLS}/.reviews"
+CURATOR = f"{SKILLS}/.curator"
+
+_USER_SOURCE = "workspace-namespaced"
+_WORKSPACE_SOURCE = "workspace"
+
+
+def scope_source(scope: str | None) -> str:
+    """The source slug skill ids of a scope carry: a user's area or the shared workspace."""
+    return _USER_SOURCE if scope is not None else _WORKSPACE_SOURCE
+
+
+def skill_id(name: str, scope: str | None) -> str:
+    """The id a live skill called ``name`` has in ``scope`` (drafts are tracked under it too)."""
+    return f"{name}_{scope_source(scope)}"
+
+
+def draft_folder(name: str) -> str:
+    return f"{DRAFTS}/{name}"
+
+
+def live_folder(name: str) -> str:
+    return f"{SKILLS}/{name}"
+
+
+async def read_folder(fs: AbstractFilesystem, folder: str) -> dict[str, bytes]:
+    """Every file below ``folder`` keyed by its path relative to ``folder``, in one batch."""
+    entries = await fs.walk(folder)
+    data = await fs.read_many([entry.path for entry in entries])
+    prefix = len(folder) + 1
+    return {path[prefix:]: content for path, content in data.items()}
+
+
+def content_hash(files: Mapping[str, bytes] | None) -> str | None:
+    """SHA-256 over a folder's sorted paths and bytes; ``None`` for no folder at all."""
+    if files is None:
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(f"{path}\0{len(files[path])}\0".encode())
+        digest.update(files[path])
+    return "sha256:" + digest.hexdigest()
+
+
+async def archive_folder(fs: AbstractFilesystem, folder: str, name: str, when: datetime) -> str:
+    """Move ``folder`` to ``skills/.archive/<name>-<utc stamp>/`` and return the new path."""
+    target = f"{ARCHIVE}/{name}-{utc_stamp(when)}"
+    await fs.move(folder, target)
+    return target
