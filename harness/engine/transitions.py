@@ -1,0 +1,436 @@
+"""Run transitions as pure functions: (workflow, run, input) → the next run record.
+
+Nothing here does I/O: the engine loads the run, calls one of these, and writes the result
+with a compare-and-set. Each transition bumps ``revision`` and leaves its events in
+``outbox`` (numbered after ``last_seq``) for the engine to append to the trajectory.
+
+Failure routing after an outcome, in this order: a ``next`` map entry for the outcome's status
+wins; otherwise a failed outcome retries the step while ``attempt <= max_retries_per_action``;
+then the step's ``on_failure``; otherwise the run fails. A ``next`` of ``None`` (or a map entry
+``None``) ends the workflow: it completes if the completion checks pass, else it fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import Any
+
+from harness.engine.checks import evaluate_checks
+from harness.engine.definition import Action, Step, Workflow
+from harness.engine.errors import (
+    ChecksFailed,
+    OutcomeConflict,
+    RunStateError,
+    UpgradeRefused,
+)
+from harness.engine.run import (
+    Blocked,
+    Event,
+    HandoffRecord,
+    Outcome,
+    OutcomeStatus,
+    PendingAction,
+    RecordedOutcome,
+    Run,
+    RunStatus,
+    action_id,
+)
+
+__all__ = ["apply_outcome", "cancel", "confirm", "propose", "start", "upgrade"]
+
+_WAITING_TYPES = ("ask_user", "handoff")
+
+
+def start(
+    workflow: Workflow, *, run_id: str, snapshot: str, inputs: Mapping[str, Any], now: str
+) -> Run:
+    """A new run (revision 1); deterministic runs already hold their entry step's action."""
+    run = Run(
+        run_id=run_id,
+        skill=workflow.name,
+        snapshot=snapshot,
+        mode=workflow.mode,
+        status="running",
+        revision=0,
+        created_at=now,
+        updated_at=now,
+        vars=dict(inputs),
+    )
+    change = _Change(workflow, run, now)
+    change.emit("run_started", skill=workflow.name, snapshot=snapshot, mode=workflow.mode)
+    if workflow.mode == "deterministic" and workflow.entry is not None:
+        change.enter(workflow.entry, attempt=1)
+    return change.finish()
+
+
+def apply_outcome(
+    workflow: Workflow, run: Run, outcome: Outcome, files: frozenset[str], *, now: str
+) -> Run | None:
+    """Apply ``outcome`` to the pending action; ``None`` if it was already applied (no-op).
+
+    Raises :class:`OutcomeConflict` for a known outcome id with different content or an action
+    that already has its outcome, :class:`RunStateError` when nothing waits for an outcome.
+    """
+    pending = run.pending
+    outcome_id = outcome.outcome_id or outcome.action_id or (pending.id if pending else None)
+    recorded = run.outcomes.get(outcome_id) if outcome_id else None
+    if recorded is not None:
+        if recorded.fingerprint == outcome.fingerprint() and outcome.action_id in (None, recorded.action_id):
+            return None
+        raise OutcomeConflict(
+            f"outcome {outcome_id!r} was already recorded for action {recorded.action_id} with "
+            "different content; submit a new outcome id for a new result"
+        )
+    if outcome.action_id is not None and (pending is None or outcome.action_id != pending.id):
+        answered = [oid for oid, rec in run.outcomes.items() if rec.action_id == outcome.action_id]
+        if answered:
+            raise OutcomeConflict(
+                f"action {outcome.action_id} already has outcome {answered[0]!r}; the run moved on"
+            )
+        raise RunStateError(f"action {outcome.action_id} is not the run's pending action")
+    if pending is None or outcome_id is None:
+        raise RunStateError(f"run {run.run_id} is {run.status}; no action waits for an outcome")
+    change = _Change(workflow, run, now, files)
+    change.record(outcome_id, pending, outcome)
+    if run.mode == "adaptive":
+        change.adaptive_outcome(pending, outcome)
+    else:
+        change.route(pending, outcome)
+    return change.finish()
+
+
+def confirm(workflow: Workflow, run: Run, confirmed: str, *, now: str) -> Run | None:
+    """Give the confirmation the blocked action ``confirmed`` waits for; ``None`` if given already."""
+    if confirmed in run.confirmations:
+        return None
+    blocked = run.blocked
+    if blocked is None or blocked.action.id != confirmed:
+        waiting = f"; action {blocked.action.id} is blocked" if blocked else ""
+        raise RunStateError(f"action {confirmed} does not wait for a confirmation (run is {run.status}{waiting})")
+    if blocked.kind != "confirmation":
+        raise RunStateError(
+            f"action {confirmed} is blocked by the guardrails ({blocked.reason}); a confirmation "
+            "cannot lift that: upgrade the skill or cancel the run"
+        )
+    change = _Change(workflow, run, now)
+    change.run = replace(change.run, confirmations=run.confirmations + (confirmed,))
+    change.emit("confirmation_given", action_id=confirmed)
+    change.issue(blocked.action)
+    return change.finish()
+
+
+def propose(
+    workflow: Workflow,
+    run: Run,
+    action: Action,
+    files: frozenset[str],
+    *,
+    label: str | None,
+    allowed_tools: tuple[str, ...] | None,
+    now: str,
+) -> Run:
+    """Adaptive runs: issue ``action`` as the next pending action, or finish on ``complete``.
+
+    A blocked adaptive run accepts a new proposal (replanning), which is guarded like any other.
+    Raises :class:`ChecksFailed` when ``complete`` is proposed before the completion checks pass.
+    """
+    if workflow.mode != "adaptive":
+        raise RunStateError(f"run {run.run_id} is deterministic; actions come from its steps")
+    if run.done:
+        raise RunStateError(f"run {run.run_id} is {run.status}")
+    if run.pending is not None:
+        raise RunStateError(f"action {run.pending.id} still waits for its outcome")
+    change = _Change(workflow, run, now, files)
+    if action.type == "complete":
+        report = evaluate_checks(workflow, run, "completion", files)
+        if not report.passed:
+            raise ChecksFailed(
+                f"run {run.run_id} cannot complete: checks {', '.join(report.failed)} failed", report.failed
+            )
+        change.complete(action.note or "complete proposed")
+        return change.finish()
+    step_id = label or action.type
+    iteration = run.iteration + 1
+    change.issue(
+        PendingAction(
+            id=action_id(run.run_id, iteration, step_id),
+            iteration=iteration,
+            step_id=step_id,
+            attempt=run.failures.get(_action_key(action), 0) + 1,
+            action=action,
+            allowed_tools=allowed_tools if allowed_tools is not None else workflow.guardrails.allowed_tools,
+        )
+    )
+    return change.finish()
+
+
+def cancel(workflow: Workflow, run: Run, reason: str, *, now: str) -> Run | None:
+    """Cancel the run; ``None`` if it is cancelled already. Finished runs cannot be cancelled."""
+    if run.status == "cancelled":
+        return None
+    if run.done:
+        raise RunStateError(f"run {run.run_id} is already {run.status}")
+    change = _Change(workflow, run, now)
+    change.run = replace(run, status="cancelled", pending=None, blocked=None, reason=reason or "cancelled")
+    change.emit("run_cancelled", reason=reason)
+    return change.finish()
+
+
+def upgrade(old: Workflow, new: Workflow, run: Run, snapshot: str, *, now: str) -> Run | None:
+    """Move ``run`` to the skill version ``new`` (snapshot ``snapshot``); ``None`` if already there.
+
+    Refused (:class:`UpgradeRefused`) for a finished run, a pending action, another name or
+    mode, or a current step the new version lacks. A blocked action is re-evaluated.
+    """
+    if run.snapshot == snapshot:
+        return None
+    if run.done:
+        raise UpgradeRefused(f"run {run.run_id} is {run.status}; only unfinished runs move")
+    if run.pending is not None:
+        raise UpgradeRefused(f"action {run.pending.id} is pending; report its outcome before upgrading")
+    if new.name != old.name:
+        raise UpgradeRefused(f"the new version is skill {new.name!r}, the run belongs to {old.name!r}")
+    if new.mode != old.mode:
+        raise UpgradeRefused(f"the new version is {new.mode}, the run is {old.mode}")
+    if run.mode == "deterministic" and run.current_step and not new.has_step(run.current_step):
+        raise UpgradeRefused(f"the new version has no step {run.current_step!r}, where the run stands")
+    change = _Change(new, replace(run, snapshot=snapshot), now)
+    change.emit("run_upgraded", from_snapshot=run.snapshot, to_snapshot=snapshot)
+    blocked = run.blocked
+    if blocked is not None:
+        action = blocked.action
+        if run.mode == "deterministic":
+            step = new.step(action.step_id)
+            action = replace(action, action=step.action, allowed_tools=_step_tools(new, step))
+        change.issue(action)
+    return change.finish()
+
+
+def _action_key(action: Action) -> str:
+    return f"{action.type}:{action.target or ''}"
+
+
+def _step_tools(workflow: Workflow, step: Step) -> tuple[str, ...]:
+    allowed = workflow.guardrails.allowed_tools
+    if step.allowed_tools is None:
+        return allowed
+    return tuple(tool for tool in step.allowed_tools if tool in allowed)
+
+
+class _Change:
+    """One transition in the making: the evolving record and the events it emits."""
+
+    def __init__(
+        self, workflow: Workflow, run: Run, now: str, files: frozenset[str] = frozenset()
+    ) -> None:
+        self.workflow = workflow
+        self.run = run
+        self.now = now
+        self.files = files
+        self.events: list[Event] = []
+
+    def emit(self, event_type: str, *, at_index: int | None = None, **data: Any) -> None:
+        """Add an event (at the end, or at ``at_index``); sequence numbers stay contiguous."""
+        index = len(self.events) if at_index is None else at_index
+        self.events.insert(index, Event(seq=0, at=self.now, type=event_type, data=data))
+        first = self.run.last_seq + 1
+        self.events = [replace(event, seq=first + i) for i, event in enumerate(self.events)]
+
+    def finish(self) -> Run:
+        return replace(
+            self.run,
+            revision=self.run.revision + 1,
+            updated_at=self.now,
+            last_seq=self.run.last_seq + len(self.events),
+            outbox=tuple(self.events),
+        )
+
+    # -- issuing actions -------------------------------------------------------------------------
+
+    def enter(self, step_id: str, *, attempt: int) -> None:
+        step = self.workflow.step(step_id)
+        iteration = self.run.iteration + 1
+        self.issue(
+            PendingAction(
+                id=action_id(self.run.run_id, iteration, step_id),
+                iteration=iteration,
+                step_id=step_id,
+                attempt=attempt,
+                action=step.action,
+                allowed_tools=_step_tools(self.workflow, step),
+            )
+        )
+
+    def issue(self, pending: PendingAction) -> None:
+        blocked = self.guard(pending)
+        current = pending.step_id if self.run.mode == "deterministic" else self.run.current_step
+        if blocked is not None:
+            self.run = replace(self.run, status="blocked", pending=None, blocked=blocked, current_step=current)
+            self.emit("action_blocked", action_id=pending.id, step_id=pending.step_id, kind=blocked.kind, reason=blocked.reason)
+            return
+        status: RunStatus = "waiting" if pending.action.type in _WAITING_TYPES else "running"
+        self.run = replace(
+            self.run,
+            status=status,
+            pending=pending,
+            blocked=None,
+            iteration=pending.iteration,
+            current_step=current,
+            reason=None,
+        )
+        self.emit(
+            "action_proposed",
+            action_id=pending.id,
+            step_id=pending.step_id,
+            iteration=pending.iteration,
+            attempt=pending.attempt,
+            action=asdict(pending.action),
+        )
+
+    def guard(self, pending: PendingAction) -> Blocked | None:
+        """Why ``pending`` may not be issued, or ``None`` when it may."""
+        rails = self.workflow.guardrails
+        action = pending.action
+
+        def block(kind: Any, reason: str) -> Blocked:
+            return Blocked(kind=kind, reason=reason, action=pending)
+
+        if pending.iteration > rails.max_iterations:
+            return block("iterations", f"max_iterations ({rails.max_iterations}) reached")
+        pools = {
+            "invoke_skill": ("skill", rails.allowed_skills, {s.id for s in self.workflow.skills}),
+            "call_tool": ("tool", rails.allowed_tools, {t.id for t in self.workflow.tools}),
+            "handoff": ("agent", rails.allowed_agents, {a.id for a in self.workflow.agents}),
+        }
+        target = action.target or ""
+        if action.type in pools:
+            what, allowed, declared = pools[action.type]
+            if target not in declared:
+                return block("guardrail", f"{what} {target!r} is not declared by the workflow")
+            if target not in allowed:
+                return block("guardrail", f"{what} {target!r} is not allowed by the guardrails")
+        tools = pending.allowed_tools
+        if tools is not None:
+            wider = [tool for tool in tools if tool not in rails.allowed_tools]
+            if wider:
+                return block("guardrail", f"tools {', '.join(wider)} would widen the guardrails")
+            if action.type == "call_tool" and target not in tools:
+                return block("guardrail", f"tool {target!r} is not allowed in step {pending.step_id!r}")
+        needs = action.type in rails.confirmation_required_for or target in rails.confirmation_required_for
+        if needs and pending.id not in self.run.confirmations:
+            return block(
+                "confirmation",
+                f"{action.type} {target or ''} requires confirmation of action {pending.id}".replace("  ", " "),
+            )
+        return None
+
+    # -- outcomes ----------------------------------------------------------------------------------
+
+    def record(self, outcome_id: str, pending: PendingAction, outcome: Outcome) -> None:
+        self.run = replace(
+            self.run,
+            pending=None,
+            vars={**self.run.vars, **outcome.state},
+            artifacts={**self.run.artifacts, **outcome.artifacts},
+            outcomes={
+                **self.run.outcomes,
+                outcome_id: RecordedOutcome(action_id=pending.id, fingerprint=outcome.fingerprint()),
+            },
+        )
+        self.emit(
+            "outcome_recorded",
+            outcome_id=outcome_id,
+            action_id=pending.id,
+            step_id=pending.step_id,
+            status=outcome.status,
+            summary=outcome.summary,
+            artifacts=dict(outcome.artifacts),
+            state=dict(outcome.state),
+        )
+
+    def route(self, pending: PendingAction, outcome: Outcome) -> None:
+        step = self.workflow.step(pending.step_id)
+        status: OutcomeStatus = outcome.status
+        if status == "succeeded" and step.completion_checks:
+            report = evaluate_checks(self.workflow, self.run, "step", self.files, ids=step.completion_checks)
+            if not report.passed:
+                status = "failed"
+                self.emit("checks_failed", step_id=step.id, checks=list(report.failed))
+        if isinstance(step.next, Mapping) and status in step.next:
+            self.leave(pending, status, step.next[status])
+        elif status == "failed":
+            if pending.attempt <= self.workflow.guardrails.max_retries_per_action:
+                self.emit("step_retried", step_id=step.id, attempt=pending.attempt + 1)
+                self.enter(step.id, attempt=pending.attempt + 1)
+            elif step.on_failure:
+                self.leave(pending, status, step.on_failure)
+            else:
+                self.fail(f"step {step.id!r} failed after {pending.attempt} attempt(s): {outcome.summary}".rstrip(": "))
+        else:
+            self.leave(pending, status, step.next if isinstance(step.next, str) else None)
+
+    def adaptive_outcome(self, pending: PendingAction, outcome: Outcome) -> None:
+        key = _action_key(pending.action)
+        failures = dict(self.run.failures)
+        failures[key] = failures.get(key, 0) + 1 if outcome.status == "failed" else 0
+        self.run = replace(self.run, status="running", failures=failures)
+        self.handoff(pending, outcome.status, None)
+        if failures[key] > self.workflow.guardrails.max_retries_per_action:
+            self.fail(f"{key} failed {failures[key]} time(s) in a row (max_retries_per_action exhausted)")
+
+    def leave(self, pending: PendingAction, status: OutcomeStatus, target: str | None) -> None:
+        if target is None:
+            self.handoff(pending, status, None)
+            self.finish_workflow()
+            return
+        # The handoff names what the next step needs (its tools, open confirmations), so it is
+        # built after entering that step but recorded before the step's own events.
+        mark = len(self.events)
+        self.enter(target, attempt=1)
+        self.handoff(pending, status, target, at_index=mark)
+
+    def handoff(
+        self,
+        pending: PendingAction,
+        status: OutcomeStatus,
+        target: str | None,
+        *,
+        at_index: int | None = None,
+    ) -> None:
+        rails = self.workflow.guardrails
+        run = self.run
+        blocked = run.blocked
+        nxt = run.next_action if target is not None else None
+        record = HandoffRecord(
+            from_step=pending.step_id,
+            to_step=target,
+            action_id=pending.id,
+            status=status,
+            artifacts=dict(run.artifacts),
+            open_confirmations=(blocked.action.id,) if blocked and blocked.kind == "confirmation" else (),
+            constraints={
+                "allowed_tools": list(nxt.allowed_tools or ()) if nxt else list(rails.allowed_tools),
+                "iterations_left": max(rails.max_iterations - run.iteration, 0),
+                "max_retries_per_action": rails.max_retries_per_action,
+            },
+        )
+        self.run = replace(run, handoffs=run.handoffs + (record,))
+        self.emit("step_completed", at_index=at_index, handoff=asdict(record))
+
+    # -- endings -----------------------------------------------------------------------------------
+
+    def finish_workflow(self) -> None:
+        report = evaluate_checks(self.workflow, self.run, "completion", self.files)
+        if report.passed:
+            self.complete("workflow ended")
+        else:
+            self.fail(f"completion checks failed: {', '.join(report.failed)}")
+
+    def complete(self, note: str) -> None:
+        self.run = replace(self.run, status="completed", pending=None, blocked=None, reason=None)
+        self.emit("run_completed", note=note)
+
+    def fail(self, reason: str) -> None:
+        self.run = replace(self.run, status="failed", pending=None, blocked=None, reason=reason)
+        self.emit("run_failed", reason=reason)
