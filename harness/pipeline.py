@@ -246,7 +246,7 @@ class SkillPipeline:
             kept = await self.visibility.apply([s.skill for s in skills.values()], context)
             allowed = {s.skill_id for s in kept}
             skills = {k: v for k, v in skills.items() if k in allowed}
-            catalog = self._render(skills)
+            catalog = self.render(skills)
         staged = await self.stager.stage(base.stage_items) if self.stager is not None else None
         diagnostics = (
             *base.diagnostics,
@@ -368,7 +368,7 @@ class SkillPipeline:
             user=user,
             skills=skills,
             shadowed=merged.shadowed,
-            catalog=self._render(skills),
+            catalog=self.render(skills),
         )
 
     def _files_root(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer) -> str | None:
@@ -381,7 +381,8 @@ class SkillPipeline:
         fs = user_layer.fs if source.layer is Layer.USER else self.filesystem
         return fs.shell_path(entry.path)
 
-    def _render(self, skills: dict[str, ResolvedSkill]) -> str:
+    def render(self, skills: dict[str, ResolvedSkill]) -> str:
+        """The catalog text for ``skills`` with this pipeline's tools and budget."""
         roots = {k: v.files_root for k, v in skills.items() if v.files_root}
         return render_catalog(
             entries_for([s.skill for s in skills.values()], roots),

@@ -67,12 +67,17 @@ def skill_tools(
     usage: UsageHooks | None = None,
     on_load: Callable[[str, str], Awaitable[None]] | None = None,
     on_shell: Callable[[str, CommandResult], Awaitable[None]] | None = None,
+    loaded: set[str] | None = None,
     shell_timeout: float = 120.0,
 ) -> list[Tool]:
-    """The load tool, plus the shell tool when the user's filesystem has a shell."""
+    """The load tool, plus the shell tool when the user's filesystem has a shell.
+
+    ``loaded`` is the conversation's set of skill ids whose SKILL.md was already served: a
+    second full load returns a short note instead of the body again, unless ``reload`` is set.
+    """
 
     async def load_skill_through_path(
-        skillId: str, path: str = "SKILL.md", offset: int = 1, limit: int | None = None
+        skillId: str, path: str = "SKILL.md", offset: int = 1, limit: int | None = None, reload: bool = False
     ) -> str:
         """Read a skill's instructions (SKILL.md) or one of its other files.
 
@@ -81,9 +86,19 @@ def skill_tools(
             path: A path relative to the skill folder, e.g. "SKILL.md" or "references/guide.md".
             offset: The first line to return (1-based), to continue a long file.
             limit: The most lines to return (at most 2000).
+            reload: Return SKILL.md again even if it was already loaded in this conversation.
         """
-        text = await load_skill_file(plan, skillId, path, offset, limit)
         resolved = plan.find(skillId)
+        main = resolved is not None and _clean_path(path, resolved) == resolved.skill.skill_md_name
+        if main and resolved is not None and loaded is not None and offset == 1:
+            if resolved.skill.skill_id in loaded and not reload:
+                return (
+                    f"{resolved.skill.skill_id}: SKILL.md is already loaded in this conversation "
+                    "(see above); call again with reload=true to read it anew."
+                )
+        text = await load_skill_file(plan, skillId, path, offset, limit)
+        if main and resolved is not None and loaded is not None:
+            loaded.add(resolved.skill.skill_id)
         if resolved is not None:
             if usage is not None:
                 await usage.record_view(resolved.skill.skill_id, plan.context)

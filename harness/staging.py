@@ -11,7 +11,7 @@ overrides and visibility filters, so one user's turn never removes what another'
 - Writes are atomic (temp file + ``os.replace``); a crash leaves old or new files, never torn.
 - A staged folder is removed only when no configured source offers it any more. Processes
   that share a workspace with different configurations each hold a *lease*
-  (``.skills-cache/.leases/<host>-<pid>.json``) naming what they serve; nothing leased by a live
+  (``.skills-cache/.leases/<host>-<pid>-<token>.json``) naming what they serve; nothing leased by a live
   process is removed. All changes happen under an exclusive file lock.
 - Nothing outside ``.skills-cache`` is touched; unsafe market paths are refused per file.
 """
@@ -44,6 +44,8 @@ _MANIFEST = ".manifest.json"
 _LEASES = ".leases"
 _LOCK = ".lock"
 _READ_CONCURRENCY = 16
+# Leases held by stagers of this process (several pipelines may share one workspace).
+_LIVE_LEASES: dict[str, bool] = {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,7 +102,7 @@ class Stager:
         self._last_key: tuple[tuple[str, str], ...] | None = None
         self._last_files = 0
         self._last_verify = time.monotonic()
-        self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}.json"
+        self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
 
     async def stage(self, items: Sequence[StageItem], *, verify: bool = False) -> StageResult:
         """Bring the cache in line with ``items``; a no-op (no I/O) when nothing changed."""
@@ -132,7 +134,8 @@ class Stager:
             return result
 
     async def aclose(self) -> None:
-        """Give up this process's lease so other processes may clean what only it served."""
+        """Give up this stager's lease so others may clean what only it served."""
+        _LIVE_LEASES.pop(self._lease_name, None)
         with contextlib.suppress(FileNotFoundError):
             (self.cache_dir / _LEASES / self._lease_name).unlink()
 
@@ -276,6 +279,7 @@ class Stager:
         return count
 
     def _write_lease(self, keys: set[str]) -> None:
+        _LIVE_LEASES[self._lease_name] = True
         lease = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(), "keys": sorted(keys)}
         _atomic_write(self.cache_dir / _LEASES / self._lease_name, json.dumps(lease).encode(), 0o644)
 
@@ -289,7 +293,7 @@ class Stager:
                 lease = json.loads(path.read_bytes())
             except (OSError, ValueError):
                 continue
-            live = _pid_alive(lease.get("pid")) if lease.get("host") == host else (
+            live = _pid_alive(lease.get("pid"), path.name) if lease.get("host") == host else (
                 time.time() - float(lease.get("time", 0)) < self.lease_grace
             )
             if live:
@@ -356,9 +360,11 @@ def _dirs(path: Path) -> list[Path]:
         return []
 
 
-def _pid_alive(pid: object) -> bool:
+def _pid_alive(pid: object, lease_name: str) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
+    if pid == os.getpid():
+        return _LIVE_LEASES.get(lease_name, False)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -1,0 +1,277 @@
+"""The harness agent: per-turn skill pipeline + model ↔ tools loop, per user and session."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+from xml.sax.saxutils import quoteattr
+
+from filesystems import AbstractFilesystem, CommandResult, LocalFilesystem
+from repositories import SkillRepository
+from harness.context import RuntimeContext
+from harness.errors import HarnessError, SkillNotFound
+from harness.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.file_tools import file_tools
+from harness.models import Message, Model, ToolCall, Usage, open_model
+from harness.pipeline import SkillPipeline, TurnPlan, VisibilityPolicy
+from harness.sessions import InMemorySessionStore, Session, SessionStore
+from harness.skill_tools import LOAD_TOOL, UsageHooks, skill_tools
+from harness.tooling import Tool, tool_from_function
+
+__all__ = ["Harness", "RunResult", "StepLimitExceeded"]
+
+log = logging.getLogger(__name__)
+_SKILL_COMMAND = re.compile(r"^/skill:(?P<name>[^\s]+)(?:\s+(?P<args>.*))?$", re.DOTALL)
+
+
+class StepLimitExceeded(HarnessError):
+    """The model kept calling tools past ``max_steps``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """The final reply of a turn with its usage and everything that happened on the way."""
+
+    reply: str
+    usage: Usage
+    steps: int
+    events: tuple[Event, ...] = field(default=())
+
+
+class Harness:
+    """An agent with skills. Configure with keywords (or :meth:`from_config`), then use as an
+    async context manager::
+
+        async with Harness(name="assistant", model="demo", workspace="./ws") as agent:
+            result = await agent.run("hello", context=RuntimeContext(user_id="alice"))
+
+    ``name`` is the agent id. ``filesystem`` defaults to a local workspace with a shell at
+    ``workspace``. ``repositories`` are the markets (later wins), ``global_skills_dir`` is layer 1.
+    ``tools`` are extra tools: ``Tool`` objects or plain typed (async) functions.
+    ``skills`` restricts the catalog to those names (used by subagents).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "assistant",
+        model: Model | str = "demo",
+        workspace: str | Path | None = None,
+        filesystem: AbstractFilesystem | None = None,
+        repositories: Sequence[SkillRepository] = (),
+        global_skills_dir: str | Path | None = None,
+        dynamic_skills: bool = True,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        system_prompt: str = "You are a helpful assistant.",
+        max_steps: int = 20,
+        sessions: SessionStore | None = None,
+        catalog_budget: int | None = None,
+        market_timeout: float = 10.0,
+        visibility: VisibilityPolicy | None = None,
+        usage: UsageHooks | None = None,
+        skills: Sequence[str] | None = None,
+        watch: bool = True,
+    ) -> None:
+        if filesystem is None and workspace is None:
+            raise ValueError("give a workspace folder or a filesystem")
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.name = name
+        self.model = open_model(model) if isinstance(model, str) else model
+        self.filesystem = filesystem or LocalFilesystem(Path(workspace or "."), shell=True)
+        self.repositories = tuple(repositories)
+        self.global_skills_dir = global_skills_dir
+        self.system_prompt = system_prompt
+        self.max_steps = max_steps
+        self.sessions = sessions or InMemorySessionStore()
+        self.usage = usage
+        self.skill_names = frozenset(skills) if skills is not None else None
+        self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
+        self.pipeline = SkillPipeline(
+            filesystem=self.filesystem,
+            repositories=self.repositories,
+            global_skills_dir=global_skills_dir,
+            dynamic_skills=dynamic_skills,
+            market_timeout=market_timeout,
+            catalog_budget=catalog_budget,
+            visibility=visibility,
+            watch=watch,
+        )
+        self._stack = AsyncExitStack()
+        self._owns_resources = True
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, path: str | Path, **overrides: Any) -> Harness:
+        """Build from a ``harness.yaml`` (see the README); keyword ``overrides`` win."""
+        from harness.config import load_config
+
+        return load_config(path).build(**overrides)
+
+    async def __aenter__(self) -> Self:
+        if self._owns_resources:
+            await self._stack.enter_async_context(self.filesystem)
+            for repository in self.repositories:
+                await self._stack.enter_async_context(repository)
+            await self._stack.enter_async_context(self.model)
+            await self._stack.enter_async_context(self.pipeline)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pipeline, model, markets and filesystem this agent owns; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._stack.aclose()
+
+    # -- turns -------------------------------------------------------------------------------
+
+    async def prepare(self, context: RuntimeContext) -> TurnPlan:
+        """Run the per-turn pipeline for ``context`` (what every turn does first)."""
+        plan = await self.pipeline.prepare(context)
+        if self.skill_names is not None:
+            plan.skills = {k: v for k, v in plan.skills.items() if v.skill.name in self.skill_names}
+            plan.catalog = self.pipeline.render(plan.skills)
+        return plan
+
+    async def run(self, message: str, *, context: RuntimeContext) -> RunResult:
+        """One user turn: returns the final reply with usage and the turn's events."""
+        return await self._collect(self.stream(message, context=context))
+
+    @staticmethod
+    async def _collect(stream: AsyncIterator[Event]) -> RunResult:
+        events = [event async for event in stream]
+        final = next((e for e in reversed(events) if isinstance(e, ModelReplied) and e.final), None)
+        usage = sum((e.usage for e in events if isinstance(e, ModelReplied)), Usage())
+        steps = sum(1 for e in events if isinstance(e, ModelReplied))
+        return RunResult(reply=final.content if final else "", usage=usage, steps=steps, events=tuple(events))
+
+    async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
+        """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
+        return await self._collect(self._turn(f"/skill:{name} {instructions}".rstrip(), context, strict=True))
+
+    def stream(self, message: str, *, context: RuntimeContext) -> AsyncIterator[Event]:
+        """Like :meth:`run`, yielding typed events as they happen.
+
+        A message ``/skill:<name> args`` invokes that skill explicitly; an unknown name is
+        reported as the reply without calling the model.
+        """
+        return self._turn(message, context, strict=False)
+
+    async def _turn(self, message: str, context: RuntimeContext, *, strict: bool) -> AsyncIterator[Event]:
+        plan = await self.prepare(context)
+        yield TurnPrepared(
+            skill_count=len(plan.skills),
+            visible_count=sum(1 for s in plan.skills.values() if not s.skill.hidden),
+            staged_written=plan.staged.written if plan.staged else None,
+            staged_unchanged=plan.staged.unchanged if plan.staged else None,
+            staged_removed=plan.staged.removed if plan.staged else None,
+            diagnostics=len(plan.diagnostics),
+        )
+        session = await self.sessions.get(context.user_id, context.session_id)
+        try:
+            user_text = self._expand(message, plan)
+        except SkillNotFound as exc:
+            if strict:
+                raise
+            yield ModelReplied(content=str(exc), usage=Usage(), final=True)
+            return
+        pending: list[Event] = []
+        tools = self._tools(plan, session, pending)
+        by_name = {t.name: t for t in tools}
+        specs = [t.spec for t in tools]
+        system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
+        turn: list[Message] = [Message.user(user_text)]
+        for _ in range(self.max_steps):
+            reply = await self.model.complete([Message.system(system), *session.messages, *turn], specs)
+            turn.append(reply.message)
+            final = not reply.message.tool_calls
+            yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
+            if final:
+                session.messages.extend(turn)
+                await self.sessions.save(context.user_id, context.session_id, session)
+                return
+            for call in reply.message.tool_calls:
+                yield ToolCalled(call_id=call.id, name=call.name, arguments=dict(call.arguments))
+                content, error = await self._call(by_name, call)
+                for event in pending:
+                    yield event
+                pending.clear()
+                yield ToolReturned(call_id=call.id, name=call.name, content=content, error=error)
+                turn.append(Message.tool_result(call, content))
+        session.messages.extend(turn)
+        await self.sessions.save(context.user_id, context.session_id, session)
+        raise StepLimitExceeded(
+            f"agent {self.name!r} stopped after {self.max_steps} model steps without a final answer "
+            "(raise max_steps if the task needs more)"
+        )
+
+    def subagent(
+        self,
+        *,
+        name: str,
+        system_prompt: str | None = None,
+        skills: Sequence[str] | None = None,
+        model: Model | None = None,
+        tools: Sequence[Tool | Callable[..., Any]] | None = None,
+    ) -> Harness:
+        """A child agent with its own id and prompt that shares this agent's markets, global
+        dir, filesystem and pipeline (the same instances), optionally restricted to ``skills``.
+        Close the parent, not the child, to release them."""
+        child = Harness.__new__(Harness)
+        child.__dict__.update(self.__dict__)
+        child.name = name
+        child.system_prompt = self.system_prompt if system_prompt is None else system_prompt
+        child.model = model or self.model
+        child.skill_names = frozenset(skills) if skills is not None else self.skill_names
+        child.tools = self.tools if tools is None else [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
+        child.sessions = InMemorySessionStore()
+        child._stack = AsyncExitStack()
+        child._owns_resources = False
+        child._closed = False
+        return child
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _expand(self, message: str, plan: TurnPlan) -> str:
+        match = _SKILL_COMMAND.match(message.strip())
+        if match is None:
+            return message
+        resolved = plan.invoke(match["name"])
+        if self.skill_names is not None and resolved.skill.name not in self.skill_names:
+            raise SkillNotFound(f"skill {match['name']!r} is not available to agent {self.name!r}")
+        skill = resolved.skill
+        location = resolved.files_root or skill.skill_id
+        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{skill.body.rstrip()}\n</skill>"
+        args = (match["args"] or "").strip()
+        return f"{block}\n\n{args}" if args else block
+
+    def _tools(self, plan: TurnPlan, session: Session, pending: list[Event]) -> list[Tool]:
+        async def on_load(skill_id: str, path: str) -> None:
+            pending.append(SkillLoaded(skill_id=skill_id, path=path))
+
+        async def on_shell(command: str, result: CommandResult) -> None:
+            pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
+
+        tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
+        return [*tools, *file_tools(plan.filesystem), *self.tools]
+
+    async def _call(self, tools: dict[str, Tool], call: ToolCall) -> tuple[str, bool]:
+        tool = tools.get(call.name)
+        if tool is None:
+            return f"error: there is no tool named {call.name!r}; available: {', '.join(sorted(tools))}", True
+        try:
+            return await tool.call(call.arguments), False
+        except Exception as exc:  # a tool's failure goes back to the model, never ends the run
+            log.info("tool %s failed: %s", call.name, exc)
+            return f"error: {type(exc).__name__}: {exc}", True
+
+

@@ -1,0 +1,70 @@
+"""Typed events a turn emits, for UIs, logs and metrics (``agent.stream(...)``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.models import Usage
+
+__all__ = ["Event", "ModelReplied", "ShellRan", "SkillLoaded", "ToolCalled", "ToolReturned", "TurnPrepared"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnPrepared:
+    """The pipeline ran: how many skills the turn sees and what staging did."""
+
+    skill_count: int
+    visible_count: int
+    staged_written: int | None
+    staged_unchanged: int | None
+    staged_removed: int | None
+    diagnostics: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SkillLoaded:
+    """``load_skill_through_path`` served a file of a skill."""
+
+    skill_id: str
+    path: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCalled:
+    """The model asked for a tool."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolReturned:
+    """A tool finished; ``error`` says its result is an error message returned to the model."""
+
+    call_id: str
+    name: str
+    content: str
+    error: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ShellRan:
+    """``execute_shell_command`` ran a command."""
+
+    command: str
+    exit_code: int
+    duration: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelReplied:
+    """The model produced a message; ``final`` when it asked for no tool."""
+
+    content: str
+    usage: Usage
+    final: bool
+
+
+Event = TurnPrepared | SkillLoaded | ToolCalled | ToolReturned | ShellRan | ModelReplied
