@@ -1,4 +1,9 @@
-"""Abstract async filesystems: local, local with shell, remote key-value store, sandbox, composite."""
+"""Abstract async filesystems: local, local with shell, remote key-value store, sandbox, composite.
+
+Start from :class:`AbstractFilesystem` (the contract); pick a mode — :class:`LocalFilesystem`,
+:class:`RemoteFilesystem` over a :class:`KeyValueStore`, :class:`SandboxFilesystem`,
+:class:`CompositeFilesystem` — and call ``scoped(user_id)`` for a user's own area.
+"""
 
 from .base import (
     RESERVED_USER_IDS,
@@ -8,6 +13,7 @@ from .base import (
     normalize_path,
     validate_user_id,
 )
+from .composite import CompositeFilesystem
 from .errors import (
     FilesystemError,
     InvalidUserId,
@@ -18,18 +24,39 @@ from .errors import (
     StoreUnavailable,
     VersionConflict,
 )
+from .local import LocalFilesystem
+from .remote import RemoteFilesystem
+from .sandbox import SandboxFilesystem
+from .stores import (
+    KeyValueStore,
+    MemoryKeyValueStore,
+    MySQLKeyValueStore,
+    SQLiteKeyValueStore,
+    StoreEntry,
+    StoreRecord,
+)
 
 __all__ = [
     "RESERVED_USER_IDS",
     "AbstractFilesystem",
     "CommandResult",
+    "CompositeFilesystem",
     "FileStat",
     "FilesystemError",
     "InvalidUserId",
+    "KeyValueStore",
+    "LocalFilesystem",
     "LockTimeout",
+    "MemoryKeyValueStore",
+    "MySQLKeyValueStore",
     "PathEscapeError",
+    "RemoteFilesystem",
+    "SQLiteKeyValueStore",
+    "SandboxFilesystem",
     "SandboxUnavailable",
     "ShellUnavailable",
+    "StoreEntry",
+    "StoreRecord",
     "StoreUnavailable",
     "VersionConflict",
     "normalize_path",
