@@ -12,6 +12,7 @@ then the step's ``on_failure``; otherwise the run fails. A ``next`` of ``None`` 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
@@ -233,7 +234,8 @@ class _Change:
     def emit(self, event_type: str, *, at_index: int | None = None, **data: Any) -> None:
         """Add an event (at the end, or at ``at_index``); sequence numbers stay contiguous."""
         index = len(self.events) if at_index is None else at_index
-        self.events.insert(index, Event(seq=0, at=self.now, type=event_type, data=data))
+        # Stored events are JSON; keep the in-memory ones identical to what is read back.
+        self.events.insert(index, Event(seq=0, at=self.now, type=event_type, data=json.loads(json.dumps(data))))
         first = self.run.last_seq + 1
         self.events = [replace(event, seq=first + i) for i, event in enumerate(self.events)]
 
