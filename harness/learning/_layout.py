@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 
-from filesystems import AbstractFilesystem
+from filesystems import AbstractFilesystem, InvalidUserId, validate_user_id
 
 from harness.learning._time import utc_stamp
 
@@ -24,11 +24,14 @@ __all__ = [
     "SKILL_MD",
     "USAGE_SIDECAR",
     "archive_folder",
+    "area_label",
+    "discover_users",
     "content_hash",
     "draft_folder",
     "live_folder",
     "read_folder",
     "scope_source",
+    "scoped",
     "skill_id",
 ]
 
@@ -87,3 +90,36 @@ async def archive_folder(fs: AbstractFilesystem, folder: str, name: str, when: d
     target = f"{ARCHIVE}/{name}-{utc_stamp(when)}"
     await fs.move(folder, target)
     return target
+
+
+async def discover_users(fs: AbstractFilesystem) -> list[str]:
+    """User ids with a ``skills/`` folder in the shared workspace ``fs`` (sorted).
+
+    Works where user areas are folders of the workspace (local, sandbox); stores that keep users
+    elsewhere (remote key-value stores) need the user list from the application.
+    """
+    try:
+        entries = await fs.list("")
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    users = []
+    for entry in entries:
+        if not entry.is_dir:
+            continue
+        try:
+            validate_user_id(entry.name)
+        except InvalidUserId:
+            continue
+        if await fs.exists(f"{entry.name}/{SKILLS}"):
+            users.append(entry.name)
+    return users
+
+
+def scoped(fs: AbstractFilesystem, scope: str | None) -> AbstractFilesystem:
+    """The filesystem of ``scope``: the user's area, or ``fs`` itself for the shared workspace."""
+    return fs.scoped(scope) if scope is not None else fs
+
+
+def area_label(scope: str | None) -> str:
+    """How audit records and reports name a scope: ``users/<id>`` or ``workspace``."""
+    return f"users/{scope}" if scope is not None else "workspace"

@@ -27,6 +27,7 @@ from harness.learning._layout import (
     DRAFTS,
     SKILL_MD,
     archive_folder,
+    area_label,
     content_hash,
     draft_folder,
     live_folder,
@@ -436,8 +437,7 @@ class SkillWorkshop:
         )
 
     def _target(self, name: str) -> str:
-        area = f"users/{self._scope}" if self._scope is not None else "workspace"
-        return f"{area}/{name}"
+        return f"{area_label(self._scope)}/{name}"
 
 
 def _patched(current: SkillUsage | None, sid: str, name: str, now: datetime) -> SkillUsage:
