@@ -101,11 +101,13 @@ class WorkflowEngine:
     ) -> Run:
         """Load a run (verifying its snapshot), apply ``outcome`` and/or a confirmation.
 
-        Without arguments it just returns the run as stored — how a restarted process picks up.
+        Without arguments it returns the run as stored — how a restarted process picks up;
+        events of a write interrupted by a crash are appended to the trajectory first.
         Resubmitting an applied outcome is a no-op; a contradicting one raises
         :class:`OutcomeConflict`. ``confirm`` names the blocked action to confirm.
         """
         loaded = await self._load(run_id)
+        await self._store.flush(loaded.run)
         if outcome is not None:
             files = await self._artifact_files(loaded)
             loaded = await self._commit(
