@@ -6,6 +6,7 @@ safe across replicas when the filesystem is shared.
 """
 
 from harness.learning.audit import AuditLog, AuditRecord
+from harness.learning.curator import Curator, CuratorPolicy, CuratorReport, Transition
 from harness.learning.errors import (
     AuthoringRefused,
     DangerousContent,
@@ -81,6 +82,9 @@ __all__ = [
     "AuthoringLimits",
     "AuthoringRefused",
     "CanaryFilter",
+    "Curator",
+    "CuratorPolicy",
+    "CuratorReport",
     "DangerousContent",
     "Decision",
     "EnvironmentFilter",
@@ -120,6 +124,7 @@ __all__ = [
     "SkillUsage",
     "SkillWorkshop",
     "StdinPrompter",
+    "Transition",
     "TrustLevel",
     "UsageConflict",
     "UsageRecorder",
