@@ -26,6 +26,7 @@ from repositories.errors import (
 from repositories.directory import DirectoryRepository, read_skill_folder
 from repositories.git import GitRepository, default_cache_dir
 from repositories.memory import MemoryRepository
+from repositories.mysql import MySQLRepository
 from repositories.sources import check_source, disambiguate_sources, make_source
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidBundle",
     "InvalidRepositoryConfig",
     "MemoryRepository",
+    "MySQLRepository",
     "RepositoryClosed",
     "RepositoryError",
     "RepositoryReadOnly",

@@ -1,0 +1,184 @@
+"""MySQLRepository against the real MariaDB server (unique table names, dropped afterwards)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiomysql
+import pytest
+from repo_helpers import TcpProxy, write_skill
+
+from repositories import (
+    FileContents,
+    InvalidRepositoryConfig,
+    MySQLRepository,
+    RepositoryReadOnly,
+    RepositoryUnavailable,
+    SkillBundleContents,
+    read_skill_folder,
+)
+from repositories.mysql import parse_mysql_dsn
+
+
+class CountingCursor(aiomysql.Cursor):  # type: ignore[misc]
+    """A real cursor that counts the statements it sends."""
+
+    executed: list[str] = []
+
+    async def execute(self, query: str, args: Any = None) -> Any:
+        CountingCursor.executed.append(query)
+        return await super().execute(query, args)
+
+
+def bundle(folder: str, text: str = "hello", *files: FileContents) -> SkillBundleContents:
+    skill_md = f"---\nname: {folder}\ndescription: {text}\n---\nBody\n".encode()
+    return SkillBundleContents(folder=folder, skill_md=skill_md, files=files)
+
+
+@pytest.fixture
+async def table(mysql_dsn: str) -> AsyncIterator[str]:
+    name = f"skills_{secrets.token_hex(4)}"
+    yield name
+    args = parse_mysql_dsn(mysql_dsn)
+    conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
+                                  password=args["password"], db=args["db"], autocommit=True)
+    async with conn.cursor() as cur:
+        for suffix in ("", "_files", "_generation"):
+            await cur.execute(f"DROP TABLE IF EXISTS `{name}{suffix}`")
+    conn.close()
+
+
+@pytest.fixture
+async def repo(mysql_dsn: str, table: str) -> AsyncIterator[MySQLRepository]:
+    async with MySQLRepository(mysql_dsn, table=table, writable=True, create_if_missing=True) as repo:
+        yield repo
+
+
+async def test_create_publish_and_read(repo: MySQLRepository, tmp_path: Path) -> None:
+    folder = write_skill(tmp_path, "pdf-tools")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "run.sh").write_bytes(b"#!/bin/sh\necho ok\n")
+    (folder / "scripts" / "run.sh").chmod(0o755)
+    (folder / "logo.bin").write_bytes(bytes(range(256)) * 4)
+    (folder / ".env").write_text("SECRET=1")
+    contents, problems = await read_skill_folder(folder)
+    assert problems == ()
+    assert (await repo.snapshot()).bundles == ()
+    await repo.save(contents)
+    snap = await repo.snapshot()
+    (got,) = snap.bundles
+    assert got.folder == "pdf-tools"
+    assert got.skill_md == (folder / "SKILL.md").read_bytes()
+    assert [(f.path, f.size, f.mode) for f in got.files] == [("logo.bin", 1024, 0o644), ("scripts/run.sh", 18, 0o755)]
+    assert got.location.endswith(f"/{repo.table}#pdf-tools")
+    data = await repo.read_files("pdf-tools", ["logo.bin", "scripts/run.sh", "SKILL.md"])
+    assert data["logo.bin"] == bytes(range(256)) * 4
+    assert data["scripts/run.sh"] == b"#!/bin/sh\necho ok\n"
+    assert repo.source == f"mysql-test-{repo.table}"
+
+
+async def test_two_edits_within_one_second_are_both_seen(repo: MySQLRepository) -> None:
+    await repo.save(bundle("alpha", "first"))
+    first = await repo.snapshot()
+    await repo.save(bundle("alpha", "second"))
+    second = await repo.snapshot()
+    await repo.save(bundle("alpha", "third"))
+    third = await repo.snapshot()
+    assert b"first" in first.bundles[0].skill_md
+    assert b"second" in second.bundles[0].skill_md
+    assert b"third" in third.bundles[0].skill_md
+    assert len({first.version, second.version, third.version}) == 3
+
+
+async def test_edit_by_another_writer_is_detected(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+    await repo.save(bundle("alpha"))
+    before = await repo.snapshot()
+    async with MySQLRepository(mysql_dsn, table=table, writable=True) as other:
+        await other.save(bundle("beta"))
+        await other.delete("alpha")
+    after = await repo.snapshot()
+    assert [b.folder for b in before.bundles] == ["alpha"]
+    assert [b.folder for b in after.bundles] == ["beta"]
+
+
+async def test_unchanged_read_costs_one_query(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+    await repo.save(bundle("alpha"))
+    args = parse_mysql_dsn(mysql_dsn)
+    pool = await aiomysql.create_pool(host=args["host"], port=args["port"], user=args["user"],
+                                      password=args["password"], db=args["db"], autocommit=True,
+                                      cursorclass=CountingCursor, minsize=0, maxsize=1)
+    try:
+        async with MySQLRepository(pool=pool, table=table) as shared:
+            first = await shared.snapshot()
+            CountingCursor.executed.clear()
+            second = await shared.snapshot()
+            assert second is first
+            assert len(CountingCursor.executed) == 1
+            assert CountingCursor.executed[0].startswith("SELECT epoch, generation")
+        assert not pool.closed  # a pool given by the caller stays open
+    finally:
+        pool.close()
+        await pool.wait_closed()
+
+
+async def test_read_only_repository_refuses_writes(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+    async with MySQLRepository(mysql_dsn, table=table) as read_only:
+        with pytest.raises(RepositoryReadOnly, match="read-only"):
+            await read_only.save(bundle("alpha"))
+        with pytest.raises(RepositoryReadOnly):
+            await read_only.delete("alpha")
+    assert (await repo.snapshot()).bundles == ()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"table": "skills; DROP TABLE x"},
+    {"table": "a" * 49},
+    {"table": "bad`name"},
+    {"database": "db-name"},
+])
+def test_bad_identifiers_are_refused(mysql_dsn: str, kwargs: dict[str, str]) -> None:
+    with pytest.raises(InvalidRepositoryConfig):
+        MySQLRepository(mysql_dsn, **kwargs)
+
+
+async def test_folder_names_are_parameters_not_sql(repo: MySQLRepository) -> None:
+    await repo.save(bundle("it's-fine"))
+    assert [b.folder for b in (await repo.snapshot()).bundles] == ["it's-fine"]
+    assert await repo.read_file("it's-fine", "SKILL.md")
+
+
+async def test_missing_tables_without_create_are_unavailable(mysql_dsn: str, table: str) -> None:
+    async with MySQLRepository(mysql_dsn, table=table) as repo:
+        with pytest.raises(RepositoryUnavailable):
+            await repo.snapshot()
+
+
+async def test_unreachable_server_serves_the_last_good_snapshot(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+    await repo.save(bundle("alpha"))
+    args = parse_mysql_dsn(mysql_dsn)
+    proxy = TcpProxy(args["host"], args["port"])
+    await proxy.start()
+    try:
+        await _serve_through(proxy, f"mysql://{args['user']}@127.0.0.1:{proxy.port}/{args['db']}", table, repo)
+    finally:
+        await proxy.stop()
+
+
+async def _serve_through(proxy: TcpProxy, dsn: str, table: str, repo: MySQLRepository) -> None:
+    async with MySQLRepository(dsn, table=table, connect_timeout=2) as through_proxy:
+        good = await through_proxy.snapshot()
+        await proxy.stop()
+        served = await through_proxy.snapshot()
+        assert [b.folder for b in served.bundles] == ["alpha"]
+        assert served.version == good.version
+        assert isinstance(served.error, RepositoryUnavailable)
+        with pytest.raises(RepositoryUnavailable):
+            await through_proxy.read_file("alpha", "SKILL.md")
+        await proxy.start_on(proxy.port)
+        await repo.save(bundle("beta"))
+        recovered = await through_proxy.snapshot()
+        assert recovered.error is None
+        assert [b.folder for b in recovered.bundles] == ["alpha", "beta"]
