@@ -1,0 +1,212 @@
+"""``harness engine ...``: run, continue, check, show and cancel workflow runs.
+
+Runs are stored in the workspace (``--workspace``, default the current folder), in the user's
+area with ``--user``. Text output always ends with what to do next; ``--json`` prints the run
+record (plus ``next``) instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from filesystems import LocalFilesystem
+from harness.engine import (
+    CheckReport,
+    Outcome,
+    Run,
+    SkillPackage,
+    WorkflowEngine,
+    check_workflow,
+)
+from harness.engine.run import run_to_json
+
+__all__ = ["register"]
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``engine`` command group."""
+    parser = sub.add_parser("engine", help="run workflow skills step by step")
+    commands = parser.add_subparsers(dest="engine_command", metavar="SUBCOMMAND", required=True)
+
+    run = commands.add_parser("run", help="start a run of a workflow skill")
+    run.add_argument("skill", type=Path, metavar="SKILL", help="path of the skill folder")
+    run.add_argument("--run-id", help="id of the new run (default: generated)")
+    run.add_argument("--input", action="append", default=[], metavar="KEY=VALUE", help="seed the run's vars")
+    _common(run)
+    run.set_defaults(handler=lambda args: _handle(args, _run))
+
+    cont = commands.add_parser("continue", help="report the pending action's outcome and/or confirm")
+    cont.add_argument("--run-id", required=True)
+    cont.add_argument("--status", choices=("succeeded", "failed"))
+    cont.add_argument("--summary", default="")
+    cont.add_argument("--outcome-id", help="identifies this report; resubmitting it is a no-op")
+    cont.add_argument("--artifact", action="append", default=[], metavar="NAME=VALUE")
+    cont.add_argument("--state", action="append", default=[], metavar="KEY=JSON", help="merged into the run's vars")
+    cont.add_argument("--confirm", metavar="ACTION_ID", help="confirm the blocked action")
+    _common(cont)
+    cont.set_defaults(handler=lambda args: _handle(args, _continue))
+
+    check = commands.add_parser("check", help="evaluate the run's checks of one scope")
+    check.add_argument("--run-id", required=True)
+    check.add_argument("--scope", choices=("step", "completion", "progress"), default="completion")
+    _common(check)
+    check.set_defaults(handler=lambda args: _handle(args, _check))
+
+    show = commands.add_parser("show", help="the run's state, pending action and what to do next")
+    show.add_argument("--run-id", required=True)
+    show.add_argument("--events", action="store_true", help="also list the trajectory")
+    _common(show)
+    show.set_defaults(handler=lambda args: _handle(args, _show))
+
+    cancel = commands.add_parser("cancel", help="cancel an unfinished run")
+    cancel.add_argument("--run-id", required=True)
+    cancel.add_argument("--reason", default="")
+    _common(cancel)
+    cancel.set_defaults(handler=lambda args: _handle(args, _cancel))
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, default=Path("."), help="workspace folder (default: .)")
+    parser.add_argument("--user", help="store the run in this user's area")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+Command = Callable[[WorkflowEngine, argparse.Namespace], Awaitable[int]]
+
+
+def _handle(args: argparse.Namespace, command: Command) -> int:
+    async def main() -> int:
+        async with LocalFilesystem(args.workspace) as fs:
+            engine = WorkflowEngine(fs)
+            return await command(engine.for_user(args.user) if args.user else engine, args)
+
+    return anyio.run(main)
+
+
+async def _run(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    package = await SkillPackage.from_directory(args.skill)
+    _, problems = check_workflow(package.files, name=package.name)
+    if not args.json:
+        for problem in problems:
+            print(f"{problem.severity}: {problem.location}: {problem.message}")
+    run = await engine.start(package, run_id=args.run_id, inputs=_pairs(args.input, "--input"))
+    return _print_run(run, args)
+
+
+async def _continue(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    if args.status is None and args.confirm is None:
+        raise SystemExit("harness engine continue: give --status (with --summary) and/or --confirm")
+    outcome = None
+    if args.status is not None:
+        outcome = Outcome(
+            status=args.status,
+            summary=args.summary,
+            outcome_id=args.outcome_id,
+            artifacts=_pairs(args.artifact, "--artifact"),
+            state={k: _json_value(v) for k, v in _pairs(args.state, "--state").items()},
+        )
+    run = await engine.resume(args.run_id, outcome, confirm=args.confirm)
+    return _print_run(run, args)
+
+
+async def _check(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    report: CheckReport = await engine.check(args.run_id, args.scope)
+    if args.json:
+        print(json.dumps({
+            "scope": report.scope,
+            "passed": report.passed,
+            "results": [{"id": r.id, "passed": r.passed, "detail": r.detail} for r in report.results],
+        }, indent=2))
+    else:
+        for result in report.results:
+            print(f"{'pass' if result.passed else 'FAIL'}  {result.id}: {result.detail}")
+        verdict = "all passed" if report.passed else f"failing: {', '.join(report.failed)}"
+        print(f"{args.scope} checks: {verdict} ({len(report.results)} check(s))")
+        if not report.passed:
+            print(f"Next: {_hint(await engine.inspect(args.run_id), args)}")
+    return 0 if report.passed else 1
+
+
+async def _show(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    run = await engine.inspect(args.run_id)
+    if args.events and not args.json:
+        for event in await engine.events(args.run_id):
+            print(f"{event.seq:>4} {event.at} {event.type} {json.dumps(dict(event.data), ensure_ascii=False)}")
+    return _print_run(run, args, exit_on_failure=False)
+
+
+async def _cancel(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    return _print_run(await engine.cancel(args.run_id, args.reason), args, exit_on_failure=False)
+
+
+def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = True) -> int:
+    hint = _hint(run, args)
+    if args.json:
+        document = run_to_json(run)
+        document.pop("outbox")
+        print(json.dumps({**document, "next": hint}, indent=2, ensure_ascii=False))
+    else:
+        where = f" at step {run.current_step}" if run.current_step and not run.done else ""
+        print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
+        if run.reason:
+            print(f"reason: {run.reason}")
+        print(f"Next: {hint}")
+    return 1 if exit_on_failure and run.status == "failed" else 0
+
+
+def _hint(run: Run, args: argparse.Namespace) -> str:
+    """One sentence (with a command to copy) saying what to do next."""
+    scope = [f"--workspace {shlex.quote(str(args.workspace))}"] + (
+        [f"--user {shlex.quote(args.user)}"] if args.user else []
+    )
+    base = " ".join(["harness engine continue --run-id", shlex.quote(run.run_id), *scope])
+    if run.status == "completed":
+        return "nothing: the run is completed."
+    if run.status == "cancelled":
+        return "nothing: the run was cancelled."
+    if run.status == "failed":
+        return "nothing can resume a failed run; fix the cause and start a new run with `harness engine run`."
+    if run.blocked is not None:
+        blocked = run.blocked
+        if blocked.kind == "confirmation":
+            return f"{blocked.reason}. Confirm with `{base} --confirm {blocked.action.id}` or cancel with `harness engine cancel --run-id {run.run_id}`."
+        return f"blocked: {blocked.reason}. Upgrade the skill (API `upgrade`) or cancel with `harness engine cancel --run-id {run.run_id}`."
+    pending = run.pending
+    if pending is None:
+        return "propose the next action of this adaptive run (the workflow tools or `WorkflowEngine.propose`)."
+    action = pending.action
+    report = f"`{base} --status succeeded|failed --summary '...' --outcome-id {pending.id}`"
+    if action.type == "ask_user":
+        options = f" (options: {', '.join(action.options)})" if action.options else ""
+        return f"ask the user: {action.question}{options} — then report the answer with {report}."
+    if action.type == "handoff":
+        return f"hand off to agent {action.to} — then report its result with {report}."
+    if action.type == "checkpoint":
+        return f"checkpoint {pending.step_id} reached — acknowledge with {report}."
+    what = f"call tool {action.ref} with {json.dumps(dict(action.args))}" if action.type == "call_tool" else f"invoke skill {action.ref}"
+    extra = f" ({action.instructions})" if action.instructions else ""
+    return f"{what}{extra} for action {pending.id} — then report with {report}."
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"harness engine: {flag} needs KEY=VALUE, got {item!r}")
+        pairs[key] = value
+    return pairs
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
