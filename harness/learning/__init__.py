@@ -17,6 +17,7 @@ from harness.learning.errors import (
     SkillAreaNotFound,
     UsageConflict,
 )
+from harness.learning.loop import SelfLearning
 from harness.learning.promotion import (
     Decision,
     Installed,
@@ -116,6 +117,7 @@ __all__ = [
     "ScanVerdict",
     "Scanner",
     "ScopedUsageRecorder",
+    "SelfLearning",
     "SharedUsage",
     "SidecarUsage",
     "SidecarUsageStore",

@@ -1,0 +1,144 @@
+"""``harness skills drafts|promote|review|audit|curate``: operating the self-learning loop.
+
+Every command takes ``--workspace DIR`` (default: the current folder), ``--user ID`` (a user's
+area; default: the shared workspace, or every area for ``drafts``) and ``--json``. Exit codes:
+0 ok, 1 failure (the message goes to stderr), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from harness.context import RuntimeContext
+from harness.learning import LearningError, SelfLearning
+from harness.learning._layout import area_label, discover_users
+
+__all__ = ["register"]
+
+_Action = Callable[[argparse.Namespace, SelfLearning], Awaitable[Any]]
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the self-learning commands to the ``harness skills`` sub-command group ``sub``."""
+    _command(sub, "drafts", "list draft skills and pending review requests", _drafts)
+
+    promote = _command(sub, "promote", "promote a draft into the live skills folder (no gate)", _promote)
+    promote.add_argument("name", help="the draft's name")
+    promote.add_argument("--reviewer", required=True, help="who approves the promotion (audited)")
+
+    review = _command(sub, "review", "record a decision on a pending review request", _review)
+    review.add_argument("request_id", help="the review request id (see `harness skills drafts`)")
+    review.add_argument("--reviewer", required=True)
+    verdict = review.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--approve", dest="approved", action="store_true")
+    verdict.add_argument("--reject", dest="approved", action="store_false")
+    review.add_argument("--reason", default="")
+
+    audit = _command(sub, "audit", "print one UTC day of the audit log", _audit)
+    audit.add_argument("--day", help="YYYY-MM-DD (default: today, UTC)")
+
+    curate = _command(sub, "curate", "mark unused agent-created skills stale, archive old ones", _curate)
+    curate.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+
+
+def _command(
+    sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, help: str, action: _Action
+) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=help, description=help)
+    parser.add_argument("--workspace", type=Path, default=Path("."), metavar="DIR", help="the workspace folder")
+    parser.add_argument("--user", metavar="ID", help="a user's area instead of the shared workspace")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=lambda args: _run(args, action))
+    return parser
+
+
+def _run(args: argparse.Namespace, action: _Action) -> int:
+    from filesystems import LocalFilesystem
+
+    async def main() -> Any:
+        async with LocalFilesystem(args.workspace) as fs:
+            return await action(args, SelfLearning(fs))
+
+    try:
+        result = anyio.run(main)
+    except (LearningError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        _print_text(result)
+    return 0
+
+
+def _context(args: argparse.Namespace) -> RuntimeContext | None:
+    return RuntimeContext(user_id=args.user, session_id="cli") if args.user else None
+
+
+async def _drafts(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any]:
+    scopes: list[str | None] = [args.user] if args.user else [None, *await discover_users(loop.fs)]
+    drafts = [
+        {"area": area_label(scope), "user": scope, "name": name}
+        for scope in scopes
+        for name in await loop.promoter.drafts(scope)
+    ]
+    reviews = [
+        {"id": r.id, "area": area_label(r.scope), "name": r.name, "requested_at": r.requested_at.isoformat(),
+         "files": dict(r.files), "reason": r.reason}
+        for r in await loop.promoter.reviews()
+        if not args.user or r.scope == args.user
+    ]
+    return {"drafts": drafts, "pending_reviews": reviews}
+
+
+async def _promote(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any]:
+    return (await loop.promote_skill(args.name, args.reviewer, context=_context(args))).as_dict()
+
+
+async def _review(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any]:
+    result = await loop.record_decision(
+        args.request_id, approved=args.approved, reviewer=args.reviewer, reason=args.reason
+    )
+    return result.as_dict()
+
+
+async def _audit(args: argparse.Namespace, loop: SelfLearning) -> list[dict[str, Any]]:
+    records = await loop.query_audit(args.day, None)
+    if args.user:
+        records = [r for r in records if r.target.startswith(f"users/{args.user}/")]
+    return [record.as_dict() for record in records]
+
+
+async def _curate(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any]:
+    return (await loop.run_curator_once(dry_run=args.dry_run)).as_dict()
+
+
+def _print_text(result: Any) -> None:
+    if isinstance(result, list):
+        for item in result:
+            print(_line(item))
+        return
+    if "drafts" in result:
+        for draft in result["drafts"]:
+            print(f"draft  {draft['area']}/{draft['name']}")
+        for review in result["pending_reviews"]:
+            print(f"review {review['id']}  {review['area']}/{review['name']}  ({len(review['files'])} files)")
+        return
+    if "transitions" in result:
+        prefix = "would " if result["dry_run"] else ""
+        for t in result["transitions"]:
+            print(f"{prefix}{t['from_state']} -> {t['to_state']}  {t['area']}/{t['name']}  idle {t['idle_days']:.1f} days")
+        print(f"{len(result['transitions'])} change(s) across {', '.join(result['areas'])}")
+        return
+    print(_line(result))
+
+
+def _line(item: dict[str, Any]) -> str:
+    return "  ".join(f"{key}={value}" for key, value in item.items() if value not in (None, "", {}, []))
