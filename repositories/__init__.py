@@ -1,7 +1,9 @@
 """Skill markets: repositories that deliver raw skill bundles to the harness.
 
-Start with ``SkillRepository`` (the contract, in ``repositories.base``) and the backends:
-``MemoryRepository``.
+Start with ``SkillRepository`` (the contract, in ``repositories.base``), then the backends:
+``DirectoryRepository``, ``GitRepository``, ``MySQLRepository``, ``PackageRepository`` /
+``EntryPointRepository`` and ``MemoryRepository``; ``open_repository(url)`` builds one from a
+URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``).
 """
 
 from repositories.base import (
@@ -27,18 +29,28 @@ from repositories.directory import DirectoryRepository, read_skill_folder
 from repositories.git import GitRepository, default_cache_dir
 from repositories.memory import MemoryRepository
 from repositories.mysql import MySQLRepository
+from repositories.package import (
+    ENTRY_POINT_GROUP,
+    EntryPointRepository,
+    PackageRepository,
+    discover_skill_packages,
+)
+from repositories.registry import known_schemes, open_repository, register_scheme
 from repositories.sources import check_source, disambiguate_sources, make_source
 
 __all__ = [
     "BundleFile",
     "BundleNotFound",
     "DirectoryRepository",
+    "ENTRY_POINT_GROUP",
+    "EntryPointRepository",
     "FileContents",
     "GitRepository",
     "InvalidBundle",
     "InvalidRepositoryConfig",
     "MemoryRepository",
     "MySQLRepository",
+    "PackageRepository",
     "RepositoryClosed",
     "RepositoryError",
     "RepositoryReadOnly",
@@ -52,6 +64,10 @@ __all__ = [
     "check_source",
     "default_cache_dir",
     "disambiguate_sources",
+    "discover_skill_packages",
+    "known_schemes",
     "make_source",
+    "open_repository",
     "read_skill_folder",
+    "register_scheme",
 ]

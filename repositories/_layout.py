@@ -1,9 +1,9 @@
 """Finding skill folders in a tree, shared by every tree-shaped backend.
 
 A folder holding a ``SKILL.md`` (or ``skill.md``) is a skill; everything below it belongs to that
-skill, nested ``SKILL.md`` files included. Folders without one are searched deeper. Dot-files and
-dot-folders and ``node_modules`` folders are never entered; symlinks and other non-regular files
-are never delivered but reported as problems.
+skill, nested ``SKILL.md`` files included. Folders without one are searched deeper. Dot-files,
+dot-folders, ``node_modules`` and ``__pycache__`` are never entered; symlinks and other
+non-regular files are never delivered but reported as problems.
 
 Backends describe their tree through one callback, ``list_dir(node) -> list[Child]``, called once
 per folder, so a walk costs one listing per folder plus whatever the backend does per file.
@@ -18,7 +18,7 @@ from typing import Generic, NamedTuple, TypeVar
 
 from repositories._paths import SKILL_MD_NAMES
 
-SKIPPED_FOLDERS = frozenset({"node_modules"})
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 
 N = TypeVar("N")
 

@@ -118,7 +118,8 @@ def _read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
 
 
 class DirectoryRepository(SkillRepository):
-    """Skill folders below a host folder (nested folders allowed, ``node_modules`` skipped).
+    """Skill folders below a host folder (nested folders allowed; ``node_modules``
+    and ``__pycache__`` skipped).
 
     ``version()`` walks the tree once in a worker thread (one ``scandir`` per folder, one
     ``lstat`` per file, no file opened); a snapshot re-reads the SKILL.md of changed skills only.
@@ -222,7 +223,7 @@ async def read_skill_folder(path: str | os.PathLike[str]) -> tuple[SkillBundleCo
     """Read a host skill folder whole, for ``save()`` (e.g. ``harness market publish``).
 
     Returns the bundle and the problems met (skipped symlinks and special files); dot-files and
-    ``node_modules`` are left out. Raises ``InvalidBundle`` when the folder has no SKILL.md or
+    ``node_modules``/``__pycache__`` are left out. Raises ``InvalidBundle`` when the folder has no SKILL.md or
     its name is not a valid skill folder name, ``FileNotFoundError`` when it does not exist.
     """
     folder = Path(path).expanduser().absolute()
