@@ -25,6 +25,7 @@ from harness.engine import (
     WorkflowEngine,
     check_workflow,
 )
+from harness.engine.describe import describe_action
 from harness.engine.run import run_to_json
 
 __all__ = ["register"]
@@ -181,18 +182,8 @@ def _hint(run: Run, args: argparse.Namespace) -> str:
     pending = run.pending
     if pending is None:
         return "propose the next action of this adaptive run (the workflow tools or `WorkflowEngine.propose`)."
-    action = pending.action
     report = f"`{base} --status succeeded|failed --summary '...' --outcome-id {pending.id}`"
-    if action.type == "ask_user":
-        options = f" (options: {', '.join(action.options)})" if action.options else ""
-        return f"ask the user: {action.question}{options} — then report the answer with {report}."
-    if action.type == "handoff":
-        return f"hand off to agent {action.to} — then report its result with {report}."
-    if action.type == "checkpoint":
-        return f"checkpoint {pending.step_id} reached — acknowledge with {report}."
-    what = f"call tool {action.ref} with {json.dumps(dict(action.args))}" if action.type == "call_tool" else f"invoke skill {action.ref}"
-    extra = f" ({action.instructions})" if action.instructions else ""
-    return f"{what}{extra} for action {pending.id} — then report with {report}."
+    return f"{describe_action(pending)} — then report the outcome with {report}."
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:

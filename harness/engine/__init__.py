@@ -47,6 +47,7 @@ from harness.engine.run import (
 )
 from harness.engine.schema import load_schema
 from harness.engine.store import run_relative
+from harness.engine.tools import run_summary, workflow_tools
 
 __all__ = [
     "Action",
@@ -84,7 +85,9 @@ __all__ = [
     "action_id",
     "check_workflow",
     "is_workflow_package",
+    "load_schema",
     "load_workflow",
     "run_relative",
-    "load_schema",
+    "run_summary",
+    "workflow_tools",
 ]

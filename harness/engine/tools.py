@@ -1,0 +1,134 @@
+"""Agent tools that let a model drive workflow runs: start, continue with an outcome, status.
+
+``workflow_tools(engine, resolve_skill)`` returns three :class:`harness.tooling.Tool` objects
+bound to ``engine`` (already scoped to the calling user); ``resolve_skill`` maps a skill name
+the model uses to its :class:`SkillPackage` (e.g. from the merged skill layers). Each tool
+answers with a JSON object describing the run and the ``next`` thing to do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from harness.engine.describe import describe_action
+from harness.engine.engine import WorkflowEngine
+from harness.engine.package import SkillPackage
+from harness.engine.run import Outcome, Run
+from harness.tooling import Tool, tool_from_function
+
+__all__ = ["run_summary", "workflow_tools"]
+
+SkillResolver = Callable[[str], Awaitable[SkillPackage]]
+
+
+def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list[Tool]:
+    """The ``workflow_start``, ``workflow_continue`` and ``workflow_status`` tools."""
+
+    async def workflow_start(
+        skill: str, run_id: str | None = None, inputs: dict[str, Any] | None = None
+    ) -> str:
+        """Start a run of a workflow skill; returns the run and its first action.
+
+        Args:
+            skill: Name of the workflow skill (marked as a workflow in the skill catalog).
+            run_id: Optional id for the run (letters, digits, '.', '_', '-').
+            inputs: Initial values for the run's variables (the goal's inputs).
+        """
+        run = await engine.start(await resolve_skill(skill), run_id=run_id, inputs=inputs or {})
+        return _answer(run)
+
+    async def workflow_continue(
+        run_id: str,
+        status: Literal["succeeded", "failed"] | None = None,
+        summary: str = "",
+        outcome_id: str | None = None,
+        artifacts: dict[str, str] | None = None,
+        state: dict[str, Any] | None = None,
+        confirm: str | None = None,
+    ) -> str:
+        """Report the outcome of the run's pending action and/or confirm a blocked action.
+
+        Args:
+            run_id: The run.
+            status: Whether the pending action succeeded or failed (omit to only confirm).
+            summary: What happened, in a sentence or two.
+            outcome_id: Identifies this report; sending the same report again changes nothing.
+            artifacts: Named results of the action (name to value or run-relative path).
+            state: Values merged into the run's variables (checks read them as vars.NAME).
+            confirm: The id of a blocked action the user confirmed.
+        """
+        outcome = None
+        if status is not None:
+            outcome = Outcome(
+                status=status,
+                summary=summary,
+                outcome_id=outcome_id,
+                artifacts=artifacts or {},
+                state=state or {},
+            )
+        return _answer(await engine.resume(run_id, outcome, confirm=confirm))
+
+    async def workflow_status(run_id: str) -> str:
+        """The run's status, pending or blocked action and what to do next.
+
+        Args:
+            run_id: The run.
+        """
+        return _answer(await engine.inspect(run_id))
+
+    return [tool_from_function(f) for f in (workflow_start, workflow_continue, workflow_status)]
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """A compact JSON view of ``run`` with a ``next`` sentence for a model."""
+    pending = run.pending
+    blocked = run.blocked
+    return {
+        "run_id": run.run_id,
+        "skill": run.skill,
+        "status": run.status,
+        "current_step": run.current_step,
+        "iteration": run.iteration,
+        "pending_action": (
+            {"id": pending.id, "step": pending.step_id, "action": _action(pending.action)} if pending else None
+        ),
+        "blocked": (
+            {"kind": blocked.kind, "reason": blocked.reason, "action_id": blocked.action.id} if blocked else None
+        ),
+        "reason": run.reason,
+        "vars": dict(run.vars),
+        "next": _next(run),
+    }
+
+
+def _action(action: Any) -> dict[str, Any]:
+    fields = {"type": action.type, "ref": action.ref, "to": action.to, "question": action.question}
+    if action.args:
+        fields["args"] = dict(action.args)
+    if action.instructions:
+        fields["instructions"] = action.instructions
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _next(run: Run) -> str:
+    if run.done:
+        return f"nothing: the run is {run.status}."
+    if run.blocked is not None:
+        if run.blocked.kind == "confirmation":
+            return (
+                f"ask the user to confirm ({run.blocked.reason}); if they agree call workflow_continue "
+                f"with confirm={run.blocked.action.id!r}."
+            )
+        return f"tell the user the run is blocked: {run.blocked.reason}."
+    if run.pending is None:
+        return "this adaptive run waits for the application to propose its next action."
+    return (
+        f"{describe_action(run.pending)}, then call workflow_continue with status and summary "
+        f"(outcome_id={run.pending.id!r})."
+    )
+
+
+def _answer(run: Run) -> str:
+    return json.dumps(run_summary(run), ensure_ascii=False)
