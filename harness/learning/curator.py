@@ -35,7 +35,7 @@ from harness.learning._layout import (
 )
 from harness.learning._time import Clock, from_iso, system_clock, to_iso
 from harness.learning.audit import AuditLog
-from harness.learning.tools import OnChange
+from harness.learning.tools import OnChange, ignore_change
 from harness.learning.usage import SkillState, SkillUsage, UsageScopes
 
 __all__ = ["Curator", "CuratorPolicy", "CuratorReport", "Transition"]
@@ -99,10 +99,6 @@ class CuratorReport:
         }
 
 
-def _noop(scope: str | None) -> None:
-    return None
-
-
 class Curator:
     """Curates the shared workspace ``fs`` and its users' areas.
 
@@ -118,7 +114,7 @@ class Curator:
         audit: AuditLog,
         policy: CuratorPolicy = CuratorPolicy(),
         users: Sequence[str] | None = None,
-        on_change: OnChange = _noop,
+        on_change: OnChange = ignore_change,
         clock: Clock = system_clock,
     ) -> None:
         self._fs = fs

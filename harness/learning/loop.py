@@ -18,16 +18,12 @@ from harness.learning.audit import AuditLog, AuditRecord
 from harness.learning.curator import Curator, CuratorPolicy, CuratorReport
 from harness.learning.promotion import Promoter, PromotionGate, PromotionResult, PromotionTarget
 from harness.learning.scanner import Scanner
-from harness.learning.tools import AuthoringLimits, OnChange, SkillWorkshop
+from harness.learning.tools import AuthoringLimits, OnChange, SkillWorkshop, ignore_change
 from harness.learning.usage import ScopedUsageRecorder, SidecarUsage, UsageScopes
 from harness.learning.visibility import VisibilityFilter, VisibilityPolicy
 from harness.tooling import Tool
 
 __all__ = ["SelfLearning"]
-
-
-def _noop(scope: str | None) -> None:
-    return None
 
 
 class SelfLearning:
@@ -57,7 +53,7 @@ class SelfLearning:
         auto_promote: bool = False,
         curator_policy: CuratorPolicy = CuratorPolicy(),
         users: Sequence[str] | None = None,
-        on_change: OnChange = _noop,
+        on_change: OnChange = ignore_change,
         clock: Clock = system_clock,
     ) -> None:
         self.fs = fs

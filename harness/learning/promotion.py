@@ -48,7 +48,7 @@ from harness.learning._layout import (
 from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_stamp
 from harness.learning.audit import AuditLog
 from harness.learning.errors import PromotionError, ReviewAlreadyDecided, ReviewNotFound, SkillAreaNotFound
-from harness.learning.tools import OnChange
+from harness.learning.tools import OnChange, ignore_change
 from harness.learning.usage import SkillUsage, UsageScopes
 from harness.tooling import Tool, tool_from_function
 
@@ -189,12 +189,12 @@ class LocalApprovalGate(PromotionGate):
 
 
 class StdinPrompter:
-    """Prints a request's summary to ``output`` and reads ``y``/``yes`` from ``input`` (a worker
+    """Prints a request's summary to ``output_stream`` and reads ``y``/``yes`` from ``input_stream`` (a worker
     thread waits for the line, so the event loop keeps running). Defaults: stdin and stderr."""
 
-    def __init__(self, input: TextIO | None = None, output: TextIO | None = None) -> None:
-        self._input = input
-        self._output = output
+    def __init__(self, *, input_stream: TextIO | None = None, output_stream: TextIO | None = None) -> None:
+        self._input = input_stream
+        self._output = output_stream
 
     async def __call__(self, request: ReviewRequest) -> bool:
         return await anyio.to_thread.run_sync(self._ask, request)
@@ -308,10 +308,6 @@ class RepositoryTarget(PromotionTarget):
 # -- the promoter -----------------------------------------------------------------------------
 
 
-def _noop(scope: str | None) -> None:
-    return None
-
-
 @dataclass(frozen=True, kw_only=True)
 class _Review:
     request: ReviewRequest
@@ -334,7 +330,7 @@ class Promoter:
         audit: AuditLog,
         gate: PromotionGate | None = None,
         target: PromotionTarget | None = None,
-        on_change: OnChange = _noop,
+        on_change: OnChange = ignore_change,
         clock: Clock = system_clock,
     ) -> None:
         self._fs = fs

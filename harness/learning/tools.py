@@ -42,7 +42,7 @@ from harness.learning.usage import SkillUsage, UsageStore
 from harness.rules import check_fields, unsafe_segment_reason
 from harness.tooling import Tool, tool_from_function
 
-__all__ = ["AUTHORING_FOLDERS", "AuthoringLimits", "ManageAction", "OnChange", "SkillWorkshop"]
+__all__ = ["AUTHORING_FOLDERS", "AuthoringLimits", "ManageAction", "OnChange", "SkillWorkshop", "ignore_change"]
 
 AUTHORING_FOLDERS = ("references", "scripts", "templates", "assets")
 """The only folders of a skill the agent may put files in (besides ``SKILL.md``)."""
@@ -78,8 +78,8 @@ class _Plan:
     after: dict[str, bytes]
 
 
-def _noop(scope: str | None) -> None:
-    return None
+def ignore_change(scope: str | None) -> None:
+    """The default ``on_change``: nothing to invalidate."""
 
 
 class SkillWorkshop:
@@ -106,7 +106,7 @@ class SkillWorkshop:
         scanner: Scanner | None = None,
         limits: AuthoringLimits = AuthoringLimits(),
         auto_promote: bool = False,
-        on_change: OnChange = _noop,
+        on_change: OnChange = ignore_change,
         clock: Clock = system_clock,
     ) -> None:
         self._fs = fs
@@ -388,7 +388,7 @@ class SkillWorkshop:
         self, name: str, path: str, old: str | None, new: str | None, replace_all: bool
     ) -> _Plan:
         folder, before = await self._locate(name)
-        clean = SKILL_MD if normalize_path(path) == SKILL_MD else _extra_file_path(path)
+        clean = _patchable_path(path)
         if clean not in before:
             raise AuthoringRefused(f"refused: skill {name!r} has no file {clean}; files: {', '.join(sorted(before))}")
         text = _decode(before[clean], clean)
@@ -469,6 +469,14 @@ def _extra_file_path(path: str) -> str:
     if any(part.startswith(".") for part in parts) or any(unsafe_segment_reason(part) for part in parts):
         raise AuthoringRefused(f"refused: file path {path!r} has a hidden or unsafe segment")
     return clean
+
+
+def _patchable_path(path: str) -> str:
+    try:
+        is_skill_md = normalize_path(path) == SKILL_MD
+    except PathEscapeError as exc:
+        raise AuthoringRefused(f"refused: {exc}") from None
+    return SKILL_MD if is_skill_md else _extra_file_path(path)
 
 
 def _field(item: Mapping[str, str], key: str) -> str:

@@ -128,7 +128,7 @@ async def test_stdin_prompter_reads_the_answer(
     drafted: str, answer: str, status: str,
 ) -> None:
     output = io.StringIO()
-    gate = LocalApprovalGate(StdinPrompter(input=io.StringIO(answer), output=output))
+    gate = LocalApprovalGate(StdinPrompter(input_stream=io.StringIO(answer), output_stream=output))
     result = await _promoter(workspace, usage, audit, clock, gate=gate).request_promotion(drafted, context=alice)
     assert result.status == status
     assert "scripts/report.py (16 bytes)" in output.getvalue()

@@ -265,3 +265,11 @@ async def test_tools_are_callable_with_json_arguments(shop: SkillWorkshop, works
     assert reply["status"] == "ok"
     await manage.call({"action": "write_file", "name": "t", "path": "assets/a.txt", "file_content": "x"})
     assert await workspace.read_text("alice/skills/_drafts/t/assets/a.txt") == "x"
+
+
+async def test_patch_paths_that_escape_are_refused(shop: SkillWorkshop, audit: AuditLog) -> None:
+    await shop.propose_skill("x", "d", "b")
+    for path in ("/etc/passwd", "../../x/SKILL.md"):
+        with pytest.raises(AuthoringRefused):
+            await shop.skill_manage("patch", "x", path=path, old_string="a", new_string="b")
+    assert [e.decision for e in await audit.query()][-2:] == ["refused", "refused"]
