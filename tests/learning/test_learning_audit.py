@@ -46,11 +46,13 @@ async def test_scan_verdict_and_hashes_round_trip(workspace: LocalFilesystem, cl
 
 
 _WRITER = """
-import asyncio, sys
+import asyncio, os, sys, time
 from filesystems import LocalFilesystem
 from harness.learning import AuditLog
 
 async def main(root, tag, count):
+    while not os.path.exists(root + ".go"):  # start together so the appends overlap
+        time.sleep(0.005)
     async with LocalFilesystem(root) as fs:
         log = AuditLog(fs)
         for i in range(count):
@@ -62,11 +64,12 @@ asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
 
 def test_two_processes_append_without_losing_records(tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    count = 150
+    count = 300
     writers = [
         subprocess.Popen([sys.executable, "-c", _WRITER, str(root), tag, str(count)], stderr=subprocess.PIPE)
         for tag in ("p1", "p2")
     ]
+    (tmp_path / "ws.go").touch()
     for writer in writers:
         _, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err.decode()
