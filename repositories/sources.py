@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from repositories.errors import InvalidRepositoryConfig
@@ -20,17 +21,20 @@ MAX_SOURCE_LENGTH = 64
 _log = logging.getLogger("repositories")
 _VALID = re.compile(r"[a-z0-9._-]{1,64}")
 _INVALID_RUN = re.compile(r"[^a-z0-9._-]+")
+_DASHES = re.compile(r"--+")
 
 
 def make_source(*parts: str) -> str:
     """Build a slug from ``parts`` joined by ``-``.
 
-    Characters outside ``[a-z0-9._-]`` become ``-`` (runs collapsed), the result is lowercased,
+    Accents are dropped (``é`` → ``e``), other characters outside ``[a-z0-9._-]`` become ``-``
+    (runs collapsed), the result is lowercased,
     trimmed of leading/trailing ``-`` and ``.`` and cut to 64 characters. Never empty: falls back
     to ``"repo"``.
     """
-    text = "-".join(part for part in parts if part).lower()
-    slug = _INVALID_RUN.sub("-", text).strip("-.")
+    text = unicodedata.normalize("NFKD", "-".join(part for part in parts if part))
+    text = text.encode("ascii", "ignore").decode().lower()
+    slug = _DASHES.sub("-", _INVALID_RUN.sub("-", text)).strip("-.")
     slug = slug[:MAX_SOURCE_LENGTH].rstrip("-.")
     return slug or "repo"
 

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_helpers import GitRemote, SubprocessLog
+from repo_helpers import GitRemote, OpenLog, SubprocessLog
 
 _SUBPROCESSES = SubprocessLog()
 sys.addaudithook(_SUBPROCESSES.hook)
+_OPENS = OpenLog()
+sys.addaudithook(_OPENS.hook)
 
 
 @pytest.fixture
@@ -26,3 +28,8 @@ def cache_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def subprocesses() -> SubprocessLog:
     return _SUBPROCESSES
+
+
+@pytest.fixture
+def opens() -> OpenLog:
+    return _OPENS

@@ -130,3 +130,23 @@ class TcpProxy:
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         self._writers -= {writer, up_writer}
+
+
+class OpenLog:
+    """Records the paths this process opens for reading or writing (through an audit hook)."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.active = False
+
+    def hook(self, event: str, args: tuple[object, ...]) -> None:
+        if self.active and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            self.paths.append(os.fsdecode(args[0]))
+
+    def __enter__(self) -> list[str]:
+        self.paths = []
+        self.active = True
+        return self.paths
+
+    def __exit__(self, *exc: object) -> None:
+        self.active = False
