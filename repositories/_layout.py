@@ -167,13 +167,11 @@ def _unique(found: list[SkillLayout[N]], problems: list[str]) -> list[SkillLayou
     return [kept[folder] for folder in sorted(kept)]
 
 
-def tree_from_paths(
-    files: Iterable[tuple[str, Child[str]]],
-) -> tuple[dict[str, list[Child[str]]], Callable[[str], list[Child[str]]]]:
-    """Turn a flat listing ``(path, file child)`` into a ``list_dir`` over folder paths.
+def tree_from_paths(files: Iterable[tuple[str, Child[str]]]) -> Callable[[str], list[Child[str]]]:
+    """Turn a flat listing of ``(path, file child)`` into a ``list_dir`` over folder paths.
 
-    For backends that list a whole tree in one call (a key-value store's walk): folders are keyed
-    by their path (``""`` is the root) and become ``dir`` children of their parents.
+    For backends that list a whole tree in one call (a filesystem's batched walk): folders are
+    keyed by their path (``""`` is the root) and appear as ``dir`` children of their parents.
     """
     folders: dict[str, list[Child[str]]] = {"": []}
     for path, child in files:
@@ -182,11 +180,10 @@ def tree_from_paths(
             folder = "/".join(parts[:depth])
             if folder not in folders:
                 folders[folder] = []
-                parent = "/".join(parts[: depth - 1])
-                folders[parent].append(Child(parts[depth - 1], DIR, folder))
+                folders["/".join(parts[: depth - 1])].append(Child(parts[depth - 1], DIR, folder))
         folders["/".join(parts[:-1])].append(child)
 
     def list_dir(folder: str) -> list[Child[str]]:
         return folders.get(folder, [])
 
-    return folders, list_dir
+    return list_dir

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import anyio
 
-from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
+from filesystems import AbstractFilesystem, FilesystemError
+from filesystems.base import normalize_path
+from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, tree_from_paths
 from repositories.base import (
     BundleFile,
     FileContents,
@@ -21,7 +23,13 @@ from repositories.base import (
     SkillRepository,
     Snapshot,
 )
-from repositories.errors import BundleNotFound, InvalidBundle, RepositoryUnavailable, UnsafePath
+from repositories.errors import (
+    BundleNotFound,
+    InvalidBundle,
+    InvalidRepositoryConfig,
+    RepositoryUnavailable,
+    UnsafePath,
+)
 from repositories.sources import make_source
 
 __all__ = ["DirectoryRepository", "read_skill_folder"]
@@ -34,6 +42,7 @@ class _Scan:
     problems: tuple[str, ...]
     roots: dict[str, str]
     by_root: dict[str, SkillBundle]
+    generation: int | None = None
 
 
 def _list_dir(folder: str) -> list[Child[str]]:
@@ -87,6 +96,15 @@ def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
             )
     except OSError as exc:
         raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: {exc}") from exc
+    return _assemble(layouts, problems, by_root)
+
+
+def _assemble(
+    layouts: list[SkillLayout[str]],
+    problems: list[str],
+    by_root: dict[str, SkillBundle],
+    generation: int | None = None,
+) -> _Scan:
     bundles = tuple(by_root[layout.root] for layout in layouts)
     token = hashlib.sha256()
     for bundle in bundles:
@@ -98,6 +116,7 @@ def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
         problems=tuple(problems),
         roots={layout.folder: layout.node for layout in layouts},
         by_root=by_root,
+        generation=generation,
     )
 
 
@@ -118,28 +137,98 @@ def _read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
 
 
 class DirectoryRepository(SkillRepository):
-    """Skill folders below a host folder (nested folders allowed; ``node_modules``
-    and ``__pycache__`` skipped).
+    """Skill folders below a folder (nested folders allowed; ``node_modules`` and
+    ``__pycache__`` skipped).
 
-    ``version()`` walks the tree once in a worker thread (one ``scandir`` per folder, one
-    ``lstat`` per file, no file opened); a snapshot re-reads the SKILL.md of changed skills only.
-    A missing folder is an error (``RepositoryUnavailable``). With ``writable=True``, ``save``
-    writes a complete folder next to the target and swaps it in by rename; files are written with
-    their given modes. Slug: ``dir-<folder name>``.
+    On the host (the default), ``version()`` walks the tree once in a worker thread (one
+    ``scandir`` per folder, one ``lstat`` per file, no file opened) and a snapshot re-reads the
+    SKILL.md of changed skills only. A missing folder is an error (``RepositoryUnavailable``).
+    With ``writable=True``, ``save`` writes a complete folder next to the target and swaps it in
+    by rename; files keep their given modes.
+
+    With ``filesystem=`` (a ``filesystems.AbstractFilesystem``), ``path`` is a path inside that
+    filesystem and the tree is read with one batched ``walk()`` plus one ``read_many()`` of the
+    changed SKILL.md files; when the filesystem has a cheap ``generation()`` counter an unchanged
+    one skips the walk. Symlinks are whatever the filesystem exposes (it refuses escaping ones).
+    This variant is read-only. Slug: ``dir-<folder name>``.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, source: str | None = None, writable: bool = False
+        self,
+        path: str | os.PathLike[str] = "",
+        *,
+        filesystem: AbstractFilesystem | None = None,
+        source: str | None = None,
+        writable: bool = False,
     ) -> None:
-        self.path = Path(path).expanduser().absolute()
-        super().__init__(source=source or make_source("dir", self.path.name), writable=writable)
+        self.filesystem = filesystem
+        if filesystem is None:
+            self.path = Path(path).expanduser().absolute()
+            name = self.path.name
+        else:
+            if writable:
+                raise InvalidRepositoryConfig("a DirectoryRepository over a filesystem is read-only")
+            self.fs_path = normalize_path(os.fspath(path))
+            self.path = Path(self.fs_path)
+            name = self.fs_path.rsplit("/", 1)[-1] or "root"
+        super().__init__(source=source or make_source("dir", name), writable=writable)
         self._last: _Scan | None = None
 
     async def _scan(self) -> _Scan:
         previous = self._last.by_root if self._last is not None else {}
-        scan = await anyio.to_thread.run_sync(_scan, self.path, previous)
+        if self.filesystem is None:
+            scan = await anyio.to_thread.run_sync(_scan, self.path, previous)
+        else:
+            scan = await self._scan_filesystem(self.filesystem, previous)
         self._last = scan
         return scan
+
+    async def _scan_filesystem(self, fs: AbstractFilesystem, previous: dict[str, SkillBundle]) -> _Scan:
+        where = f"{type(fs).__name__}:{self.fs_path or '/'}"
+        try:
+            generation = await fs.generation()
+            if generation is not None and self._last is not None and self._last.generation == generation:
+                return self._last
+            stats = await fs.walk(self.fs_path)
+            prefix = f"{self.fs_path}/" if self.fs_path else ""
+            list_dir = tree_from_paths(
+                (
+                    st.path[len(prefix) :],
+                    Child(st.name, FILE, st.path, st.size, st.mode, st.version or f"{st.mtime}"),
+                )
+                for st in stats
+            )
+            layouts, problems = find_skills("", list_dir, root_name=self.path.name or "root")
+            digests = {layout.root: layout.digest() for layout in layouts}
+            changed = [
+                layout for layout in layouts
+                if (old := previous.get(layout.root)) is None or old.digest != digests[layout.root]
+            ]
+            texts = await fs.read_many([layout.main.node for layout in changed])
+        except (OSError, FilesystemError) as exc:
+            raise RepositoryUnavailable(f"cannot read skill directory {where}: {exc}") from exc
+        by_root: dict[str, SkillBundle] = {}
+        for layout in layouts:
+            old = previous.get(layout.root)
+            if old is not None and old.digest == digests[layout.root]:
+                by_root[layout.root] = old
+                continue
+            text = texts.get(layout.main.node)
+            if text is None:
+                problems.append(f"{layout.main.node}: vanished while reading, skipped")
+                continue
+            folder_path = f"{prefix}{layout.root}" if layout.root else self.fs_path
+            host = fs.host_path(folder_path)
+            by_root[layout.root] = SkillBundle(
+                folder=layout.folder,
+                skill_md=text,
+                skill_md_name=layout.skill_md_name,
+                files=tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files),
+                location=str(host) if host is not None else f"{type(fs).__name__}:{folder_path}",
+                digest=digests[layout.root],
+            )
+        kept = [layout for layout in layouts if layout.root in by_root]
+        return _assemble(kept, sorted(problems), by_root, generation)
 
     async def _version(self) -> str:
         return (await self._scan()).version
@@ -160,7 +249,20 @@ class DirectoryRepository(SkillRepository):
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         folder_path = await self._folder_path(folder)
-        return await anyio.to_thread.run_sync(_read_below, folder_path, paths)
+        if self.filesystem is None:
+            return await anyio.to_thread.run_sync(_read_below, folder_path, paths)
+        prefix = "/".join(p for p in (self.fs_path, folder_path) if p)
+        full = {path: f"{prefix}/{path}" for path in paths}
+        try:
+            data = await self.filesystem.read_many(list(full.values()))
+        except PermissionError as exc:
+            raise UnsafePath(f"unsafe path refused in {folder!r}: {exc}") from exc
+        except (OSError, FilesystemError) as exc:
+            raise RepositoryUnavailable(f"cannot read {folder!r}: {exc}") from exc
+        missing = [path for path, name in full.items() if name not in data]
+        if missing:
+            raise BundleNotFound(f"{self.source}: {folder}/{missing[0]} does not exist")
+        return {path: data[name] for path, name in full.items()}
 
     async def _save(self, bundle: SkillBundleContents) -> None:
         scan = self._last if self._last is not None else await self._scan()

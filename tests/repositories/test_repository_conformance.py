@@ -11,6 +11,8 @@ import aiomysql
 import pytest
 from repo_helpers import GitRemote
 
+from filesystems import LocalFilesystem
+
 from repositories import (
     BundleNotFound,
     DirectoryRepository,
@@ -75,6 +77,17 @@ async def directory_market(tmp_path: Path, request: pytest.FixtureRequest) -> Ma
     return Market(DirectoryRepository(root), add)
 
 
+async def filesystem_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+    root = tmp_path / "ws" / "skills"
+    write_tree(root, "alpha")
+    write_tree(root / "group", "beta", False)
+
+    async def add(folder: str) -> None:
+        write_tree(root, folder, False)
+
+    return Market(DirectoryRepository("skills", filesystem=LocalFilesystem(tmp_path / "ws")), add)
+
+
 async def git_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
     remote = GitRemote(tmp_path / "git")
     write_tree(remote.work / "skills", "alpha")
@@ -111,7 +124,13 @@ async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
     return Market(repo, add)
 
 
-BACKENDS = {"memory": memory_market, "directory": directory_market, "git": git_market, "mysql": mysql_market}
+BACKENDS = {
+    "memory": memory_market,
+    "directory": directory_market,
+    "directory-over-filesystem": filesystem_market,
+    "git": git_market,
+    "mysql": mysql_market,
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
