@@ -20,7 +20,13 @@ import anyio
 
 from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
-from repositories.errors import BundleNotFound, InvalidRepositoryConfig, RepositoryUnavailable, UnsafePath
+from repositories.errors import (
+    BundleNotFound,
+    InvalidRepositoryConfig,
+    RepositoryError,
+    RepositoryUnavailable,
+    UnsafePath,
+)
 from repositories.sources import make_source
 
 if TYPE_CHECKING:
@@ -179,10 +185,13 @@ class GitRepository(SkillRepository):
         remote = self._ls_remote()
         if self._local_commit() == remote.commit:
             return remote.commit
-        with self._cache_lock():
-            if self._local_commit() != remote.commit:
-                self._fetch(remote.ref)
-            commit = self._local_commit()
+        try:
+            with self._cache_lock():
+                if self._local_commit() != remote.commit:
+                    self._fetch(remote.ref)
+                commit = self._local_commit()
+        except OSError as exc:
+            raise RepositoryUnavailable(f"cannot update the clone of {self.url} in {self.clone_path}: {exc}") from exc
         if commit is None:
             raise RepositoryUnavailable(f"{self.url}: fetching {remote.ref} gave no commit")
         return commit
@@ -282,7 +291,7 @@ class GitRepository(SkillRepository):
             return tree, ""
         except KeyError as exc:
             raise RepositoryUnavailable(f"{self.url}@{commit}: no folder {self.subdir!r}") from exc
-        except (git.exc.GitError, ValueError, OSError) as exc:
+        except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
             raise RepositoryUnavailable(f"{self.url}@{commit}: cannot read the commit: {exc}") from exc
 
     def _list_tree(self, tree: Any) -> list[Child[Any]]:
@@ -331,8 +340,15 @@ class GitRepository(SkillRepository):
         return await anyio.to_thread.run_sync(self._read_snapshot, version)
 
     def _read_blobs(self, commit: str, root: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        repo = self._open_repo()
-        tree = repo.commit(commit).tree
+        git = _import_git()
+        try:
+            return self._read_from_tree(self._open_repo().commit(commit).tree, commit, root, paths)
+        except RepositoryError:  # BundleNotFound and UnsafePath are OSErrors too
+            raise
+        except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
+            raise RepositoryUnavailable(f"{self.url}@{commit}: cannot read files: {exc}") from exc
+
+    def _read_from_tree(self, tree: Any, commit: str, root: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         data: dict[str, bytes] = {}
         for path in paths:
             full = f"{root}/{path}" if root else path
