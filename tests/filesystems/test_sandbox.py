@@ -1,0 +1,182 @@
+"""SandboxFilesystem: what a command inside bubblewrap can and cannot reach (DESIGN §5)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from filesystems import SandboxFilesystem, SandboxUnavailable
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+
+@pytest.fixture
+async def workspace(sandbox_dir: Path) -> AsyncIterator[SandboxFilesystem]:
+    async with SandboxFilesystem(sandbox_dir, output_limit=16384) as fs:
+        await fs.write_text("AGENTS.md", "# agents\n")
+        await fs.write_text("skills/shared/SKILL.md", "shared skill")
+        await fs.write_text("skills/shared/scripts/run.sh", "#!/bin/sh\necho ran shared\n", mode=0o755)
+        await fs.write_text("skills/both/SKILL.md", "workspace version")
+        await fs.write_text("skills/both/only-in-workspace.txt", "w")
+        await fs.write_text("knowledge/facts.md", "facts")
+        await fs.write_text(".skills-cache/git-x/tool/scripts/go.py", "print('go')\n", mode=0o755)
+        yield fs
+
+
+async def test_sandbox_runs_as_an_unprivileged_uid_when_root(workspace: SandboxFilesystem) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only meaningful when the harness runs as root")
+    result = await workspace.scoped("alice").run("id -u; id -g")
+    assert result.stdout.split() == ["65534", "65534"]
+
+
+async def test_etc_shadow_and_root_only_files_are_unreadable(
+    workspace: SandboxFilesystem, sandbox_dir: Path
+) -> None:
+    secret = sandbox_dir / "knowledge" / "root-only.txt"
+    secret.write_text("top secret")
+    secret.chmod(0o600)
+    alice = workspace.scoped("alice")
+    assert not (await alice.run("cat /etc/shadow")).ok
+    assert not (await alice.run("ls /etc/ssh /root")).stdout.strip()
+    result = await alice.run("cat /workspace/knowledge/root-only.txt")
+    if os.geteuid() == 0:
+        assert not result.ok and "top secret" not in result.stdout
+    assert (await alice.run("cat /workspace/knowledge/facts.md")).stdout == "facts"
+
+
+async def test_another_users_area_is_unreachable_through_the_shell(
+    workspace: SandboxFilesystem,
+) -> None:
+    alice, bob = workspace.scoped("alice"), workspace.scoped("bob")
+    await bob.write_text("diary.txt", "bob's secret")
+    await alice.write_text("mine.txt", "alice")
+    result = await alice.run(
+        "cat /workspace/../bob/diary.txt; "
+        "find / -path /proc -prune -o -name diary.txt -print 2>/dev/null; "
+        "grep -rs \"bob's secret\" /workspace /tmp /dev/shm 2>/dev/null; echo end",
+        timeout=60,
+    )
+    assert "bob's secret" not in result.stdout
+    assert result.stdout.endswith("end\n")
+    assert (await alice.run("cat mine.txt")).stdout == "alice"
+
+
+async def test_a_symlink_to_a_host_file_leads_nowhere(
+    workspace: SandboxFilesystem, sandbox_dir: Path
+) -> None:
+    alice = workspace.scoped("alice")
+    await alice.write_text("placeholder", "")
+    os.symlink("/etc/hostname", sandbox_dir / "alice" / "host-link")
+    os.symlink("../bob/diary.txt", sandbox_dir / "alice" / "bob-link")
+    await workspace.scoped("bob").write_text("diary.txt", "bob's secret")
+    result = await alice.run("cat host-link bob-link")
+    assert not result.ok and "bob's secret" not in result.stdout
+    with pytest.raises(PermissionError):
+        await alice.read_bytes("bob-link")
+
+
+async def test_projected_roots_are_readable_but_not_writable(workspace: SandboxFilesystem) -> None:
+    alice = workspace.scoped("alice")
+    assert (await alice.run("cat /workspace/AGENTS.md")).stdout == "# agents\n"
+    for target in (
+        "/workspace/skills/shared/SKILL.md",
+        "/workspace/AGENTS.md",
+        "/workspace/knowledge/facts.md",
+        "/workspace/.skills-cache/git-x/tool/scripts/go.py",
+    ):
+        result = await alice.run(f"echo tampered > {target}")
+        assert not result.ok, target
+    assert not (await alice.run("rm -rf /workspace/skills/shared")).ok
+    assert not (await alice.run("chmod 777 /workspace/skills/shared/SKILL.md")).ok
+    assert await workspace.read_text("skills/shared/SKILL.md") == "shared skill"
+
+
+async def test_projected_scripts_keep_their_exec_bits(workspace: SandboxFilesystem) -> None:
+    alice = workspace.scoped("alice")
+    result = await alice.run("/workspace/skills/shared/scripts/run.sh")
+    assert result.stdout == "ran shared\n", result.stderr
+    cache = workspace.shell_path(".skills-cache/git-x/tool/scripts/go.py")
+    assert cache == "/workspace/.skills-cache/git-x/tool/scripts/go.py"
+    result = await alice.run(f"test -x {cache} && python3 {cache}")
+    assert result.stdout == "go\n", result.stderr
+
+
+async def test_user_skills_merge_over_workspace_skills_whole(workspace: SandboxFilesystem) -> None:
+    alice = workspace.scoped("alice")
+    await alice.write_text("skills/both/SKILL.md", "alice's version")
+    await alice.write_text("skills/own/SKILL.md", "alice's own")
+    result = await alice.run("ls /workspace/skills; cat /workspace/skills/both/SKILL.md")
+    assert result.stdout.split() == ["both", "own", "shared", "alice's", "version"]
+    assert not (await alice.run("test -e /workspace/skills/both/only-in-workspace.txt")).ok
+    assert alice.shell_path("skills/own") == "/workspace/skills/own"
+    # The user's own skill folders stay writable and persist on the host.
+    assert (await alice.run("echo note > /workspace/skills/own/notes.md")).ok
+    assert await alice.read_text("skills/own/notes.md") == "note\n"
+
+
+async def test_host_changes_show_in_the_next_command(workspace: SandboxFilesystem) -> None:
+    alice = workspace.scoped("alice")
+    assert (await alice.run("test -d /workspace/skills/shared")).ok
+    await workspace.delete("skills/shared")
+    await workspace.write_text("skills/fresh/SKILL.md", "new")
+    result = await alice.run("ls /workspace/skills")
+    assert result.stdout.split() == ["both", "fresh"]
+
+
+async def test_files_the_harness_writes_are_writable_inside(workspace: SandboxFilesystem) -> None:
+    alice = workspace.scoped("alice")
+    await alice.write_text("state/notes.txt", "v1")
+    result = await alice.run("echo v2 > state/notes.txt && touch state/new && echo ok")
+    assert result.stdout == "ok\n", result.stderr
+    assert await alice.read_text("state/notes.txt") == "v2\n"
+
+
+async def test_network_is_off(workspace: SandboxFilesystem) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    try:
+        script = (
+            "import socket\n"
+            f"try:\n socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\n"
+            "except OSError as e: print('blocked', e)\n"
+            "try:\n socket.create_connection(('1.1.1.1', 53), timeout=2); print('connected')\n"
+            "except OSError as e: print('blocked', e)\n"
+        )
+        await workspace.scoped("alice").write_text("net.py", script)
+        result = await workspace.scoped("alice").run("python3 net.py")
+    finally:
+        listener.close()
+    assert result.ok, result.stderr
+    assert "connected" not in result.stdout
+    assert result.stdout.count("blocked") == 2
+
+
+async def test_unscoped_sandbox_sees_only_projections(workspace: SandboxFilesystem) -> None:
+    await workspace.scoped("alice").write_text("mine.txt", "alice")
+    result = await workspace.run("ls -A /workspace; cat /workspace/skills/both/SKILL.md")
+    assert result.stdout.split() == [
+        ".skills-cache", "AGENTS.md", "knowledge", "skills", "workspace", "version",
+    ]  # fmt: skip
+    assert not (await workspace.run("touch /workspace/x")).ok
+
+
+def test_missing_bubblewrap_fails_construction_with_the_reason(sandbox_dir: Path) -> None:
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        SandboxFilesystem(sandbox_dir, bwrap="no-such-bwrap-binary")
+
+
+def test_an_unreachable_workspace_fails_construction(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root-owned 0700 folders keep the sandbox uid out")
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o700)
+    with pytest.raises(SandboxUnavailable, match="bubblewrap cannot run"):
+        SandboxFilesystem(hidden / "ws")
