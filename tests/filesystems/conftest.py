@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -21,9 +20,8 @@ from filesystems import (
     SandboxFilesystem,
     SQLiteKeyValueStore,
 )
-from filesystems.stores.mysql import parse_mysql_dsn
 
-from fs_cases import Case
+from fs_cases import Case, drop_mysql_tables, mysql_table
 
 @pytest.fixture
 def sandbox_dir() -> Iterator[Path]:
@@ -32,21 +30,6 @@ def sandbox_dir() -> Iterator[Path]:
     path.chmod(0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-async def drop_mysql_tables(dsn: str, table: str) -> None:
-    import aiomysql
-
-    connection = await aiomysql.connect(autocommit=True, **parse_mysql_dsn(dsn))
-    try:
-        async with connection.cursor() as cursor:
-            await cursor.execute(f"DROP TABLE IF EXISTS `{table}`, `{table}_meta`")
-    finally:
-        connection.close()
-
-
-def mysql_table() -> str:
-    return f"fs_test_{secrets.token_hex(6)}"
 
 
 MODES = [
