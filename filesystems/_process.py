@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ __all__ = ["run_process"]
 
 
 class _Capture:
-    """Keeps the first ``limit`` bytes of a stream and drains the rest so the writer never blocks."""
+    """Keeps the first ``limit`` bytes of a stream, draining the rest so the writer never blocks."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
@@ -42,10 +43,8 @@ class _Capture:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def run_process(

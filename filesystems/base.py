@@ -320,9 +320,7 @@ class AbstractFilesystem(ABC):
             raise PermissionError(f"cannot move {src!r} into itself ({dst!r})")
         await self._move(source, target)
 
-    def lock(
-        self, key: str, *, timeout: float | None = None
-    ) -> AbstractAsyncContextManager[None]:
+    def lock(self, key: str, *, timeout: float | None = None) -> AbstractAsyncContextManager[None]:
         """An advisory, exclusive lock on ``key`` (any non-empty string; not a path).
 
         ``async with fs.lock("staging"): ...``. Held until the block exits; ``timeout=None``

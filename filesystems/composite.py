@@ -118,7 +118,7 @@ class CompositeFilesystem(AbstractFilesystem):
         return found
 
     async def _stat(self, path: str) -> FileStat:
-        prefix, fs, inner = self._route(path)
+        _, fs, inner = self._route(path)
         try:
             return dataclasses.replace(await fs.stat(inner), path=path)
         except FileNotFoundError:
@@ -187,7 +187,7 @@ class CompositeFilesystem(AbstractFilesystem):
         await fs.mkdir(inner)
 
     async def _delete(self, path: str) -> None:
-        prefix, fs, inner = self._route(path)
+        _, fs, inner = self._route(path)
         if inner:
             await fs.delete(inner)
         else:
@@ -199,8 +199,8 @@ class CompositeFilesystem(AbstractFilesystem):
                 await routed.delete(entry.path)
 
     async def _move(self, src: str, dst: str) -> None:
-        src_prefix, src_fs, src_inner = self._route(src)
-        dst_prefix, dst_fs, dst_inner = self._route(dst)
+        _, src_fs, src_inner = self._route(src)
+        _, dst_fs, dst_inner = self._route(dst)
         crosses = src_fs is not dst_fs or not src_inner or not dst_inner
         if not crosses and not self._routes_below(src) and not self._routes_below(dst):
             await src_fs.move(src_inner, dst_inner)

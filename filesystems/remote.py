@@ -173,7 +173,9 @@ class RemoteFilesystem(AbstractFilesystem):
             raise FileExistsError(f"{path!r} already exists") from None
         return _file_stat(path, entry)
 
-    async def _compare_and_set(self, path: str, data: bytes, expected_version: str | None) -> FileStat:
+    async def _compare_and_set(
+        self, path: str, data: bytes, expected_version: str | None
+    ) -> FileStat:
         expected: int | None = None
         if expected_version is not None:
             try:

@@ -18,7 +18,13 @@ from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
 __all__ = ["DEFAULT_PROJECTED", "NOBODY", "SandboxFilesystem"]
 
 #: Shared workspace entries projected read-only into every sandbox.
-DEFAULT_PROJECTED: tuple[str, ...] = ("AGENTS.md", "skills", "subagents", "knowledge", ".skills-cache")
+DEFAULT_PROJECTED: tuple[str, ...] = (
+    "AGENTS.md",
+    "skills",
+    "subagents",
+    "knowledge",
+    ".skills-cache",
+)
 #: The unprivileged host uid (and gid) sandboxes run as when this process is root.
 NOBODY = 65534
 #: Where the user's area appears inside the sandbox.

@@ -109,7 +109,9 @@ class MySQLKeyValueStore(KeyValueStore):
         self._setup = anyio.Lock()
 
     def __repr__(self) -> str:
-        where = f"{self._dsn['host']}:{self._dsn['port']}/{self._dsn['db']}" if self._dsn else "pool"
+        where = (
+            f"{self._dsn['host']}:{self._dsn['port']}/{self._dsn['db']}" if self._dsn else "pool"
+        )
         return f"MySQLKeyValueStore({where}, table={self._table})"
 
     async def _get_pool(self) -> Any:
@@ -249,8 +251,9 @@ class MySQLKeyValueStore(KeyValueStore):
         now = time.time()
         await cursor.execute(
             f"INSERT INTO {self._table} (k, data, mode, mtime, version) "
-            "VALUES (UNHEX(%s), UNHEX(%s), %s, %s, %s) ON DUPLICATE KEY UPDATE data = VALUES(data), "
-            "mode = COALESCE(%s, mode), mtime = VALUES(mtime), version = VALUES(version)",
+            "VALUES (UNHEX(%s), UNHEX(%s), %s, %s, %s) "
+            "ON DUPLICATE KEY UPDATE data = VALUES(data), mode = COALESCE(%s, mode), "
+            "mtime = VALUES(mtime), version = VALUES(version)",
             (_hex(key), _hex(data), DEFAULT_MODE if mode is None else mode, now, generation, mode),
         )
         return await self._entry_of(cursor, key)
@@ -325,9 +328,7 @@ class MySQLKeyValueStore(KeyValueStore):
                 row = await cursor.fetchone()
                 if row is None:
                     continue
-                await cursor.execute(
-                    f"DELETE FROM {self._table} WHERE k = UNHEX(%s)", (_hex(old),)
-                )
+                await cursor.execute(f"DELETE FROM {self._table} WHERE k = UNHEX(%s)", (_hex(old),))
                 await cursor.execute(
                     f"REPLACE INTO {self._table} (k, data, mode, mtime, version) "
                     "VALUES (UNHEX(%s), UNHEX(%s), %s, %s, %s)",

@@ -213,7 +213,8 @@ class SQLiteKeyValueStore(KeyValueStore):
         def concatenate(connection: sqlite3.Connection, generation: int) -> StoreEntry:
             row = connection.execute(
                 "INSERT INTO entries (key, data, mode, mtime, version) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET data = CAST(entries.data || excluded.data AS BLOB), "
+                "ON CONFLICT (key) DO UPDATE SET "
+                "data = CAST(entries.data || excluded.data AS BLOB), "
                 f"mtime = excluded.mtime, version = excluded.version RETURNING {_COLUMNS}",
                 (raw, value, DEFAULT_MODE, time.time(), generation),
             ).fetchone()
@@ -230,9 +231,11 @@ class SQLiteKeyValueStore(KeyValueStore):
     async def delete_prefix(self, prefix: str) -> int:
         low = prefix.encode("utf-8")
         return await self._write(
-            lambda c, g: c.execute(
-                "DELETE FROM entries WHERE key >= ? AND key < ?", (low, prefix_upper_bound(low))
-            ).rowcount
+            lambda c, g: (
+                c.execute(
+                    "DELETE FROM entries WHERE key >= ? AND key < ?", (low, prefix_upper_bound(low))
+                ).rowcount
+            )
         )
 
     async def rename(self, moves: Mapping[str, str]) -> None:

@@ -23,6 +23,7 @@ from filesystems import (
 
 from fs_cases import Case, drop_mysql_tables, mysql_table
 
+
 @pytest.fixture
 def sandbox_dir() -> Iterator[Path]:
     """A folder the unprivileged sandbox uid can traverse (pytest's tmp root is 0700)."""

@@ -65,9 +65,7 @@ async def test_stat_describes_files_and_folders(case: Case) -> None:
     assert (await case.fs.stat("")).is_dir
 
 
-@pytest.mark.parametrize(
-    "path", ["/etc/passwd", "../outside.txt", "a/../../outside.txt", "a\x00b"]
-)
+@pytest.mark.parametrize("path", ["/etc/passwd", "../outside.txt", "a/../../outside.txt", "a\x00b"])
 async def test_escaping_paths_are_refused_naming_the_path(case: Case, path: str) -> None:
     for attempt in (
         case.fs.read_bytes(path),

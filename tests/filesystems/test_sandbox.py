@@ -19,7 +19,9 @@ async def workspace(sandbox_dir: Path) -> AsyncIterator[SandboxFilesystem]:
     async with SandboxFilesystem(sandbox_dir, output_limit=16384) as fs:
         await fs.write_text("AGENTS.md", "# agents\n")
         await fs.write_text("skills/shared/SKILL.md", "shared skill")
-        await fs.write_text("skills/shared/scripts/run.sh", "#!/bin/sh\necho ran shared\n", mode=0o755)
+        await fs.write_text(
+            "skills/shared/scripts/run.sh", "#!/bin/sh\necho ran shared\n", mode=0o755
+        )
         await fs.write_text("skills/both/SKILL.md", "workspace version")
         await fs.write_text("skills/both/only-in-workspace.txt", "w")
         await fs.write_text("knowledge/facts.md", "facts")
@@ -58,7 +60,7 @@ async def test_another_users_area_is_unreachable_through_the_shell(
     result = await alice.run(
         "cat /workspace/../bob/diary.txt; "
         "find / -path /proc -prune -o -name diary.txt -print 2>/dev/null; "
-        "grep -rs \"bob's secret\" /workspace /tmp /dev/shm 2>/dev/null; echo end",
+        'grep -rs "bob\'s secret" /workspace /tmp /dev/shm 2>/dev/null; echo end',
         timeout=60,
     )
     assert "bob's secret" not in result.stdout
@@ -144,7 +146,8 @@ async def test_network_is_off(workspace: SandboxFilesystem) -> None:
     try:
         script = (
             "import socket\n"
-            f"try:\n socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\n"
+            "try:\n"
+            f" socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\n"
             "except OSError as e: print('blocked', e)\n"
             "try:\n socket.create_connection(('1.1.1.1', 53), timeout=2); print('connected')\n"
             "except OSError as e: print('blocked', e)\n"

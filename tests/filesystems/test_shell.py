@@ -1,4 +1,4 @@
-"""The shell capability, for every filesystem that has one (local+shell, sandbox, scoped sandbox)."""
+"""The shell capability, for every filesystem that has one (local+shell, sandboxes)."""
 
 from __future__ import annotations
 

@@ -109,9 +109,10 @@ def test_bad_dsn_and_table_names_are_refused() -> None:
 
 
 async def test_two_sqlite_stores_on_one_file_see_each_other(tmp_path: Path) -> None:
-    async with SQLiteKeyValueStore(tmp_path / "s.db") as one, SQLiteKeyValueStore(
-        tmp_path / "s.db"
-    ) as two:
+    async with (
+        SQLiteKeyValueStore(tmp_path / "s.db") as one,
+        SQLiteKeyValueStore(tmp_path / "s.db") as two,
+    ):
         await one.put("k", b"from one")
         record = await two.get("k")
         assert record is not None and record.data == b"from one"
