@@ -23,12 +23,14 @@ from .base import (
     prefix_upper_bound,
 )
 
-__all__ = ["MySQLKeyValueStore", "parse_mysql_dsn"]
+__all__ = ["DEFAULT_TABLE", "MySQLKeyValueStore", "parse_mysql_dsn"]
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,58}")
 _COLUMNS = "k, LENGTH(data), mtime, mode, version"
 #: GET_LOCK has no "forever"; a year is close enough.
 _FOREVER = 365 * 24 * 3600
+#: Table used when neither ``table=`` nor the DSN's ``?table=`` names one.
+DEFAULT_TABLE = "harness_kv"
 
 
 def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
@@ -66,9 +68,11 @@ def _entry(row: tuple[Any, ...]) -> StoreEntry:
 class MySQLKeyValueStore(KeyValueStore):
     """Values in the table ``table`` of a MySQL/MariaDB database; needs the asyncio backend.
 
-    ``dsn_or_pool`` is a ``mysql://user:password@host:port/database`` DSN (the store then owns
+    ``dsn_or_pool`` is a ``mysql://user:password@host:port/database[?table=name]`` DSN (the
+    store then owns
     its aiomysql pool of ``pool_size`` connections, created on first use and closed by
     :meth:`aclose`) or an existing aiomysql pool created with ``autocommit=True`` (left open).
+    ``table`` defaults to the DSN's ``table`` parameter, else :data:`DEFAULT_TABLE`.
 
     Schema (created when missing unless ``create_if_missing=False``)::
 
@@ -87,11 +91,14 @@ class MySQLKeyValueStore(KeyValueStore):
         self,
         dsn_or_pool: str | Any,
         *,
-        table: str = "harness_kv",
+        table: str | None = None,
         create_if_missing: bool = True,
         pool_size: int = 10,
     ) -> None:
         super().__init__()
+        if table is None:
+            query = urllib.parse.urlsplit(dsn_or_pool).query if isinstance(dsn_or_pool, str) else ""
+            table = urllib.parse.parse_qs(query).get("table", [DEFAULT_TABLE])[-1]
         if not _TABLE_NAME.fullmatch(table):
             raise ValueError(f"table name {table!r} must match {_TABLE_NAME.pattern}")
         self._table, self._meta = f"`{table}`", f"`{table}_meta`"

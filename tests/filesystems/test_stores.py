@@ -101,6 +101,18 @@ async def test_an_unreachable_mysql_server_raises_store_unavailable() -> None:
             await store.generation()
 
 
+async def test_the_dsn_can_name_the_table(mysql_dsn: str) -> None:
+    table = mysql_table()
+    try:
+        async with MySQLKeyValueStore(f"{mysql_dsn}?table={table}") as store:
+            await store.put("k", b"v")
+        async with MySQLKeyValueStore(mysql_dsn, table=table) as same:
+            record = await same.get("k")
+            assert record is not None and record.data == b"v"
+    finally:
+        await drop_mysql_tables(mysql_dsn, table)
+
+
 def test_bad_dsn_and_table_names_are_refused() -> None:
     with pytest.raises(ValueError):
         MySQLKeyValueStore("postgres://x/y")
