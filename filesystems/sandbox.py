@@ -110,7 +110,8 @@ class SandboxFilesystem(LocalFilesystem):
       workspace folder whole; new top-level folders made there by a command are not kept —
       create skill folders through the filesystem. The unscoped filesystem's sandbox holds only
       the projected roots. Bind mounts copy nothing: exec bits survive and host deletions show
-      in the next command.
+      in the next command. bubblewrap leaves empty mount points for the projected names in the
+      user's area on the host (an empty ``AGENTS.md``, ``knowledge/``, ...).
 
     Construction starts a probe sandbox and raises :class:`SandboxUnavailable` with the reason
     when bubblewrap cannot run (never a silent fallback to the host). ``shell_path`` returns
