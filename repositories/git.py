@@ -136,6 +136,7 @@ class GitRepository(SkillRepository):
         self._sizes: dict[str, int] = {}
         self._texts: dict[str, bytes] = {}
         self._thread_lock = threading.Lock()
+        self._read_lock = threading.Lock()
 
     async def sync(self) -> str:
         """Check the remote now and fetch if it moved; returns the served commit."""
@@ -337,12 +338,20 @@ class GitRepository(SkillRepository):
         )
 
     async def _load(self, version: str) -> Snapshot:
-        return await anyio.to_thread.run_sync(self._read_snapshot, version)
+        def read() -> Snapshot:
+            with self._read_lock:
+                return self._read_snapshot(version)
+
+        return await anyio.to_thread.run_sync(read)
 
     def _read_blobs(self, commit: str, root: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         git = _import_git()
+        repo = self._open_repo()
         try:
-            return self._read_from_tree(self._open_repo().commit(commit).tree, commit, root, paths)
+            # gitpython talks to one persistent ``git cat-file`` process per Repo, which is not
+            # safe to share between threads: callers may read several skills concurrently.
+            with self._read_lock:
+                return self._read_from_tree(repo.commit(commit).tree, commit, root, paths)
         except RepositoryError:  # BundleNotFound and UnsafePath are OSErrors too
             raise
         except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
