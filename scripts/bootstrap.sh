@@ -23,9 +23,11 @@ command -v git >/dev/null || apt_install git
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$python" -m venv .venv; }
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml examples/skill-package/pyproject.toml | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[dev]"
+  # The example skill package, so the demo and examples have a package market to show.
+  .venv/bin/python -m pip install -q ./examples/skill-package
   rm -f .venv/.installed-* && touch "$stamp"
 fi

@@ -9,11 +9,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.cli import skills
+from filesystems import FilesystemError
+from repositories import RepositoryError
+
+from harness.cli import agent, engine, market, skills
+from harness.errors import ConfigError, HarnessError
 
 __all__ = ["main"]
 
-_COMMANDS = (skills,)
+_COMMANDS = (skills, market, agent, engine)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except ConfigError as exc:
+        print(f"harness: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except (HarnessError, RepositoryError, FilesystemError, OSError) as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 1
     sys.stdout.flush()
     return code

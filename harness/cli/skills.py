@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Awaitable, Callable
 import json
 from pathlib import Path
 
+import anyio
+
+from harness.agent import Harness
+from harness.cli import learning
+from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
+from harness.pipeline import TurnPlan
+from harness.skill_tools import load_skill_file
 from harness.validation import find_skill_dirs, validate_skill_dir
 
 __all__ = ["register"]
@@ -28,6 +36,31 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     mode.add_argument("--lenient", dest="strict", action="store_false", help="what runtime loading would do")
     validate.set_defaults(handler=_validate)
 
+    listing = commands.add_parser("list", help="the merged skills a user sees, with shadowing and diagnostics")
+    add_workspace_options(listing)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=lambda args: _with_plan(args, _list))
+
+    prompt = commands.add_parser("prompt", help="print the catalog block exactly as the model sees it")
+    add_workspace_options(prompt)
+    prompt.set_defaults(handler=lambda args: _with_plan(args, _prompt))
+
+    stage = commands.add_parser("stage", help="stage market and global skill files into .skills-cache")
+    add_workspace_options(stage, user=False)
+    stage.add_argument("--json", action="store_true")
+    stage.add_argument("--verify", action="store_true", help="re-hash staged files and repair what changed")
+    stage.set_defaults(handler=_stage)
+
+    show = commands.add_parser("show", help="what load_skill_through_path returns for a skill")
+    add_workspace_options(show)
+    show.add_argument("name", help="skill id or name")
+    show.add_argument("--path", default="SKILL.md")
+    show.add_argument("--offset", type=int, default=1)
+    show.add_argument("--limit", type=int)
+    show.set_defaults(handler=lambda args: _with_plan(args, _show))
+
+    learning.register(commands)
+
 
 def _validate(args: argparse.Namespace) -> int:
     reports = [
@@ -46,3 +79,74 @@ def _validate(args: argparse.Namespace) -> int:
             for message in report.warnings:
                 print(f"  warning: {message}")
     return 0 if all(report.ok for report in reports) else 1
+
+
+def _with_plan(args: argparse.Namespace, action: Callable[[argparse.Namespace, TurnPlan], Awaitable[int]]) -> int:
+    async def main() -> int:
+        async with harness_from_args(args) as agent:
+            plan = await agent.prepare(context_from_args(args))
+            return await action(args, plan)
+
+    return anyio.run(main)
+
+
+async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
+    skills = [
+        {
+            "name": s.skill.name,
+            "description": s.skill.description,
+            "skill_id": s.skill.skill_id,
+            "layer": s.skill.layer.value,
+            "source": s.skill.source,
+            "location": s.skill.location,
+            "files_root": s.files_root,
+            "hidden": s.skill.hidden,
+        }
+        for s in sorted(plan.skills.values(), key=lambda s: s.skill.name)
+    ]
+    if args.json:
+        print_json(
+            {
+                "skills": skills,
+                "shadowed": [s.as_dict() for s in plan.shadowed],
+                "diagnostics": [d.as_dict() for d in plan.diagnostics if d.code != "shadowed"],
+            }
+        )
+        return 0
+    for skill in skills:
+        hidden = " (hidden)" if skill["hidden"] else ""
+        print(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
+        print(f"    {skill['files_root'] or skill['location']}")
+    for shadow in plan.shadowed:
+        print(f"shadowed: {shadow.diagnostic().message}")
+    for diagnostic in plan.diagnostics:
+        if diagnostic.code != "shadowed":
+            print(diagnostic)
+    return 0
+
+
+async def _prompt(args: argparse.Namespace, plan: TurnPlan) -> int:
+    print(plan.catalog)
+    return 0
+
+
+async def _show(args: argparse.Namespace, plan: TurnPlan) -> int:
+    found = plan.find(args.name) or plan.invoke(args.name)
+    print(await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit), end="")
+    return 0
+
+
+def _stage(args: argparse.Namespace) -> int:
+    async def main() -> int:
+        agent: Harness = harness_from_args(args)
+        async with agent:
+            result = await agent.pipeline.stage(verify=args.verify)
+        if args.json:
+            print_json({**result.as_dict(), "diagnostics": [d.as_dict() for d in result.diagnostics]})
+        else:
+            print(f"written {result.written}, unchanged {result.unchanged}, removed {result.removed}")
+            for diagnostic in result.diagnostics:
+                print(diagnostic)
+        return 1 if any(d.severity == "error" for d in result.diagnostics) else 0
+
+    return anyio.run(main)

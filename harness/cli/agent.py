@@ -1,0 +1,52 @@
+"""``harness run`` (one turn against a configured model) and ``harness demo`` (offline)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import anyio
+
+from harness.cli.common import add_workspace_options, context_from_args, harness_from_args
+from harness.events import ShellRan, SkillLoaded, ToolCalled
+
+__all__ = ["register"]
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add ``run`` and ``demo``."""
+    run = sub.add_parser("run", help="run one turn of the agent", description="Run one turn and print the reply.")
+    run.add_argument("message")
+    add_workspace_options(run)
+    run.add_argument("--model", help="e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, demo (default from config)")
+    run.add_argument("--verbose", "-v", action="store_true", help="print tool calls and skill loads")
+    run.set_defaults(handler=_run)
+
+    demo = sub.add_parser(
+        "demo",
+        help="build a demo workspace and run offline turns for two users",
+        description="Builds a global dir, a git market, the package market, workspace skills and two users, "
+        "then runs turns with the offline demo model.",
+    )
+    demo.add_argument("directory", nargs="?", type=Path, default=Path("demo-workspace"))
+    demo.set_defaults(handler=lambda args: anyio.run(_demo, args.directory))
+
+
+def _run(args: argparse.Namespace) -> int:
+    async def main() -> int:
+        overrides = {"model": args.model} if args.model else {}
+        async with harness_from_args(args, **overrides) as agent:
+            async for event in agent.stream(args.message, context=context_from_args(args)):
+                if args.verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan)):
+                    print(f"[{type(event).__name__}] {event}")
+                final = event
+        print(getattr(final, "content", ""))
+        return 0
+
+    return anyio.run(main)
+
+
+async def _demo(directory: Path) -> int:
+    from harness.demo import run_demo
+
+    return await run_demo(directory)

@@ -1,0 +1,70 @@
+"""``harness market publish``: upload skill folders to a writable market (validated first)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import anyio
+
+from harness.validation import find_skill_dirs, find_skill_md, validate_skill_dir
+from repositories import FileContents, SkillBundleContents, open_repository
+
+__all__ = ["register"]
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``market`` command group."""
+    parser = sub.add_parser("market", help="fill skill markets")
+    commands = parser.add_subparsers(dest="market_command", metavar="SUBCOMMAND", required=True)
+    publish = commands.add_parser(
+        "publish",
+        help="validate skill folders and save them into a writable market",
+        description="Validate (strict) then upload skill folders, e.g. --repo mysql://user:pass@host/db?table=skills",
+    )
+    publish.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    publish.add_argument("--repo", required=True, metavar="URL", help="the market's URL")
+    publish.add_argument("--lenient", action="store_true", help="publish what runtime loading accepts")
+    publish.set_defaults(handler=_publish)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    folders = [folder for path in args.paths for folder in find_skill_dirs(path)]
+    reports = [validate_skill_dir(folder, strict=not args.lenient) for folder in folders]
+    failed = [r for r in reports if not r.ok]
+    for report in failed:
+        print(f"{report.path}: invalid, not published")
+        for message in report.errors:
+            print(f"  error: {message}")
+    if failed:
+        return 1
+    return anyio.run(_upload, args.repo, folders)
+
+
+async def _upload(url: str, folders: list[Path]) -> int:
+    if "writable=" not in url:
+        url += ("&" if "?" in url else "?") + "writable=true"
+    async with open_repository(url) as repository:
+        for folder in folders:
+            bundle = await anyio.to_thread.run_sync(_read_bundle, folder)
+            await repository.save(bundle)
+            print(f"published {folder.name} ({len(bundle.files) + 1} files) to {repository.source}")
+    return 0
+
+
+def _read_bundle(folder: Path) -> SkillBundleContents:
+    """The folder as a bundle: every regular file except dot-files and symlinks."""
+    main = find_skill_md(folder)
+    assert main is not None  # validated above
+    files = []
+    for current, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            path = Path(current, name)
+            if name.startswith(".") or path.is_symlink() or path == main:
+                continue
+            files.append(
+                FileContents(path=path.relative_to(folder).as_posix(), data=path.read_bytes(), mode=path.stat().st_mode & 0o777)
+            )
+    return SkillBundleContents(folder=folder.name, skill_md=main.read_bytes(), skill_md_name=main.name, files=tuple(files))
