@@ -17,6 +17,7 @@ from harness.context import RuntimeContext
 from harness.errors import HarnessError, SkillNotFound
 from harness.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.file_tools import file_tools
+from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline, TurnPlan, VisibilityPolicy
 from harness.sessions import InMemorySessionStore, Session, SessionStore
@@ -53,7 +54,9 @@ class Harness:
     ``name`` is the agent id. ``filesystem`` defaults to a local workspace with a shell at
     ``workspace``. ``repositories`` are the markets (later wins), ``global_skills_dir`` is layer 1.
     ``tools`` are extra tools: ``Tool`` objects or plain typed (async) functions.
-    ``skills`` restricts the catalog to those names (used by subagents).
+    ``skills`` restricts the catalog to those names (used by subagents). ``learning=True`` (or a
+    configured :class:`~harness.learning.SelfLearning`) turns on the self-learning loop: the
+    authoring tools, usage recording, visibility filters, promotion and the curator.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class Harness:
         usage: UsageHooks | None = None,
         skills: Sequence[str] | None = None,
         watch: bool = True,
+        learning: bool | SelfLearning = False,
     ) -> None:
         if filesystem is None and workspace is None:
             raise ValueError("give a workspace folder or a filesystem")
@@ -89,6 +93,14 @@ class Harness:
         self.system_prompt = system_prompt
         self.max_steps = max_steps
         self.sessions = sessions or InMemorySessionStore()
+        self.learning = (
+            SelfLearning(self.filesystem, on_change=lambda user_id: self.pipeline.invalidate(user_id))
+            if learning is True
+            else learning or None
+        )
+        if self.learning is not None:
+            usage = usage or self.learning.recorder
+            visibility = visibility or self.learning.visibility
         self.usage = usage
         self.skill_names = frozenset(skills) if skills is not None else None
         self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
@@ -262,7 +274,31 @@ class Harness:
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
         tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
-        return [*tools, *file_tools(plan.filesystem), *self.tools]
+        learning = self.learning.tools(plan.context) if self.learning is not None else []
+        return [*tools, *file_tools(plan.filesystem), *learning, *self.tools]
+
+    # -- self-learning ---------------------------------------------------------------------
+
+    def _learning(self) -> SelfLearning:
+        if self.learning is None:
+            raise HarnessError(f"agent {self.name!r} has no self-learning loop (create it with learning=True)")
+        return self.learning
+
+    async def request_promotion(self, name: str, *, context: RuntimeContext, reason: str = "") -> PromotionResult:
+        """Ask the configured gate to promote the caller's draft ``name``."""
+        return await self._learning().request_promotion(name, context=context, reason=reason)
+
+    async def promote_skill(self, name: str, reviewer: str, *, context: RuntimeContext | None = None) -> PromotionResult:
+        """An operator's explicit promotion of a draft (no gate; audited)."""
+        return await self._learning().promote_skill(name, reviewer, context=context)
+
+    async def run_curator_once(self, *, dry_run: bool = False) -> CuratorReport:
+        """Run the curator now, bypassing its throttle."""
+        return await self._learning().run_curator_once(dry_run=dry_run)
+
+    async def query_audit(self, day: str | None = None, predicate: Callable[[AuditRecord], bool] | None = None) -> list[AuditRecord]:
+        """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
+        return await self._learning().query_audit(day, predicate)
 
     async def _call(self, tools: dict[str, Tool], call: ToolCall) -> tuple[str, bool]:
         tool = tools.get(call.name)

@@ -38,8 +38,8 @@ def _market() -> MemoryRepository:
     )
 
 
-def _call(name: str, **arguments: object) -> Message:
-    return Message.assistant("", [ToolCall(id=f"c-{name}", name=name, arguments=dict(arguments))])
+def _call(tool_name: str, **arguments: object) -> Message:
+    return Message.assistant("", [ToolCall(id=f"c-{tool_name}", name=tool_name, arguments=dict(arguments))])
 
 
 async def test_demo_model_picks_loads_and_runs_a_skill(tmp_path: Path) -> None:
@@ -182,3 +182,26 @@ async def test_file_tools_work_in_the_users_area_only(tmp_path: Path) -> None:
         bob = await agent.run("read", context=BOB)
     assert (tmp_path / "alice" / "notes.txt").read_text() == "hi"
     assert [e for e in bob.events if isinstance(e, ToolReturned)][0].error
+
+
+async def test_learning_loop_drafts_and_operator_promotion(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            _call(
+                "propose_skill",
+                name="greeter",
+                description="Use when greeting people.",
+                body="Say hello politely.",
+            ),
+            "drafted",
+            "after promotion",
+        ]
+    )
+    async with Harness(model=model, workspace=tmp_path, learning=True) as agent:
+        await agent.run("learn greeting", context=ALICE)
+        assert (tmp_path / "alice" / "skills" / "_drafts" / "greeter" / "SKILL.md").exists()
+        assert "greeter" not in (await agent.prepare(ALICE)).catalog
+        await agent.promote_skill("greeter", "ops", context=ALICE)
+        await agent.run("hi", context=ALICE)
+        assert await agent.query_audit(predicate=lambda r: r.op == "promotion.promote")
+    assert "<name>greeter</name>" in model.calls[-1].messages[0].content
