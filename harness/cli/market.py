@@ -43,8 +43,10 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 async def _upload(url: str, folders: list[Path]) -> int:
-    if "writable=" not in url:
-        url += ("&" if "?" in url else "?") + "writable=true"
+    # Publishing writes, and fills a new market: ask for both unless the URL says otherwise.
+    for option in ("writable", "create_if_missing"):
+        if url.startswith("mysql://") and f"{option}=" not in url:
+            url += ("&" if "?" in url else "?") + f"{option}=true"
     async with open_repository(url) as repository:
         for folder in folders:
             bundle = await anyio.to_thread.run_sync(_read_bundle, folder)

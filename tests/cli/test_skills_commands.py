@@ -1,0 +1,114 @@
+"""``harness skills list|prompt|stage|show`` and ``harness market publish`` through the console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=120)
+
+
+def _skill(root: Path, name: str, description: str) -> None:
+    (root / name / "scripts").mkdir(parents=True)
+    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\nRun scripts/go.sh\n")
+    (root / name / "scripts" / "go.sh").write_text("#!/bin/sh\necho go\n")
+
+
+def _workspace(tmp_path: Path) -> tuple[Path, Path]:
+    ws, market = tmp_path / "ws", tmp_path / "market"
+    _skill(ws / "skills", "shared", "workspace & co")
+    _skill(ws / "alice" / "skills", "shared", "alice's own")
+    _skill(market, "tool", "Use the <tool>.")
+    return ws, market
+
+
+def test_list_json_shows_layers_roots_and_shadowing(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    result = _cli("skills", "list", "--json", "--workspace", str(ws), "--repo", f"dir:{market}", "--user", "alice")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    by_name = {s["name"]: s for s in data["skills"]}
+    assert by_name["shared"]["layer"] == "user" and by_name["shared"]["skill_id"] == "shared_workspace-namespaced"
+    assert by_name["tool"]["layer"] == "market"
+    assert by_name["tool"]["files_root"] == str(ws / ".skills-cache" / by_name["tool"]["source"] / "tool")
+    assert data["shadowed"][0]["loser"]["layer"] == "workspace"
+
+
+def test_list_without_shell_has_no_files_root(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    data = json.loads(_cli("skills", "list", "--json", "--workspace", str(ws), "--fs", "local", "--user", "bob").stdout)
+    assert [s["files_root"] for s in data["skills"]] == [None]
+
+
+def test_prompt_prints_the_escaped_catalog(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    result = _cli("skills", "prompt", "--workspace", str(ws), "--repo", str(market), "--user", "bob")
+    assert "<description>workspace &amp; co</description>" in result.stdout
+    assert "<description>Use the &lt;tool&gt;.</description>" in result.stdout
+
+
+def test_stage_twice_writes_nothing_the_second_time(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    first = json.loads(_cli("skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market)).stdout)
+    second = json.loads(_cli("skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market)).stdout)
+    assert first["written"] == 2 and second["written"] == 0 and second["unchanged"] == 2
+    (ws / ".skills-cache").joinpath(next(p.name for p in (ws / ".skills-cache").iterdir() if not p.name.startswith(".")), "tool", "SKILL.md").unlink()
+    repaired = json.loads(_cli("skills", "stage", "--json", "--verify", "--workspace", str(ws), "--repo", str(market)).stdout)
+    assert repaired["written"] == 1
+    emptied = json.loads(_cli("skills", "stage", "--json", "--workspace", str(ws)).stdout)
+    assert emptied["removed"] == 2 and (ws / "alice" / "skills" / "shared" / "SKILL.md").exists()
+
+
+def test_show_returns_the_original_file_and_refuses_escapes(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    shown = _cli("skills", "show", "shared", "--workspace", str(ws), "--user", "alice")
+    assert shown.stdout.startswith("---\nname: shared\ndescription: alice's own")
+    refused = _cli("skills", "show", "shared", "--path", "../../etc/passwd", "--workspace", str(ws), "--user", "alice")
+    assert refused.returncode == 1 and "available paths: SKILL.md, scripts/go.sh" in refused.stderr
+
+
+def test_bad_user_id_is_a_usage_error(tmp_path: Path) -> None:
+    ws, _ = _workspace(tmp_path)
+    result = _cli("skills", "list", "--workspace", str(ws), "--user", "../bob")
+    assert result.returncode == 2 and "user" in result.stderr
+
+
+def test_market_publish_validates_then_uploads_to_mysql(tmp_path: Path, mysql_dsn: str) -> None:
+    table = f"skills_{uuid.uuid4().hex[:8]}"
+    url = f"{mysql_dsn}?table={table}"
+    good = tmp_path / "good"
+    _skill(good, "tool", "A tool.")
+    bad = tmp_path / "bad"
+    _skill(bad, "Bad", "x")
+    refused = _cli("market", "publish", str(bad), "--repo", url)
+    assert refused.returncode == 1 and "must be lowercase" in refused.stdout
+    try:
+        published = _cli("market", "publish", str(good), "--repo", url)
+        assert published.returncode == 0, published.stderr
+        listed = json.loads(_cli("skills", "list", "--json", "--workspace", str(tmp_path / "ws"), "--repo", url).stdout)
+        assert [s["name"] for s in listed["skills"]] == ["tool"]
+    finally:
+        subprocess.run(
+            [sys.executable, "-c", _DROP, mysql_dsn, table], check=False, capture_output=True, timeout=60
+        )
+
+
+_DROP = """
+import sys, anyio, aiomysql
+from repositories.mysql import parse_mysql_dsn
+async def main():
+    opts = parse_mysql_dsn(sys.argv[1])
+    conn = await aiomysql.connect(host=opts.get('host', '127.0.0.1'), port=int(opts.get('port', 3306)), user=opts.get('user', 'root'), password=opts.get('password', ''), db=opts.get('database') or opts.get('db'))
+    async with conn.cursor() as cur:
+        for suffix in ('', '_files', '_generation'):
+            await cur.execute(f'DROP TABLE IF EXISTS `{sys.argv[2]}{suffix}`')
+    conn.close()
+anyio.run(main)
+"""
