@@ -1,10 +1,23 @@
-"""Helpers to build skill folders and market bundles for pipeline tests."""
+"""Helpers to build skill folders, market bundles, git remotes and workspaces for pipeline tests."""
 
 from __future__ import annotations
 
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-from repositories import FileContents, SkillBundleContents
+import aiomysql
+
+from filesystems import AbstractFilesystem, LocalFilesystem, RemoteFilesystem, SandboxFilesystem, SQLiteKeyValueStore
+from repositories import FileContents, MySQLRepository, SkillBundleContents
+from repositories.mysql import parse_mysql_dsn
+
+MODES = ("local", "local-shell", "remote", "sandbox")
 
 
 def skill_text(name: str, description: str | None = None, extra: str = "") -> str:
@@ -20,9 +33,110 @@ def write_skill(root: Path, name: str, *, description: str | None = None, script
     return folder
 
 
+async def put_skill(fs: AbstractFilesystem, name: str, *, description: str | None = None, script: str | None = None) -> None:
+    """A skill folder ``skills/<name>`` written through ``fs`` (any mode, scoped or not)."""
+    await fs.write_text(f"skills/{name}/SKILL.md", skill_text(name, description))
+    if script is not None:
+        await fs.write_text(f"skills/{name}/scripts/run.sh", script, mode=0o755)
+
+
 def bundle(name: str, *, description: str | None = None, script: str = "#!/bin/sh\necho market-{name}\n", extra: str = "") -> SkillBundleContents:
     return SkillBundleContents(
         folder=name,
         skill_md=skill_text(name, description, extra).encode(),
         files=(FileContents(path="scripts/run.sh", data=script.format(name=name).encode(), mode=0o644),),
     )
+
+
+def echo_script(tag: str) -> str:
+    return f"#!/bin/sh\necho {tag}\n"
+
+
+class GitRemote:
+    """A bare repository reached by a ``file://`` URL, fed from a work tree that pushes to it."""
+
+    def __init__(self, base: Path) -> None:
+        self.bare = base / "remote.git"
+        self.work = base / "work"
+        self.url = self.bare.as_uri()
+        self._env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(base),
+            "GIT_AUTHOR_NAME": "Test",
+            "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "Test",
+            "GIT_COMMITTER_EMAIL": "test@example.com",
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+        base.mkdir(parents=True, exist_ok=True)
+        self._git("init", "--quiet", "--bare", "-b", "main", str(self.bare), cwd=base)
+        self._git("init", "--quiet", "-b", "main", str(self.work), cwd=base)
+        self._git("remote", "add", "origin", self.url)
+
+    def skill(self, name: str, *, description: str | None = None, script: str | None = None) -> None:
+        folder = write_skill(self.work / "skills", name, description=description, script=script)
+        if script is not None:
+            (folder / "scripts" / "run.sh").chmod(0o755)
+
+    def remove(self, name: str) -> None:
+        shutil.rmtree(self.work / "skills" / name)
+
+    def push(self, message: str = "change") -> None:
+        self._git("add", "-A")
+        self._git("commit", "--quiet", "--allow-empty", "-m", message)
+        self._git("push", "--quiet", "origin", "HEAD:refs/heads/main")
+
+    def _git(self, *args: str, cwd: Path | None = None) -> None:
+        subprocess.run(["git", *args], cwd=cwd or self.work, env=self._env, capture_output=True, check=True)
+
+
+@asynccontextmanager
+async def mysql_market(dsn: str, bundles: Iterable[SkillBundleContents]) -> AsyncIterator[MySQLRepository]:
+    """A writable MySQL market in fresh uniquely named tables, dropped afterwards."""
+    table = f"pipe_{secrets.token_hex(5)}"
+    try:
+        async with MySQLRepository(dsn, table=table, writable=True, create_if_missing=True) as repo:
+            for item in bundles:
+                await repo.save(item)
+            yield repo
+    finally:
+        await drop_tables(dsn, table)
+
+
+async def drop_tables(dsn: str, table: str) -> None:
+    args = parse_mysql_dsn(dsn)
+    conn = await aiomysql.connect(
+        host=args["host"], port=args["port"], user=args["user"], password=args["password"], db=args["db"], autocommit=True
+    )
+    try:
+        async with conn.cursor() as cur:
+            for suffix in ("", "_files", "_generation"):
+                await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
+    finally:
+        conn.close()
+
+
+@contextmanager
+def shared_dir() -> Iterator[Path]:
+    """A folder the sandbox's unprivileged user can reach (pytest's tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="pipeline-sandbox-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def open_filesystem(mode: str, root: Path, *, bwrap: str | None = None) -> AbstractFilesystem:
+    """The shared workspace at ``root`` in one of :data:`MODES` (remote: a SQLite file in it)."""
+    if mode == "local":
+        return LocalFilesystem(root)
+    if mode == "local-shell":
+        return LocalFilesystem(root, shell=True)
+    if mode == "remote":
+        root.mkdir(parents=True, exist_ok=True)
+        return RemoteFilesystem(SQLiteKeyValueStore(root / "store.db"), agent_id="agent")
+    if mode == "sandbox":
+        assert bwrap is not None
+        return SandboxFilesystem(root, bwrap=bwrap)
+    raise ValueError(mode)
