@@ -16,6 +16,7 @@ from repositories import SkillRepository
 from harness.context import RuntimeContext
 from harness.errors import HarnessError, SkillNotFound
 from harness.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.engine import Outcome, Run, WorkflowEngine, workflow_tools
 from harness.file_tools import file_tools
 from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
@@ -23,6 +24,7 @@ from harness.pipeline import SkillPipeline, TurnPlan, VisibilityPolicy
 from harness.sessions import InMemorySessionStore, Session, SessionStore
 from harness.skill_tools import LOAD_TOOL, UsageHooks, skill_tools
 from harness.tooling import Tool, tool_from_function
+from harness.workflows import AgentExecutor, package_for, resolver
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
@@ -266,6 +268,33 @@ class Harness:
         args = (match["args"] or "").strip()
         return f"{block}\n\n{args}" if args else block
 
+    def tools_for(self, plan: TurnPlan) -> list[Tool]:
+        """The tools a turn of ``plan`` offers (skill, file, learning, workflow and user tools)."""
+        return self._tools(plan, Session(), [])
+
+    def workflow_engine(self, context: RuntimeContext) -> WorkflowEngine:
+        """The workflow engine over ``context.user_id``'s own area (their runs)."""
+        return WorkflowEngine(self.filesystem).for_user(context.user_id)
+
+    async def run_workflow(
+        self, skill: str, *, context: RuntimeContext, run_id: str | None = None, inputs: dict[str, Any] | None = None
+    ) -> Run:
+        """Start a run of the workflow skill ``skill`` and perform its actions until it needs a
+        person (``ask_user``, a handoff, a confirmation) or ends."""
+        plan = await self.prepare(context)
+        resolved = plan.invoke(skill)
+        engine = self.workflow_engine(context)
+        run = await engine.start(await package_for(resolved), run_id=run_id, inputs=inputs or {})
+        return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=skill))
+
+    async def continue_workflow(
+        self, run_id: str, *, context: RuntimeContext, outcome: Outcome | None = None, confirm: str | None = None
+    ) -> Run:
+        """Report an outcome or a confirmation, then perform actions until blocked or done."""
+        engine = self.workflow_engine(context)
+        run = await engine.resume(run_id, outcome, confirm=confirm)
+        return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=run.skill))
+
     def _tools(self, plan: TurnPlan, session: Session, pending: list[Event]) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             pending.append(SkillLoaded(skill_id=skill_id, path=path))
@@ -275,7 +304,12 @@ class Harness:
 
         tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
         learning = self.learning.tools(plan.context) if self.learning is not None else []
-        return [*tools, *file_tools(plan.filesystem), *learning, *self.tools]
+        workflows = (
+            workflow_tools(self.workflow_engine(plan.context), resolver(plan))
+            if any(s.workflow for s in plan.available())
+            else []
+        )
+        return [*tools, *file_tools(plan.filesystem), *learning, *workflows, *self.tools]
 
     # -- self-learning ---------------------------------------------------------------------
 

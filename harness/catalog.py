@@ -56,7 +56,7 @@ def render_catalog(
     """
     if not entries:
         return ""
-    header = _header(load_tool, shell_tool, any(e.files_root for e in entries))
+    header = _header(load_tool, shell_tool, any(e.files_root for e in entries), any(e.workflow for e in entries))
     blocks = [_block(entry, entry.description) for entry in entries]
     text = _assemble(header, blocks, [])
     if budget is None or len(text) <= budget:
@@ -64,7 +64,7 @@ def render_catalog(
     return _fit(header, list(entries), budget)
 
 
-def _header(load_tool: str, shell_tool: str | None, has_roots: bool) -> str:
+def _header(load_tool: str, shell_tool: str | None, has_roots: bool, has_workflows: bool) -> str:
     lines = [
         "You can use skills: folders of instructions, scripts and resources for specific tasks.",
         "When a task matches a skill's description, first read its instructions with "
@@ -75,6 +75,12 @@ def _header(load_tool: str, shell_tool: str | None, has_roots: bool) -> str:
         lines.append(
             "Paths in a skill are relative to its <files-root>; run its scripts with "
             f'{shell_tool}("python3 <files-root>/scripts/<script>.py").'
+        )
+    if has_workflows:
+        lines.append(
+            "Skills marked <workflow>true</workflow> are multi-step workflows: start one with "
+            'workflow_start(skill="<name>"), perform the action it returns, and report each outcome '
+            "with workflow_continue."
         )
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ from repositories import SkillRepository, disambiguate_sources
 from harness.catalog import entries_for, render_catalog
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
+from harness.engine.loader import is_workflow_package
 from harness.errors import SkillNotFound
 from harness.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
 from harness.merge import Merged, Shadowing, merge_layers
@@ -47,11 +48,13 @@ class VisibilityPolicy(Protocol):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ResolvedSkill:
-    """A merged skill with the source that reads its files and where the shell finds them."""
+    """A merged skill with the source that reads its files and where the shell finds them;
+    ``workflow`` says it carries a workflow definition (``harness.engine``)."""
 
     entry: LayerEntry
     source: SkillSource
     files_root: str | None
+    workflow: bool = False
 
     @property
     def skill(self) -> Skill:
@@ -362,7 +365,12 @@ class SkillPipeline:
         for entry in merged.entries.values():
             skill = entry.skill
             source = layer if skill.layer is Layer.USER else base.sources[skill.skill_id]
-            skills[skill.skill_id] = ResolvedSkill(entry=entry, source=source, files_root=self._files_root(entry, source, layer))
+            skills[skill.skill_id] = ResolvedSkill(
+                entry=entry,
+                source=source,
+                files_root=self._files_root(entry, source, layer),
+                workflow=is_workflow_package(skill.files),
+            )
         return _UserView(
             base=base,
             user=user,
@@ -384,8 +392,9 @@ class SkillPipeline:
     def render(self, skills: dict[str, ResolvedSkill]) -> str:
         """The catalog text for ``skills`` with this pipeline's tools and budget."""
         roots = {k: v.files_root for k, v in skills.items() if v.files_root}
+        workflows = frozenset(k for k, v in skills.items() if v.workflow)
         return render_catalog(
-            entries_for([s.skill for s in skills.values()], roots),
+            entries_for([s.skill for s in skills.values()], roots, workflows),
             load_tool=LOAD_TOOL,
             shell_tool=SHELL_TOOL if self.filesystem.has_shell else None,
             budget=self.catalog_budget,

@@ -28,6 +28,10 @@ from harness.engine import (
 from harness.engine.describe import describe_action
 from harness.engine.run import run_to_json
 
+from harness.config import HarnessConfig
+from harness.context import RuntimeContext
+from harness.workflows import package_for
+
 __all__ = ["register"]
 
 
@@ -37,7 +41,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     commands = parser.add_subparsers(dest="engine_command", metavar="SUBCOMMAND", required=True)
 
     run = commands.add_parser("run", help="start a run of a workflow skill")
-    run.add_argument("skill", type=Path, metavar="SKILL", help="path of the skill folder")
+    run.add_argument("skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers")
+    run.add_argument("--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in")
+    run.add_argument("--global-dir", type=Path, help="global skills folder to look the skill name up in")
     run.add_argument("--run-id", help="id of the new run (default: generated)")
     run.add_argument("--input", action="append", default=[], metavar="KEY=VALUE", help="seed the run's vars")
     _common(run)
@@ -91,8 +97,23 @@ def _handle(args: argparse.Namespace, command: Command) -> int:
     return anyio.run(main)
 
 
+async def _package(args: argparse.Namespace) -> SkillPackage:
+    """The skill folder at the path given, else the merged skill of that name (user layer included)."""
+    if args.skill.is_dir():
+        return await SkillPackage.from_directory(args.skill)
+    config = HarnessConfig(
+        workspace=args.workspace.resolve(),
+        filesystem="local",
+        global_skills_dir=args.global_dir.resolve() if args.global_dir else None,
+        repositories=tuple(args.repo),
+    )
+    async with config.build(watch=False) as agent:
+        plan = await agent.prepare(RuntimeContext(user_id=args.user or "cli"))
+        return await package_for(plan.invoke(str(args.skill)))
+
+
 async def _run(engine: WorkflowEngine, args: argparse.Namespace) -> int:
-    package = await SkillPackage.from_directory(args.skill)
+    package = await _package(args)
     _, problems = check_workflow(package.files, name=package.name)
     if not args.json:
         for problem in problems:

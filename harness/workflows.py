@@ -1,0 +1,92 @@
+"""Workflow skills inside the agent: package a merged skill, and perform a run's actions.
+
+The engine (``harness.engine``) never runs side effects; :class:`AgentExecutor` performs
+``call_tool`` actions with the agent's own tools (or a script of the workflow's skill through
+the shell) and ``invoke_skill`` actions as an agent turn with that skill invoked explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness.context import RuntimeContext
+from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
+from harness.engine.package import is_package_file
+from harness.errors import SkillNotFound
+from harness.pipeline import ResolvedSkill, TurnPlan
+from harness.skill_tools import format_command_result
+
+if TYPE_CHECKING:
+    from harness.agent import Harness
+
+__all__ = ["AgentExecutor", "package_for"]
+
+
+async def package_for(resolved: ResolvedSkill) -> SkillPackage:
+    """The workflow package (definition files, SKILL.md, ``scripts/``) of a merged skill."""
+    skill = resolved.skill
+    paths = [path for path in skill.files if is_package_file(path)]
+    files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
+    files[skill.skill_md_name] = skill.raw
+    return SkillPackage(name=skill.name, files=files)
+
+
+def resolver(plan: TurnPlan) -> Any:
+    """A ``resolve_skill`` for :func:`harness.engine.workflow_tools` over one turn's skills."""
+
+    async def resolve(name: str) -> SkillPackage:
+        found = plan.find(name)
+        if found is None:
+            raise SkillNotFound(f"no workflow skill {name!r} in this turn")
+        return await package_for(found)
+
+    return resolve
+
+
+class AgentExecutor:
+    """Performs a run's actions for one user with ``agent``'s tools and turns.
+
+    ``workflow_skill`` is the skill whose workflow runs: ``script`` tools are files of it, run
+    through the user's shell.
+    """
+
+    def __init__(self, agent: Harness, context: RuntimeContext, *, workflow_skill: str) -> None:
+        self.agent = agent
+        self.context = context
+        self.workflow_skill = workflow_skill
+
+    async def call_tool(self, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
+        plan = await self.agent.prepare(self.context)
+        if tool.kind == "script":
+            return await self._script(plan, tool, args)
+        if tool.kind != "function":
+            return Outcome(status="failed", summary=f"tool {tool.id!r}: {tool.kind} tools are not supported by the agent")
+        name = tool.source or tool.id
+        by_name = {t.name: t for t in self.agent.tools_for(plan)}
+        if name not in by_name:
+            return Outcome(status="failed", summary=f"tool {tool.id!r}: the agent has no tool named {name!r}")
+        try:
+            result = await by_name[name].call(dict(args))
+        except Exception as exc:  # the run records the failure; the engine decides what follows
+            return Outcome(status="failed", summary=f"{type(exc).__name__}: {exc}")
+        return Outcome(status="succeeded", summary=result)
+
+    async def invoke_skill(self, skill: SkillDecl, instructions: str, *, allowed_tools: tuple[ToolDecl, ...]) -> Outcome:
+        try:
+            result = await self.agent.skill(skill.id, instructions, context=self.context)
+        except Exception as exc:
+            return Outcome(status="failed", summary=f"{type(exc).__name__}: {exc}")
+        return Outcome(status="succeeded", summary=result.reply)
+
+    async def _script(self, plan: TurnPlan, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
+        resolved = plan.invoke(self.workflow_skill)
+        if not resolved.files_root or not plan.filesystem.has_shell:
+            return Outcome(status="failed", summary=f"tool {tool.id!r}: script tools need a filesystem with a shell")
+        script = f"{resolved.files_root}/{tool.source or tool.id}"
+        runner = "python3 " if script.endswith(".py") else ""
+        command = f"{runner}{shlex.quote(script)} {shlex.quote(json.dumps(dict(args)))}"
+        result = await plan.filesystem.run(command)
+        return Outcome(status="succeeded" if result.ok else "failed", summary=format_command_result(result))
