@@ -207,6 +207,7 @@ class Stager:
         self, item: StageItem, files: dict[str, bytes], old: dict[str, Any] | None, verify: bool
     ) -> tuple[tuple[int, int, int], dict[str, Any], list[Diagnostic]]:
         folder = self.cache_dir / item.reader.source / item.folder
+        _drop_links(folder.parent, folder)
         modes = {f.path: f.mode for f in item.entry.files}
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
@@ -249,16 +250,21 @@ class Stager:
         if verify and folder.is_dir():
             stale |= {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()} - set(new_files)
         for path in stale:
+            if not self._inside((folder / path).parent):
+                continue
             with contextlib.suppress(FileNotFoundError):
                 (folder / path).unlink()
                 removed += 1
         return (written, unchanged, removed), {"digest": item.entry.digest, "files": new_files}, diagnostics
 
+    def _inside(self, folder: Path) -> bool:
+        return os.path.realpath(folder).startswith(os.path.realpath(self.cache_dir) + os.sep)
+
     def _check_inside(self, folder: Path) -> None:
-        root = os.path.realpath(self.cache_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        if not os.path.realpath(folder).startswith(root + os.sep):
+        # Checked before mkdir: creating the folder through a planted link would already leave the cache.
+        if not self._inside(folder):
             raise PermissionError(errno.EPERM, f"{folder} resolves outside {self.cache_dir}")
+        folder.mkdir(parents=True, exist_ok=True)
 
     def _folders_on_disk(self) -> set[str]:
         found: set[str] = set()
@@ -351,6 +357,14 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _drop_links(*paths: Path) -> None:
+    """Remove symlinks planted where staged folders belong (the links only, never their targets),
+    so neither writes nor stale-file removal can follow them out of the cache."""
+    for path in paths:
+        if path.is_symlink():
+            path.unlink()
 
 
 def _dirs(path: Path) -> list[Path]:
