@@ -155,7 +155,13 @@ class MySQLRepository(SkillRepository):
                 conn = await aiomysql.connect(**args, connect_timeout=self.connect_timeout, autocommit=True)
                 try:
                     async with conn.cursor() as cur:
-                        await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
+                        # Ask first: CREATE ... IF NOT EXISTS on an existing database makes the
+                        # server send a note that aiomysql prints as a warning on every start.
+                        await cur.execute(
+                            "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (self.database,)
+                        )
+                        if not await cur.fetchone():
+                            await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
                 finally:
                     conn.close()
             self._pool = await aiomysql.create_pool(

@@ -34,7 +34,8 @@ _COMMAND = re.compile(
 )
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_PLACEHOLDER = re.compile(r"<[^<>\s][^<>]*>|\{[^{}\s][^{}]*\}")
+# ``<text>`` or ``{text}``; a quoted placeholder is replaced quotes and all.
+_PLACEHOLDER = re.compile(r"([\"']?)(?:<[^<>\s][^<>]*>|\{[^{}\s][^{}]*\})\1")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     "a an and are as asks at be by can could do for from how i in is it me my of on or please "
