@@ -1,0 +1,286 @@
+"""What staging removes and what it never touches: configuration changes, upstream deletions,
+concurrent users, other pipelines and processes sharing the workspace, repairs by verify."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from filesystems import LocalFilesystem
+from harness.context import RuntimeContext
+from harness.pipeline import SkillPipeline
+from repositories import DirectoryRepository, FileContents, MemoryRepository, SkillBundleContents
+
+from pipeline_helpers import bundle, echo_script, write_skill
+
+ALICE = RuntimeContext(user_id="alice")
+BOB = RuntimeContext(user_id="bob")
+PEER = Path(__file__).with_name("stage_peer.py")
+
+
+def cached(ws: Path) -> set[str]:
+    """``<source>/<folder>`` of every staged folder."""
+    root = ws / ".skills-cache"
+    if not root.is_dir():
+        return set()
+    return {
+        f"{source.name}/{folder.name}"
+        for source in root.iterdir()
+        if source.is_dir() and not source.name.startswith(".")
+        for folder in source.iterdir()
+    }
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Bytes, mode and mtime of every file below ``root`` outside ``.skills-cache``."""
+    found = {}
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_file() and rel.parts[0] != ".skills-cache":
+            st = path.stat()
+            found[rel.as_posix()] = (path.read_bytes(), st.st_mode, st.st_mtime_ns)
+    return found
+
+
+async def test_removing_a_market_from_the_configuration_removes_its_folder(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
+    beta = MemoryRepository([bundle("deploy")], name="beta")
+    async with LocalFilesystem(tmp_path, shell=True) as fs:
+        async with SkillPipeline(filesystem=fs, repositories=[acme, beta]) as pipeline:
+            await pipeline.prepare(ALICE)
+        assert cached(tmp_path) == {"acme/tool", "acme/lint", "beta/deploy"}
+        async with SkillPipeline(filesystem=fs, repositories=[beta]) as pipeline:
+            plan = await pipeline.prepare(ALICE)
+    assert cached(tmp_path) == {"beta/deploy"}
+    assert not (tmp_path / ".skills-cache" / "acme").exists()
+    assert plan.staged is not None and plan.staged.removed == 4
+
+
+async def test_deleting_a_skill_upstream_removes_its_folder(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+        await pipeline.prepare(ALICE)
+        await acme.delete("lint")
+        plan = await pipeline.prepare(ALICE)
+    assert cached(tmp_path) == {"acme/tool"}
+    assert "lint_acme" not in plan.skills
+    assert plan.staged is not None and (plan.staged.written, plan.staged.removed) == (0, 2)
+
+
+async def test_a_file_dropped_upstream_is_removed_from_the_staged_folder(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+        await pipeline.prepare(ALICE)
+        await acme.save(SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md))
+        await pipeline.prepare(ALICE)
+    assert not (tmp_path / ".skills-cache" / "acme" / "tool" / "scripts" / "run.sh").exists()
+    assert (tmp_path / ".skills-cache" / "acme" / "tool" / "SKILL.md").is_file()
+
+
+async def test_removing_the_last_market_empties_the_cache(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs:
+        async with SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+            await pipeline.prepare(ALICE)
+        async with SkillPipeline(filesystem=fs, repositories=[]) as pipeline:
+            plan = await pipeline.prepare(ALICE)
+    assert cached(tmp_path) == set()
+    assert plan.staged is not None and plan.staged.removed == 2
+
+
+async def test_a_users_own_files_are_never_touched(tmp_path: Path) -> None:
+    write_skill(tmp_path / "skills", "tool", description="workspace tool", script=echo_script("ws"))
+    write_skill(tmp_path / "alice" / "skills", "lint", script=echo_script("alice"))
+    (tmp_path / "alice" / "notes.txt").write_text("mine")
+    (tmp_path / "AGENTS.md").write_text("# agents")
+    before = snapshot(tmp_path)
+    acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs:
+        async with SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+            await pipeline.prepare(ALICE)
+            await pipeline.stage(verify=True)
+        async with SkillPipeline(filesystem=fs, repositories=[]) as pipeline:
+            await pipeline.prepare(ALICE)
+    assert snapshot(tmp_path) == before
+
+
+async def test_a_symlink_planted_in_the_cache_never_leads_outside(tmp_path: Path) -> None:
+    victim = tmp_path / "alice" / "skills" / "tool"
+    victim.mkdir(parents=True)
+    (victim / "notes.md").write_text("alice's")
+    (tmp_path / ".skills-cache" / "acme").mkdir(parents=True)
+    (tmp_path / ".skills-cache" / "acme" / "tool").symlink_to(victim)
+    (tmp_path / ".skills-cache" / "beta").symlink_to(tmp_path / "alice")
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    beta = MemoryRepository([bundle("skills")], name="beta")
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme, beta]) as pipeline:
+        plan = await pipeline.prepare(ALICE)
+        verified = await pipeline.stage(verify=True)
+    assert [p.name for p in victim.iterdir()] == ["notes.md"]
+    assert sorted(p.name for p in (tmp_path / "alice").iterdir()) == ["skills"]
+    assert plan.staged is not None and plan.staged.written == 4
+    assert (verified.written, verified.removed) == (0, 0)
+    for key in ("acme/tool", "beta/skills"):
+        staged = tmp_path / ".skills-cache" / key
+        assert not staged.is_symlink() and not staged.parent.is_symlink()
+        assert (staged / "scripts" / "run.sh").is_file()
+
+
+async def test_a_linked_subfolder_never_loses_files_when_upstream_drops_them(tmp_path: Path) -> None:
+    victim = tmp_path / "alice" / "keep"
+    victim.mkdir(parents=True)
+    (victim / "old.sh").write_text("alice's")
+    files = (FileContents(path="scripts/run.sh", data=b"echo 1\n"), FileContents(path="scripts/old.sh", data=b"echo 2\n"))
+    acme = MemoryRepository([SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md, files=files)], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+        await pipeline.prepare(ALICE)
+        scripts = tmp_path / ".skills-cache" / "acme" / "tool" / "scripts"
+        for path in scripts.iterdir():
+            path.unlink()
+        scripts.rmdir()
+        scripts.symlink_to(victim)
+        await acme.save(SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md, files=files[:1]))
+        await pipeline.prepare(ALICE)
+        await pipeline.stage(verify=True)
+    assert [p.name for p in victim.iterdir()] == ["old.sh"]
+    assert (victim / "old.sh").read_text() == "alice's"
+
+
+async def test_two_users_with_different_overrides_staging_concurrently_keep_every_folder(tmp_path: Path) -> None:
+    write_skill(tmp_path / "alice" / "skills", "tool", description="alice tool")
+    write_skill(tmp_path / "bob" / "skills", "lint", description="bob lint")
+    acme = MemoryRepository([bundle("tool"), bundle("lint"), bundle("deploy")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+        for round_ in range(5):
+            await acme.save(bundle("deploy", description=f"round {round_}"))
+            alice, bob = await asyncio.gather(pipeline.prepare(ALICE), pipeline.prepare(BOB))
+            assert cached(tmp_path) == {"acme/tool", "acme/lint", "acme/deploy"}
+            assert alice.skills["tool_workspace-namespaced"].skill.description == "alice tool"
+            assert bob.skills["lint_workspace-namespaced"].skill.description == "bob lint"
+            for plan, market_skill in ((alice, "lint_acme"), (bob, "tool_acme")):
+                root = plan.skills[market_skill].files_root
+                assert root is not None and Path(root, "scripts", "run.sh").is_file()
+    assert (tmp_path / "alice" / "skills" / "tool" / "SKILL.md").is_file()
+    assert (tmp_path / "bob" / "skills" / "lint" / "SKILL.md").is_file()
+
+
+async def test_two_pipelines_sharing_a_workspace_keep_what_the_other_serves(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    beta = MemoryRepository([bundle("deploy")], name="beta")
+    async with LocalFilesystem(tmp_path, shell=True) as fs:
+        async with (
+            SkillPipeline(filesystem=fs, repositories=[acme]) as first,
+            SkillPipeline(filesystem=fs, repositories=[beta]) as second,
+        ):
+            await first.prepare(ALICE)
+            await second.prepare(BOB)
+            await second.stage(verify=True)
+            assert cached(tmp_path) == {"acme/tool", "beta/deploy"}
+            await first.stage(verify=True)
+            assert cached(tmp_path) == {"acme/tool", "beta/deploy"}
+        async with SkillPipeline(filesystem=fs, repositories=[beta]) as third:
+            await third.prepare(BOB)
+    assert cached(tmp_path) == {"beta/deploy"}  # once its only server closed, acme/tool may go
+
+
+async def _start_peer(ws: Path, market: Path) -> asyncio.subprocess.Process:
+    peer = await asyncio.create_subprocess_exec(
+        sys.executable, str(PEER), str(ws), str(market), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert peer.stdout is not None
+    line = await asyncio.wait_for(peer.stdout.readline(), timeout=30)
+    assert line.decode().startswith("staged "), line
+    return peer
+
+
+async def test_another_process_keeps_its_folders_while_it_lives(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_skill(tmp_path / "peer-market", "deploy", script=echo_script("peer"))
+    peer = await _start_peer(ws, tmp_path / "peer-market")
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    try:
+        async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+            await pipeline.prepare(ALICE)
+            await pipeline.stage(verify=True)
+            assert cached(ws) == {"acme/tool", "dir-peer-market/deploy"}
+            assert peer.stdin is not None
+            peer.stdin.write(b"done\n")
+            await peer.stdin.drain()
+            assert await asyncio.wait_for(peer.wait(), timeout=30) == 0
+            result = await pipeline.stage(verify=True)
+            assert cached(ws) == {"acme/tool"}
+            assert result.removed == 2
+    finally:
+        if peer.returncode is None:
+            peer.kill()
+            await peer.wait()
+
+
+async def test_a_killed_process_lease_does_not_keep_folders_forever(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_skill(tmp_path / "peer-market", "deploy")
+    peer = await _start_peer(ws, tmp_path / "peer-market")
+    os.kill(peer.pid, signal.SIGKILL)
+    await peer.wait()
+    leases = list((ws / ".skills-cache" / ".leases").iterdir())
+    assert leases, "the killed peer left its lease behind"
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+        await pipeline.prepare(ALICE)
+    assert cached(ws) == {"acme/tool"}
+    assert not any(p.exists() for p in leases)
+
+
+async def test_verify_repairs_files_changed_or_deleted_behind_the_stagers_back(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+        await pipeline.prepare(ALICE)
+        tool = tmp_path / ".skills-cache" / "acme" / "tool"
+        (tool / "scripts" / "run.sh").write_text("#!/bin/sh\necho tampered\n")
+        (tmp_path / ".skills-cache" / "acme" / "lint" / "SKILL.md").unlink()
+        (tool / "scripts" / "extra.sh").write_text("stray")
+        os.chmod(tool / "SKILL.md", 0o600)
+        warm = await pipeline.prepare(ALICE)
+        assert warm.staged is not None and warm.staged.written == 0  # the manifest is trusted
+        repaired = await pipeline.stage(verify=True)
+        again = await pipeline.stage(verify=True)
+    assert (repaired.written, repaired.removed) == (3, 1)
+    assert (again.written, again.removed) == (0, 0)
+    assert (tool / "scripts" / "run.sh").read_text() == "#!/bin/sh\necho market-tool\n"
+    assert (tool / "SKILL.md").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / ".skills-cache" / "acme" / "lint" / "SKILL.md").is_file()
+    assert not (tool / "scripts" / "extra.sh").exists()
+
+
+async def test_the_periodic_verify_runs_without_being_asked(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme], verify_interval=0.0) as pipeline,
+    ):
+        await pipeline.prepare(ALICE)
+        (tmp_path / ".skills-cache" / "acme" / "tool" / "SKILL.md").unlink()
+        plan = await pipeline.prepare(ALICE)
+    assert plan.staged is not None and plan.staged.written == 1
+    assert (tmp_path / ".skills-cache" / "acme" / "tool" / "SKILL.md").is_file()
+
+
+async def test_unsafe_market_paths_are_refused_per_file(tmp_path: Path) -> None:
+    market = tmp_path / "market"
+    write_skill(market, "tool", script=echo_script("ok"))
+    os.symlink("/etc/passwd", market / "tool" / "scripts" / "passwd")
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        DirectoryRepository(market) as repo,
+        SkillPipeline(filesystem=fs, repositories=[repo]) as pipeline,
+    ):
+        plan = await pipeline.prepare(ALICE)
+    staged = tmp_path / "ws" / ".skills-cache" / repo.source / "tool"
+    assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()) == [
+        "SKILL.md",
+        "scripts/run.sh",
+    ]
+    assert any("symlink" in d.message for d in plan.diagnostics)
