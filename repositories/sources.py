@@ -41,10 +41,12 @@ def make_source(*parts: str) -> str:
 
 def check_source(source: str) -> str:
     """Return ``source`` if it is a valid slug, else raise ``InvalidRepositoryConfig``."""
-    if not isinstance(source, str) or not _VALID.fullmatch(source):
+    # The slug names a folder below .skills-cache: "..", "." or a hidden name would leave it
+    # or hide from its clean-up.
+    if not isinstance(source, str) or not _VALID.fullmatch(source) or source.startswith("."):
         raise InvalidRepositoryConfig(
             f"invalid source slug {source!r}: use 1-{MAX_SOURCE_LENGTH} characters of "
-            "lowercase letters, digits, '.', '_' and '-'"
+            "lowercase letters, digits, '.', '_' and '-', not starting with '.'"
         )
     return source
 
