@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from filesystems import AbstractFilesystem, FileStat
 from repositories import BundleFile, RepositoryError, SkillBundle, SkillRepository
 from harness.diagnostics import Diagnostic
+from harness.rules import unsafe_segment_reason
 from harness.skill import Layer, Skill, load_skill
 from harness.validation import SKILL_MD_NAMES
 
-__all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource"]
+__all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource", "unsafe_file_path"]
 
 _SKIPPED_FOLDERS = frozenset({"node_modules"})
 
@@ -173,27 +174,73 @@ class MarketLayer(SkillSource):
             if cached is not None and cached[0] == bundle.digest:
                 entry, found = cached[1], cached[2]
             else:
-                skill, found_list = load_skill(
-                    bundle.skill_md,
-                    folder=bundle.folder,
-                    location=bundle.location,
-                    source=self.source,
-                    layer=Layer.MARKET,
-                    files=tuple(f.path for f in bundle.files),
-                    skill_md_name=bundle.skill_md_name,
-                )
-                found = tuple(found_list)
-                entry = (
-                    LayerEntry(skill=skill, digest=bundle.digest, files=bundle.files, path=bundle.folder)
-                    if skill is not None
-                    else None
-                )
+                entry, found = self._parse_bundle(bundle)
             parsed[bundle.folder] = (bundle.digest, entry, found)
             diagnostics.extend(found)
             if entry is not None:
                 entries.append(entry)
         self._parsed = parsed
         return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics))
+
+    def _parse_bundle(self, bundle: SkillBundle) -> tuple[LayerEntry | None, tuple[Diagnostic, ...]]:
+        """One bundle as an entry. A custom market is not trusted to keep the repository
+        contract: a folder that is not one safe segment skips the skill, and unsafe file paths
+        are dropped, so neither staging nor the load tool ever sees them."""
+        unsafe_folder = unsafe_segment_reason(bundle.folder) or ("is hidden" if bundle.folder.startswith(".") else None)
+        if unsafe_folder:
+            return None, (
+                Diagnostic(
+                    severity="error",
+                    code="unsafe-market-folder",
+                    message=f"skipped: market folder {bundle.folder!r} {unsafe_folder}",
+                    location=self.source,
+                ),
+            )
+        files: list[BundleFile] = []
+        found: list[Diagnostic] = []
+        for file in bundle.files:
+            problem = unsafe_file_path(file.path)
+            if problem is None:
+                files.append(file)
+                continue
+            found.append(
+                Diagnostic(
+                    severity="warning",
+                    code="unsafe-market-path",
+                    message=f"refused {file.path!r} of {self.source}/{bundle.folder}: {problem}",
+                    location=bundle.location,
+                )
+            )
+        skill, diagnostics = load_skill(
+            bundle.skill_md,
+            folder=bundle.folder,
+            location=bundle.location,
+            source=self.source,
+            layer=Layer.MARKET,
+            files=tuple(f.path for f in files),
+            skill_md_name=bundle.skill_md_name,
+        )
+        entry = (
+            LayerEntry(skill=skill, digest=bundle.digest, files=tuple(files), path=bundle.folder)
+            if skill is not None
+            else None
+        )
+        return entry, (*found, *diagnostics)
+
+
+def unsafe_file_path(path: str) -> str | None:
+    """Why ``path`` is not a clean relative path inside a skill folder (``None`` when it is):
+    absolute, ``..``/empty/``.`` segments, dot-files, backslashes, NUL or control characters."""
+    if not path or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "is empty or contains NUL or control characters"
+    if path.startswith("/") or "\\" in path:
+        return "is absolute or contains a backslash"
+    parts = path.split("/")
+    if any(part in {"..", "", "."} for part in parts):
+        return "escapes its folder or is not normalised"
+    if any(part.startswith(".") for part in parts):
+        return "is a dot-file"
+    return None
 
 
 def _group_skill_folders(stats: Sequence[FileStat], prefix: str) -> dict[str, tuple[FileStat, list[FileStat]]]:
