@@ -1,0 +1,154 @@
+"""10,000 market skills: cold and warm prepare cost, catalog size with and without a budget.
+
+    .venv/bin/python bench/scale.py [--count 10000] [--runs 5] [--budget 20000] [--stage-runs 1]
+
+For each market kind (``MemoryRepository`` holding the bundles, ``DirectoryRepository`` over a
+generated tree) the script measures, over a workspace without a shell (nothing staged):
+
+- cold: a fresh repository and pipeline, the first ``prepare`` (market snapshot, parse, merge,
+  render);
+- warm: the same pipeline's next turns (nothing changed);
+
+then, on a workspace with a shell, the first turn that stages every market file into an empty
+``.skills-cache`` and the warm turn after it. The catalog is measured with and without
+``catalog_budget``; rendering alone (``pipeline.render``) is the in-process baseline the
+prepare figures are compared with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import make_skill_tree, median_ms, skill_md  # noqa: E402
+
+from filesystems import LocalFilesystem  # noqa: E402
+from harness import RuntimeContext, SkillPipeline, TurnPlan  # noqa: E402
+from repositories import DirectoryRepository, FileContents, MemoryRepository, SkillBundleContents, SkillRepository  # noqa: E402
+
+USER = RuntimeContext(user_id="bench")
+RepositoryFactory = Callable[[], SkillRepository]
+
+
+def market_bundles(count: int, *, prefix: str = "market") -> list[SkillBundleContents]:
+    """``count`` market skills shaped like ``make_skill_tree``'s: SKILL.md, a script, a reference."""
+    return [
+        SkillBundleContents(
+            folder=f"{prefix}-{index:05d}",
+            skill_md=skill_md(f"{prefix}-{index:05d}", index).encode(),
+            files=(
+                FileContents(path="scripts/run.py", data=b"print('ok')\n", mode=0o755),
+                FileContents(path="references/guide.md", data=b"# Guide\n" * 10),
+            ),
+        )
+        for index in range(count)
+    ]
+
+
+async def median_turn_ms(measure: Callable[[], Awaitable[object]], runs: int) -> float:
+    """Median wall time of ``runs`` awaited calls, in milliseconds."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await measure()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+async def cold_prepare(workspace: Path, repositories: Sequence[SkillRepository], *, shell: bool, budget: int | None) -> tuple[float, TurnPlan]:
+    """The first turn of a fresh pipeline (watchers running, as in an app): its time and plan."""
+    async with (
+        LocalFilesystem(workspace, shell=shell) as filesystem,
+        SkillPipeline(filesystem=filesystem, repositories=repositories, catalog_budget=budget) as pipeline,
+    ):
+        start = time.perf_counter()
+        plan = await pipeline.prepare(USER)
+        return (time.perf_counter() - start) * 1000, plan
+
+
+async def no_shell_figures(kind: str, make_repository: RepositoryFactory, workspace: Path, args: argparse.Namespace) -> None:
+    cold = statistics.median(
+        [(await cold_prepare(workspace, [make_repository()], shell=False, budget=None))[0] for _ in range(args.runs)]
+    )
+    async with (
+        LocalFilesystem(workspace) as filesystem,
+        SkillPipeline(filesystem=filesystem, repositories=[make_repository()]) as pipeline,
+        SkillPipeline(filesystem=filesystem, repositories=[make_repository()], catalog_budget=args.budget) as budgeted,
+    ):
+        plan = await pipeline.prepare(USER)
+        limited = await budgeted.prepare(USER)
+        warm = await median_turn_ms(lambda: pipeline.prepare(USER), args.runs * 4)
+        render = median_ms(lambda: pipeline.render(plan.skills), runs=args.runs)
+        render_budget = median_ms(lambda: budgeted.render(limited.skills), runs=args.runs)
+    print(f"{kind} market, {len(plan.skills)} skills, no shell (nothing staged)")
+    print(f"  cold prepare      {cold:9.1f} ms   {cold * 1000 / args.count:6.1f} us/skill")
+    print(f"  warm prepare      {warm:9.2f} ms   cold/warm {cold / warm:8.0f}x")
+    print(f"  render only       {render:9.2f} ms   warm/render {warm / render:6.2f}x")
+    print(f"  catalog           {len(plan.catalog):9d} chars, no budget")
+    print(
+        f"  catalog           {len(limited.catalog):9d} chars, budget {args.budget}"
+        f" (render {render_budget:.2f} ms, {limited.catalog.count('<skill>')} full entries)"
+    )
+
+
+async def staged_figures(kind: str, make_repository: RepositoryFactory, root: Path, args: argparse.Namespace) -> None:
+    colds, written = [], 0
+    for run in range(args.stage_runs):
+        workspace = root / f"staged-{kind}-{run}"
+        workspace.mkdir()
+        elapsed, plan = await cold_prepare(workspace, [make_repository()], shell=True, budget=None)
+        colds.append(elapsed)
+        written = plan.staged.written if plan.staged is not None else 0
+    async with (
+        LocalFilesystem(root / f"staged-{kind}-0", shell=True) as filesystem,
+        SkillPipeline(filesystem=filesystem, repositories=[make_repository()]) as pipeline,
+    ):
+        start = time.perf_counter()
+        restart = await pipeline.prepare(USER)
+        restart_ms = (time.perf_counter() - start) * 1000
+        warm = await median_turn_ms(lambda: pipeline.prepare(USER), args.runs * 4)
+    reused = restart.staged.unchanged if restart.staged is not None else 0
+    print(f"{kind} market, shell (stages into .skills-cache)")
+    print(f"  cold staging turn {statistics.median(colds):9.1f} ms   {written} files written (runs: {args.stage_runs})")
+    print(f"  restart turn      {restart_ms:9.1f} ms   a new pipeline over the staged cache: {reused} files kept")
+    print(f"  warm prepare      {warm:9.2f} ms")
+
+
+async def run(args: argparse.Namespace) -> None:
+    bundles = market_bundles(args.count)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        tree = root / "market"
+        make_skill_tree(tree, args.count, prefix="market")
+        workspace = root / "workspace"
+        workspace.mkdir()
+        kinds: dict[str, RepositoryFactory] = {
+            "memory": lambda: MemoryRepository(bundles, name="market", writable=False),
+            "directory": lambda: DirectoryRepository(tree),
+        }
+        print(f"market skills: {args.count}, runs: {args.runs} (medians; warm: {args.runs * 4} turns)")
+        for kind, factory in kinds.items():
+            await no_shell_figures(kind, factory, workspace, args)
+        for kind, factory in kinds.items():
+            await staged_figures(kind, factory, root, args)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=20_000)
+    parser.add_argument("--stage-runs", type=int, default=1, help="cold staging turns (each into a new workspace)")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
