@@ -27,7 +27,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -43,6 +43,7 @@ EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
 _MANIFEST = ".manifest.json"
 _LEASES = ".leases"
 _LOCK = ".lock"
+_TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
 _READ_CONCURRENCY = 16
 # Leases held by stagers of this process (several pipelines may share one workspace).
 _LIVE_LEASES: dict[str, bool] = {}
@@ -178,6 +179,7 @@ class Stager:
     def _apply(self, items: Sequence[StageItem], contents: dict[str, dict[str, bytes]], verify: bool) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
+            _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
             manifest = self._read_manifest()
             written = unchanged = removed = 0
             diagnostics: list[Diagnostic] = []
@@ -208,6 +210,8 @@ class Stager:
     ) -> tuple[tuple[int, int, int], dict[str, Any], list[Diagnostic]]:
         folder = self.cache_dir / item.reader.source / item.folder
         _drop_links(folder.parent, folder)
+        if folder.is_dir():
+            _remove_temp_files(folder.rglob(_TEMP_PATTERN))
         modes = {f.path: f.mode for f in item.entry.files}
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
@@ -328,7 +332,7 @@ def _unsafe_path(path: str) -> str | None:
     pure = PurePosixPath(path)
     if pure.is_absolute() or path.startswith("\\"):
         return "is absolute"
-    if any(part in {"..", ""} for part in path.split("/")):
+    if any(part in {"..", ".", ""} for part in path.split("/")):
         return "escapes its folder"
     if any(part.startswith(".") for part in pure.parts):
         return "is a dot-file"
@@ -364,6 +368,14 @@ def _drop_links(*paths: Path) -> None:
     so neither writes nor stale-file removal can follow them out of the cache."""
     for path in paths:
         if path.is_symlink():
+            path.unlink()
+
+
+def _remove_temp_files(paths: Iterable[Path]) -> None:
+    """Delete temporary files of writers killed mid-write. Only called under the cache's file
+    lock, and every write into the cache happens under it, so no live writer owns one."""
+    for path in paths:
+        with contextlib.suppress(OSError):
             path.unlink()
 
 
