@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from filesystems import AbstractFilesystem
+from harness.paging import looks_binary, page_lines
 from harness.tooling import Tool, tool_from_function
 
 __all__ = ["file_tools"]
-
-_MAX_LINES = 2000
-_MAX_BYTES = 50 * 1024
 
 
 def file_tools(fs: AbstractFilesystem) -> list[Tool]:
@@ -23,20 +21,9 @@ def file_tools(fs: AbstractFilesystem) -> list[Tool]:
             limit: The most lines to return (at most 2000).
         """
         data = await fs.read_bytes(path)
-        if b"\0" in data[:8192]:
+        if looks_binary(data):
             return f"{path} is a binary file of {len(data)} bytes; it is not shown as text."
-        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-        start = max(offset, 1) - 1
-        chosen: list[str] = []
-        size = 0
-        for line in lines[start : start + min(limit or _MAX_LINES, _MAX_LINES)]:
-            size += len(line.encode())
-            if size > _MAX_BYTES and chosen:
-                break
-            chosen.append(line)
-        end = start + len(chosen)
-        more = f"\n[showing lines {start + 1}-{end} of {len(lines)}; continue with offset={end + 1}]" if end < len(lines) else ""
-        return "".join(chosen) + more
+        return page_lines(data.decode("utf-8"), path, offset, limit)
 
     async def write_file(path: str, content: str) -> str:
         """Write a text file in your workspace (replacing it if it exists).

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from filesystems import CommandResult
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
+from harness.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
 from harness.tooling import Tool, tool_from_function
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ __all__ = ["LOAD_TOOL", "MAX_LINES", "MAX_PAGE_BYTES", "SHELL_TOOL", "UsageHooks
 
 LOAD_TOOL = "load_skill_through_path"
 SHELL_TOOL = "execute_shell_command"
-MAX_LINES = 2000
-MAX_PAGE_BYTES = 50 * 1024
 
 
 class UsageHooks(Protocol):
@@ -160,29 +159,9 @@ def _listing(resolved: ResolvedSkill) -> str:
 
 
 def _page(data: bytes, path: str, resolved: ResolvedSkill, offset: int, limit: int | None) -> str:
-    if b"\0" in data[:8192]:
+    if looks_binary(data):
         return _describe_binary(data, path, resolved)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return _describe_binary(data, path, resolved)
-    lines = text.splitlines(keepends=True)
-    start = max(offset, 1) - 1
-    if start >= len(lines) and lines:
-        raise ValueError(f"offset {offset} is past the end of {path} ({len(lines)} lines)")
-    most = min(limit or MAX_LINES, MAX_LINES)
-    chosen: list[str] = []
-    size = 0
-    for line in lines[start : start + most]:
-        size += len(line.encode())
-        if size > MAX_PAGE_BYTES and chosen:
-            break
-        chosen.append(line)
-    end = start + len(chosen)
-    page = "".join(chosen)
-    if end < len(lines):
-        page += f"\n[showing lines {start + 1}-{end} of {len(lines)}; continue with offset={end + 1}]"
-    return page
+    return page_lines(data.decode("utf-8"), path, offset, limit)
 
 
 def _describe_binary(data: bytes, path: str, resolved: ResolvedSkill) -> str:

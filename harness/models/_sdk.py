@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
-from harness.models.errors import ModelUnavailable
+from harness.models.errors import ModelError, ModelUnavailable
 
 
 def import_sdk(module: str, extra: str) -> ModuleType:
@@ -17,3 +20,21 @@ def import_sdk(module: str, extra: str) -> ModuleType:
             f"the {module!r} SDK is not installed; install agent-skill-harness[{extra}] "
             f"(pip install 'agent-skill-harness[{extra}]')"
         ) from exc
+
+
+def options_from_env(
+    provider: str, model: str, environ: Mapping[str, str] | None, kwargs: dict[str, Any], default_base_url: str
+) -> dict[str, Any]:
+    """``kwargs`` completed from ``<PROVIDER>_API_KEY`` / ``<PROVIDER>_BASE_URL`` (keywords win).
+
+    Raises ``ModelError`` when no API key is given either way.
+    """
+    env = os.environ if environ is None else environ
+    prefix = provider.upper()
+    kwargs.setdefault("base_url", env.get(f"{prefix}_BASE_URL") or default_base_url)
+    if "api_key" not in kwargs:
+        key = env.get(f"{prefix}_API_KEY")
+        if not key:
+            raise ModelError(f"no API key for {provider}:{model}: set {prefix}_API_KEY or pass api_key=...")
+        kwargs["api_key"] = key
+    return kwargs

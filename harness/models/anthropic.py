@@ -7,11 +7,10 @@ and their results ``tool_result`` blocks in the next user turn. Needs the ``anth
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models._sdk import import_sdk
+from harness.models._sdk import import_sdk, options_from_env
 from harness.models.base import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
 from harness.models.errors import ModelError
 
@@ -69,16 +68,7 @@ class AnthropicModel(Model):
 
         Raises ``ModelError`` when no API key is given either way.
         """
-        env = os.environ if environ is None else environ
-        kwargs.setdefault("base_url", env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL)
-        if "api_key" not in kwargs:
-            key = env.get("ANTHROPIC_API_KEY")
-            if not key:
-                raise ModelError(
-                    f"no API key for anthropic:{model}: set ANTHROPIC_API_KEY or pass api_key=..."
-                )
-            kwargs["api_key"] = key
-        return cls(model=model, **kwargs)
+        return cls(model=model, **options_from_env("anthropic", model, environ, kwargs, DEFAULT_BASE_URL))
 
     async def _complete(
         self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]

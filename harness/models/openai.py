@@ -7,11 +7,10 @@ through ``base_url``. Needs the ``openai`` SDK: ``pip install 'agent-skill-harne
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models._sdk import import_sdk
+from harness.models._sdk import import_sdk, options_from_env
 from harness.models.base import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
 from harness.models.errors import ModelError
 
@@ -68,16 +67,7 @@ class OpenAIModel(Model):
 
         Raises ``ModelError`` when no API key is given either way.
         """
-        env = os.environ if environ is None else environ
-        kwargs.setdefault("base_url", env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
-        if "api_key" not in kwargs:
-            key = env.get("OPENAI_API_KEY")
-            if not key:
-                raise ModelError(
-                    f"no API key for openai:{model}: set OPENAI_API_KEY or pass api_key=..."
-                )
-            kwargs["api_key"] = key
-        return cls(model=model, **kwargs)
+        return cls(model=model, **options_from_env("openai", model, environ, kwargs, DEFAULT_BASE_URL))
 
     async def _complete(
         self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
