@@ -19,7 +19,7 @@ from typing import Protocol, Self
 import anyio
 from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, LocalFilesystem, ShellUnavailable
+from filesystems import AbstractFilesystem, FilesystemError, LocalFilesystem, ShellUnavailable
 from repositories import SkillRepository, disambiguate_sources
 from harness.catalog import entries_for, render_catalog
 from harness.context import RuntimeContext
@@ -136,6 +136,23 @@ class _Tracked:
         self.host = layer.fs.host_path(layer.prefix)
 
     async def current(self, watched: bool) -> LayerResult:
+        """The layer's skills, re-read when they may have changed. When the filesystem fails
+        (a remote store down) the last good result is served with a diagnostic, and the next
+        turn tries again."""
+        try:
+            return await self._current(watched)
+        except (FilesystemError, OSError) as exc:
+            self.dirty = True
+            last = self.result or LayerResult(entries=())
+            problem = Diagnostic(
+                severity="error",
+                code="layer-unavailable",
+                message=f"cannot read the {self.layer.layer.value} skills, serving the last good ones: {exc}",
+                location=self.layer.prefix or self.layer.source,
+            )
+            return LayerResult(entries=last.entries, diagnostics=(*last.diagnostics, problem))
+
+    async def _current(self, watched: bool) -> LayerResult:
         if self.result is not None and not self.dirty:
             if watched:
                 return self.result
