@@ -120,7 +120,19 @@ class Stager:
                 if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
             ]
             contents, diagnostics = await self._fetch(needed)
-            result = await anyio.to_thread.run_sync(self._apply, items, contents, verify)
+            try:
+                result = await anyio.to_thread.run_sync(self._apply, items, contents, verify)
+            except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
+                result = StageResult(
+                    diagnostics=(
+                        Diagnostic(
+                            severity="error",
+                            code="stage-failed",
+                            message=f"could not update {self.cache_dir}: {_os_reason(exc)}; what was staged before is served",
+                            location=str(self.cache_dir),
+                        ),
+                    )
+                )
             result = StageResult(
                 written=result.written,
                 unchanged=result.unchanged,
