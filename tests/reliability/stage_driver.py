@@ -1,0 +1,31 @@
+"""Child process of the SIGKILL test: stage a directory market into a workspace, then report.
+
+Usage: python stage_driver.py WORKSPACE MARKET_DIR
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+
+from filesystems import LocalFilesystem
+from harness.context import RuntimeContext
+from harness.pipeline import SkillPipeline
+from repositories import DirectoryRepository
+
+
+async def main(workspace: Path, market: Path) -> None:
+    async with (
+        LocalFilesystem(workspace, shell=True) as fs,
+        DirectoryRepository(market, source="big") as repository,
+        SkillPipeline(filesystem=fs, repositories=[repository], watch=False) as pipeline,
+    ):
+        plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
+    assert plan.staged is not None
+    print(f"staged {plan.staged.written} {len(plan.diagnostics)}", flush=True)
+
+
+if __name__ == "__main__":
+    anyio.run(main, Path(sys.argv[1]), Path(sys.argv[2]))

@@ -1,0 +1,121 @@
+"""Property-based checks of every place a path from outside is cleaned: no generated path ever
+resolves outside its root, through normalisation, the load tool, staging, or a real folder
+with a symlink leading out."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tempfile
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from filesystems import LocalFilesystem, PathEscapeError, normalize_path
+from harness.context import RuntimeContext
+from harness.layers import unsafe_file_path
+from harness.pipeline import ResolvedSkill, SkillPipeline
+from harness.skill_tools import load_skill_file
+from harness.staging import _unsafe_path
+
+from reliability_helpers import tree_state, write_skill
+
+SEGMENTS = ["..", ".", "", "a", "b", "link", "SKILL.md", ".env", "~", "C:", "\\", "..\\..", "\0", " ", "é", "a..b", "..."]
+paths = st.one_of(
+    st.lists(st.sampled_from(SEGMENTS), max_size=8).map("/".join),
+    st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts)),
+    st.text(alphabet=st.sampled_from("./\\\0a~:é "), max_size=24),
+)
+ROOT = "/srv/root"
+
+
+def _inside(root: str, relative: str) -> bool:
+    joined = posixpath.normpath(posixpath.join(root, relative))
+    return joined == root or joined.startswith(root + "/")
+
+
+@given(paths)
+def test_normalize_path_never_leaves_the_root(path: str) -> None:
+    try:
+        clean = normalize_path(path)
+    except PathEscapeError:
+        return
+    assert _inside(ROOT, clean)
+    assert ".." not in clean.split("/") and not clean.startswith("/") and "\0" not in clean
+    assert normalize_path(clean) == clean
+
+
+@given(paths)
+def test_stager_and_market_path_checks_accept_only_paths_inside_the_folder(path: str) -> None:
+    for check in (_unsafe_path, unsafe_file_path):
+        if check(path) is None:
+            assert _inside(ROOT, path) and posixpath.normpath(posixpath.join(ROOT, path)) != ROOT
+            assert not any(part.startswith(".") for part in path.split("/"))
+    if unsafe_file_path(path) is None:
+        assert _unsafe_path(path) is None
+
+
+@pytest.fixture(scope="module")
+def skill_plan() -> tuple[Path, ResolvedSkill, object]:
+    base = Path(tempfile.mkdtemp(prefix="reliability-props-"))
+    ws = base / "ws"
+    write_skill(ws / "skills", "good", files={"a/b": b"ab\n", "SKILL.md.bak": b"bak\n"})
+    (base / "secret").write_text("secret")
+    (ws / "skills" / "good" / "link").symlink_to(base)
+
+    async def prepare() -> object:
+        async with LocalFilesystem(ws) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
+            return await pipeline.prepare(RuntimeContext(user_id="alice"))
+
+    plan = anyio.run(prepare)
+    return base, plan.skills["good_workspace"], plan  # type: ignore[attr-defined]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+@given(path=paths)
+def test_load_tool_serves_only_the_skills_own_files(skill_plan: tuple[Path, ResolvedSkill, object], path: str) -> None:
+    base, resolved, plan = skill_plan
+    allowed = {"SKILL.md": "---", "a/b": "ab\n", "SKILL.md.bak": "bak\n"}
+
+    async def load() -> str | None:
+        try:
+            return await load_skill_file(plan, "good", path)  # type: ignore[arg-type]
+        except (PermissionError, FileNotFoundError, ValueError):
+            return None
+
+    text = anyio.run(load)
+    if text is not None:
+        assert any(text.startswith(content) for content in allowed.values()), (path, text)
+        assert "secret" not in text
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150, deadline=None)
+@given(path=paths, data=st.binary(max_size=8))
+def test_local_filesystem_writes_and_reads_never_leave_the_root(tmp_path: Path, path: str, data: bytes) -> None:
+    root = tmp_path / "root"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret").write_text("secret")
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    before = tree_state(tmp_path, skip=("root",))
+
+    async def attempt() -> bytes | None:
+        fs = LocalFilesystem(root)
+        try:
+            await fs.write_bytes(path, data)
+            return await fs.read_bytes(path)
+        except (PermissionError, OSError, ValueError):
+            return None
+
+    read = anyio.run(attempt)
+    if read is not None:
+        assert read == data
+        landed = os.path.realpath(root / normalize_path(path))
+        assert landed.startswith(os.path.realpath(root) + os.sep)
+    assert tree_state(tmp_path, skip=("root",)) == before
