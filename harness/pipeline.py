@@ -276,7 +276,7 @@ class SkillPipeline:
         )
         return TurnPlan(
             context=context,
-            filesystem=self.filesystem.scoped(context.user_id),
+            filesystem=tracked.layer.fs,  # the user's scoped view, built once (scoped() stats the host)
             skills=skills,
             catalog=catalog,
             shadowed=view.shadowed,
@@ -339,7 +339,7 @@ class SkillPipeline:
             for index, market in enumerate(self.markets):
                 group.start_soon(load_market, index, market)
         global_result = (
-            await self._global.current(self._is_watched(self._global)) if self._global is not None else LayerResult(entries=())
+            await self._global.current(self._is_watched(self._global)) if self._global is not None else _NO_SKILLS
         )
         workspace = await self._workspace.current(self._is_watched(self._workspace))
         return (global_result, *market_results, workspace)
@@ -446,3 +446,6 @@ class _NoSource(SkillSource):
 
 
 _EMPTY = _NoSource()
+# One shared empty result: layers 1–3 are re-merged only when a result is a new object, so a
+# fresh empty one per turn would rebuild every user's view on every turn.
+_NO_SKILLS = LayerResult(entries=())
