@@ -1,4 +1,5 @@
-// Time Pi's skill loading inside node: loadSkillsFromDir + formatSkillsForPrompt, cold each run.
+// Time Pi's skill loading inside node: loadSkillsFromDir + formatSkillsForPrompt, cold each run
+// after one untimed run (JIT warm-up).
 //
 //   node bench/peers/pi_load.mjs SKILLS_DIR [RUNS]
 //
@@ -22,6 +23,7 @@ const { version, main } = JSON.parse(readFileSync(join(packageDir, "package.json
 const pi = await import(pathToFileURL(join(packageDir, main)).href);
 
 const dir = resolve(skillsDir);
+pi.formatSkillsForPrompt(pi.loadSkillsFromDir({ dir, source: "bench" }).skills); // untimed: JIT warm-up
 const samples = [];
 let count = 0;
 let prompt = "";

@@ -2,7 +2,7 @@
 
     bench/.peers/venv/bin/python bench/peers/py_peers.py {deepagents,skills-ref} SKILLS_DIR [--runs N]
 
-Each run discovers, parses and renders every skill under SKILLS_DIR from scratch, the way the
+After one untimed run (lazy imports), each run discovers, parses and renders every skill under SKILLS_DIR from scratch, the way the
 peer does it before a conversation; the script prints one JSON object: the peer, its version,
 the median wall time in milliseconds, how many skills were rendered and the prompt's length.
 
@@ -72,6 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     distribution, make_loader = PEERS[args.peer]
     load = make_loader(args.skills_dir.resolve())
+    load()  # untimed: lazy imports and first-use caches of the interpreter
     samples = []
     for _ in range(args.runs):
         start = time.perf_counter()
