@@ -1,0 +1,119 @@
+"""Two real processes × 50 concurrent turns for different users on one workspace (local shell,
+sandbox) and on one MySQL store (remote): staged files are never torn or missing, and no user
+sees another's skills, drafts, history or files through the catalog, the load tool, the file
+tools — nor, in a sandbox, through the shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import aiomysql
+
+from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SandboxFilesystem
+from filesystems.stores.mysql import parse_mysql_dsn
+
+from reliability_helpers import CACHE, cache_problems, shared_dir
+from turn_driver import COMMON, common_script, marker
+
+HERE = Path(__file__).parent
+GROUPS = ([f"p0u{i}" for i in range(10)], [f"p1u{i}" for i in range(10)])
+
+
+async def _seed(fs: AbstractFilesystem) -> None:
+    """Each user's own skill, draft and note, all carrying the user's marker."""
+    for user in [*GROUPS[0], *GROUPS[1]]:
+        area = fs.scoped(user)
+        tag = marker(user)
+        await area.write_text(f"skills/{user}-skill/SKILL.md", f"---\nname: {user}-skill\ndescription: Private tool of {tag}.\n---\n{tag}\n")
+        await area.write_text(f"skills/_drafts/{user}-draft/SKILL.md", f"---\nname: {user}-draft\ndescription: Draft {tag}.\n---\n{tag}\n")
+        await area.write_text("note.txt", f"note of {tag}\n")
+
+
+def _run_pair(mode: str, where: str, table: str = "-") -> list[dict[str, object]]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(HERE / "turn_driver.py"), mode, where, table, ",".join(mine), ",".join(theirs), f"p{index}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for index, (mine, theirs) in enumerate((GROUPS, GROUPS[::-1]))
+    ]
+    reports = []
+    for child in children:
+        out, err = child.communicate(timeout=240)
+        assert child.returncode == 0, err[-3000:]
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    return reports
+
+
+def _assert_clean(reports: list[dict[str, object]]) -> None:
+    for report in reports:
+        assert report["violations"] == []
+        assert report["turns"] == 60
+
+
+def _assert_staged(ws: Path) -> None:
+    assert cache_problems(ws) == []
+    acme = ws / CACHE / "acme"
+    for i in range(COMMON):
+        assert (acme / f"common-{i}" / "scripts" / "run.sh").read_bytes() == common_script(i)
+    # Each process's own skill survives the other's clean-up (leases).
+    assert (acme / "only-p0" / "SKILL.md").is_file() and (acme / "only-p1" / "SKILL.md").is_file()
+
+
+def _assert_own_writes(ws: Path) -> None:
+    for user in [*GROUPS[0], *GROUPS[1]]:
+        written = sorted((ws / user / "turns").iterdir())
+        assert len(written) == 6 and all(p.read_text() == marker(user) for p in written), user
+
+
+async def test_two_processes_on_one_local_shell_workspace(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    async with LocalFilesystem(ws) as fs:
+        await _seed(fs)
+    _assert_clean(_run_pair("local-shell", str(ws)))
+    _assert_staged(ws)
+    _assert_own_writes(ws)
+
+
+async def test_two_processes_on_one_sandboxed_workspace(bwrap: str) -> None:
+    with shared_dir("reliability-sandbox-") as base:
+        ws = base / "ws"
+        async with SandboxFilesystem(ws, bwrap=bwrap) as fs:
+            await _seed(fs)
+        _assert_clean(_run_pair("sandbox", str(ws)))
+        _assert_staged(ws)
+        _assert_own_writes(ws)
+
+
+async def test_two_processes_on_one_mysql_store(mysql_dsn: str) -> None:
+    table = f"reliso_{secrets.token_hex(4)}"
+    try:
+        async with RemoteFilesystem(MySQLKeyValueStore(mysql_dsn, table=table), agent_id="agent") as fs:
+            await _seed(fs)
+            _assert_clean(_run_pair("remote", mysql_dsn, table))
+            for user in [*GROUPS[0], *GROUPS[1]]:
+                area = fs.scoped(user)
+                written = await area.read_many([s.path for s in await area.walk("turns")])
+                assert len(written) == 6 and set(written.values()) == {marker(user).encode()}, user
+    finally:
+        await _drop(mysql_dsn, table)
+
+
+async def _drop(dsn: str, table: str) -> None:
+    args = parse_mysql_dsn(dsn)
+    conn = await aiomysql.connect(**args, autocommit=True)
+    try:
+        async with conn.cursor() as cur:
+            for name in (table, f"{table}_meta"):
+                await cur.execute(f"DROP TABLE IF EXISTS `{name}`")
+    finally:
+        conn.close()
