@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from filesystems import InvalidUserId, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
+from harness.agent import Harness
 from harness.context import RuntimeContext
+from harness.events import ToolReturned, TurnPrepared
+from harness.models import Message, ScriptedModel, ToolCall
 from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline
 from harness.skill_tools import load_skill_file
@@ -287,3 +290,43 @@ async def test_a_user_named_like_a_device_or_with_dots_inside_is_an_ordinary_use
 
 def _harness_dirs(ws: Path) -> list[str]:
     return [".harness"] if (ws / ".harness").exists() else []
+
+
+async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_outside(hostile_workspace: Path, tmp_path: Path) -> None:
+    ws = hostile_workspace
+    write_skill(ws / "bob" / "skills", "bob-secret")
+    (ws / "bob" / "note.txt").write_text("bob's note")
+    market = HostileRepository(
+        [
+            HostileSkill(folder="tricky", skill_md=skill_md("tricky"), files=HOSTILE_FILES),
+            HostileSkill(folder="../escape", skill_md=skill_md("escape"), files={}),
+        ]
+    )
+    probes = [
+        ("load_skill_through_path", {"skillId": "good", "path": "/etc/passwd"}),
+        ("load_skill_through_path", {"skillId": "good", "path": "../../x"}),
+        ("load_skill_through_path", {"skillId": "good", "path": "./SKILL.md"}),
+        ("load_skill_through_path", {"skillId": "tricky", "path": "../../../outside.txt"}),
+        ("load_skill_through_path", {"skillId": "bob-secret", "path": "SKILL.md"}),
+        ("read_file", {"path": "../bob/note.txt"}),
+        ("read_file", {"path": "/etc/passwd"}),
+        ("write_file", {"path": "../bob/note.txt", "content": "overwritten"}),
+        ("list_files", {"path": ".."}),
+    ]
+    script = [
+        Message.assistant("", [ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(probes)]),
+        "done",
+    ]
+    before = tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness"))
+    async with Harness(model=ScriptedModel(script), workspace=ws, repositories=[market], watch=False) as agent:
+        result = await agent.run("go", context=ALICE)
+    assert result.reply == "done"
+    returned = [e for e in result.events if isinstance(e, ToolReturned)]
+    assert [e.error for e in returned] == [True, True, False, True, True, True, True, True, True]
+    assert returned[2].content == skill_md("good").decode()
+    passwd = Path("/etc/passwd").read_text().splitlines()[0]
+    assert not any(passwd in e.content or "bob's note" in e.content for e in returned)
+    prepared = next(e for e in result.events if isinstance(e, TurnPrepared))
+    assert prepared.diagnostics >= 2 * len(BROKEN)
+    assert (ws / "bob" / "note.txt").read_text() == "bob's note"
+    assert tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness")) == before
