@@ -13,12 +13,17 @@ import sys
 from pathlib import Path
 
 import aiomysql
+import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from filesystems.stores.mysql import parse_mysql_dsn
+from harness.context import RuntimeContext
+from harness.pipeline import SkillPipeline
+from harness.skill_tools import load_skill_file
 
 from reliability_helpers import CACHE, cache_problems, shared_dir
 from turn_driver import COMMON, common_script, marker
+from turn_driver import market as turn_market
 
 HERE = Path(__file__).parent
 GROUPS = ([f"p0u{i}" for i in range(10)], [f"p1u{i}" for i in range(10)])
@@ -117,3 +122,35 @@ async def _drop(dsn: str, table: str) -> None:
                 await cur.execute(f"DROP TABLE IF EXISTS `{name}`")
     finally:
         conn.close()
+
+
+async def test_a_sandboxed_shell_cannot_plant_links_to_others_or_tamper_with_shared_files(bwrap: str) -> None:
+    with shared_dir("reliability-sandbox-") as base:
+        ws = base / "ws"
+        market = turn_market("p0")
+        async with SandboxFilesystem(ws, bwrap=bwrap) as fs, SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline:
+            await _seed(fs)
+            alice = await pipeline.prepare(RuntimeContext(user_id="p0u0"))
+            staged = ws / CACHE / "acme" / "common-0" / "scripts" / "run.sh"
+            shared_skill = ws / "skills" / "team" / "SKILL.md"
+            await fs.write_text("skills/team/SKILL.md", "---\nname: team\ndescription: Team skill.\n---\n")
+            bob_note = ws / "p1u0" / "note.txt"
+            result = await alice.filesystem.run(
+                f"ln -s {bob_note} /workspace/stolen; ln -s ../../../p1u0/note.txt /workspace/skills/p0u0-skill/ref.md; "
+                f"echo evil > {alice.skills['common-0_acme'].files_root}/scripts/run.sh; "
+                "echo evil > /workspace/skills/team/SKILL.md; echo evil > /workspace/.skills-cache/planted; "
+                "cat /workspace/stolen /workspace/skills/p0u0-skill/ref.md; true"
+            )
+            assert marker("p1u0") not in result.stdout
+            assert "Read-only file system" in result.stderr
+            assert staged.read_bytes() == common_script(0)
+            assert shared_skill.read_text().startswith("---\nname: team")
+            assert not (ws / CACHE / "planted").exists()
+            with pytest.raises(PermissionError):
+                await alice.filesystem.read_bytes("stolen")
+            again = await pipeline.prepare(RuntimeContext(user_id="p0u0"))
+            assert "ref.md" not in again.skills["p0u0-skill_workspace-namespaced"].skill.files
+            with pytest.raises(FileNotFoundError):
+                await load_skill_file(again, "p0u0-skill", "ref.md")
+            assert bob_note.read_text() == f"note of {marker('p1u0')}\n"
+            assert cache_problems(ws) == []

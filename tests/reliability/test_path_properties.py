@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -18,13 +17,13 @@ from hypothesis import strategies as st
 from filesystems import LocalFilesystem, PathEscapeError, normalize_path
 from harness.context import RuntimeContext
 from harness.layers import unsafe_file_path
-from harness.pipeline import ResolvedSkill, SkillPipeline
+from harness.pipeline import SkillPipeline, TurnPlan
 from harness.skill_tools import load_skill_file
 from harness.staging import _unsafe_path
 
-from reliability_helpers import tree_state, write_skill
+from reliability_helpers import skill_md, tree_state, write_skill
 
-SEGMENTS = ["..", ".", "", "a", "b", "link", "SKILL.md", ".env", "~", "C:", "\\", "..\\..", "\0", " ", "é", "a..b", "..."]
+SEGMENTS = ["..", ".", "", "a", "b", "link", "secret", "SKILL.md", ".env", "~", "C:", "\\", "..\\..", "\0", " ", "é", "a..b", "..."]
 paths = st.one_of(
     st.lists(st.sampled_from(SEGMENTS), max_size=8).map("/".join),
     st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts)),
@@ -60,37 +59,33 @@ def test_stager_and_market_path_checks_accept_only_paths_inside_the_folder(path:
 
 
 @pytest.fixture(scope="module")
-def skill_plan() -> tuple[Path, ResolvedSkill, object]:
-    base = Path(tempfile.mkdtemp(prefix="reliability-props-"))
+def skill_plan(tmp_path_factory: pytest.TempPathFactory) -> TurnPlan:
+    """A turn whose skill ``good`` has two files, and a link from its folder to a secret outside."""
+    base = tmp_path_factory.mktemp("props")
     ws = base / "ws"
     write_skill(ws / "skills", "good", files={"a/b": b"ab\n", "SKILL.md.bak": b"bak\n"})
     (base / "secret").write_text("secret")
     (ws / "skills" / "good" / "link").symlink_to(base)
 
-    async def prepare() -> object:
+    async def prepare() -> TurnPlan:
         async with LocalFilesystem(ws) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
             return await pipeline.prepare(RuntimeContext(user_id="alice"))
 
-    plan = anyio.run(prepare)
-    return base, plan.skills["good_workspace"], plan  # type: ignore[attr-defined]
+    return anyio.run(prepare)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+@settings(max_examples=150)
 @given(path=paths)
-def test_load_tool_serves_only_the_skills_own_files(skill_plan: tuple[Path, ResolvedSkill, object], path: str) -> None:
-    base, resolved, plan = skill_plan
-    allowed = {"SKILL.md": "---", "a/b": "ab\n", "SKILL.md.bak": "bak\n"}
-
+def test_load_tool_serves_only_the_skills_own_files(skill_plan: TurnPlan, path: str) -> None:
     async def load() -> str | None:
         try:
-            return await load_skill_file(plan, "good", path)  # type: ignore[arg-type]
-        except (PermissionError, FileNotFoundError, ValueError):
+            return await load_skill_file(skill_plan, "good", path)
+        except (PermissionError, FileNotFoundError):
             return None
 
     text = anyio.run(load)
     if text is not None:
-        assert any(text.startswith(content) for content in allowed.values()), (path, text)
-        assert "secret" not in text
+        assert text in {skill_md("good").decode(), "ab\n", "bak\n"}, (path, text)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150, deadline=None)
