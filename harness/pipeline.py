@@ -345,6 +345,7 @@ class SkillPipeline:
         return (global_result, *market_results, workspace)
 
     def _merge_base(self, results: tuple[LayerResult, ...]) -> _Base:
+        results = (_one_per_folder(results[0], "global"), *results[1:])
         sources: dict[str, SkillSource] = {}
         items: list[StageItem] = []
         readers: list[SkillSource] = [
@@ -446,6 +447,32 @@ class _NoSource(SkillSource):
 
 
 _EMPTY = _NoSource()
+
+
+def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
+    """A staged skill lives in ``.skills-cache/<source>/<folder>``, so of two nested folders with
+    one name only the first in path order is kept (as a market does), the other reported."""
+    kept: dict[str, LayerEntry] = {}
+    diagnostics = list(result.diagnostics)
+    for entry in sorted(result.entries, key=lambda e: e.path):
+        folder = entry.path.rpartition("/")[2]
+        if folder in kept:
+            diagnostics.append(
+                Diagnostic(
+                    severity="warning",
+                    code="duplicate-folder",
+                    message=(
+                        f"duplicate skill folder {folder!r} in the {source} skills: {entry.path} skipped, "
+                        f"{kept[folder].path} kept (both would be staged as .skills-cache/{source}/{folder})"
+                    ),
+                    location=entry.skill.location,
+                )
+            )
+        else:
+            kept[folder] = entry
+    if len(kept) == len(result.entries):
+        return result
+    return LayerResult(entries=tuple(kept.values()), diagnostics=tuple(diagnostics))
 # One shared empty result: layers 1–3 are re-merged only when a result is a new object, so a
 # fresh empty one per turn would rebuild every user's view on every turn.
 _NO_SKILLS = LayerResult(entries=())
