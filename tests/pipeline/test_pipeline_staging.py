@@ -284,3 +284,19 @@ async def test_unsafe_market_paths_are_refused_per_file(tmp_path: Path) -> None:
         "scripts/run.sh",
     ]
     assert any("symlink" in d.message for d in plan.diagnostics)
+
+
+async def test_nested_global_skills_sharing_a_folder_name_never_share_a_staged_folder(tmp_path: Path) -> None:
+    glob = tmp_path / "global"
+    for team in ("team-a", "team-b"):
+        folder = write_skill(glob / team, "tool", script=echo_script(team))
+        (folder / "SKILL.md").write_text(f"---\nname: {team}-tool\ndescription: The tool of {team}.\n---\n")
+    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs, SkillPipeline(filesystem=fs, global_skills_dir=glob) as pipeline:
+        plan = await pipeline.prepare(ALICE)
+        root = plan.skills["team-a-tool_global"].files_root
+        run = await plan.filesystem.run(f"sh {root}/scripts/run.sh")
+        verified = await pipeline.stage(verify=True)
+    assert run.stdout.strip() == "team-a"
+    assert "team-b-tool_global" not in plan.skills
+    assert any(d.code == "duplicate-folder" and "team-b/tool" in d.message for d in plan.diagnostics)
+    assert (verified.written, verified.unchanged) == (0, 2)
