@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 import shutil
+import stat
 import subprocess
+import sys
 import tempfile
+import zipfile
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -88,6 +92,33 @@ class GitRemote:
 
     def _git(self, *args: str, cwd: Path | None = None) -> None:
         subprocess.run(["git", *args], cwd=cwd or self.work, env=self._env, capture_output=True, check=True)
+
+
+@contextmanager
+def zipped_skill_package(base: Path, skills: dict[str, str]) -> Iterator[str]:
+    """An importable package inside a zip on ``sys.path`` (as a wheel would be) whose ``skills/``
+    folder holds one skill per ``skills`` item (name -> the tag its executable script echoes)."""
+    package = f"pipe_pkg_{secrets.token_hex(4)}"
+    archive = base / f"{package}.zip"
+    base.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w") as zipped:
+
+        def add(path: str, text: str, mode: int = 0o644) -> None:
+            info = zipfile.ZipInfo(f"{package}/{path}")
+            info.external_attr = (stat.S_IFREG | mode) << 16  # a regular file, as wheel builders record it
+            zipped.writestr(info, text)
+
+        add("__init__.py", "")
+        for name, tag in skills.items():
+            add(f"skills/{name}/SKILL.md", skill_text(name, f"pkg {name}"))
+            add(f"skills/{name}/scripts/run.sh", echo_script(tag), 0o755)
+    sys.path.insert(0, str(archive))
+    importlib.invalidate_caches()
+    try:
+        yield package
+    finally:
+        sys.path.remove(str(archive))
+        sys.modules.pop(package, None)
 
 
 @asynccontextmanager

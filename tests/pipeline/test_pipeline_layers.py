@@ -1,4 +1,4 @@
-"""All four layers at once — global dir, git + MySQL + directory markets, workspace, two users —
+"""All four layers at once — global dir, git + MySQL + directory + package markets, workspace, two users —
 checked in every filesystem mode: winners, skill ids, files-roots, staged scripts run through the
 shell tool, per-user isolation, and an idempotent second stage."""
 
@@ -16,9 +16,20 @@ from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline, TurnPlan
 from harness.skill_tools import LOAD_TOOL, SHELL_TOOL, skill_tools
-from repositories import DirectoryRepository, GitRepository, SkillRepository
+from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
 
-from pipeline_helpers import MODES, GitRemote, bundle, echo_script, mysql_market, open_filesystem, put_skill, shared_dir, write_skill
+from pipeline_helpers import (
+    MODES,
+    GitRemote,
+    bundle,
+    echo_script,
+    mysql_market,
+    open_filesystem,
+    put_skill,
+    shared_dir,
+    write_skill,
+    zipped_skill_package,
+)
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -34,6 +45,7 @@ class World:
     git: str
     mysql: str
     directory: str
+    package: str
 
     def pipeline(self) -> SkillPipeline:
         # Entered by each test itself: its watchers' task group must close in the task that opened it.
@@ -64,6 +76,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
         market_dir = tmp_path / "dirmarket"
         write_skill(market_dir, "deploy", description="dir deploy", script=echo_script("dir-deploy"))
         write_skill(market_dir, "shared", description="dir shared", script=echo_script("dir-shared"))
+        package_name = dirs.enter_context(zipped_skill_package(tmp_path / "pkg", {"pack": "pkg-pack", "shared": "pkg-shared"}))
         async with AsyncExitStack() as stack:
             git = await stack.enter_async_context(GitRepository(remote.url, cache_dir=tmp_path / "gitcache"))
             mysql = await stack.enter_async_context(
@@ -77,6 +90,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
                 )
             )
             directory = await stack.enter_async_context(DirectoryRepository(market_dir))
+            package = await stack.enter_async_context(PackageRepository(package_name))
             fs = await stack.enter_async_context(open_filesystem(mode, ws, bwrap=bwrap))
             await put_skill(fs, "shared", description="workspace shared", script=echo_script("ws-shared"))
             await put_skill(fs, "notes", description="workspace notes")
@@ -87,11 +101,12 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
                 mode=mode,
                 ws=ws,
                 fs=fs,
-                repositories=[git, mysql, directory],
+                repositories=[git, mysql, directory, package],
                 global_dir=glob,
                 git=git.source,
                 mysql=mysql.source,
                 directory=directory.source,
+                package=package.source,
             )
 
 
@@ -109,6 +124,7 @@ async def test_the_highest_layer_wins_with_its_own_skill_id(world: World) -> Non
             f"lint_{world.git}",
             f"report_{world.mysql}",
             f"deploy_{world.directory}",
+            f"pack_{world.package}",
             "notes_workspace",
         }
         assert set(alice.skills) == common | {"shared_workspace-namespaced", "secret_workspace-namespaced"}
@@ -120,7 +136,13 @@ async def test_the_highest_layer_wins_with_its_own_skill_id(world: World) -> Non
         assert described["shared"] == "alice shared"
         assert bob.skills["shared_workspace"].skill.description == "workspace shared"
         losers = {(s.name, s.loser.skill.source) for s in alice.shadowed}
-        assert {("lint", "global"), ("report", world.git), ("shared", "workspace"), ("shared", world.directory)} <= losers
+        assert {
+            ("lint", "global"),
+            ("report", world.git),
+            ("shared", "workspace"),
+            ("shared", world.package),
+            ("shared", world.directory),
+        } <= losers
 
 
 async def test_files_roots_follow_the_mode(world: World) -> None:
@@ -132,6 +154,7 @@ async def test_files_roots_follow_the_mode(world: World) -> None:
         assert roots[f"lint_{world.git}"] == world.root(world.git, "lint")
         assert roots[f"report_{world.mysql}"] == world.root(world.mysql, "report")
         assert roots[f"deploy_{world.directory}"] == world.root(world.directory, "deploy")
+        assert roots[f"pack_{world.package}"] == world.root(world.package, "pack")
         expected_user = {
             "local": None,
             "remote": None,
@@ -168,6 +191,7 @@ async def test_staged_scripts_run_through_the_shell_tool(world: World) -> None:
             f"lint_{world.git}": "git-lint",
             f"report_{world.mysql}": "mysql-report",
             f"deploy_{world.directory}": "dir-deploy",
+            f"pack_{world.package}": "pkg-pack",
         }
         for skill_id, output in expected.items():
             root = alice.skills[skill_id].files_root
@@ -201,11 +225,11 @@ async def test_a_second_stage_writes_nothing(world: World) -> None:
         if pipeline.stager is None:
             assert first.staged is None
             return
-        # The union of layers 1–2, shadowed skills included: 10 skills × (SKILL.md + script).
-        assert first.staged is not None and first.staged.written == 20
+        # The union of layers 1–2, shadowed skills included: 12 skills × (SKILL.md + script).
+        assert first.staged is not None and first.staged.written == 24
         second = await pipeline.prepare(BOB)
         forced = await pipeline.stage()
         verified = await pipeline.stage(verify=True)
         assert second.staged is not None and (second.staged.written, second.staged.removed) == (0, 0)
         assert (forced.written, verified.written, verified.removed) == (0, 0, 0)
-        assert verified.unchanged == 20
+        assert verified.unchanged == 24
