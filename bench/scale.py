@@ -90,8 +90,8 @@ async def no_shell_figures(kind: str, make_repository: RepositoryFactory, worksp
         render_budget = median_ms(lambda: budgeted.render(limited.skills), runs=args.runs)
     print(f"{kind} market, {len(plan.skills)} skills, no shell (nothing staged)")
     print(f"  cold prepare      {cold:9.1f} ms   {cold * 1000 / args.count:6.1f} us/skill")
-    print(f"  warm prepare      {warm:9.2f} ms   cold/warm {cold / warm:8.0f}x")
-    print(f"  render only       {render:9.2f} ms   warm/render {warm / render:6.2f}x")
+    print(f"  warm prepare      {warm:9.2f} ms   cold/warm {cold / warm:.3g}x")
+    print(f"  render only       {render:9.2f} ms   warm/render {warm / render:.3g}x")
     print(f"  catalog           {len(plan.catalog):9d} chars, no budget")
     print(
         f"  catalog           {len(limited.catalog):9d} chars, budget {args.budget}"
