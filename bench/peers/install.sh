@@ -14,6 +14,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 peers="$(dirname "$here")/.peers"
 python="${PYTHON:-python3}"
 
+for tool in "$python" node npm; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "error: $tool not found (deepagents needs Python >= 3.11, Pi needs node >= 20.6 with npm)" >&2
+        exit 1
+    fi
+done
 echo "peers folder: $peers"
 mkdir -p "$peers"
 
