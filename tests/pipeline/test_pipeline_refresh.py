@@ -183,7 +183,7 @@ async def test_a_market_that_stops_answering_is_timed_out_and_keeps_its_skills(t
         start = time.monotonic()
         plan = await pipeline.prepare(ALICE)
         elapsed = time.monotonic() - start
-    assert 0.3 <= elapsed < 1.5
+    assert 0.3 <= elapsed < 3.0  # the timeout, not the stalled call, ends the wait
     assert names(plan) == {"tool", "lint", "deploy"}
     assert (tmp_path / ".skills-cache" / "slow" / "tool" / "SKILL.md").is_file()
     assert any("did not answer within 0.3s" in d.message for d in plan.diagnostics)
@@ -215,7 +215,7 @@ async def test_a_hung_mysql_market_times_out_without_holding_up_the_turn(tmp_pat
         start = time.monotonic()
         plan = await pipeline.prepare(ALICE)
         elapsed = time.monotonic() - start
-    assert elapsed < 1.5
+    assert elapsed < 3.0  # well before the 5 s connect timeout
     assert names(plan) == {"lint"}
     assert any(hung.source in d.message and d.code == "market-unavailable" for d in plan.diagnostics)
 
