@@ -232,3 +232,15 @@ async def test_concurrent_turns_of_different_users_never_leak(tmp_path: Path) ->
         assert own in plan.catalog
         assert plan.catalog.count("private to") == 1
         assert plan.skills["mine_workspace-namespaced"].files_root == str(tmp_path / plan.context.user_id / "skills" / "mine")
+
+
+async def test_an_edit_through_another_replica_of_the_store_shows_on_the_next_turn(tmp_path: Path) -> None:
+    async with open_filesystem("remote", tmp_path) as replica, open_filesystem("remote", tmp_path) as admin:
+        await put_skill(admin, "notes", description="first words")
+        await put_skill(admin.scoped("alice"), "mine", description="alice first")
+        async with SkillPipeline(filesystem=replica) as pipeline:
+            assert "first words" in (await pipeline.prepare(ALICE)).catalog
+            await put_skill(admin, "notes", description="second words")
+            await put_skill(admin.scoped("alice"), "mine", description="alice again")
+            plan = await pipeline.prepare(ALICE)
+    assert "second words" in plan.catalog and "alice again" in plan.catalog
