@@ -8,6 +8,7 @@ pathologically nested document is refused before anything is constructed from it
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,9 @@ def _closing_line(text: str, start: int) -> tuple[int, int]:
 def _load_mapping(yaml_text: str) -> dict[str, Any]:
     if not yaml_text.strip():
         raise FrontmatterError("frontmatter-not-mapping", "SKILL.md frontmatter must be a YAML mapping")
+    simple = _simple_mapping(yaml_text)
+    if simple is not None:
+        return simple
     _check_flow_depth(yaml_text)
     loader = _Loader(yaml_text)
     try:
@@ -163,3 +167,80 @@ def _check_node(root: yaml.Node) -> None:
 
 def _one_line(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
+
+
+# -- fast path -----------------------------------------------------------------------------
+#
+# Most frontmatter is a handful of ``key: plain text`` lines plus a one-level ``metadata`` map.
+# Such text is read here directly, giving exactly what YAML would give; anything else (quotes
+# with escapes, flow collections, block scalars, anchors, numbers, multi-line values, ...)
+# returns None and goes to the YAML parser.
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_LINE = re.compile(r"(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*):(?:[ ]+(?P<value>.*?))?[ ]*")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_STR_TAG = "tag:yaml.org,2002:str"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_resolvers = yaml.resolver.Resolver.yaml_implicit_resolvers
+_MISSING = object()
+
+
+def _simple_mapping(text: str) -> dict[str, Any] | None:
+    result: dict[str, Any] = {}
+    nested: dict[str, Any] | None = None
+    nested_indent = 0
+    for line in text.split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None:
+            return None
+        indent, key, raw = len(match["indent"]), match["key"], match["value"]
+        if _implicit_tag(key) != _STR_TAG:
+            return None
+        if indent:
+            if nested is None or (nested_indent and indent != nested_indent) or raw is None:
+                return None
+            nested_indent = indent
+            target = nested
+        else:
+            nested = None
+            target = result
+            if raw is None:
+                nested = result[key] = {}
+                nested_indent = 0
+                continue
+        value = _scalar(raw)
+        if value is _MISSING:
+            return None
+        target[key] = value
+    if any(value == {} for value in result.values()):
+        return None  # "key:" with nothing under it is null in YAML, not an empty map
+    return result
+
+
+def _scalar(raw: str) -> Any:
+    if raw[0] in "\"'":
+        quote = raw[0]
+        inner = raw[1:-1]
+        if len(raw) < 2 or raw[-1] != quote or quote in inner or "\\" in inner:
+            return _MISSING
+        return inner
+    if raw[0] in _INDICATORS or ": " in raw or " #" in raw or raw.endswith(":") or "\t" in raw:
+        return _MISSING
+    tag = _implicit_tag(raw)
+    if tag == _STR_TAG:
+        return raw
+    if tag == _BOOL_TAG:
+        return yaml.constructor.SafeConstructor.bool_values[raw.lower()]
+    if tag == _NULL_TAG:
+        return None
+    return _MISSING
+
+
+def _implicit_tag(value: str) -> str:
+    for tag, pattern in _resolvers.get(value[0], []):
+        if pattern.match(value):
+            return str(tag)
+    return _STR_TAG
