@@ -39,6 +39,28 @@ def _version(st: os.stat_result) -> str:
     return f"{st.st_mtime_ns:x}-{st.st_size:x}-{st.st_ino:x}"
 
 
+def _read_all(fd: int, size_hint: int) -> bytes:
+    """Everything left in ``fd`` (the file may grow or shrink while it is read)."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, max(size_hint, 0) + 1 if not chunks else 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _file_stat(path: str, st: os.stat_result) -> FileStat:
+    is_dir = stat_module.S_ISDIR(st.st_mode)
+    return FileStat(
+        path=path,
+        size=0 if is_dir else st.st_size,
+        mtime=st.st_mtime,
+        mode=stat_module.S_IMODE(st.st_mode),
+        is_dir=is_dir,
+        version="" if is_dir else _version(st),
+    )
+
+
 class LocalFilesystem(AbstractFilesystem):
     """The folder ``root`` on this host (created on the first write).
 
@@ -151,34 +173,36 @@ class LocalFilesystem(AbstractFilesystem):
                 os.chown(host_path, *self._owner, follow_symlinks=False)
 
     def _stat_entry(self, path: str, host: str) -> FileStat:
-        st = os.stat(host)
-        is_dir = stat_module.S_ISDIR(st.st_mode)
-        return FileStat(
-            path=path,
-            size=0 if is_dir else st.st_size,
-            mtime=st.st_mtime,
-            mode=stat_module.S_IMODE(st.st_mode),
-            is_dir=is_dir,
-            version="" if is_dir else _version(st),
-        )
+        return _file_stat(path, os.stat(host))
 
     # -- reading ----------------------------------------------------------------------------
 
     def _read_sync(self, path: str) -> bytes:
-        real = self._resolve(path)
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # Open directly and let the /proc/self/fd check below prove where the file is: a
+            # realpath() of every path costs a syscall per segment. Only a symlink as the
+            # last segment (ELOOP) needs resolving first.
+            try:
+                fd = os.open(os.path.join(self._real_root, path), flags)
+            except OSError as error:
+                if error.errno != errno.ELOOP:
+                    raise
+                fd = os.open(self._resolve(path), flags)
         except FileNotFoundError:
             raise FileNotFoundError(f"no such file: {path!r}") from None
         except OSError as error:
             if error.errno == errno.ELOOP:
                 raise PathEscapeError(f"path {path!r} changed into a symlink") from None
             raise
-        with os.fdopen(fd, "rb") as file:
+        try:
             self._check_fd(fd, path)
-            if stat_module.S_ISDIR(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if stat_module.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(f"{path!r} is a folder, not a file")
-            return file.read()
+            return _read_all(fd, st.st_size)
+        finally:
+            os.close(fd)
 
     async def _read_bytes(self, path: str) -> bytes:
         return await anyio.to_thread.run_sync(self._read_sync, path)
@@ -246,21 +270,29 @@ class LocalFilesystem(AbstractFilesystem):
         pending = [(path, host)]
         while pending:
             folder, folder_host = pending.pop()
+            prefix = f"{folder}/" if folder else ""
             try:
-                children = self._children(folder, folder_host)
+                scan = os.scandir(folder_host)
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            for child, target, entry in children:
-                try:
-                    if entry.is_symlink():
-                        if os.path.isfile(target):
-                            files.append(self._stat_entry(child, target))
-                    elif entry.is_dir(follow_symlinks=False):
-                        pending.append((child, target))
-                    elif entry.is_file(follow_symlinks=False):
-                        files.append(self._stat_entry(child, target))
-                except FileNotFoundError:
-                    continue
+            with scan:
+                for entry in scan:
+                    name = entry.name
+                    if name.startswith(_TMP_PREFIX):
+                        continue
+                    try:
+                        if entry.is_symlink():
+                            # A link to a file is followed while it stays inside the root;
+                            # linked folders are not walked (no loops).
+                            target = os.path.realpath(entry.path)
+                            if self._inside(target) and os.path.isfile(target):
+                                files.append(_file_stat(prefix + name, os.stat(target)))
+                        elif entry.is_dir(follow_symlinks=False):
+                            pending.append((prefix + name, entry.path))
+                        elif entry.is_file(follow_symlinks=False):
+                            files.append(_file_stat(prefix + name, entry.stat(follow_symlinks=False)))
+                    except FileNotFoundError:
+                        continue
         return files
 
     async def _walk(self, path: str) -> list[FileStat]:

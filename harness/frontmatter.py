@@ -8,6 +8,7 @@ pathologically nested document is refused before anything is constructed from it
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -197,7 +198,7 @@ def _simple_mapping(text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         indent, key, raw = len(match["indent"]), match["key"], match["value"]
-        if _implicit_tag(key) != _STR_TAG:
+        if not _plain_key(key):
             return None
         if indent:
             if nested is None or (nested_indent and indent != nested_indent) or raw is None:
@@ -205,6 +206,8 @@ def _simple_mapping(text: str) -> dict[str, Any] | None:
             nested_indent = indent
             target = nested
         else:
+            if nested == {}:
+                return None  # "key:" with nothing under it is null in YAML, not an empty map
             nested = None
             target = result
             if raw is None:
@@ -215,9 +218,13 @@ def _simple_mapping(text: str) -> dict[str, Any] | None:
         if value is _MISSING:
             return None
         target[key] = value
-    if any(value == {} for value in result.values()):
-        return None  # "key:" with nothing under it is null in YAML, not an empty map
-    return result
+    return None if nested == {} else result
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_key(key: str) -> bool:
+    """Keys repeat across skills (name, description, ...): resolve each once."""
+    return _implicit_tag(key) == _STR_TAG
 
 
 def _scalar(raw: str) -> Any:

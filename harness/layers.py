@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from filesystems import AbstractFilesystem, FileStat
 from repositories import BundleFile, RepositoryError, SkillBundle, SkillRepository
@@ -81,7 +82,11 @@ class FolderLayer(SkillSource):
         entries: list[LayerEntry] = []
         diagnostics: list[Diagnostic] = []
         parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
+        root = self.fs.host_path(self.prefix)
         for folder_path, (main, files) in sorted(folders.items()):
+            bundle_files = tuple(
+                BundleFile(path=f.path[len(folder_path) + 1 :], size=f.size, mode=f.mode) for f in files
+            )
             cached = self._parsed.get(main.path)
             if cached is not None and cached[0] == main.version:
                 skill, found = cached[1], cached[2]
@@ -89,18 +94,16 @@ class FolderLayer(SkillSource):
                 skill, found_list = load_skill(
                     contents[main.path],
                     folder=folder_path.rsplit("/", 1)[-1],
-                    location=self._location(folder_path),
+                    location=_location(root, self.prefix, folder_path),
                     source=self.source,
                     layer=self.layer,
+                    files=tuple(f.path for f in bundle_files),
                     skill_md_name=main.name,
                 )
                 found = tuple(found_list)
             parsed[main.path] = (main.version, skill, found)
             diagnostics.extend(found)
             if skill is not None:
-                bundle_files = tuple(
-                    BundleFile(path=f.path[len(folder_path) + 1 :], size=f.size, mode=f.mode) for f in files
-                )
                 skill = _with_files(skill, bundle_files)
                 entries.append(
                     LayerEntry(skill=skill, digest=_digest([main, *files]), files=bundle_files, path=folder_path)
@@ -112,9 +115,6 @@ class FolderLayer(SkillSource):
         data = await self.fs.read_many([f"{entry.path}/{p}" for p in paths])
         return {p: data[f"{entry.path}/{p}"] for p in paths}
 
-    def _location(self, folder_path: str) -> str:
-        host = self.fs.host_path(folder_path)
-        return str(host) if host is not None else folder_path
 
 
 class MarketLayer(SkillSource):
@@ -281,6 +281,14 @@ def _readable(relative: str) -> bool:
     return not any(
         part.startswith((".", "_")) or part in _SKIPPED_FOLDERS for part in relative.split("/") if part
     )
+
+
+def _location(root: Path | None, prefix: str, folder_path: str) -> str:
+    """The host folder of a skill when the layer is on this host, else its path in the layer."""
+    if root is None:
+        return folder_path
+    relative = folder_path[len(prefix) + 1 :] if prefix else folder_path
+    return f"{root}/{relative}"
 
 
 def _digest(stats: Sequence[FileStat]) -> str:

@@ -6,6 +6,7 @@ people who know that tool recognise them.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,8 +39,13 @@ class Problem:
     error: bool = True
 
 
+_PLAIN_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
 def unsafe_segment_reason(name: str) -> str | None:
     """Why ``name`` cannot be a path segment (``None`` when it can)."""
+    if _PLAIN_NAME.fullmatch(name):
+        return None
     if not name:
         return "is empty"
     if name in {".", ".."}:
@@ -87,7 +93,11 @@ def _check_name(name: object, folder: str | None) -> list[Problem]:
         return [Problem(code="missing-name", message="Missing required field in frontmatter: name")]
     if not isinstance(name, str) or not name.strip():
         return [Problem(code="missing-name", message="Field 'name' must be a non-empty string")]
-    name = unicodedata.normalize("NFKC", name.strip())
+    name = name.strip()
+    if _PLAIN_NAME.fullmatch(name) and len(name) <= MAX_NAME_LENGTH:
+        # The common case: every character rule holds; only the folder can differ.
+        return [] if folder is None or folder == name else _check_folder(name, folder)
+    name = unicodedata.normalize("NFKC", name)
     problems = []
     if len(name) > MAX_NAME_LENGTH:
         problems.append(
@@ -112,11 +122,15 @@ def _check_name(name: object, folder: str | None) -> list[Problem]:
                 ),
             )
         )
-    if folder is not None and unicodedata.normalize("NFKC", folder) != name:
-        problems.append(
-            Problem(code="name-folder-mismatch", message=f"Directory name '{folder}' must match skill name '{name}'")
-        )
+    if folder is not None:
+        problems += _check_folder(name, folder)
     return problems
+
+
+def _check_folder(name: str, folder: str) -> list[Problem]:
+    if unicodedata.normalize("NFKC", folder) == name:
+        return []
+    return [Problem(code="name-folder-mismatch", message=f"Directory name '{folder}' must match skill name '{name}'")]
 
 
 def _check_description(description: object) -> list[Problem]:
