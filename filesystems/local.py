@@ -41,7 +41,7 @@ def _version(st: os.stat_result) -> str:
 
 def _read_all(fd: int, size_hint: int) -> bytes:
     """Everything left in ``fd`` (the file may grow or shrink while it is read)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, max(size_hint, 0) + 1 if not chunks else 1 << 20)
         if not chunk:
