@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +22,6 @@ from harness.skill import Layer, Skill, load_skill
 from harness.validation import SKILL_MD_NAMES
 
 __all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource", "unsafe_file_path"]
-
-_SKIPPED_FOLDERS = frozenset({"node_modules"})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -253,9 +252,9 @@ def _group_skill_folders(stats: Sequence[FileStat], prefix: str) -> dict[str, tu
             if folder not in mains or name == "SKILL.md":
                 mains[folder] = stat
     # Outermost skill folder wins: a SKILL.md below another skill is one of its files.
-    roots = sorted(mains)
-    outer = [f for f in roots if not any(f.startswith(r + "/") for r in _parents(f, mains))]
-    groups: dict[str, tuple[FileStat, list[FileStat]]] = {f: (mains[f], []) for f in outer}
+    groups: dict[str, tuple[FileStat, list[FileStat]]] = {
+        folder: (main, []) for folder, main in mains.items() if _owner(folder, mains) is None
+    }
     for stat in stats:
         owner = _owner(stat.path, groups)
         if owner is not None and stat is not groups[owner][0] and _readable(stat.path[len(owner) + 1 :]):
@@ -263,24 +262,22 @@ def _group_skill_folders(stats: Sequence[FileStat], prefix: str) -> dict[str, tu
     return groups
 
 
-def _parents(folder: str, mains: dict[str, FileStat]) -> list[str]:
-    parts = folder.split("/")
-    return [p for p in ("/".join(parts[:i]) for i in range(1, len(parts))) if p in mains]
-
-
-def _owner(path: str, groups: dict[str, tuple[FileStat, list[FileStat]]]) -> str | None:
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        candidate = "/".join(parts[:i])
-        if candidate in groups:
-            return candidate
+def _owner(path: str, folders: Mapping[str, object]) -> str | None:
+    """The outermost of ``folders`` that ``path`` lies strictly inside, if any."""
+    end = path.find("/")
+    while end != -1:
+        if path[:end] in folders:
+            return path[:end]
+        end = path.find("/", end + 1)
     return None
 
 
+# A segment starting with "." or "_", or a node_modules folder, anywhere in a relative path.
+_HIDDEN = re.compile(r"(?:^|/)(?:[._]|node_modules(?:/|$))")
+
+
 def _readable(relative: str) -> bool:
-    return not any(
-        part.startswith((".", "_")) or part in _SKIPPED_FOLDERS for part in relative.split("/") if part
-    )
+    return _HIDDEN.search(relative) is None
 
 
 def _location(root: Path | None, prefix: str, folder_path: str) -> str:
