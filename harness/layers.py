@@ -125,6 +125,10 @@ class MarketLayer(SkillSource):
         self.layer = Layer.MARKET
         self._version: str | None = None
         self._result = LayerResult(entries=())
+        # Set by a caller that watches ``repository.watch_root``: while not dirty, a load
+        # returns the last result without asking the market.
+        self.watched = False
+        self.dirty = True
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
 
     @property
@@ -137,6 +141,9 @@ class MarketLayer(SkillSource):
 
         A failing market keeps serving its last good skills; the failure becomes a diagnostic.
         """
+        if self.watched and not self.dirty and self._version is not None:
+            return self._result
+        self.dirty = False
         try:
             snapshot = await self.repository.snapshot()
         except RepositoryError as exc:

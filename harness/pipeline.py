@@ -226,12 +226,15 @@ class SkillPipeline:
             roots = [self.filesystem.host_path("")]
             if self._global is not None:
                 roots.append(self._global.host)
-            for root in roots:
+            roots += [market.repository.watch_root for market in self.markets]
+            for root in dict.fromkeys(roots):
                 if root is not None and root.is_dir():
                     watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
                     await group.start(watcher.run)
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
+            for market in self.markets:
+                market.watched = market.repository.watch_root in self._watched_roots
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -309,6 +312,7 @@ class SkillPipeline:
         for tracked in self._users.values():
             tracked.dirty = True
         for market in self.markets:
+            market.dirty = True
             await market.repository.refresh()
         self._base = None
 
@@ -432,9 +436,15 @@ class SkillPipeline:
             host = tracked.host
             if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
                 tracked.dirty = True
+        for market in self.markets:
+            root = market.repository.watch_root
+            if root is not None and any(p == root or root in p.parents for p in paths):
+                market.dirty = True
 
     def _on_watch_failure(self, reason: str) -> None:
         self._watched_roots.clear()
+        for market in self.markets:
+            market.watched = False
 
     def _stop_watchers(self) -> None:
         for watcher in self._watchers:

@@ -7,6 +7,7 @@ import types
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Self
 
 import anyio
@@ -190,6 +191,15 @@ class SkillRepository(ABC):
         tb: types.TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    @property
+    def watch_root(self) -> Path | None:
+        """A host folder whose file changes are the only way this market changes, or ``None``.
+
+        A caller that watches it (inotify) may skip :meth:`snapshot` until something below it
+        changes; the directory market returns its folder, markets over a network ``None``.
+        """
+        return None
 
     async def version(self) -> str:
         """The current change token; raises ``RepositoryUnavailable`` when it cannot be read."""

@@ -174,6 +174,11 @@ class DirectoryRepository(SkillRepository):
         super().__init__(source=source or make_source("dir", name), writable=writable)
         self._last: _Scan | None = None
 
+    @property
+    def watch_root(self) -> Path | None:
+        """The market's host folder (``None`` when it is read through a filesystem)."""
+        return self.path if self.filesystem is None else None
+
     async def _scan(self) -> _Scan:
         previous = self._last.by_root if self._last is not None else {}
         if self.filesystem is None:
