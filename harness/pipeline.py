@@ -9,6 +9,7 @@ generation query, markets from their own change tokens.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
@@ -209,6 +210,9 @@ class SkillPipeline:
         self._workspace = _Tracked(FolderLayer(filesystem, SKILLS_DIR, source="workspace", layer=Layer.WORKSPACE))
         self._users: collections.OrderedDict[str, _Tracked] = collections.OrderedDict()
         self._views: dict[str, _UserView] = {}
+        self._shared_view: _UserView | None = None
+        self._resolved: dict[str, ResolvedSkill] = {}
+        self._resolved_for: _Base | None = None
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = Stager(cache, verify_interval=verify_interval) if cache is not None else None
         self._base: _Base | None = None
@@ -382,33 +386,52 @@ class SkillPipeline:
         return tracked
 
     def _build_view(self, context: RuntimeContext, base: _Base, user: LayerResult, layer: FolderLayer) -> _UserView:
+        """The merged skills and catalog of one user. Users without skills of their own share
+        one view; the others share every layer 1–3 ``ResolvedSkill`` and differ only in theirs."""
+        if not user.entries:
+            shared = self._shared_view
+            if shared is None or shared.base is not base:
+                skills = self._base_resolved(base)
+                shared = _UserView(base=base, user=user, skills=skills, shadowed=base.merged.shadowed, catalog=self.render(skills))
+                self._shared_view = shared
+            return dataclasses.replace(shared, user=user)
         merged = merge_layers([user], base=base.merged)
-        skills: dict[str, ResolvedSkill] = {}
+        skills = dict(self._base_resolved(base))
+        for entry in user.entries:
+            replaced = base.merged.entries.get(entry.skill.name)
+            if replaced is not None:
+                skills.pop(replaced.skill.skill_id, None)
         for entry in merged.entries.values():
-            skill = entry.skill
-            source = layer if skill.layer is Layer.USER else base.sources[skill.skill_id]
-            skills[skill.skill_id] = ResolvedSkill(
-                entry=entry,
-                source=source,
-                files_root=self._files_root(entry, source, layer),
-                workflow=is_workflow_package(skill.files),
-            )
-        return _UserView(
-            base=base,
-            user=user,
-            skills=skills,
-            shadowed=merged.shadowed,
-            catalog=self.render(skills),
+            if entry.skill.layer is Layer.USER:
+                skills[entry.skill.skill_id] = self._resolve(entry, layer, layer)
+        return _UserView(base=base, user=user, skills=skills, shadowed=merged.shadowed, catalog=self.render(skills))
+
+    def _base_resolved(self, base: _Base) -> dict[str, ResolvedSkill]:
+        """Layers 1–3 resolved once per merge, shared by every user's view."""
+        if self._resolved_for is not base:
+            self._resolved = {
+                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id], None)
+                for entry in base.merged.entries.values()
+            }
+            self._resolved_for = base
+        return self._resolved
+
+    def _resolve(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer | None) -> ResolvedSkill:
+        return ResolvedSkill(
+            entry=entry,
+            source=source,
+            files_root=self._files_root(entry, source, user_layer),
+            workflow=is_workflow_package(entry.skill.files),
         )
 
-    def _files_root(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer) -> str | None:
+    def _files_root(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer | None) -> str | None:
         """Always the skill's real folder, as the shell sees it (DESIGN §6)."""
         if not self.filesystem.has_shell:
             return None
         if source.layer in (Layer.GLOBAL, Layer.MARKET):
             folder = entry.path.rsplit("/", 1)[-1]
             return self.filesystem.shell_path(f"{CACHE_DIR}/{source.source}/{folder}")
-        fs = user_layer.fs if source.layer is Layer.USER else self.filesystem
+        fs = user_layer.fs if source.layer is Layer.USER and user_layer is not None else self.filesystem
         return fs.shell_path(entry.path)
 
     def render(self, skills: dict[str, ResolvedSkill]) -> str:

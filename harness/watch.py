@@ -8,6 +8,7 @@ the pipeline after the debounce (``DEBOUNCE_MS``) plus watchfiles' step, well un
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from anyio.abc import TaskStatus
 __all__ = ["DEBOUNCE_MS", "TreeWatcher"]
 
 DEBOUNCE_MS = 50
-_IGNORED = frozenset({".skills-cache", ".harness", "__pycache__", ".git"})
+_IGNORED_PART = re.compile(r"/(?:\.skills-cache|\.harness|__pycache__|\.git)(?:/|$)")
 log = logging.getLogger(__name__)
 
 
@@ -75,8 +76,5 @@ class TreeWatcher:
 
 
 def _relevant(root: Path, path: str) -> bool:
-    try:
-        parts = Path(path).relative_to(root).parts
-    except ValueError:
-        return True
-    return not any(part in _IGNORED for part in parts)
+    """Not below an ignored folder; a plain string scan, as staging makes thousands of events."""
+    return _IGNORED_PART.search(path, len(str(root))) is None
