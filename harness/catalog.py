@@ -51,8 +51,9 @@ def render_catalog(
 
     ``load_tool`` / ``shell_tool`` are the names of the tools actually registered. With a
     ``budget`` (characters) the longest descriptions are shortened first; if that is not
-    enough, the remaining skills are listed by name only, under a visible "N more" line —
-    nothing is dropped silently.
+    enough, the remaining skills are listed by name only, under a visible "N more" line; if
+    even their names do not fit, the line lists what fits and counts the rest — nothing is
+    dropped silently.
     """
     if not entries:
         return ""
@@ -100,12 +101,31 @@ def _block(entry: CatalogEntry, description: str) -> str:
     return "\n".join(parts)
 
 
-def _assemble(header: str, blocks: list[str], by_name: list[str]) -> str:
+def _assemble(header: str, blocks: list[str], by_name: list[str], budget: int | None = None) -> str:
     body = "\n".join(blocks)
     if by_name:
-        more = f"<more count=\"{len(by_name)}\">{escape(', '.join(by_name))}</more>"
+        more = _more(by_name, None if budget is None else budget - len(header) - len(body) - 40)
         body = f"{body}\n{more}" if body else more
     return f"{header}\n<available_skills>\n{body}\n</available_skills>"
+
+
+def _more(names: list[str], room: int | None) -> str:
+    """The "N more" line: every name when it fits in ``room``, else as many as fit and a count
+    of the rest, so the model always sees how many skills exist."""
+    listed = names
+    if room is not None and len(", ".join(names)) > room:
+        size, count = 0, 0
+        for name in names:
+            size += len(escape(name)) + 2
+            if size > room - 60:
+                break
+            count += 1
+        listed = names[:count]
+    text = escape(", ".join(listed))
+    unlisted = len(names) - len(listed)
+    if unlisted:
+        text += f"{', ' if listed else ''}and {unlisted} more not listed for space"
+    return f'<more count="{len(names)}">{text}</more>'
 
 
 def _fit(header: str, entries: list[CatalogEntry], budget: int) -> str:
@@ -129,12 +149,13 @@ def _fit(header: str, entries: list[CatalogEntry], budget: int) -> str:
             low_k = mid
         else:
             high_k = mid - 1
-    return _capped(header, entries, _MIN_DESCRIPTION, low_k)
+    # Even the names of the rest may not fit: then they are counted, not listed.
+    return _capped(header, entries, _MIN_DESCRIPTION, low_k, budget)
 
 
-def _capped(header: str, entries: list[CatalogEntry], cap: int, kept: int) -> str:
+def _capped(header: str, entries: list[CatalogEntry], cap: int, kept: int, budget: int | None = None) -> str:
     blocks = [_block(e, _shorten(e.description, cap)) for e in entries[:kept]]
-    return _assemble(header, blocks, [e.name for e in entries[kept:]])
+    return _assemble(header, blocks, [e.name for e in entries[kept:]], budget)
 
 
 def _shorten(text: str, cap: int) -> str:
