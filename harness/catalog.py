@@ -103,26 +103,32 @@ def _block(entry: CatalogEntry, description: str) -> str:
 
 def _assemble(header: str, blocks: list[str], by_name: list[str], budget: int | None = None) -> str:
     body = "\n".join(blocks)
-    if by_name:
-        more = _more(by_name, None if budget is None else budget - len(header) - len(body) - 40)
-        body = f"{body}\n{more}" if body else more
-    return f"{header}\n<available_skills>\n{body}\n</available_skills>"
+
+    def text(listed: int) -> str:
+        if not by_name:
+            return f"{header}\n<available_skills>\n{body}\n</available_skills>"
+        more = _more(by_name, listed)
+        return f"{header}\n<available_skills>\n{body + chr(10) if body else ''}{more}\n</available_skills>"
+
+    full = text(len(by_name))
+    if budget is None or len(full) <= budget:
+        return full
+    # Even the names do not fit: list as many as fit and count the rest.
+    low, high = 0, len(by_name)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(text(mid)) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text(low)
 
 
-def _more(names: list[str], room: int | None) -> str:
-    """The "N more" line: every name when it fits in ``room``, else as many as fit and a count
-    of the rest, so the model always sees how many skills exist."""
-    listed = names
-    if room is not None and len(", ".join(names)) > room:
-        size, count = 0, 0
-        for name in names:
-            size += len(escape(name)) + 2
-            if size > room - 60:
-                break
-            count += 1
-        listed = names[:count]
-    text = escape(", ".join(listed))
-    unlisted = len(names) - len(listed)
+def _more(names: list[str], listed: int) -> str:
+    """The "N more" line: the first ``listed`` names, and a count of any others, so the model
+    always sees how many skills exist."""
+    text = escape(", ".join(names[:listed]))
+    unlisted = len(names) - listed
     if unlisted:
         text += f"{', ' if listed else ''}and {unlisted} more not listed for space"
     return f'<more count="{len(names)}">{text}</more>'
