@@ -102,13 +102,11 @@ def _block(entry: CatalogEntry, description: str) -> str:
 
 
 def _assemble(header: str, blocks: list[str], by_name: list[str], budget: int | None = None) -> str:
-    body = "\n".join(blocks)
+    lead = f"{header}\n<available_skills>\n" + "".join(f"{block}\n" for block in blocks)
 
     def text(listed: int) -> str:
-        if not by_name:
-            return f"{header}\n<available_skills>\n{body}\n</available_skills>"
-        more = _more(by_name, listed)
-        return f"{header}\n<available_skills>\n{body + chr(10) if body else ''}{more}\n</available_skills>"
+        more = f"{_more(by_name, listed)}\n" if by_name else ""
+        return f"{lead}{more}</available_skills>"
 
     full = text(len(by_name))
     if budget is None or len(full) <= budget:
