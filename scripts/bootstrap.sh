@@ -24,10 +24,19 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$python" -m venv .venv; }
 fi
 stamp=.venv/.installed-$(cat pyproject.toml examples/skill-package/pyproject.toml | sha256sum | cut -c1-16)
+pip_install() {
+  # Build backends are chatty on stderr; keep their output for when something fails.
+  if ! .venv/bin/python -m pip install -q "$@" >.venv/pip.log 2>&1; then
+    cat .venv/pip.log >&2
+    echo "error: pip install $* failed (log above)" >&2
+    return 1
+  fi
+}
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  echo "setting up .venv (the package with its dev extras) ..." >&2
+  pip_install --upgrade pip
+  pip_install -e ".[dev]"
   # The example skill package, so the demo and examples have a package market to show.
-  .venv/bin/python -m pip install -q ./examples/skill-package
+  pip_install ./examples/skill-package
   rm -f .venv/.installed-* && touch "$stamp"
 fi
