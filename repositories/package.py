@@ -53,7 +53,8 @@ def _list_zip(node: Any) -> list[Child[Any]]:
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
             children.append(Child(child.name, SYMLINK, child))
-        elif mode and not stat.S_ISREG(mode):
+        elif stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+            # Zips written without file-type bits (zipfile.writestr's default) hold files.
             children.append(Child(child.name, OTHER, child))
         else:
             perms = stat.S_IMODE(mode) or 0o644

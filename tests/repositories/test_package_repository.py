@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,20 @@ async def test_missing_package_or_folder_is_unavailable() -> None:
 def test_invalid_package_name_is_refused() -> None:
     with pytest.raises(InvalidRepositoryConfig):
         PackageRepository("not a package")
+
+
+async def test_zip_entries_without_file_type_bits_are_files(tmp_path: Path) -> None:
+    archive = tmp_path / "plain.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("plain_skills/__init__.py", "")
+        zf.writestr("plain_skills/skills/tool/SKILL.md", "---\nname: tool\ndescription: d\n---\nx\n")
+        zf.writestr("plain_skills/skills/tool/scripts/run.py", "print(1)\n")
+    sys.path.insert(0, str(archive))
+    try:
+        async with PackageRepository("plain_skills", "skills") as repo:
+            snapshot = await repo.snapshot()
+    finally:
+        sys.path.remove(str(archive))
+        sys.modules.pop("plain_skills", None)
+    assert [b.folder for b in snapshot.bundles] == ["tool"]
+    assert [f.path for f in snapshot.bundles[0].files] == ["scripts/run.py"]
