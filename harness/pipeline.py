@@ -124,6 +124,7 @@ class _UserView:
     skills: dict[str, ResolvedSkill]
     shadowed: tuple[Shadowing, ...]
     catalog: str
+    diagnostics: tuple[Diagnostic, ...] = ()
 
 
 class _Tracked:
@@ -278,6 +279,7 @@ class SkillPipeline:
         diagnostics = (
             *base.diagnostics,
             *user.diagnostics,
+            *view.diagnostics,
             *(s.diagnostic() for s in view.shadowed),
             *(staged.diagnostics if staged else ()),
         )
@@ -404,7 +406,35 @@ class SkillPipeline:
         for entry in merged.entries.values():
             if entry.skill.layer is Layer.USER:
                 skills[entry.skill.skill_id] = self._resolve(entry, layer, layer)
-        return _UserView(base=base, user=user, skills=skills, shadowed=merged.shadowed, catalog=self.render(skills))
+        hidden = self._hidden_roots(skills)
+        for skill_id in hidden:
+            skills[skill_id] = dataclasses.replace(skills[skill_id], files_root=None)
+        diagnostics = tuple(
+            Diagnostic(
+                severity="warning",
+                code="files-root-hidden",
+                message=(
+                    f"{skill_id}: its folder is covered by this user's own skill folder of the same name "
+                    "in the user's shell, so its files-root is not rendered; rename one of the folders"
+                ),
+                location=context.user_id,
+            )
+            for skill_id in hidden
+        )
+        return _UserView(
+            base=base, user=user, skills=skills, shadowed=merged.shadowed, catalog=self.render(skills), diagnostics=diagnostics
+        )
+
+    @staticmethod
+    def _hidden_roots(skills: dict[str, ResolvedSkill]) -> list[str]:
+        """Layer 1–3 skills whose files-root is the same path as one of the user's skills (a
+        sandbox merges the user's folders over ``/workspace/skills`` by folder name)."""
+        user_roots = {s.files_root for s in skills.values() if s.skill.layer is Layer.USER and s.files_root}
+        return [
+            skill_id
+            for skill_id, s in skills.items()
+            if s.skill.layer is not Layer.USER and s.files_root in user_roots
+        ]
 
     def _base_resolved(self, base: _Base) -> dict[str, ResolvedSkill]:
         """Layers 1–3 resolved once per merge, shared by every user's view."""
