@@ -190,6 +190,10 @@ class Harness:
             staged_removed=plan.staged.removed if plan.staged else None,
             diagnostics=len(plan.diagnostics),
         )
+        log.debug(
+            "turn of agent %s for user %s (session %s): %d skills, %d diagnostics",
+            self.name, context.user_id, context.session_id, len(plan.skills), len(plan.diagnostics),
+        )
         session = await self.sessions.get(context.user_id, context.session_id)
         try:
             user_text = self._expand(message, plan)
@@ -214,6 +218,7 @@ class Harness:
                 await self.sessions.save(context.user_id, context.session_id, session)
                 return
             for call in reply.message.tool_calls:
+                log.debug("agent %s calls tool %s for user %s", self.name, call.name, context.user_id)
                 yield ToolCalled(call_id=call.id, name=call.name, arguments=dict(call.arguments))
                 content, error = await self._call(by_name, call)
                 for event in pending:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from harness.diagnostics import Diagnostic
 from harness.rules import unsafe_segment_reason
 from harness.skill import Layer, Skill, load_skill
 from harness.validation import SKILL_MD_NAMES
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource", "unsafe_file_path"]
 
@@ -129,6 +132,7 @@ class MarketLayer(SkillSource):
         # returns the last result without asking the market.
         self.watched = False
         self.dirty = True
+        self._failing = False
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
 
     @property
@@ -151,6 +155,9 @@ class MarketLayer(SkillSource):
         if snapshot.version != self._version:
             self._result = self._parse(snapshot.bundles, snapshot.problems)
             self._version = snapshot.version
+        if snapshot.error is None and self._failing:
+            log.info("market %r answers again (version %s)", self.source, snapshot.version)
+            self._failing = False
         if snapshot.error is not None:
             return self._with_failure(
                 f"market {self.source!r} failed to refresh, serving its last good skills: {snapshot.error}"
@@ -165,6 +172,9 @@ class MarketLayer(SkillSource):
         return await self.repository.read_files(entry.path, list(paths))
 
     def _with_failure(self, message: str) -> LayerResult:
+        if not self._failing:
+            log.warning("%s", message)
+            self._failing = True
         problem = Diagnostic(severity="error", code="market-unavailable", message=message, location=self.source)
         return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem))
 

@@ -23,6 +23,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -36,6 +37,8 @@ import anyio
 
 from harness.diagnostics import Diagnostic
 from harness.layers import LayerEntry, SkillSource
+
+log = logging.getLogger(__name__)
 
 __all__ = ["StageItem", "StageResult", "Stager", "staged_mode"]
 
@@ -144,6 +147,14 @@ class Stager:
                 removed=result.removed,
                 diagnostics=(*diagnostics, *result.diagnostics),
             )
+            if result.written or result.removed:
+                log.info(
+                    "staged %s: %d written, %d unchanged, %d removed",
+                    self.cache_dir, result.written, result.unchanged, result.removed,
+                )
+            for diagnostic in result.diagnostics:
+                if diagnostic.severity == "error":
+                    log.warning("%s", diagnostic)
             if not any(d.severity == "error" for d in result.diagnostics):
                 self._last_key = key
                 self._last_items = items if isinstance(items, tuple) else None
