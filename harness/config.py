@@ -45,8 +45,6 @@ class HarnessConfig:
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
-        if self.filesystem == "remote" and not self.store:
-            raise ConfigError("filesystem.store: the remote mode needs a store URL (sqlite:///path, mysql://..., memory:)")
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""
