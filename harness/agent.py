@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +56,8 @@ class Harness:
     ``name`` is the agent id. ``filesystem`` defaults to a local workspace with a shell at
     ``workspace``. ``repositories`` are the markets (later wins), ``global_skills_dir`` is layer 1.
     ``tools`` are extra tools: ``Tool`` objects or plain typed (async) functions.
-    ``skills`` restricts the catalog to those names (used by subagents). ``learning=True`` (or a
+    ``skills`` restricts the catalog to those names (used by subagents); ``pipeline`` shares
+    another agent's pipeline with its filesystem and markets (see :meth:`subagent`). ``learning=True`` (or a
     configured :class:`~harness.learning.SelfLearning`) turns on the self-learning loop: the
     authoring tools, usage recording, visibility filters, promotion and the curator.
     """
@@ -79,9 +80,10 @@ class Harness:
         market_timeout: float = 10.0,
         visibility: VisibilityPolicy | None = None,
         usage: UsageHooks | None = None,
-        skills: Sequence[str] | None = None,
+        skills: Collection[str] | None = None,
         watch: bool = True,
         learning: bool | SelfLearning = False,
+        pipeline: SkillPipeline | None = None,
     ) -> None:
         if filesystem is None and workspace is None:
             raise ValueError("give a workspace folder or a filesystem")
@@ -106,7 +108,7 @@ class Harness:
         self.usage = usage
         self.skill_names = frozenset(skills) if skills is not None else None
         self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
-        self.pipeline = SkillPipeline(
+        self.pipeline = pipeline or SkillPipeline(
             filesystem=self.filesystem,
             repositories=self.repositories,
             global_skills_dir=global_skills_dir,
@@ -117,7 +119,9 @@ class Harness:
             watch=watch,
         )
         self._stack = AsyncExitStack()
-        self._owns_resources = True
+        # An agent built around another's pipeline (a subagent) shares its resources: the
+        # owner opens and closes them.
+        self._owns_resources = pipeline is None
         self._closed = False
 
     @classmethod
@@ -245,18 +249,20 @@ class Harness:
         """A child agent with its own id and prompt that shares this agent's markets, global
         dir, filesystem and pipeline (the same instances), optionally restricted to ``skills``.
         Close the parent, not the child, to release them."""
-        child = Harness.__new__(Harness)
-        child.__dict__.update(self.__dict__)
-        child.name = name
-        child.system_prompt = self.system_prompt if system_prompt is None else system_prompt
-        child.model = model or self.model
-        child.skill_names = frozenset(skills) if skills is not None else self.skill_names
-        child.tools = self.tools if tools is None else [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
-        child.sessions = InMemorySessionStore()
-        child._stack = AsyncExitStack()
-        child._owns_resources = False
-        child._closed = False
-        return child
+        return Harness(
+            name=name,
+            model=model or self.model,
+            filesystem=self.filesystem,
+            repositories=self.repositories,
+            global_skills_dir=self.global_skills_dir,
+            tools=self.tools if tools is None else tools,
+            system_prompt=self.system_prompt if system_prompt is None else system_prompt,
+            max_steps=self.max_steps,
+            usage=self.usage,
+            skills=skills if skills is not None else self.skill_names,
+            learning=self.learning or False,
+            pipeline=self.pipeline,
+        )
 
     # -- helpers -----------------------------------------------------------------------------
 
