@@ -72,6 +72,16 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     _common(show)
     show.set_defaults(handler=lambda args: _handle(args, _show))
 
+    upgrade = commands.add_parser(
+        "upgrade", help="move a run to a new version of its skill (no pending action, same name and mode)"
+    )
+    upgrade.add_argument("--run-id", required=True)
+    upgrade.add_argument("skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers")
+    upgrade.add_argument("--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in")
+    upgrade.add_argument("--global-dir", type=Path, help="global skills folder to look the skill name up in")
+    _common(upgrade)
+    upgrade.set_defaults(handler=lambda args: _handle(args, _upgrade))
+
     cancel = commands.add_parser("cancel", help="cancel an unfinished run")
     cancel.add_argument("--run-id", required=True)
     cancel.add_argument("--reason", default="")
@@ -164,6 +174,10 @@ async def _show(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     return _print_run(run, args, exit_on_failure=False)
 
 
+async def _upgrade(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    return _print_run(await engine.upgrade(args.run_id, await _package(args)), args)
+
+
 async def _cancel(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     return _print_run(await engine.cancel(args.run_id, args.reason), args, exit_on_failure=False)
 
@@ -199,7 +213,7 @@ def _hint(run: Run, args: argparse.Namespace) -> str:
         blocked = run.blocked
         if blocked.kind == "confirmation":
             return f"{blocked.reason}. Confirm with `{base} --confirm {blocked.action.id}` or cancel with `harness engine cancel --run-id {run.run_id}`."
-        return f"blocked: {blocked.reason}. Upgrade the skill (API `upgrade`) or cancel with `harness engine cancel --run-id {run.run_id}`."
+        return f"blocked: {blocked.reason}. Upgrade the skill with `harness engine upgrade --run-id {run.run_id} SKILL` or cancel with `harness engine cancel --run-id {run.run_id}`."
     pending = run.pending
     if pending is None:
         return "propose the next action of this adaptive run (the workflow tools or `WorkflowEngine.propose`)."
