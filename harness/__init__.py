@@ -9,7 +9,8 @@ from harness.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalle
 from harness.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.merge import Shadowing
 from harness.models import DemoModel, Message, Model, ScriptedModel, ToolCall, Usage, open_model
-from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan, VisibilityPolicy
+from harness.pipeline import SkillPipeline
+from harness.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.sessions import InMemorySessionStore, Session, SessionStore
 from harness.skill import Layer, Skill, load_skill
 from harness.skill_tools import LOAD_TOOL, SHELL_TOOL, UsageHooks

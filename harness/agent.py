@@ -20,9 +20,10 @@ from harness.engine import Outcome, Run, WorkflowEngine, workflow_tools
 from harness.file_tools import file_tools
 from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
-from harness.pipeline import SkillPipeline, TurnPlan, VisibilityPolicy
+from harness.pipeline import SkillPipeline
+from harness.plan import TurnPlan, VisibilityPolicy
 from harness.sessions import InMemorySessionStore, Session, SessionStore
-from harness.skill_tools import LOAD_TOOL, UsageHooks, skill_tools
+from harness.skill_tools import UsageHooks, skill_tools
 from harness.tooling import Tool, tool_from_function
 from harness.workflows import AgentExecutor, package_for, resolver
 

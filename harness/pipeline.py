@@ -13,9 +13,9 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Self
+from typing import Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,85 +26,19 @@ from harness.catalog import entries_for, render_catalog
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.engine.loader import is_workflow_package
-from harness.errors import SkillNotFound
 from harness.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
 from harness.merge import Merged, Shadowing, merge_layers
-from harness.skill import Layer, Skill
+from harness.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.skill import Layer
 from harness.skill_tools import LOAD_TOOL, SHELL_TOOL
 from harness.staging import StageItem, StageResult, Stager
 from harness.watch import TreeWatcher
 
-__all__ = ["ResolvedSkill", "SkillPipeline", "TurnPlan", "VisibilityPolicy"]
+__all__ = ["SkillPipeline"]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
 CACHE_DIR = ".skills-cache"
-
-
-class VisibilityPolicy(Protocol):
-    """Decides which skills a turn sees (e.g. rollout filters on agent-created skills)."""
-
-    async def apply(self, skills: list[Skill], context: RuntimeContext) -> list[Skill]: ...
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ResolvedSkill:
-    """A merged skill with the source that reads its files and where the shell finds them;
-    ``workflow`` says it carries a workflow definition (``harness.engine``)."""
-
-    entry: LayerEntry
-    source: SkillSource
-    files_root: str | None
-    workflow: bool = False
-
-    @property
-    def skill(self) -> Skill:
-        """The parsed skill."""
-        return self.entry.skill
-
-
-@dataclass(kw_only=True)
-class TurnPlan:
-    """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
-
-    ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
-    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
-    """
-
-    context: RuntimeContext
-    filesystem: AbstractFilesystem
-    skills: dict[str, ResolvedSkill]
-    catalog: str
-    shadowed: tuple[Shadowing, ...]
-    diagnostics: tuple[Diagnostic, ...]
-    staged: StageResult | None
-    invoked: set[str] = field(default_factory=set)
-
-    def available(self) -> list[ResolvedSkill]:
-        """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""
-        return [s for s in self.skills.values() if not s.skill.hidden or s.skill.skill_id in self.invoked]
-
-    def find(self, id_or_name: str) -> ResolvedSkill | None:
-        """A loadable skill by id, or by name when exactly one skill has it."""
-        found = self.skills.get(id_or_name)
-        if found is None:
-            named = [s for s in self.skills.values() if s.skill.name == id_or_name]
-            found = named[0] if len(named) == 1 else None
-        if found is None or (found.skill.hidden and found.skill.skill_id not in self.invoked):
-            return None
-        return found
-
-    def invoke(self, id_or_name: str) -> ResolvedSkill:
-        """Mark a skill as explicitly invoked (hidden skills included) and return it."""
-        found = self.skills.get(id_or_name) or next(
-            (s for s in self.skills.values() if s.skill.name == id_or_name), None
-        )
-        if found is None:
-            raise SkillNotFound(
-                f"no skill named {id_or_name!r}; available: " + ", ".join(sorted(s.skill.name for s in self.skills.values()))
-            )
-        self.invoked.add(found.skill.skill_id)
-        return found
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

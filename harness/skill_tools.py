@@ -18,7 +18,7 @@ from harness.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
 from harness.tooling import Tool, tool_from_function
 
 if TYPE_CHECKING:
-    from harness.pipeline import ResolvedSkill, TurnPlan
+    from harness.plan import ResolvedSkill, TurnPlan
 
 __all__ = ["LOAD_TOOL", "MAX_LINES", "MAX_PAGE_BYTES", "SHELL_TOOL", "UsageHooks", "load_skill_file", "skill_tools"]
 

@@ -16,7 +16,7 @@ from harness.context import RuntimeContext
 from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 from harness.engine.package import is_package_file
 from harness.errors import SkillNotFound
-from harness.pipeline import ResolvedSkill, TurnPlan
+from harness.plan import ResolvedSkill, TurnPlan
 from harness.skill_tools import format_command_result
 
 if TYPE_CHECKING:

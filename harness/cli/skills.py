@@ -12,7 +12,7 @@ import anyio
 from harness.agent import Harness
 from harness.cli import learning
 from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
-from harness.pipeline import TurnPlan
+from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
 from harness.validation import find_skill_dirs, validate_skill_dir
 

@@ -14,7 +14,8 @@ import pytest
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
-from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline import SkillPipeline
+from harness.plan import TurnPlan
 from harness.skill_tools import LOAD_TOOL, SHELL_TOOL, skill_tools
 from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
 

@@ -15,7 +15,8 @@ import pytest
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
-from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline import SkillPipeline
+from harness.plan import TurnPlan
 from repositories import GitRepository, MemoryRepository, MySQLRepository
 
 from pipeline_helpers import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill

@@ -9,7 +9,8 @@ import pytest
 
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
-from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline import SkillPipeline
+from harness.plan import TurnPlan
 from harness.skill_tools import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 

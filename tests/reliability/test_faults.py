@@ -20,7 +20,8 @@ import pytest
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem
 from harness.context import RuntimeContext
-from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline import SkillPipeline
+from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
 from repositories import FileContents, GitRepository, MemoryRepository, MySQLRepository, SkillBundleContents
 

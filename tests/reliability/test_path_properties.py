@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from filesystems import LocalFilesystem, PathEscapeError, normalize_path
 from harness.context import RuntimeContext
 from harness.layers import unsafe_file_path
-from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline import SkillPipeline
+from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
 from harness.staging import _unsafe_path
 

@@ -1,0 +1,83 @@
+"""What one turn of one user sees: the merged skills, the catalog and the diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from filesystems import AbstractFilesystem
+from harness.context import RuntimeContext
+from harness.diagnostics import Diagnostic
+from harness.errors import SkillNotFound
+from harness.layers import LayerEntry, SkillSource
+from harness.merge import Shadowing
+from harness.skill import Skill
+from harness.staging import StageResult
+
+__all__ = ["ResolvedSkill", "TurnPlan", "VisibilityPolicy"]
+
+
+class VisibilityPolicy(Protocol):
+    """Decides which skills a turn sees (e.g. rollout filters on agent-created skills)."""
+
+    async def apply(self, skills: list[Skill], context: RuntimeContext) -> list[Skill]: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResolvedSkill:
+    """A merged skill with the source that reads its files and where the shell finds them;
+    ``workflow`` says it carries a workflow definition (``harness.engine``)."""
+
+    entry: LayerEntry
+    source: SkillSource
+    files_root: str | None
+    workflow: bool = False
+
+    @property
+    def skill(self) -> Skill:
+        """The parsed skill."""
+        return self.entry.skill
+
+
+@dataclass(kw_only=True)
+class TurnPlan:
+    """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
+
+    ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
+    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
+    """
+
+    context: RuntimeContext
+    filesystem: AbstractFilesystem
+    skills: dict[str, ResolvedSkill]
+    catalog: str
+    shadowed: tuple[Shadowing, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    staged: StageResult | None
+    invoked: set[str] = field(default_factory=set)
+
+    def available(self) -> list[ResolvedSkill]:
+        """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""
+        return [s for s in self.skills.values() if not s.skill.hidden or s.skill.skill_id in self.invoked]
+
+    def find(self, id_or_name: str) -> ResolvedSkill | None:
+        """A loadable skill by id, or by name when exactly one skill has it."""
+        found = self.skills.get(id_or_name)
+        if found is None:
+            named = [s for s in self.skills.values() if s.skill.name == id_or_name]
+            found = named[0] if len(named) == 1 else None
+        if found is None or (found.skill.hidden and found.skill.skill_id not in self.invoked):
+            return None
+        return found
+
+    def invoke(self, id_or_name: str) -> ResolvedSkill:
+        """Mark a skill as explicitly invoked (hidden skills included) and return it."""
+        found = self.skills.get(id_or_name) or next(
+            (s for s in self.skills.values() if s.skill.name == id_or_name), None
+        )
+        if found is None:
+            raise SkillNotFound(
+                f"no skill named {id_or_name!r}; available: " + ", ".join(sorted(s.skill.name for s in self.skills.values()))
+            )
+        self.invoked.add(found.skill.skill_id)
+        return found
