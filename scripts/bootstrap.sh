@@ -20,8 +20,10 @@ apt_install() {
 python=${PYTHON:-python3}
 command -v "$python" >/dev/null || apt_install python3
 command -v git >/dev/null || apt_install git
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$python" -m venv .venv; }
+# A venv without pip (python3-venv missing when it was made) is made again.
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  rm -rf .venv
+  "$python" -m venv .venv 2>/dev/null || { rm -rf .venv; apt_install python3-venv && "$python" -m venv .venv; }
 fi
 stamp=.venv/.installed-$(cat pyproject.toml examples/skill-package/pyproject.toml | sha256sum | cut -c1-16)
 pip_install() {
