@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import os
 import secrets
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import aiomysql
 
+import git_remote
 from filesystems import AbstractFilesystem, LocalFilesystem, RemoteFilesystem, SandboxFilesystem, SQLiteKeyValueStore
 from repositories import FileContents, MySQLRepository, SkillBundleContents
 from repositories.mysql import parse_mysql_dsn
@@ -56,26 +55,8 @@ def echo_script(tag: str) -> str:
     return f"#!/bin/sh\necho {tag}\n"
 
 
-class GitRemote:
-    """A bare repository reached by a ``file://`` URL, fed from a work tree that pushes to it."""
-
-    def __init__(self, base: Path) -> None:
-        self.bare = base / "remote.git"
-        self.work = base / "work"
-        self.url = self.bare.as_uri()
-        self._env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(base),
-            "GIT_AUTHOR_NAME": "Test",
-            "GIT_AUTHOR_EMAIL": "test@example.com",
-            "GIT_COMMITTER_NAME": "Test",
-            "GIT_COMMITTER_EMAIL": "test@example.com",
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        base.mkdir(parents=True, exist_ok=True)
-        self._git("init", "--quiet", "--bare", "-b", "main", str(self.bare), cwd=base)
-        self._git("init", "--quiet", "-b", "main", str(self.work), cwd=base)
-        self._git("remote", "add", "origin", self.url)
+class GitRemote(git_remote.GitRemote):
+    """The shared git remote, plus skills with an executable ``scripts/run.sh``."""
 
     def skill(self, name: str, *, description: str | None = None, script: str | None = None) -> None:
         folder = write_skill(self.work / "skills", name, description=description, script=script)
@@ -84,14 +65,6 @@ class GitRemote:
 
     def remove(self, name: str) -> None:
         shutil.rmtree(self.work / "skills" / name)
-
-    def push(self, message: str = "change") -> None:
-        self._git("add", "-A")
-        self._git("commit", "--quiet", "--allow-empty", "-m", message)
-        self._git("push", "--quiet", "origin", "HEAD:refs/heads/main")
-
-    def _git(self, *args: str, cwd: Path | None = None) -> None:
-        subprocess.run(["git", *args], cwd=cwd or self.work, env=self._env, capture_output=True, check=True)
 
 
 @contextmanager

@@ -73,7 +73,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
         remote.skill("lint", description="git lint", script=echo_script("git-lint"))
         remote.skill("report", description="git report", script=echo_script("git-report"))
         remote.skill("shared", description="git shared", script=echo_script("git-shared"))
-        remote.push()
+        remote.commit()
         market_dir = tmp_path / "dirmarket"
         write_skill(market_dir, "deploy", description="dir deploy", script=echo_script("dir-deploy"))
         write_skill(market_dir, "shared", description="dir shared", script=echo_script("dir-shared"))

@@ -154,7 +154,7 @@ async def test_harness_writes_show_at_once_through_invalidate(tmp_path: Path) ->
 async def test_a_market_whose_remote_vanished_keeps_its_last_good_skills(tmp_path: Path) -> None:
     remote = GitRemote(tmp_path / "git")
     remote.skill("lint", script=echo_script("git-lint"))
-    remote.push()
+    remote.commit()
     async with (
         open_filesystem("local-shell", tmp_path / "ws") as fs,
         GitRepository(remote.url, cache_dir=tmp_path / "gitcache") as git,

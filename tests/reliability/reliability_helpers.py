@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import git_remote
 from repositories import BundleFile, SkillBundle, SkillRepository, Snapshot
 
 CACHE = ".skills-cache"
@@ -218,38 +219,10 @@ def shared_dir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-class GitRemote:
-    """A bare repository reached by a ``file://`` URL, fed from a work tree that pushes to it."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.bare = base / "remote.git"
-        self.work = base / "work"
-        self.url = self.bare.as_uri()
-        self._env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(base),
-            "GIT_AUTHOR_NAME": "Test",
-            "GIT_AUTHOR_EMAIL": "test@example.com",
-            "GIT_COMMITTER_NAME": "Test",
-            "GIT_COMMITTER_EMAIL": "test@example.com",
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        base.mkdir(parents=True, exist_ok=True)
-        self.create_bare()
-        self._git("init", "--quiet", "-b", "main", str(self.work), cwd=base)
-        self._git("remote", "add", "origin", self.url)
-
-    def create_bare(self) -> None:
-        self._git("init", "--quiet", "--bare", "-b", "main", str(self.bare), cwd=self.base)
+class GitRemote(git_remote.GitRemote):
+    """The shared git remote, plus hostile or ordinary skills in its work tree."""
 
     def skill(self, name: str, *, description: str | None = None, files: dict[str, bytes] | None = None) -> None:
         write_skill(self.work / "skills", name, skill_md(name, description), files)
 
-    def push(self, message: str = "change") -> None:
-        self._git("add", "-A")
-        self._git("commit", "--quiet", "--allow-empty", "-m", message)
-        self._git("push", "--quiet", "--force", "origin", "HEAD:refs/heads/main")
 
-    def _git(self, *args: str, cwd: Path | None = None) -> None:
-        subprocess.run(["git", *args], cwd=cwd or self.work, env=self._env, capture_output=True, check=True)

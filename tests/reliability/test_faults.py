@@ -50,7 +50,7 @@ async def _user_note(plan: TurnPlan) -> str:
 async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) -> None:
     remote = GitRemote(tmp_path / "git")
     remote.skill("deploy", files={"scripts/run.sh": b"#!/bin/sh\necho v1\n"})
-    remote.push("v1")
+    remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
     async with (
@@ -72,7 +72,7 @@ async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) ->
 
         remote.create_bare()
         remote.skill("deploy", files={"scripts/run.sh": b"#!/bin/sh\necho v2\n"})
-        remote.push("v2")
+        remote.commit("v2", force=True)
         healed = await pipeline.prepare(ALICE)
         assert not _errors(healed, "market-unavailable")
         run = await healed.filesystem.run(f"sh {healed.skills['deploy_team'].files_root}/scripts/run.sh")
@@ -84,7 +84,7 @@ async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) ->
 async def test_git_remote_gone_before_a_restart_serves_the_cached_clone(tmp_path: Path) -> None:
     remote = GitRemote(tmp_path / "git")
     remote.skill("deploy")
-    remote.push("v1")
+    remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
     async with LocalFilesystem(ws, shell=True) as fs, GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+import git_remote
 
 PYTHON = sys.executable
 
@@ -20,31 +21,8 @@ def write_skill(root: Path, folder: str, *, description: str = "A test skill.", 
     return path
 
 
-class GitRemote:
-    """A bare repository (the remote, reached through ``url``) and a work tree that pushes to it."""
-
-    def __init__(self, base: Path) -> None:
-        self.bare = base / "remote.git"
-        self.work = base / "work"
-        self.url = self.bare.as_uri()
-        self.env = {
-            **os.environ,
-            "GIT_AUTHOR_NAME": "Test",
-            "GIT_AUTHOR_EMAIL": "test@example.com",
-            "GIT_COMMITTER_NAME": "Test",
-            "GIT_COMMITTER_EMAIL": "test@example.com",
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        base.mkdir(parents=True, exist_ok=True)
-        self.git("init", "--quiet", "--bare", "-b", "main", str(self.bare), cwd=base)
-        self.git("init", "--quiet", "-b", "main", str(self.work), cwd=base)
-        self.git("remote", "add", "origin", self.url)
-
-    def git(self, *args: str, cwd: Path | None = None) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd or self.work, env=self.env, capture_output=True, text=True, check=True
-        )
-        return done.stdout.strip()
+class GitRemote(git_remote.GitRemote):
+    """The shared git remote, plus writing files and skills into its work tree."""
 
     def write(self, path: str, text: str, mode: int = 0o644) -> None:
         target = self.work / path
@@ -54,12 +32,6 @@ class GitRemote:
 
     def skill(self, folder: str, description: str = "A test skill.") -> None:
         write_skill(self.work, folder, description=description)
-
-    def commit(self, message: str = "change", *, branch: str = "main", force: bool = False) -> str:
-        self.git("add", "-A")
-        self.git("commit", "--quiet", "--allow-empty", "-m", message)
-        self.git("push", "--quiet", *(["--force"] if force else []), "origin", f"HEAD:refs/heads/{branch}")
-        return self.git("rev-parse", "HEAD")
 
 
 class SubprocessLog:
