@@ -207,8 +207,9 @@ class SkillPipeline:
         if self.visibility is not None:
             kept = await self.visibility.apply([s.skill for s in skills.values()], context)
             allowed = {s.skill_id for s in kept}
-            skills = {k: v for k, v in skills.items() if k in allowed}
-            catalog = self.render(skills)
+            if len(allowed) < len(skills):  # the common case filters nothing: keep the view's catalog
+                skills = {k: v for k, v in skills.items() if k in allowed}
+                catalog = self.render(skills)
         staged = await self.stager.stage(base.stage_items) if self.stager is not None else None
         diagnostics = (
             *base.diagnostics,
