@@ -362,21 +362,28 @@ class AbstractFilesystem(ABC):
         """Run ``command`` with ``/bin/sh -c`` where this filesystem's shell runs.
 
         ``cwd`` is a path relative to the root (default: the root); ``env`` adds variables to
-        the backend's minimal environment; ``timeout`` (seconds, ``None`` = the backend's
-        default) kills the whole process group when reached. Output beyond the backend's cap is
-        dropped and flagged ``truncated``. A non-zero exit is returned, never raised. Raises
-        :class:`ShellUnavailable` on filesystems without a shell.
+        the backend's minimal environment; ``timeout`` (seconds) kills the whole process group
+        when reached. The backend's configured timeout (:attr:`timeout_ceiling`) is both the
+        default and a ceiling: a caller may ask for less, never for more. Output beyond the
+        backend's cap is dropped and flagged ``truncated``. A non-zero exit is returned, never
+        raised. Raises :class:`ShellUnavailable` on filesystems without a shell and
+        :class:`ValueError` for a timeout that is not a positive number.
         """
         if not self.has_shell:
             raise ShellUnavailable(f"{type(self).__name__} has no shell; run() is unavailable")
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be > 0 seconds")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         return await self._run(
             command,
             cwd=normalize_path(cwd or ""),
             env=_check_env(env),
-            timeout=timeout,
+            timeout=_capped_timeout(timeout, self.timeout_ceiling),
         )
+
+    @property
+    def timeout_ceiling(self) -> float | None:
+        """The longest a command may run, set by whoever built the filesystem (``None``: none)."""
+        return None
 
     def shell_path(self, path: str) -> str:
         """The absolute path under which the shell sees ``path`` (for ``<files-root>``).
@@ -461,6 +468,13 @@ class AbstractFilesystem(ABC):
 
     async def _aclose(self) -> None:
         return None
+
+
+def _capped_timeout(requested: float | None, ceiling: float | None) -> float | None:
+    """``requested`` lowered to ``ceiling``; the ceiling itself when nothing was requested."""
+    if requested is None or ceiling is None:
+        return ceiling if requested is None else requested
+    return min(requested, ceiling)
 
 
 def _check_mode(mode: int | None) -> int | None:

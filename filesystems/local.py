@@ -76,7 +76,7 @@ class LocalFilesystem(AbstractFilesystem):
     working folder and a minimal environment (``PATH``, ``HOME`` = the root, ``LANG``) plus
     ``env``; nothing of this process's environment is inherited. The host shell is **trusted**:
     it can read whatever this process can. ``output_limit`` caps stdout and stderr each;
-    ``timeout`` is the default for ``run()``. ``owner=(uid, gid)`` hands every file and folder
+    ``timeout`` is the default and the ceiling of ``run()``. ``owner=(uid, gid)`` hands every file and folder
     this filesystem creates to that owner (used when a sandbox user must write them).
     """
 
@@ -485,6 +485,10 @@ class LocalFilesystem(AbstractFilesystem):
     @property
     def has_shell(self) -> bool:
         return self._shell
+
+    @property
+    def timeout_ceiling(self) -> float | None:
+        return self._timeout
 
     def _command_env(self, env: dict[str, str]) -> dict[str, str]:
         return {"PATH": _SEARCH_PATH, "HOME": self._root, "LANG": "C.UTF-8", **self._env, **env}

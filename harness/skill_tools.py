@@ -73,6 +73,8 @@ def skill_tools(
 
     ``loaded`` is the conversation's set of skill ids whose SKILL.md was already served: a
     second full load returns a short note instead of the body again, unless ``reload`` is set.
+    ``shell_timeout`` is the ceiling of the shell tool's ``timeout`` argument (the model may
+    lower it, never raise it); the filesystem's own ceiling applies on top.
     """
 
     async def load_skill_through_path(
@@ -115,9 +117,9 @@ def skill_tools(
         Args:
             command: The command line, e.g. "python3 <files-root>/scripts/run.py".
             cwd: A folder relative to the user's workspace to run in.
-            timeout: Seconds before the command is killed.
+            timeout: Seconds before the command is killed (at most the operator's limit).
         """
-        result = await plan.filesystem.run(command, cwd=cwd, timeout=timeout or shell_timeout)
+        result = await plan.filesystem.run(command, cwd=cwd, timeout=_tool_timeout(timeout, shell_timeout))
         if usage is not None:
             for resolved in plan.available():
                 if resolved.files_root and resolved.files_root in command:
@@ -128,6 +130,13 @@ def skill_tools(
 
     tools.append(tool_from_function(execute_shell_command, name=SHELL_TOOL))
     return tools
+
+
+def _tool_timeout(requested: float | None, ceiling: float) -> float:
+    """The model's timeout lowered to ``ceiling``; anything but a positive number means ``ceiling``."""
+    if requested is None or not requested > 0:
+        return ceiling
+    return min(requested, ceiling)
 
 
 def format_command_result(result: CommandResult) -> str:
