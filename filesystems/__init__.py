@@ -26,7 +26,7 @@ from .errors import (
 )
 from .local import LocalFilesystem
 from .remote import RemoteFilesystem
-from .sandbox import SandboxFilesystem
+from .sandbox import SandboxFilesystem, SandboxLimits
 from .stores import (
     KeyValueStore,
     MemoryKeyValueStore,
@@ -53,6 +53,7 @@ __all__ = [
     "RemoteFilesystem",
     "SQLiteKeyValueStore",
     "SandboxFilesystem",
+    "SandboxLimits",
     "SandboxUnavailable",
     "ShellUnavailable",
     "StoreEntry",

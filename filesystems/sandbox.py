@@ -5,17 +5,19 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import anyio
 
 from ._process import run_process
 from .base import CommandResult
-from .errors import SandboxUnavailable
+from .errors import PathEscapeError, SandboxUnavailable
 from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
 
-__all__ = ["DEFAULT_PROJECTED", "NOBODY", "SandboxFilesystem"]
+__all__ = ["DEFAULT_PROJECTED", "NOBODY", "SandboxFilesystem", "SandboxLimits"]
 
 #: Shared workspace entries projected read-only into every sandbox.
 DEFAULT_PROJECTED: tuple[str, ...] = (
@@ -44,6 +46,84 @@ _SYSTEM_FILES = (
 )
 _NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf")
 _SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: Machine-owned folder of a user's area (run records): read-only inside the sandbox.
+_MACHINE_DIR = ".harness"
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimits:
+    """Resource limits every sandboxed command runs under (``None`` lifts one).
+
+    ``processes`` (``RLIMIT_NPROC``) counts every process of the sandbox uid on the host: all
+    tenants' sandboxes share that uid, so it bounds all concurrent commands *together*, and
+    one tenant's fork bomb can make the others' forks fail until its timeout. Without root
+    the uid is this process's own, and the count includes every process of that user.
+    ``memory`` (``RLIMIT_AS``, bytes of address space per process), ``file_size``
+    (``RLIMIT_FSIZE``, bytes per written file), ``open_files`` (``RLIMIT_NOFILE``, per process)
+    and ``cpu_seconds`` (``RLIMIT_CPU``, per process) are set with ``prlimit`` before bubblewrap
+    starts and hold for everything inside. ``tmp_size`` caps the private ``/tmp`` (a tmpfs held
+    in memory, not counted in ``memory``).
+    """
+
+    processes: int | None = 512
+    memory: int | None = 4096 * _MIB
+    file_size: int | None = 1024 * _MIB
+    open_files: int | None = 1024
+    cpu_seconds: int | None = None
+    tmp_size: int | None = 256 * _MIB
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value is not None and (type(value) is not int or value <= 0):
+                raise ValueError(
+                    f"SandboxLimits.{name} must be a positive whole number or None, got {value!r}"
+                )
+
+    def prlimit_args(self) -> tuple[str, ...]:
+        """``prlimit`` options setting soft and hard limits (empty when nothing is limited)."""
+        options = {
+            "nproc": self.processes,
+            "as": self.memory,
+            "fsize": self.file_size,
+            "nofile": self.open_files,
+            "cpu": self.cpu_seconds,
+        }
+        return tuple(f"--{key}={value}" for key, value in options.items() if value is not None)
+
+
+def _real_entry(folder: str, name: str) -> os.stat_result | None:
+    """``lstat`` of ``folder/name`` when it is a real file or folder directly in ``folder``.
+
+    ``folder`` must be a resolved path. Links, other file types and anything whose resolved
+    path is not exactly ``folder/name`` (a parent swapped for a link) give ``None``.
+    """
+    path = os.path.join(folder, name)
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    if not (stat.S_ISDIR(found.st_mode) or stat.S_ISREG(found.st_mode)):
+        return None
+    return found if os.path.realpath(path) == path else None
+
+
+def _skill_folders(folder: str) -> list[str]:
+    """Names of the real (not linked) skill folders in ``folder``; dot-entries are state."""
+    if _real_entry(os.path.dirname(folder), os.path.basename(folder)) is None:
+        return []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    names = []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            continue
+        found = _real_entry(folder, entry.name)
+        if found is not None and stat.S_ISDIR(found.st_mode):
+            names.append(entry.name)
+    return sorted(names)
 
 
 def _system_binds() -> list[str]:
@@ -59,10 +139,12 @@ def _system_binds() -> list[str]:
 
 
 @functools.cache
-def _probe(bwrap: str, uid: int | None, gid: int | None, workspace: str) -> None:
+def _probe(
+    launcher: tuple[str, ...], bwrap: str, uid: int | None, gid: int | None, workspace: str
+) -> None:
     """Start one sandbox that only runs ``true``; raise :class:`SandboxUnavailable` if it fails."""
     argv = [
-        bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        *launcher, bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         *_system_binds(), "--proc", "/proc", "--dev", "/dev",
         "--ro-bind", workspace, WORKSPACE, "--", "true",
     ]  # fmt: skip
@@ -83,8 +165,8 @@ def _probe(bwrap: str, uid: int | None, gid: int | None, workspace: str) -> None
         who = f" as uid {uid}" if uid is not None else ""
         raise SandboxUnavailable(
             f"bubblewrap cannot run{who} (exit {done.returncode}): {done.stderr.strip()}; "
-            "it needs unprivileged user namespaces, and the workspace must be reachable by the "
-            "sandbox user"
+            "it needs unprivileged user namespaces, the workspace must be reachable by the "
+            "sandbox user, and the limits must leave it room to start"
         )
 
 
@@ -103,15 +185,24 @@ class SandboxFilesystem(LocalFilesystem):
     * only read-only system folders (``/usr`` and the ``/lib``, ``/bin`` links) and a handful of
       ``/etc`` files are bound — not ``/etc`` as a whole; ``/proc``, ``/dev`` and ``/tmp`` are
       private;
-    * ``/workspace`` is the user's area (writable, persisted on the host). The shared roots in
-      ``projected`` (default :data:`DEFAULT_PROJECTED`; ``()`` turns projection off) appear
-      read-only under ``/workspace``. ``/workspace/skills`` merges the workspace's skill folders
-      (read-only) with the user's own (writable), a user folder replacing the same-name
-      workspace folder whole; new top-level folders made there by a command are not kept —
-      create skill folders through the filesystem. The unscoped filesystem's sandbox holds only
+    * ``/workspace`` is the user's area (writable, persisted on the host) except its
+      machine-owned parts: ``/workspace/skills`` and ``/workspace/.harness`` are read-only.
+      The shared roots in ``projected`` (default :data:`DEFAULT_PROJECTED`; ``()`` turns
+      projection off) appear read-only under ``/workspace``. ``/workspace/skills`` merges the
+      workspace's skill folders with the user's own, all read-only, a user folder replacing the
+      same-name workspace folder whole; dot-entries (usage, audit, reviews, archive) of either
+      are not projected. Skills enter a user's area through the filesystem (the harness's
+      authoring tools), never through the shell. The unscoped filesystem's sandbox holds only
       the projected roots. Bind mounts copy nothing: exec bits survive and host deletions show
       in the next command. bubblewrap leaves empty mount points for the projected names in the
-      user's area on the host (an empty ``AGENTS.md``, ``knowledge/``, ...).
+      user's area on the host (an empty ``AGENTS.md``, ``knowledge/``, ...);
+    * nothing is bound from a path that is a link: every projected entry and skill folder is
+      checked with ``lstat`` (and its resolved path) when each command starts; a link is left
+      out. A link at ``skills`` or ``.harness`` of the user's area refuses the command with
+      :class:`PathEscapeError` (remove it with :meth:`delete`);
+    * every command runs under ``limits`` (:class:`SandboxLimits`, applied with ``prlimit``):
+      processes, address space, file size, open files, optionally CPU seconds, and a capped
+      ``/tmp``. ``timeout`` is the default and the ceiling of a command's wall-clock time.
 
     Construction starts a probe sandbox and raises :class:`SandboxUnavailable` with the reason
     when bubblewrap cannot run (never a silent fallback to the host). ``shell_path`` returns
@@ -130,6 +221,7 @@ class SandboxFilesystem(LocalFilesystem):
         timeout: float | None = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
         bwrap: str = "bwrap",
+        limits: SandboxLimits = SandboxLimits(),
     ) -> None:
         as_root = os.geteuid() == 0
         self._uid = uid if as_root else None
@@ -152,8 +244,28 @@ class SandboxFilesystem(LocalFilesystem):
         if found is None:
             raise SandboxUnavailable(f"bubblewrap ({bwrap!r}) is not installed or not on PATH")
         self._bwrap = found
+        self._limits = limits
+        self._launcher = self._prlimit_launcher(limits)
         os.makedirs(self._workspace, exist_ok=True)
-        _probe(self._bwrap, self._uid, self._gid, self._workspace)
+        _probe(self._launcher, self._bwrap, self._uid, self._gid, self._workspace)
+
+    @staticmethod
+    def _prlimit_launcher(limits: SandboxLimits) -> tuple[str, ...]:
+        options = limits.prlimit_args()
+        if not options:
+            return ()
+        prlimit = shutil.which("prlimit")
+        if prlimit is None:
+            raise SandboxUnavailable(
+                "prlimit (util-linux) is not installed; it sets the sandbox's resource limits. "
+                "Install it, or pass SandboxLimits with every limit None to run without limits"
+            )
+        return (prlimit, *options, "--")
+
+    @property
+    def limits(self) -> SandboxLimits:
+        """The resource limits every command runs under."""
+        return self._limits
 
     def _scoped(self, user_id: str) -> SandboxFilesystem:
         view = super()._scoped(user_id)
@@ -166,43 +278,68 @@ class SandboxFilesystem(LocalFilesystem):
         return f"{WORKSPACE}/{path}" if path else WORKSPACE
 
     def _skill_binds(self) -> list[str]:
-        """``/workspace/skills``: workspace folders read-only, the user's own folders on top."""
-        shared = os.path.join(self._workspace, "skills")
-        own = os.path.join(self._real_root, "skills")
+        """``/workspace/skills``: the workspace's and the user's real skill folders, read-only."""
         target = f"{WORKSPACE}/skills"
-        own_names = sorted(os.listdir(own)) if os.path.isdir(own) else []
-        shared_names = sorted(os.listdir(shared)) if os.path.isdir(shared) else []
-        if not own_names and not shared_names:
-            return []
+        shared = os.path.join(self._workspace, "skills")
+        shared_names = _skill_folders(shared) if "skills" in self._projected else []
+        own = os.path.join(self._real_root, "skills")
+        own_names = _skill_folders(own) if self._scoped_area else []
         args = ["--tmpfs", target]
         for name in shared_names:
             if name not in own_names:
                 args += ["--ro-bind", os.path.join(shared, name), f"{target}/{name}"]
         for name in own_names:
-            args += ["--bind", os.path.join(own, name), f"{target}/{name}"]
+            args += ["--ro-bind", os.path.join(own, name), f"{target}/{name}"]
+        return [*args, "--remount-ro", target]
+
+    def _projection_binds(self) -> list[str]:
+        args: list[str] = []
+        for name in self._projected:
+            if name != "skills" and _real_entry(self._workspace, name) is not None:
+                args += ["--ro-bind", os.path.join(self._workspace, name), f"{WORKSPACE}/{name}"]
         return args
 
+    def _machine_binds(self) -> list[str]:
+        """``/workspace/.harness`` of the user's area: read-only, or an empty read-only folder."""
+        target = f"{WORKSPACE}/{_MACHINE_DIR}"
+        if _real_entry(self._real_root, _MACHINE_DIR) is None:
+            return ["--tmpfs", target, "--remount-ro", target]
+        return ["--ro-bind", os.path.join(self._real_root, _MACHINE_DIR), target]
+
+    def _check_machine_entries(self) -> None:
+        """Refuse to run when the user's ``skills`` or ``.harness`` is anything but a folder."""
+        for name in ("skills", _MACHINE_DIR):
+            path = os.path.join(self._real_root, name)
+            if os.path.lexists(path) and not (
+                (found := _real_entry(self._real_root, name)) and stat.S_ISDIR(found.st_mode)
+            ):
+                raise PathEscapeError(
+                    f"{name!r} in the user's area is a link or not a folder; the sandbox binds "
+                    f"no links. Remove {name!r} with the filesystem's delete() and run again"
+                )
+
     def _sandbox_argv(self, command: str, cwd: str) -> list[str]:
-        args = [self._bwrap, "--unshare-all"]
+        args = [*self._launcher, self._bwrap, "--unshare-all"]
         if self._network:
             args.append("--share-net")
             for file in _NETWORK_FILES:
                 args += ["--ro-bind-try", file, file]
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += _system_binds()
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if self._limits.tmp_size is not None:
+            args += ["--size", str(self._limits.tmp_size)]
+        args += ["--tmpfs", "/tmp"]
         if self._scoped_area:
             args += ["--bind", self._real_root, WORKSPACE]
         else:
             args += ["--tmpfs", WORKSPACE]
-        for name in self._projected:
-            if name == "skills" and self._scoped_area:
-                args += self._skill_binds()
-                continue
-            host = os.path.join(self._workspace, name)
-            if os.path.lexists(host):
-                args += ["--ro-bind", host, f"{WORKSPACE}/{name}"]
-        if not self._scoped_area:
+        args += self._projection_binds()
+        if self._scoped_area or "skills" in self._projected:
+            args += self._skill_binds()
+        if self._scoped_area:
+            args += self._machine_binds()
+        else:
             args += ["--remount-ro", WORKSPACE]
         args += ["--chdir", self._shell_path(cwd), "--", "/bin/sh", "-c", command]
         return args
@@ -214,6 +351,7 @@ class SandboxFilesystem(LocalFilesystem):
             if self._scoped_area:
                 self._makedirs(self._real_root)
                 self._chown(self._real_root)
+                self._check_machine_entries()
             self._resolve(cwd)
             return self._sandbox_argv(command, cwd)
 

@@ -116,9 +116,18 @@ async def test_user_skills_merge_over_workspace_skills_whole(workspace: SandboxF
     assert result.stdout.split() == ["both", "own", "shared", "alice's", "version"]
     assert not (await alice.run("test -e /workspace/skills/both/only-in-workspace.txt")).ok
     assert alice.shell_path("skills/own") == "/workspace/skills/own"
-    # The user's own skill folders stay writable and persist on the host.
-    assert (await alice.run("echo note > /workspace/skills/own/notes.md")).ok
-    assert await alice.read_text("skills/own/notes.md") == "note\n"
+
+
+async def test_user_skills_are_read_only_inside_and_change_through_the_filesystem(
+    workspace: SandboxFilesystem,
+) -> None:
+    alice = workspace.scoped("alice")
+    await alice.write_text("skills/own/SKILL.md", "alice's own")
+    result = await alice.run("echo note > /workspace/skills/own/notes.md")
+    assert not result.ok and "Read-only" in result.stderr
+    assert not await alice.exists("skills/own/notes.md")
+    await alice.write_text("skills/own/notes.md", "note")
+    assert (await alice.run("cat /workspace/skills/own/notes.md")).stdout == "note"
 
 
 async def test_host_changes_show_in_the_next_command(workspace: SandboxFilesystem) -> None:
