@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from filesystems import AbstractFilesystem, LocalFilesystem
+from filesystems import AbstractFilesystem, LocalFilesystem, SandboxLimits
+from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class HarnessConfig:
     filesystem: str = "local-shell"
     store: str = ""
     network: bool = False
+    timeout: float | None = DEFAULT_TIMEOUT
+    sandbox_limits: SandboxLimits = SandboxLimits()
     repositories: tuple[str, ...] = ()
     dynamic_skills: bool = True
     model: str = "demo"
@@ -45,10 +48,20 @@ class HarnessConfig:
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ConfigError(f"filesystem.timeout: {self.timeout!r} must be a positive number of seconds or null")
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""
-        return open_filesystem(self.filesystem, self.workspace, store=self.store, agent_id=self.name, network=self.network)
+        return open_filesystem(
+            self.filesystem,
+            self.workspace,
+            store=self.store,
+            agent_id=self.name,
+            network=self.network,
+            timeout=self.timeout,
+            limits=self.sandbox_limits,
+        )
 
     def build(self, **overrides: Any) -> Harness:
         """The agent this configuration describes (keyword ``overrides`` win)."""
@@ -87,17 +100,27 @@ def open_store(url: str) -> Any:
 
 
 def open_filesystem(
-    mode: str, workspace: Path, *, store: str = "", agent_id: str = "assistant", network: bool = False
+    mode: str,
+    workspace: Path,
+    *,
+    store: str = "",
+    agent_id: str = "assistant",
+    network: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    limits: SandboxLimits = SandboxLimits(),
 ) -> AbstractFilesystem:
-    """The filesystem for ``mode`` (one of :data:`FILESYSTEM_MODES`) rooted at ``workspace``."""
+    """The filesystem for ``mode`` (one of :data:`FILESYSTEM_MODES`) rooted at ``workspace``.
+
+    ``timeout`` is the ceiling of every shell command; ``limits`` apply to sandboxed commands.
+    """
     if mode == "local":
         return LocalFilesystem(workspace)
     if mode == "local-shell":
-        return LocalFilesystem(workspace, shell=True)
+        return LocalFilesystem(workspace, shell=True, timeout=timeout)
     if mode == "sandbox":
         from filesystems import SandboxFilesystem
 
-        return SandboxFilesystem(workspace, network=network)
+        return SandboxFilesystem(workspace, network=network, timeout=timeout, limits=limits)
     if mode == "remote":
         from filesystems import RemoteFilesystem
 
@@ -105,8 +128,11 @@ def open_filesystem(
     raise ConfigError(f"filesystem mode {mode!r} is not one of {', '.join(FILESYSTEM_MODES)}")
 
 
-_TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {"store", "network"}
-_FS_KEYS = {"mode", "store", "network"}
+_TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {"store", "network", "timeout", "sandbox_limits"}
+_FS_KEYS = {"mode", "store", "network", "timeout", "limits"}
+_LIMIT_KEYS = {f.name for f in dataclasses.fields(SandboxLimits)}
+_SIZE_KEYS = {"memory", "file_size", "tmp_size"}
+_SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def load_config(path: str | Path) -> HarnessConfig:
@@ -140,10 +166,44 @@ def load_config(path: str | Path) -> HarnessConfig:
     values["filesystem"] = fs.get("mode", "local-shell")
     values["store"] = _store_url(base, str(fs.get("store", "")))
     values["network"] = bool(fs.get("network", False))
+    if "timeout" in fs:
+        values["timeout"] = _timeout(path, fs["timeout"])
+    if "limits" in fs:
+        if values["filesystem"] != "sandbox":
+            raise ConfigError(f"{path}: filesystem.limits applies only to mode sandbox")
+        values["sandbox_limits"] = _limits(path, fs["limits"])
     try:
         return HarnessConfig(**values)
     except TypeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _timeout(path: Path, value: object) -> float | None:
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return None if value is None else float(value)
+    raise ConfigError(f"{path}: filesystem.timeout must be a number of seconds or null, got {value!r}")
+
+
+def _limits(path: Path, data: object) -> SandboxLimits:
+    """``filesystem.limits``: SandboxLimits fields; sizes as bytes or with a K/M/G/T suffix."""
+    if not isinstance(data, dict) or set(data) - _LIMIT_KEYS:
+        raise ConfigError(f"{path}: filesystem.limits must be a mapping with keys {', '.join(sorted(_LIMIT_KEYS))}")
+    values: dict[str, Any] = {key: _size(path, key, value) if key in _SIZE_KEYS else value for key, value in data.items()}
+    try:
+        return SandboxLimits(**values)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: filesystem.limits: {exc}") from None
+
+
+def _size(path: Path, key: str, value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    factor = _SIZE_UNITS.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in _SIZE_UNITS else text
+    if not number.isdigit():
+        raise ConfigError(f"{path}: filesystem.limits.{key}: {value!r} is not a size like 512M or 4G")
+    return int(number) * factor
 
 
 def _path(base: Path, value: object) -> Path:

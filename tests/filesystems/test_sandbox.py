@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from filesystems import SandboxFilesystem, SandboxUnavailable
+from filesystems import SandboxFilesystem, SandboxLimits, SandboxUnavailable
+from harness.config import load_config
+from harness.errors import ConfigError
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -192,3 +194,37 @@ def test_an_unreachable_workspace_fails_construction(tmp_path: Path) -> None:
     os.chmod(tmp_path, 0o700)
     with pytest.raises(SandboxUnavailable, match="bubblewrap cannot run"):
         SandboxFilesystem(hidden / "ws")
+
+
+def test_limits_refuse_values_that_are_not_positive_whole_numbers() -> None:
+    for bad in ({"processes": 0}, {"memory": -1}, {"open_files": True}, {"file_size": 1.5}):
+        with pytest.raises(ValueError, match="positive whole number"):
+            SandboxLimits(**bad)  # type: ignore[arg-type]
+
+
+def test_harness_yaml_sets_the_sandbox_limits_and_timeout(sandbox_dir: Path) -> None:
+    config = sandbox_dir / "harness.yaml"
+    config.write_text(
+        "filesystem:\n  mode: sandbox\n  timeout: 30\n"
+        "  limits: {processes: 64, memory: 2G, file_size: 512M, tmp_size: null}\n"
+    )
+    fs = load_config(config).open_filesystem()
+    assert isinstance(fs, SandboxFilesystem)
+    assert fs.timeout_ceiling == 30
+    assert fs.limits == SandboxLimits(
+        processes=64, memory=2 << 30, file_size=512 << 20, tmp_size=None
+    )
+
+
+def test_harness_yaml_limits_outside_sandbox_mode_are_a_config_error(sandbox_dir: Path) -> None:
+    config = sandbox_dir / "harness.yaml"
+    config.write_text("filesystem:\n  mode: local-shell\n  limits: {processes: 64}\n")
+    with pytest.raises(ConfigError, match="applies only to mode sandbox"):
+        load_config(config)
+
+
+def test_harness_yaml_refuses_a_limit_that_is_not_a_size(sandbox_dir: Path) -> None:
+    config = sandbox_dir / "harness.yaml"
+    config.write_text("filesystem:\n  mode: sandbox\n  limits: {memory: lots}\n")
+    with pytest.raises(ConfigError, match="not a size like 512M"):
+        load_config(config)
