@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from filesystems import AbstractFilesystem, LocalFilesystem
+from filesystems import AbstractFilesystem, LocalFilesystem, redact_url
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -82,8 +82,11 @@ def open_store(url: str) -> Any:
     if url.startswith("sqlite://"):
         return SQLiteKeyValueStore(Path(url[len("sqlite://") :]))
     if url.startswith("mysql://"):
-        return MySQLKeyValueStore(url)
-    raise ConfigError(f"store {url!r}: expected memory:, sqlite:///path or mysql://user:pass@host:port/db")
+        try:
+            return MySQLKeyValueStore(url)
+        except ValueError as exc:  # the message already masks the password
+            raise ConfigError(f"filesystem.store: {exc}") from None
+    raise ConfigError(f"store {redact_url(url)!r}: expected memory:, sqlite:///path or mysql://user:pass@host:port/db")
 
 
 def open_filesystem(
