@@ -15,6 +15,7 @@ import yaml
 
 from filesystems import AbstractFilesystem, LocalFilesystem, redact_url
 from harness.errors import ConfigError
+from harness.learning.scanner import MarketScanPolicy
 
 if TYPE_CHECKING:
     from harness.agent import Harness
@@ -41,6 +42,7 @@ class HarnessConfig:
     max_steps: int = 20
     catalog_budget: int | None = None
     market_timeout: float = 10.0
+    market_scan: MarketScanPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
@@ -66,6 +68,7 @@ class HarnessConfig:
             "max_steps": self.max_steps,
             "catalog_budget": self.catalog_budget,
             "market_timeout": self.market_timeout,
+            "market_scan": self.market_scan,
         }
         options.update(overrides)
         return Harness(**options)
@@ -135,6 +138,8 @@ def load_config(path: str | Path) -> HarnessConfig:
     if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
         raise ConfigError(f"{path}: repositories must be a list of URLs")
     values["repositories"] = tuple(_repo_url(base, r) for r in repos)
+    if "market_scan" in data:
+        values["market_scan"] = _market_scan(path, data["market_scan"])
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}
@@ -147,6 +152,15 @@ def load_config(path: str | Path) -> HarnessConfig:
         return HarnessConfig(**values)
     except TypeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _market_scan(path: Path, value: object) -> MarketScanPolicy:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: market_scan must be a mapping like {{default: report, sources: {{slug: block}}}}")
+    try:
+        return MarketScanPolicy.from_data(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: market_scan: {exc}") from None
 
 
 def _path(base: Path, value: object) -> Path:

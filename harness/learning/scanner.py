@@ -465,6 +465,24 @@ class MarketScanPolicy:
     default: TrustLevel = TrustLevel.REPORT
     sources: Mapping[str, TrustLevel] = field(default_factory=dict)
 
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> MarketScanPolicy:
+        """The policy ``harness.yaml``'s ``market_scan`` key describes:
+        ``{default: report, sources: {git-acme-skills: block, pkg-ours: off}}``.
+
+        Levels are ``report``, ``block`` (or ``enforce``) and ``off`` (or ``trusted``); raises
+        ``ValueError`` naming the bad key or level."""
+        unknown = set(data) - {"default", "sources"}
+        if unknown:
+            raise ValueError(f"unknown keys {', '.join(sorted(map(str, unknown)))} (known: default, sources)")
+        sources = data.get("sources") or {}
+        if not isinstance(sources, Mapping):
+            raise ValueError("sources must map a market's source slug to report, block or off")
+        return cls(
+            default=_trust_level("default", data.get("default", "report")),
+            sources={str(name): _trust_level(f"sources.{name}", level) for name, level in sources.items()},
+        )
+
     def trust_of(self, source: str) -> TrustLevel:
         """The trust level configured for ``source``."""
         return self.sources.get(source, self.default)
@@ -477,3 +495,20 @@ class MarketScanPolicy:
         verdict = self.scanner.scan(files)
         admitted = not (trust is TrustLevel.ENFORCE and verdict.dangerous)
         return IngestVerdict(source=source, trust=trust, verdict=verdict, admitted=admitted)
+
+
+_TRUST_WORDS = {
+    "report": TrustLevel.REPORT,
+    "block": TrustLevel.ENFORCE,
+    "enforce": TrustLevel.ENFORCE,
+    "off": TrustLevel.TRUSTED,
+    "trusted": TrustLevel.TRUSTED,
+}
+
+
+def _trust_level(key: str, value: object) -> TrustLevel:
+    # YAML reads a bare ``off`` as False.
+    word = "off" if value is False else str(value).lower()
+    if word not in _TRUST_WORDS:
+        raise ValueError(f"{key}: {value!r} is not one of report, block, off")
+    return _TRUST_WORDS[word]
