@@ -323,8 +323,9 @@ _CONFUSABLES = str.maketrans(
     "il",
 )
 _SPACED = re.compile(r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])")
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 _HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
+_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
 _MAX_BLOBS = 64
 _MAX_BLOB = 64 * 1024
 _MAX_DEPTH = 2
@@ -335,8 +336,15 @@ def normalise(text: str) -> str:
     look-alikes folded to Latin, and runs of spaces and tabs collapsed to one space.
 
     Never raises, for any string."""
-    folded = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_CONFUSABLES)
-    return re.sub(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+", " ", folded)
+    return _collapse(_fold(text))
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_CONFUSABLES)
+
+
+def _collapse(text: str) -> str:
+    return _BLANKS.sub(" ", text)
 
 
 def despace(text: str) -> str:
@@ -403,9 +411,11 @@ def _views(lines: list[str], depth: int = 0) -> list[View]:
     """The texts the rules run over, each a list of ``(original line number, text)``: the
     normalised text, the same with spaced-out words joined, and what base64/hex blobs decode
     to (decoded recursively, a couple of levels deep)."""
-    logical = [(number, normalise(line)) for number, line in _logical_lines(lines)]
+    folded = [(number, _fold(line)) for number, line in _logical_lines(lines)]
+    logical = [(number, _collapse(line)) for number, line in folded]
     views = [logical]
-    joined = [(number, despace(line)) for number, line in logical]
+    # Before collapsing: a wider gap between spaced-out words keeps the words apart.
+    joined = [(number, _collapse(despace(line))) for number, line in folded]
     if joined != logical:
         views.append(joined)
     if depth < _MAX_DEPTH:
