@@ -30,6 +30,7 @@ _CREDENTIAL_KEYS = re.compile(
     r"|secret|client_secret|private_token)=)(?P<value>[^&#;\s]*)",
     re.IGNORECASE,
 )
+_SCP_LIKE = re.compile(r"(?P<user>[^@/:\s]+):[^@/\s]*@(?=[^/:\s]+:)")
 # A URL in free text: scheme://… up to whitespace, a quote or a closing bracket.
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s'\"<>()\[\]{}`]+")
 # ``name=value`` credentials outside URLs (``password=…`` in a command line or error).
@@ -46,6 +47,9 @@ def redact_url(url: str) -> str:
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
+        scp = _SCP_LIKE.match(url)
+        if scp:  # git's ``user:secret@host:path`` form
+            url = f"{scp.group('user')}:{MASK}@{url[scp.end():]}"
         return _CREDENTIAL_KEYS.sub(_mask_value, url)
     end = len(rest)
     for stop in "/?#":
@@ -74,6 +78,9 @@ def url_credentials(url: str) -> tuple[str, ...]:
     :func:`redact_url` masks), raw and percent-decoded, for :func:`redact_secrets`."""
     scheme, sep, rest = url.partition("://")
     userinfo, at, _ = rest.split("/", 1)[0].rpartition("@")
+    scp = None if sep else _SCP_LIKE.match(url)
+    if scp:
+        return (url[: scp.end() - 1].partition(":")[2],)
     if not (sep and at):
         return ()
     user, colon, password = userinfo.partition(":")
