@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from filesystems import AbstractFilesystem, LocalFilesystem, redact_url
+from filesystems import AbstractFilesystem, LocalFilesystem, redact_secrets, redact_url
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
 
@@ -47,6 +47,10 @@ class HarnessConfig:
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact_secrets(f"HarnessConfig({fields})")  # the store DSN and market URLs
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""

@@ -219,3 +219,13 @@ def test_config_file_with_a_bad_store_raises_without_the_password(tmp_path: Path
     with pytest.raises(ConfigError) as caught:
         load_config(config).open_filesystem()
     _assert_clean(_everything(caught.value))
+
+
+def test_config_repr_hides_store_and_market_credentials(tmp_path: Path) -> None:
+    config = tmp_path / "harness.yaml"
+    config.write_text(
+        f"filesystem: {{mode: remote, store: '{UNREACHABLE_DSN}'}}\nrepositories: ['git+{UNREACHABLE_GIT}']\n"
+    )
+    loaded = load_config(config)
+    assert loaded.store == UNREACHABLE_DSN
+    _assert_clean(repr(loaded))
