@@ -177,10 +177,10 @@ class MarketLayer(SkillSource):
         return await self.repository.read_files(entry.path, list(paths))
 
     def _with_failure(self, message: str) -> LayerResult:
-        if not self._failing:
-            log.warning("%s", message)
-            self._failing = True
         problem = Diagnostic(severity="error", code="market-unavailable", message=message, location=self.source)
+        if not self._failing:
+            log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
+            self._failing = True
         return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem))
 
     def _parse(self, bundles: Sequence[SkillBundle], problems: Sequence[str]) -> LayerResult:

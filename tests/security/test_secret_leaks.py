@@ -19,7 +19,7 @@ from harness.config import load_config, open_store
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.pipeline import SkillPipeline
-from repositories import GitRepository, MySQLRepository, RepositoryError, open_repository
+from repositories import GitRepository, MySQLRepository, RepositoryError, RepositoryUnavailable, SkillRepository, Snapshot, open_repository
 
 PASSWORD = "s3cr3t-pw"
 TOKEN = "tok3n"
@@ -229,3 +229,33 @@ def test_config_repr_hides_store_and_market_credentials(tmp_path: Path) -> None:
     loaded = load_config(config)
     assert loaded.store == UNREACHABLE_DSN
     _assert_clean(repr(loaded))
+
+
+class _LeakyMarket(SkillRepository):
+    """A third-party market whose errors quote its credentialed URL."""
+
+    def __init__(self) -> None:
+        super().__init__(source="leaky")
+
+    async def _version(self) -> str:
+        raise RepositoryUnavailable(f"cannot reach {UNREACHABLE_GIT}?access_token={TOKEN}")
+
+    async def _load(self, version: str) -> Snapshot:
+        raise AssertionError("never loaded")
+
+    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        raise AssertionError("never read")
+
+
+async def test_custom_market_errors_are_masked_in_diagnostics_and_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(
+        filesystem=fs, repositories=[_LeakyMarket()], watch=False
+    ) as pipeline:
+        plan = await pipeline.prepare(ALICE)
+    [problem] = [d for d in plan.diagnostics if d.code == "market-unavailable"]
+    assert "cannot reach http://***@127.0.0.1:9" in problem.message
+    assert "cannot reach" in caplog.text
+    _assert_clean(str(problem) + caplog.text)
