@@ -5,6 +5,7 @@ Start from :class:`AbstractFilesystem` (the contract); pick a mode — :class:`L
 :class:`CompositeFilesystem` — and call ``scoped(user_id)`` for a user's own area.
 """
 
+from ._redact import redact_secrets, redact_url, url_credentials
 from .base import (
     RESERVED_USER_IDS,
     AbstractFilesystem,
@@ -61,5 +62,8 @@ __all__ = [
     "StoreUnavailable",
     "VersionConflict",
     "normalize_path",
+    "redact_secrets",
+    "redact_url",
+    "url_credentials",
     "validate_user_id",
 ]

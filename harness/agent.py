@@ -18,7 +18,7 @@ from harness.errors import HarnessError, SkillNotFound
 from harness.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.engine import Outcome, Run, WorkflowEngine, workflow_tools
 from harness.file_tools import file_tools
-from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
+from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
 from harness.plan import TurnPlan, VisibilityPolicy
@@ -85,6 +85,7 @@ class Harness:
         watch: bool = True,
         learning: bool | SelfLearning = False,
         pipeline: SkillPipeline | None = None,
+        market_scan: MarketScanPolicy | None = None,
     ) -> None:
         if filesystem is None and workspace is None:
             raise ValueError("give a workspace folder or a filesystem")
@@ -118,6 +119,7 @@ class Harness:
             catalog_budget=catalog_budget,
             visibility=visibility,
             watch=watch,
+            market_scan=market_scan,
         )
         self._stack = AsyncExitStack()
         # An agent built around another's pipeline (a subagent) shares its resources: the

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from filesystems import AbstractFilesystem, LocalFilesystem, SandboxLimits
+from filesystems import AbstractFilesystem, LocalFilesystem, SandboxLimits, redact_secrets, redact_url
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
+from harness.learning.scanner import MarketScanPolicy
 
 if TYPE_CHECKING:
     from harness.agent import Harness
@@ -44,12 +45,17 @@ class HarnessConfig:
     max_steps: int = 20
     catalog_budget: int | None = None
     market_timeout: float = 10.0
+    market_scan: MarketScanPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError(f"filesystem.timeout: {self.timeout!r} must be a positive number of seconds or null")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact_secrets(f"HarnessConfig({fields})")  # the store DSN and market URLs
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""
@@ -79,6 +85,7 @@ class HarnessConfig:
             "max_steps": self.max_steps,
             "catalog_budget": self.catalog_budget,
             "market_timeout": self.market_timeout,
+            "market_scan": self.market_scan,
         }
         options.update(overrides)
         return Harness(**options)
@@ -95,8 +102,11 @@ def open_store(url: str) -> Any:
     if url.startswith("sqlite://"):
         return SQLiteKeyValueStore(Path(url[len("sqlite://") :]))
     if url.startswith("mysql://"):
-        return MySQLKeyValueStore(url)
-    raise ConfigError(f"store {url!r}: expected memory:, sqlite:///path or mysql://user:pass@host:port/db")
+        try:
+            return MySQLKeyValueStore(url)
+        except ValueError as exc:  # the message already masks the password
+            raise ConfigError(f"filesystem.store: {exc}") from None
+    raise ConfigError(f"store {redact_url(url)!r}: expected memory:, sqlite:///path or mysql://user:pass@host:port/db")
 
 
 def open_filesystem(
@@ -158,6 +168,8 @@ def load_config(path: str | Path) -> HarnessConfig:
     if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
         raise ConfigError(f"{path}: repositories must be a list of URLs")
     values["repositories"] = tuple(_repo_url(base, r) for r in repos)
+    if "market_scan" in data:
+        values["market_scan"] = _market_scan(path, data["market_scan"])
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}
@@ -204,6 +216,15 @@ def _size(path: Path, key: str, value: object) -> object:
     if not number.isdigit():
         raise ConfigError(f"{path}: filesystem.limits.{key}: {value!r} is not a size like 512M or 4G")
     return int(number) * factor
+
+
+def _market_scan(path: Path, value: object) -> MarketScanPolicy:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: market_scan must be a mapping like {{default: report, sources: {{slug: block}}}}")
+    try:
+        return MarketScanPolicy.from_data(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: market_scan: {exc}") from None
 
 
 def _path(base: Path, value: object) -> Path:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from filesystems import redact_secrets
+
 __all__ = ["Diagnostic", "Severity"]
 
 Severity = Literal["error", "warning", "info"]
@@ -22,6 +24,12 @@ class Diagnostic:
     code: str
     message: str
     location: str = ""
+
+    def __post_init__(self) -> None:
+        # Messages and locations often quote a market URL or an error that does; mask
+        # credentials here so no diagnostic (CLI, logs, events) can carry one.
+        object.__setattr__(self, "message", redact_secrets(self.message))
+        object.__setattr__(self, "location", redact_secrets(self.location))
 
     def __str__(self) -> str:
         where = f"{self.location}: " if self.location else ""

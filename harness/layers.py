@@ -18,6 +18,7 @@ from pathlib import Path
 from filesystems import AbstractFilesystem, FileStat
 from repositories import BundleFile, RepositoryError, SkillBundle, SkillRepository
 from harness.diagnostics import Diagnostic
+from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.rules import unsafe_segment_reason
 from harness.skill import Layer, Skill, load_skill
 from harness.validation import SKILL_MD_NAMES
@@ -122,9 +123,13 @@ class FolderLayer(SkillSource):
 class MarketLayer(SkillSource):
     """A skill market (layer 2): parses each bundle once per digest."""
 
-    def __init__(self, repository: SkillRepository, *, source: str | None = None) -> None:
+    def __init__(
+        self, repository: SkillRepository, *, source: str | None = None, scan_policy: MarketScanPolicy | None = None
+    ) -> None:
         self.repository = repository
         self.source = source or repository.source
+        # Scanned once per bundle digest, with the parse: the verdict is cached with the entry.
+        self.scan_policy = scan_policy
         self.layer = Layer.MARKET
         self._version: str | None = None
         self._result = LayerResult(entries=())
@@ -172,10 +177,10 @@ class MarketLayer(SkillSource):
         return await self.repository.read_files(entry.path, list(paths))
 
     def _with_failure(self, message: str) -> LayerResult:
-        if not self._failing:
-            log.warning("%s", message)
-            self._failing = True
         problem = Diagnostic(severity="error", code="market-unavailable", message=message, location=self.source)
+        if not self._failing:
+            log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
+            self._failing = True
         return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem))
 
     def _parse(self, bundles: Sequence[SkillBundle], problems: Sequence[str]) -> LayerResult:
@@ -236,12 +241,46 @@ class MarketLayer(SkillSource):
             files=tuple(f.path for f in files),
             skill_md_name=bundle.skill_md_name,
         )
+        admitted, scanned = self._scan(bundle) if skill is not None else (False, ())
         entry = (
             LayerEntry(skill=skill, digest=bundle.digest, files=tuple(files), path=bundle.folder)
-            if skill is not None
+            if skill is not None and admitted
             else None
         )
-        return entry, (*found, *diagnostics)
+        return entry, (*found, *diagnostics, *scanned)
+
+    def _scan(self, bundle: SkillBundle) -> tuple[bool, tuple[Diagnostic, ...]]:
+        """Scan the bundle's main file as :attr:`scan_policy` says: admitted or not, and one
+        diagnostic per finding. A scanner failure is a diagnostic too (blocking sources keep
+        the skill out then)."""
+        policy = self.scan_policy
+        if policy is None:
+            return True, ()
+        where = f"market {self.source!r}, skill {bundle.folder!r}"
+        try:
+            ingest = policy.check(self.source, {bundle.skill_md_name: bundle.skill_md})
+        except Exception as exc:  # a broken custom rule or scanner must not fail the turn
+            blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
+            return not blocking, (
+                Diagnostic(
+                    severity="error" if blocking else "warning",
+                    code="market-scan-failed",
+                    message=f"{where}: the scan failed ({type(exc).__name__}: {exc})"
+                    + ("; skill hidden" if blocking else ""),
+                    location=bundle.location,
+                ),
+            )
+        blocked = not ingest.admitted
+        return ingest.admitted, tuple(
+            Diagnostic(
+                severity="error" if blocked else "warning",
+                code="market-scan-blocked" if blocked else "market-scan-finding",
+                message=f"{where}, file {f.path} line {f.line}: rule {f.rule} ({f.category}, {f.severity}): "
+                f"{f.message}" + ("; skill hidden" if blocked else ""),
+                location=bundle.location,
+            )
+            for f in ingest.verdict.findings
+        )
 
 
 def unsafe_file_path(path: str) -> str | None:

@@ -27,6 +27,7 @@ from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.engine.loader import is_workflow_package
 from harness.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
+from harness.learning.scanner import MarketScanPolicy
 from harness.merge import Merged, Shadowing, merge_layers
 from harness.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.skill import Layer
@@ -111,7 +112,8 @@ class SkillPipeline:
     later one wins a name clash); ``global_skills_dir`` is skipped when missing. With
     ``dynamic_skills=False`` layers 1–3 are merged once; layer 4 is still read per user.
     Use as an async context manager so folder watchers run; without it every turn re-reads
-    folder layers.
+    folder layers. ``market_scan`` says how market skills are scanned on ingest (default: every
+    source report-only, findings become warnings).
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class SkillPipeline:
         watch: bool = True,
         verify_interval: float | None = 600.0,
         max_cached_users: int = 1024,
+        market_scan: MarketScanPolicy | None = None,
     ) -> None:
         self.filesystem = filesystem
         self.dynamic_skills = dynamic_skills
@@ -136,7 +139,10 @@ class SkillPipeline:
         self._watch = watch
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
-        self.markets = [MarketLayer(repo, source=slug) for repo, slug in zip(repositories, slugs)]
+        scan_policy = market_scan or MarketScanPolicy()
+        self.markets = [
+            MarketLayer(repo, source=slug, scan_policy=scan_policy) for repo, slug in zip(repositories, slugs)
+        ]
         self._global: _Tracked | None = None
         self._global_fs: LocalFilesystem | None = None
         if global_skills_dir is not None and Path(global_skills_dir).expanduser().is_dir():

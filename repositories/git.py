@@ -9,7 +9,6 @@ import os
 import stat
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from filesystems import redact_secrets, redact_url, url_credentials
 from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.errors import (
@@ -53,7 +53,11 @@ def _import_git() -> Any:
 
 
 def _owner_and_name(url: str) -> tuple[str, str]:
-    path = urllib.parse.urlsplit(url).path if "://" in url else url.split(":", 1)[-1]
+    # Never read the user part: it may hold a token, and the slug is shown everywhere.
+    if "://" in url:
+        path = url.split("://", 1)[1].partition("/")[2].partition("?")[0].partition("#")[0]
+    else:
+        path = url.rpartition("@")[2].split(":", 1)[-1]
     parts = [p for p in path.rstrip("/").split("/") if p]
     name = parts[-1].removesuffix(".git") if parts else "repo"
     return (parts[-2] if len(parts) > 1 else ""), name
@@ -116,6 +120,9 @@ class GitRepository(SkillRepository):
         owner, self._name = _owner_and_name(url)
         super().__init__(source=source or make_source("git", owner, self._name, branch or ""))
         self.url = url
+        self.shown_url = redact_url(url)
+        """``url`` with its credentials masked: what messages, locations and logs show."""
+        self._secrets = url_credentials(url)
         self.branch = branch
         self.subdir = subdir.strip("/") if subdir else None
         self.check_interval = check_interval
@@ -171,7 +178,7 @@ class GitRepository(SkillRepository):
             self._served = self._local_commit()
         if self._served is None:
             raise RepositoryUnavailable(
-                f"{self.url}: not synced yet (auto_sync=False): call `await repo.sync()` first"
+                f"{self.shown_url}: not synced yet (auto_sync=False): call `await repo.sync()` first"
             )
         return self._served
 
@@ -192,9 +199,9 @@ class GitRepository(SkillRepository):
                     self._fetch(remote.ref)
                 commit = self._local_commit()
         except OSError as exc:
-            raise RepositoryUnavailable(f"cannot update the clone of {self.url} in {self.clone_path}: {exc}") from exc
+            raise RepositoryUnavailable(f"cannot update the clone of {self.shown_url} in {self.clone_path}: {exc}") from exc
         if commit is None:
-            raise RepositoryUnavailable(f"{self.url}: fetching {remote.ref} gave no commit")
+            raise RepositoryUnavailable(f"{self.shown_url}: fetching {remote.ref} gave no commit")
         return commit
 
     def _git(self, *args: str) -> str:
@@ -204,10 +211,13 @@ class GitRepository(SkillRepository):
                 ["git", *args], env={**os.environ, **_GIT_ENV}, kill_after_timeout=self.timeout
             )
         except git.GitCommandError as exc:
-            detail = (exc.stderr or "").strip() or str(exc)
-            raise RepositoryUnavailable(f"git {args[0]} {self.url} failed: {detail}") from exc
+            # GitCommandError's text holds the whole command line, URL and token included; the
+            # original is not chained so no traceback can print it.
+            detail = redact_secrets((exc.stderr or "").strip() or str(exc), *self._secrets)
+            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}") from None
         except OSError as exc:
-            raise RepositoryUnavailable(f"git {args[0]} {self.url} failed: {exc}") from exc
+            detail = redact_secrets(str(exc), *self._secrets)
+            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}") from None
         return out
 
     def _ls_remote(self) -> _Remote:
@@ -226,7 +236,7 @@ class GitRepository(SkillRepository):
                 commit = left
         if commit is None:
             what = f"branch {self.branch!r}" if self.branch else "a HEAD"
-            raise RepositoryUnavailable(f"{self.url} has no {what}")
+            raise RepositoryUnavailable(f"{self.shown_url} has no {what}")
         return _Remote(ref=ref, commit=commit)
 
     def _fetch(self, ref: str) -> None:
@@ -275,7 +285,7 @@ class GitRepository(SkillRepository):
                 try:
                     self._repo = git.Repo(self.clone_path)
                 except (git.exc.GitError, OSError) as exc:
-                    raise RepositoryUnavailable(f"cannot open the clone of {self.url}: {exc}") from exc
+                    raise RepositoryUnavailable(f"cannot open the clone of {self.shown_url}: {exc}") from exc
             return self._repo
 
     def _tree(self, commit: str) -> tuple[Any, str]:
@@ -291,9 +301,9 @@ class GitRepository(SkillRepository):
                 return names["skills"], "skills"
             return tree, ""
         except KeyError as exc:
-            raise RepositoryUnavailable(f"{self.url}@{commit}: no folder {self.subdir!r}") from exc
+            raise RepositoryUnavailable(f"{self.shown_url}@{commit}: no folder {self.subdir!r}") from exc
         except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
-            raise RepositoryUnavailable(f"{self.url}@{commit}: cannot read the commit: {exc}") from exc
+            raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit: {exc}") from exc
 
     def _list_tree(self, tree: Any) -> list[Child[Any]]:
         children: list[Child[Any]] = []
@@ -333,7 +343,7 @@ class GitRepository(SkillRepository):
             skill_md=text,
             skill_md_name=layout.skill_md_name,
             files=tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files),
-            location=f"{self.url}@{commit}:{path}",
+            location=f"{self.shown_url}@{commit}:{path}",
             digest=layout.digest(),
         )
 
@@ -355,7 +365,7 @@ class GitRepository(SkillRepository):
         except RepositoryError:  # BundleNotFound and UnsafePath are OSErrors too
             raise
         except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
-            raise RepositoryUnavailable(f"{self.url}@{commit}: cannot read files: {exc}") from exc
+            raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read files: {exc}") from exc
 
     def _read_from_tree(self, tree: Any, commit: str, root: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         data: dict[str, bytes] = {}
@@ -364,9 +374,9 @@ class GitRepository(SkillRepository):
             try:
                 blob = tree / full
             except KeyError as exc:
-                raise BundleNotFound(f"{self.url}@{commit}: {full} does not exist") from exc
+                raise BundleNotFound(f"{self.shown_url}@{commit}: {full} does not exist") from exc
             if blob.type != "blob":
-                raise BundleNotFound(f"{self.url}@{commit}: {full} is not a file")
+                raise BundleNotFound(f"{self.shown_url}@{commit}: {full} is not a file")
             if stat.S_ISLNK(blob.mode):
                 raise UnsafePath(f"unsafe path refused: {full} is a symlink")
             data[path] = blob.data_stream.read()

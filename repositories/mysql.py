@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from filesystems import redact_secrets, redact_url
 from repositories._paths import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.base import BundleFile, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
 from repositories.errors import (
@@ -64,13 +65,14 @@ def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
     Returns ``host``, ``port``, ``user``, ``password``, ``db`` and the remaining query
     parameters under ``options`` (strings, e.g. ``table``, ``writable``).
     """
-    parts = urllib.parse.urlsplit(dsn)
-    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname:
-        raise InvalidRepositoryConfig(f"not a MySQL DSN: {dsn!r} (expected mysql://user:pass@host:port/db)")
+    shown = redact_url(dsn)
     try:
+        parts = urllib.parse.urlsplit(dsn)
         port = parts.port or 3306
-    except ValueError as exc:
-        raise InvalidRepositoryConfig(f"invalid port in MySQL DSN {dsn!r}") from exc
+    except ValueError:
+        raise InvalidRepositoryConfig(f"invalid MySQL DSN {shown}: the port must be a number") from None
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname:
+        raise InvalidRepositoryConfig(f"not a MySQL DSN: {shown} (expected mysql://user:pass@host:port/db)")
     return {
         "host": parts.hostname,
         "port": port,
@@ -184,7 +186,8 @@ class MySQLRepository(SkillRepository):
         except RepositoryError:
             raise
         except (pymysql.err.MySQLError, OSError, TimeoutError) as exc:
-            raise RepositoryUnavailable(f"{self._where}: {exc}") from exc
+            detail = redact_secrets(str(exc), self._connect.get("password", ""))
+            raise RepositoryUnavailable(f"{self._where}: {detail}") from exc
 
     async def _prepare(self, cur: Any) -> None:
         if self.create_if_missing:

@@ -30,6 +30,7 @@ import re
 import urllib.parse
 from collections.abc import Callable
 
+from filesystems import redact_url
 from repositories.base import SkillRepository
 from repositories.directory import DirectoryRepository
 from repositories.errors import InvalidRepositoryConfig, UnknownScheme
@@ -70,7 +71,7 @@ def _number(options: dict[str, str], key: str, default: float) -> float:
 
 def _no_more(url: str, options: dict[str, str]) -> None:
     if options:
-        raise InvalidRepositoryConfig(f"unknown option(s) {', '.join(sorted(options))} in {url!r}")
+        raise InvalidRepositoryConfig(f"unknown option(s) {', '.join(sorted(options))} in {redact_url(url)!r}")
 
 
 def _split_fragment(url: str) -> tuple[str, dict[str, str]]:
@@ -84,7 +85,7 @@ def _open_dir(url: str) -> SkillRepository:
     if path.startswith("//"):
         path = urllib.parse.unquote(urllib.parse.urlsplit("file:" + path).path)
     if not path:
-        raise InvalidRepositoryConfig(f"no folder in {url!r}")
+        raise InvalidRepositoryConfig(f"no folder in {redact_url(url)!r}")
     repo = DirectoryRepository(
         path, source=options.pop("source", None), writable=_flag(options, "writable", False)
     )
@@ -96,7 +97,7 @@ def _open_git(url: str) -> SkillRepository:
     base, options = _split_fragment(url)
     remote = base[4:]
     if not remote.split("://", 1)[-1]:
-        raise InvalidRepositoryConfig(f"no repository in {url!r}")
+        raise InvalidRepositoryConfig(f"no repository in {redact_url(url)!r}")
     repo = GitRepository(
         remote,
         branch=options.pop("branch", None) or None,
@@ -211,5 +212,5 @@ def open_repository(url: str) -> SkillRepository:
         return _open_dir(url)
     repo = _factory(match.group(1).lower())(url)
     if not isinstance(repo, SkillRepository):
-        raise InvalidRepositoryConfig(f"the factory for {url!r} did not return a SkillRepository")
+        raise InvalidRepositoryConfig(f"the factory for {redact_url(url)!r} did not return a SkillRepository")
     return repo

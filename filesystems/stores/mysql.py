@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from .._redact import redact_secrets, redact_url
 from ..errors import LockTimeout, StoreUnavailable, VersionConflict
 from .base import (
     DEFAULT_MODE,
@@ -34,14 +35,22 @@ DEFAULT_TABLE = "harness_kv"
 
 
 def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
-    """``mysql://user:password@host:port/database`` as aiomysql connection arguments."""
-    parts = urllib.parse.urlsplit(dsn)
+    """``mysql://user:password@host:port/database`` as aiomysql connection arguments.
+
+    Raises ``ValueError`` for anything else; the message shows the DSN with its password masked.
+    """
+    shown = redact_url(dsn)
+    try:
+        parts = urllib.parse.urlsplit(dsn)
+        port = parts.port or 3306
+    except ValueError:
+        raise ValueError(f"invalid MySQL DSN {shown}: the port must be a number") from None
     database = parts.path.lstrip("/")
     if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not database:
-        raise ValueError(f"expected mysql://user:password@host:port/database, got {dsn!r}")
+        raise ValueError(f"expected mysql://user:password@host:port/database, got {shown}")
     return {
         "host": parts.hostname,
-        "port": parts.port or 3306,
+        "port": port,
         "user": urllib.parse.unquote(parts.username or "root"),
         "password": urllib.parse.unquote(parts.password or ""),
         "db": urllib.parse.unquote(database),
@@ -121,6 +130,10 @@ class MySQLKeyValueStore(KeyValueStore):
         )
         return f"MySQLKeyValueStore({where}, table={self._table})"
 
+    def _redacted(self, error: BaseException) -> str:
+        """A server error's text, with any DSN in it and our password masked."""
+        return redact_secrets(str(error), self._dsn["password"] if self._dsn else "")
+
     async def _get_pool(self) -> Any:
         if self._ready:
             return self._pool
@@ -165,7 +178,7 @@ class MySQLKeyValueStore(KeyValueStore):
             async with pool.acquire() as connection, connection.cursor() as cursor:
                 yield cursor
         except (pymysql.MySQLError, OSError) as error:
-            raise StoreUnavailable(f"{self!r}: {error}") from error
+            raise StoreUnavailable(f"{self!r}: {self._redacted(error)}") from error
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[tuple[Any, int]]:
@@ -198,7 +211,7 @@ class MySQLKeyValueStore(KeyValueStore):
                     connection.close()
                     raise
         except (pymysql.MySQLError, OSError) as error:
-            raise StoreUnavailable(f"{self!r}: {error}") from error
+            raise StoreUnavailable(f"{self!r}: {self._redacted(error)}") from error
 
     async def _aclose(self) -> None:
         if self._owns_pool and self._pool is not None:
@@ -357,7 +370,7 @@ class MySQLKeyValueStore(KeyValueStore):
             pool = await self._get_pool()
             connection = await pool.acquire()
         except (pymysql.MySQLError, OSError) as error:
-            raise StoreUnavailable(f"{self!r}: {error}") from error
+            raise StoreUnavailable(f"{self!r}: {self._redacted(error)}") from error
         try:
             async with connection.cursor() as cursor:
                 await cursor.execute("SELECT GET_LOCK(%s, %s)", (lock_name, wait))
@@ -367,7 +380,7 @@ class MySQLKeyValueStore(KeyValueStore):
             connection.close()
             pool.release(connection)
             if isinstance(error, (pymysql.MySQLError, OSError)):
-                raise StoreUnavailable(f"{self!r}: lock {name!r}: {error}") from error
+                raise StoreUnavailable(f"{self!r}: lock {name!r}: {self._redacted(error)}") from error
             raise
         if acquired != 1:
             pool.release(connection)

@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from filesystems import FilesystemError
+from filesystems import FilesystemError, redact_secrets
 from repositories import RepositoryError
 
 from harness.cli import agent, engine, market, skills
@@ -38,10 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except ConfigError as exc:
-        print(f"harness: configuration error: {exc}", file=sys.stderr)
+        print(f"harness: configuration error: {redact_secrets(str(exc))}", file=sys.stderr)
         return 2
     except (HarnessError, RepositoryError, FilesystemError, OSError) as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        print(f"harness: error: {redact_secrets(str(exc))}", file=sys.stderr)
         return 1
     sys.stdout.flush()
     return code

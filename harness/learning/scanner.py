@@ -9,8 +9,12 @@ where each source gets a :class:`TrustLevel` (report-only by default).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import enum
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,6 +29,9 @@ __all__ = [
     "Scanner",
     "Severity",
     "TrustLevel",
+    "decoded_blobs",
+    "despace",
+    "normalise",
     "rules_from_data",
     "scan",
 ]
@@ -111,6 +118,10 @@ def _rule(id: str, category: str, severity: Severity, pattern: str, message: str
 
 _SECRET_VARS = r"\$\{?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)"
 _SHELLS = r"(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"
+_VAR = r"\$\{?[A-Za-z_]\w*+\}?"
+# A host with a variable in it that is more than one bare variable: ``$A.$B``, ``evil.$D``.
+# Possessive quantifiers keep the match linear on long hostile lines.
+_ASSEMBLED = rf"(?=[^\s/'\"]*\$)[\w-]*+(?:(?:{_VAR}|\.)[\w-]*+){{2,}}"
 
 DEFAULT_RULES: tuple[ScanRule, ...] = (
     _rule("exfil-secret-upload", "exfiltration", "critical",
@@ -124,9 +135,16 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
           r"|/etc/shadow|\bid_(?:rsa|ed25519|ecdsa)\b",
           "reads credential files (SSH keys, cloud credentials, /etc/shadow)"),
     _rule("exfil-upload-file", "exfiltration", "high",
-          r"\bcurl\b[^\n]*(?:--upload-file|-T\s|-F\s*['\"]?\w+=@|--data(?:-binary)?\s*['\"]?@)"
-          r"|\bwget\b[^\n]*--post-file",
+          r"\bcurl\b[^\n]*(?:--upload-file|-T\s|(?:-F|--form)\s*['\"]?\w+=['\"]?[@<]"
+          r"|(?:-d|--data(?:-binary|-raw|-ascii|-urlencode)?)(?:\s*|=)['\"]?(?:\w+=)?@)"
+          r"|\bwget\b[^\n]*--(?:post|body)-file",
           "uploads a local file to a remote server"),
+    _rule("exfil-variable-host", "exfiltration", "high",
+          rf"\b(?:curl|wget)\b[^\n]*://{_ASSEMBLED}"
+          rf"|\b(?:nc|ncat|netcat|socat)\b(?:\s+-\w+)*\s+['\"]?{_ASSEMBLED}"
+          rf"|\b([A-Za-z_]\w*)=['\"]?{_ASSEMBLED}['\"]?(?=[\s;&|]|$)(?:[^\n]*\n){{0,20}}?"
+          r"[^\n]*\b(?:curl|wget|nc|ncat|netcat|socat)\b[^\n]*\$\{?\1\b",
+          "talks to a host assembled from variables, hiding where data goes"),
     _rule("exfil-python-environ-post", "exfiltration", "critical",
           r"requests\.(?:post|put)\([^\n]*os\.environ|urlopen\([^\n]*os\.environ",
           "posts the process environment to a remote server"),
@@ -166,6 +184,14 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
     _rule("pipe-to-interpreter", "pipe-to-shell", "high",
           r"\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node)\b",
           "pipes downloaded code straight into an interpreter"),
+    _rule("decode-to-shell", "pipe-to-shell", "critical",
+          rf"\b(?:base64|base32|openssl\s+(?:base64|enc)|xxd|uudecode)\b[^\n|]*\|\s*{_SHELLS}"
+          rf"|\b(?:eval|{_SHELLS}\s+-c)\s*['\"]?\$\([^\n]*\b(?:base64|base32|xxd|openssl)\b[^\n]*"
+          r"(?:-d\b|--decode|-D\b|-r\b)",
+          "decodes hidden code and runs it in a shell"),
+    _rule("eval-download", "pipe-to-shell", "critical",
+          rf"\b(?:eval|{_SHELLS}\s+-c)\s*['\"]?\$\(\s*(?:curl|wget|fetch)\b",
+          "runs downloaded code through eval or sh -c"),
     _rule("process-substitution-download", "pipe-to-shell", "critical",
           r"\b(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b|\bsource\s+<\(\s*(?:curl|wget)\b",
           "runs downloaded code through process substitution"),
@@ -176,6 +202,10 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
           r"\b(?:ignore|disregard|forget|override)\b[^\n.]{0,40}\b(?:previous|prior|above|earlier|all|system|your)\b"
           r"[^\n.]{0,20}\b(?:instructions|prompts?|rules|guidelines|directives)\b",
           "tries to override the agent's instructions"),
+    _rule("injection-ignore-instructions-squashed", "prompt-injection", "high",
+          r"(?:ignore|disregard|forget|override)(?:all|the|any|your|of)*"
+          r"(?:previous|prior|above|earlier|system)(?:instructions|prompts?|rules|guidelines|directives)",
+          "tries to override the agent's instructions (letters spaced out)"),
     _rule("injection-reveal-prompt", "prompt-injection", "high",
           r"\b(?:reveal|print|show|output|repeat|leak)\b[^\n.]{0,30}\b(?:system prompt|hidden instructions|developer message)\b",
           "tries to extract the system prompt"),
@@ -241,39 +271,159 @@ class Scanner:
         return ScanVerdict(dangerous=dangerous, findings=tuple(findings))
 
     def _scan_text(self, path: str, text: str) -> list[Finding]:
+        """Run every rule over every view of ``text`` (see :func:`_views`); one finding per
+        rule and line, whichever view found it."""
         lines = text.splitlines()
-        starts = [0]
-        for line in lines:
-            starts.append(starts[-1] + len(line) + 1)
-        joined = "\n".join(lines)
-        found: list[Finding] = []
-        for compiled in self._compiled:
-            for match in compiled.regex.finditer(joined):
-                number = _line_of(starts, match.start())
-                rule = compiled.rule
-                found.append(
-                    Finding(
-                        rule=rule.id,
-                        category=rule.category,
-                        severity=rule.severity,
-                        message=rule.message,
-                        path=path,
-                        line=number,
-                        excerpt=lines[number - 1].strip()[:_EXCERPT],
+        seen: dict[tuple[int, str], Finding] = {}
+        for view in _views(lines):
+            joined = "\n".join(segment for _, segment in view)
+            starts = [0]
+            for _, segment in view:
+                starts.append(starts[-1] + len(segment) + 1)
+            for compiled in self._compiled:
+                for match in compiled.regex.finditer(joined):
+                    number = view[_index_of(starts, match.start())][0]
+                    rule = compiled.rule
+                    seen.setdefault(
+                        (number, rule.id),
+                        Finding(
+                            rule=rule.id,
+                            category=rule.category,
+                            severity=rule.severity,
+                            message=rule.message,
+                            path=path,
+                            line=number,
+                            excerpt=lines[number - 1].strip()[:_EXCERPT],
+                        ),
                     )
-                )
-        return sorted(found, key=lambda f: (f.line, f.rule))
+        return sorted(seen.values(), key=lambda f: (f.line, f.rule))
 
 
-def _line_of(starts: list[int], offset: int) -> int:
-    low, high = 0, len(starts) - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if starts[middle] <= offset:
-            low = middle
-        else:
-            high = middle - 1
-    return low + 1
+def _index_of(starts: list[int], offset: int) -> int:
+    """The index of the segment that ``offset`` of the joined text falls in."""
+    return max(bisect.bisect_right(starts, offset) - 1, 0)
+
+
+# Normalisation: what a reader (or a shell, or a model) sees is what the rules match, however
+# the text was disguised.
+
+_INVISIBLE = dict.fromkeys(
+    map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u200e\u200f"
+        "\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069"
+        "\u3164\ufeff\uffa0"),
+    None,
+)
+# Cyrillic and Greek letters that look like Latin ones (after NFKC).
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁһԛԝӏɑονιυκτχερα"
+    "АВЕКМНОРСТХУІЈЅԌԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+    "ıℓ",
+    "aeopcyxijsdhqwlaovinktxepa"
+    "ABEKMHOPCTXYIJSGQWABEZHIKMNOPTYX"
+    "il",
+)
+_SPACED = re.compile(r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
+_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+_MAX_BLOBS = 64
+_MAX_BLOB = 64 * 1024
+_MAX_DEPTH = 2
+
+
+def normalise(text: str) -> str:
+    """``text`` as the rules see it: NFKC, invisible characters removed, Cyrillic/Greek
+    look-alikes folded to Latin, and runs of spaces and tabs collapsed to one space.
+
+    Never raises, for any string."""
+    return _collapse(_fold(text))
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_CONFUSABLES)
+
+
+def _collapse(text: str) -> str:
+    return _BLANKS.sub(" ", text)
+
+
+def despace(text: str) -> str:
+    """``text`` with spaced-out words joined (``i g n o r e`` → ``ignore``, ``i.g.n.o.r.e`` too)."""
+    return _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+
+
+def decoded_blobs(text: str) -> list[str]:
+    """The readable text hidden in ``text``'s base64 and hex blobs (at most a few dozen)."""
+    found: list[str] = []
+    for match in [*_BASE64.finditer(text), *_HEX.finditer(text)][:_MAX_BLOBS]:
+        blob = match.group(0)[:_MAX_BLOB]
+        data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
+        decoded = _readable(data) if data else None
+        if decoded:
+            found.append(decoded)
+    return found
+
+
+def _unbase64(blob: str) -> bytes | None:
+    blob = blob.rstrip("=")
+    try:
+        return base64.b64decode(blob + "=" * (-len(blob) % 4), altchars=b"-_" if "-" in blob or "_" in blob else None)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _unhex(blob: str) -> bytes | None:
+    try:
+        return bytes.fromhex(blob.replace("\\x", ""))
+    except ValueError:
+        return None
+
+
+def _readable(data: bytes) -> str | None:
+    """``data`` as text when it is mostly printable UTF-8 (a hidden command, not binary)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\t\r")
+    return text if text and printable >= 0.95 * len(text) else None
+
+
+def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
+    """``(first line number, text)`` per shell line: a trailing backslash joins the next line."""
+    logical: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(lines, start=1):
+        if pending is not None:
+            number, line = pending[0], pending[1] + line
+        pending = (number, line[:-1]) if line.endswith("\\") else None
+        if pending is None:
+            logical.append((number, line))
+    if pending is not None:
+        logical.append(pending)
+    return logical
+
+
+View = list[tuple[int, str]]
+
+
+def _views(lines: list[str], depth: int = 0) -> list[View]:
+    """The texts the rules run over, each a list of ``(original line number, text)``: the
+    normalised text, the same with spaced-out words joined, and what base64/hex blobs decode
+    to (decoded recursively, a couple of levels deep)."""
+    folded = [(number, _fold(line)) for number, line in _logical_lines(lines)]
+    logical = [(number, _collapse(line)) for number, line in folded]
+    views = [logical]
+    # Before collapsing: a wider gap between spaced-out words keeps the words apart.
+    joined = [(number, _collapse(despace(line))) for number, line in folded]
+    if joined != logical:
+        views.append(joined)
+    if depth < _MAX_DEPTH:
+        for number, line in logical:
+            for decoded in decoded_blobs(line):
+                for view in _views(decoded.splitlines(), depth + 1):
+                    views.append([(number, text) for _, text in view])
+    return views
 
 
 def _as_text(content: str | bytes) -> str | None:
@@ -325,6 +475,24 @@ class MarketScanPolicy:
     default: TrustLevel = TrustLevel.REPORT
     sources: Mapping[str, TrustLevel] = field(default_factory=dict)
 
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> MarketScanPolicy:
+        """The policy ``harness.yaml``'s ``market_scan`` key describes:
+        ``{default: report, sources: {git-acme-skills: block, pkg-ours: off}}``.
+
+        Levels are ``report``, ``block`` (or ``enforce``) and ``off`` (or ``trusted``); raises
+        ``ValueError`` naming the bad key or level."""
+        unknown = set(data) - {"default", "sources"}
+        if unknown:
+            raise ValueError(f"unknown keys {', '.join(sorted(map(str, unknown)))} (known: default, sources)")
+        sources = data.get("sources") or {}
+        if not isinstance(sources, Mapping):
+            raise ValueError("sources must map a market's source slug to report, block or off")
+        return cls(
+            default=_trust_level("default", data.get("default", "report")),
+            sources={str(name): _trust_level(f"sources.{name}", level) for name, level in sources.items()},
+        )
+
     def trust_of(self, source: str) -> TrustLevel:
         """The trust level configured for ``source``."""
         return self.sources.get(source, self.default)
@@ -337,3 +505,20 @@ class MarketScanPolicy:
         verdict = self.scanner.scan(files)
         admitted = not (trust is TrustLevel.ENFORCE and verdict.dangerous)
         return IngestVerdict(source=source, trust=trust, verdict=verdict, admitted=admitted)
+
+
+_TRUST_WORDS = {
+    "report": TrustLevel.REPORT,
+    "block": TrustLevel.ENFORCE,
+    "enforce": TrustLevel.ENFORCE,
+    "off": TrustLevel.TRUSTED,
+    "trusted": TrustLevel.TRUSTED,
+}
+
+
+def _trust_level(key: str, value: object) -> TrustLevel:
+    # YAML reads a bare ``off`` as False.
+    word = "off" if value is False else str(value).lower()
+    if word not in _TRUST_WORDS:
+        raise ValueError(f"{key}: {value!r} is not one of report, block, off")
+    return _TRUST_WORDS[word]

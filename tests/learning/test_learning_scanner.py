@@ -81,3 +81,12 @@ def test_market_ingest_trust_levels() -> None:
     assert enforced.verdict.dangerous and not enforced.admitted
     trusted = policy.check("pkg-ours", files)
     assert trusted.admitted and not trusted.verdict.findings
+
+
+def test_market_scan_policy_from_configuration_data() -> None:
+    policy = MarketScanPolicy.from_data({"default": "block", "sources": {"pkg-ours": False, "git-x": "report"}})
+    assert policy.default is TrustLevel.ENFORCE
+    assert policy.trust_of("pkg-ours") is TrustLevel.TRUSTED  # YAML reads a bare `off` as false
+    assert policy.trust_of("git-x") is TrustLevel.REPORT
+    with pytest.raises(ValueError, match="unknown keys"):
+        MarketScanPolicy.from_data({"defaults": "report"})
