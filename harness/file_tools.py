@@ -8,8 +8,10 @@ it. Agent-written skills enter only through ``propose_skill`` / ``skill_manage``
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 from pathlib import Path
+from urllib.parse import unquote
 
 import anyio.to_thread
 
@@ -18,6 +20,9 @@ from harness.paging import looks_binary, page_lines
 from harness.tooling import Tool, tool_from_function
 
 __all__ = ["MACHINE_OWNED", "MachineOwnedPath", "ModelView", "file_tools"]
+
+_MAX_PATH = 1024
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 #: Top-level folders of a user's area that only harness code writes.
 MACHINE_OWNED: frozenset[str] = frozenset({"skills", ".harness"})
@@ -50,11 +55,16 @@ class ModelView:
         return [entry for entry in entries if not _reserved(entry.path)]
 
     async def check(self, path: str) -> str:
-        """The normalised ``path`` if it lies outside machine-owned state."""
+        """The normalised ``path`` if it is a plain workspace path outside machine-owned state.
+
+        Besides :func:`filesystems.normalize_path`'s rules, refuses control characters,
+        backslashes, paths over 1024 characters, and paths whose percent-decoded or NFKC-folded
+        spelling would climb out or name machine-owned state (``%2e%2e``, ``‥``, ``ｓkills``).
+        """
         if not isinstance(path, str):
             raise PathEscapeError(f"path {path!r} must be a string")
-        normalised = normalize_path(path)
-        if _reserved(normalised) or await self._resolves_reserved(normalised):
+        normalised = _plain(path)
+        if any(_reserved(variant) for variant in _spellings(path)) or await self._resolves_reserved(normalised):
             raise MachineOwnedPath(
                 f"{path!r} is machine-owned state ({', '.join(sorted(MACHINE_OWNED))}/) that file tools "
                 "cannot read or write; create and change skills with propose_skill / skill_manage"
@@ -68,8 +78,26 @@ class ModelView:
         return await anyio.to_thread.run_sync(_host_reserved, host, root)
 
 
+def _plain(path: str) -> str:
+    if len(path) > _MAX_PATH:
+        raise PathEscapeError(f"path {path[:40]!r}... is {len(path)} characters; the limit is {_MAX_PATH}")
+    if _CONTROL.search(path):
+        raise PathEscapeError(f"path {path!r} contains control characters")
+    if "\\" in path:
+        raise PathEscapeError(f"path {path!r} contains '\\'; separate folders with '/'")
+    return normalize_path(path)
+
+
+def _spellings(path: str) -> list[str]:
+    """``path`` as the filesystem reads it and as decoders or folding could read it; each must
+    stay inside the area (:class:`PathEscapeError` otherwise)."""
+    decoded = unquote(path)
+    variants = {path, decoded, unicodedata.normalize("NFKC", path), unicodedata.normalize("NFKC", decoded)}
+    return [_plain(variant.replace("\\", "/")) for variant in variants]
+
+
 def _reserved(path: str) -> bool:
-    first = path.replace("\\", "/").split("/", 1)[0]
+    first = path.split("/", 1)[0]
     folded = unicodedata.normalize("NFKC", first).casefold().rstrip(" .")
     return bool(first) and folded in MACHINE_OWNED
 
