@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
@@ -180,3 +181,22 @@ async def test_a_guarded_tool_is_refused_inside_a_skill_turn(workspace: Abstract
     assert "there is no tool named 'wipe'" in results["w"]
     assert results["n"] == "noted" and effects.calls == ["take_note"]
     assert run.blocked is not None and run.blocked.kind == "confirmation"
+
+
+async def test_the_operator_cli_refuses_a_tampered_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main as cli
+    from harness.engine import SkillPackage, WorkflowEngine
+
+    files = {"SKILL.md": b"---\nname: ship\ndescription: Ship.\n---\n", "workflow.yaml": WORKFLOW.encode(),
+             "guardrails.yaml": b"confirmation_required_for: [deploy]\n"}
+    async with LocalFilesystem(tmp_path) as fs:
+        engine = WorkflowEngine(fs).for_user("alice")
+        run = await engine.start(SkillPackage(name="ship", files=files), run_id="r1")
+        assert run.pending is not None
+        record = tmp_path / "alice/.harness/runs/r1/run.json"
+        record.write_text(record.read_text().replace('"status": "running"', '"status": "completed"'))
+    code = await anyio.to_thread.run_sync(
+        cli, ["engine", "show", "--run-id", "r1", "--workspace", str(tmp_path), "--user", "alice"]
+    )
+    assert code == 1
+    assert "run 'r1' was changed outside the workflow engine" in capsys.readouterr().err
