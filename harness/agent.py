@@ -30,6 +30,8 @@ from harness.workflows import AgentExecutor, package_for, resolver
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
 log = logging.getLogger(__name__)
+#: Narrows the tools a turn offers (a workflow step's guardrails).
+ToolOffer = Callable[[list[Tool]], list[Tool]]
 _SKILL_COMMAND = re.compile(r"^/skill:(?P<name>[^\s]+)(?:\s+(?P<args>.*))?$", re.DOTALL)
 
 
@@ -121,6 +123,7 @@ class Harness:
             watch=watch,
             market_scan=market_scan,
         )
+        self._workflows = WorkflowEngine(self.filesystem)
         self._stack = AsyncExitStack()
         # An agent built around another's pipeline (a subagent) shares its resources: the
         # owner opens and closes them.
@@ -179,6 +182,13 @@ class Harness:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
         return await self._collect(self._turn(f"/skill:{name} {instructions}".rstrip(), context, strict=True))
 
+    async def _step_turn(
+        self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer
+    ) -> RunResult:
+        """A workflow step's skill turn: like :meth:`skill`, offering only ``offer(tools)``."""
+        message = f"/skill:{name} {instructions}".rstrip()
+        return await self._collect(self._turn(message, context, strict=True, offer=offer))
+
     def stream(self, message: str, *, context: RuntimeContext) -> AsyncIterator[Event]:
         """Like :meth:`run`, yielding typed events as they happen.
 
@@ -187,7 +197,9 @@ class Harness:
         """
         return self._turn(message, context, strict=False)
 
-    async def _turn(self, message: str, context: RuntimeContext, *, strict: bool) -> AsyncIterator[Event]:
+    async def _turn(
+        self, message: str, context: RuntimeContext, *, strict: bool, offer: ToolOffer | None = None
+    ) -> AsyncIterator[Event]:
         plan = await self.prepare(context)
         yield TurnPrepared(
             skill_count=len(plan.skills),
@@ -211,6 +223,8 @@ class Harness:
             return
         pending: list[Event] = []
         tools = self._tools(plan, session, pending)
+        if offer is not None:
+            tools = offer(tools)
         by_name = {t.name: t for t in tools}
         specs = [t.spec for t in tools]
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
@@ -288,7 +302,7 @@ class Harness:
 
     def workflow_engine(self, context: RuntimeContext) -> WorkflowEngine:
         """The workflow engine over ``context.user_id``'s own area (their runs)."""
-        return WorkflowEngine(self.filesystem).for_user(context.user_id)
+        return self._workflows.for_user(context.user_id)
 
     async def run_workflow(
         self, skill: str, *, context: RuntimeContext, run_id: str | None = None, inputs: dict[str, Any] | None = None
@@ -304,7 +318,12 @@ class Harness:
     async def continue_workflow(
         self, run_id: str, *, context: RuntimeContext, outcome: Outcome | None = None, confirm: str | None = None
     ) -> Run:
-        """Report an outcome or a confirmation, then perform actions until blocked or done."""
+        """Report an outcome or a confirmation, then perform actions until blocked or done.
+
+        ``confirm`` is the application's (or operator's) confirmation of the blocked action with
+        that id; the model's workflow tools cannot give one. A run record edited outside the
+        engine raises :class:`~harness.engine.RunTampered` before anything is performed.
+        """
         engine = self.workflow_engine(context)
         run = await engine.resume(run_id, outcome, confirm=confirm)
         return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=run.skill))

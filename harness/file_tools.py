@@ -1,16 +1,118 @@
-"""Workspace file tools (read with paging, write, list) through the user's scoped filesystem."""
+"""Workspace file tools (read with paging, write, list) through the user's scoped filesystem.
+
+The tools see the user's area through :class:`ModelView`: machine-owned state — ``skills/``
+(live skills, drafts, usage, audit, reviews) and ``.harness/`` (workflow runs) — is not part of
+it. Agent-written skills enter only through ``propose_skill`` / ``skill_manage``.
+"""
 
 from __future__ import annotations
 
-from filesystems import AbstractFilesystem
+import os
+import re
+import unicodedata
+from pathlib import Path
+from urllib.parse import unquote
+
+import anyio.to_thread
+
+from filesystems import AbstractFilesystem, FileStat, PathEscapeError, normalize_path
 from harness.paging import looks_binary, page_lines
 from harness.tooling import Tool, tool_from_function
 
-__all__ = ["file_tools"]
+__all__ = ["MACHINE_OWNED", "MachineOwnedPath", "ModelView", "file_tools"]
+
+_MAX_PATH = 1024
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+#: Top-level folders of a user's area that only harness code writes.
+MACHINE_OWNED: frozenset[str] = frozenset({"skills", ".harness"})
+
+
+class MachineOwnedPath(PathEscapeError):
+    """A model's file tool named a path in machine-owned state (skills, runs, usage, audit)."""
+
+
+class ModelView:
+    """The part of a user's area a model's file tools may read and write.
+
+    Wraps the user's scoped filesystem and refuses, with :class:`MachineOwnedPath`, every path
+    whose first segment is machine-owned (compared after Unicode NFKC folding, case folding and
+    trailing dots/spaces, and after following links where the area is a host folder); listings
+    leave those entries out.
+    """
+
+    def __init__(self, fs: AbstractFilesystem) -> None:
+        self.fs = fs
+
+    async def read_bytes(self, path: str) -> bytes:
+        return await self.fs.read_bytes(await self.check(path))
+
+    async def write_text(self, path: str, text: str) -> FileStat:
+        return await self.fs.write_text(await self.check(path), text)
+
+    async def list(self, path: str) -> list[FileStat]:
+        entries = await self.fs.list(await self.check(path))
+        return [entry for entry in entries if not _reserved(entry.path)]
+
+    async def check(self, path: str) -> str:
+        """The normalised ``path`` if it is a plain workspace path outside machine-owned state.
+
+        Besides :func:`filesystems.normalize_path`'s rules, refuses control characters,
+        backslashes, paths over 1024 characters, and paths whose percent-decoded or NFKC-folded
+        spelling would climb out or name machine-owned state (``%2e%2e``, ``‥``, ``ｓkills``).
+        """
+        if not isinstance(path, str):
+            raise PathEscapeError(f"path {path!r} must be a string")
+        normalised = _plain(path)
+        if any(_reserved(variant) for variant in _spellings(path)) or await self._resolves_reserved(normalised):
+            raise MachineOwnedPath(
+                f"{path!r} is machine-owned state ({', '.join(sorted(MACHINE_OWNED))}/) that file tools "
+                "cannot read or write; create and change skills with propose_skill / skill_manage"
+            )
+        return normalised
+
+    async def _resolves_reserved(self, path: str) -> bool:
+        host, root = self.fs.host_path(path), self.fs.host_path("")
+        if host is None or root is None:
+            return False
+        return await anyio.to_thread.run_sync(_host_reserved, host, root)
+
+
+def _plain(path: str) -> str:
+    if len(path) > _MAX_PATH:
+        raise PathEscapeError(f"path {path[:40]!r}... is {len(path)} characters; the limit is {_MAX_PATH}")
+    if _CONTROL.search(path):
+        raise PathEscapeError(f"path {path!r} contains control characters")
+    if "\\" in path:
+        raise PathEscapeError(f"path {path!r} contains '\\'; separate folders with '/'")
+    return normalize_path(path)
+
+
+def _spellings(path: str) -> list[str]:
+    """``path`` as the filesystem reads it and as decoders or folding could read it; each must
+    stay inside the area (:class:`PathEscapeError` otherwise)."""
+    decoded = unquote(path)
+    variants = {path, decoded, unicodedata.normalize("NFKC", path), unicodedata.normalize("NFKC", decoded)}
+    return [_plain(variant.replace("\\", "/")) for variant in variants]
+
+
+def _reserved(path: str) -> bool:
+    first = path.split("/", 1)[0]
+    folded = unicodedata.normalize("NFKC", first).casefold().rstrip(" .")
+    return bool(first) and folded in MACHINE_OWNED
+
+
+def _host_reserved(host: Path, root: Path) -> bool:
+    real, base = os.path.realpath(host), os.path.realpath(root)
+    if real == base or not real.startswith(base + os.sep):
+        return False
+    return _reserved(real[len(base) + 1 :])
 
 
 def file_tools(fs: AbstractFilesystem) -> list[Tool]:
-    """``read_file``, ``write_file`` and ``list_files`` bound to ``fs`` (the user's area)."""
+    """``read_file``, ``write_file`` and ``list_files`` bound to ``fs`` (the user's area),
+    seen through :class:`ModelView`."""
+    view = ModelView(fs)
 
     async def read_file(path: str, offset: int = 1, limit: int | None = None) -> str:
         """Read a text file from your workspace, paged by lines.
@@ -20,19 +122,22 @@ def file_tools(fs: AbstractFilesystem) -> list[Tool]:
             offset: The first line to return (1-based).
             limit: The most lines to return (at most 2000).
         """
-        data = await fs.read_bytes(path)
+        data = await view.read_bytes(path)
         if looks_binary(data):
             return f"{path} is a binary file of {len(data)} bytes; it is not shown as text."
         return page_lines(data.decode("utf-8"), path, offset, limit)
 
     async def write_file(path: str, content: str) -> str:
-        """Write a text file in your workspace (replacing it if it exists).
+        """Write a text file in your workspace (replacing it if it exists). Skills are not
+        written here: use propose_skill / skill_manage.
 
         Args:
             path: A path relative to your workspace.
             content: The full text to write.
         """
-        stat = await fs.write_text(path, content)
+        if not isinstance(content, str):
+            raise TypeError(f"content must be text, not {type(content).__name__}")
+        stat = await view.write_text(path, content)
         return f"wrote {stat.size} bytes to {path}"
 
     async def list_files(path: str = "") -> str:
@@ -41,7 +146,7 @@ def file_tools(fs: AbstractFilesystem) -> list[Tool]:
         Args:
             path: A folder relative to your workspace; empty for its top.
         """
-        entries = await fs.list(path)
+        entries = await view.list(path)
         return "\n".join(e.name + ("/" if e.is_dir else "") for e in entries) or "(empty)"
 
     return [tool_from_function(f) for f in (read_file, write_file, list_files)]

@@ -7,9 +7,10 @@ the shell) and ``invoke_skill`` actions as an agent turn with that skill invoked
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.context import RuntimeContext
@@ -18,11 +19,12 @@ from harness.engine.package import is_package_file
 from harness.errors import SkillNotFound
 from harness.plan import ResolvedSkill, TurnPlan
 from harness.skill_tools import format_command_result
+from harness.tooling import Tool, ToolError
 
 if TYPE_CHECKING:
     from harness.agent import Harness
 
-__all__ = ["AgentExecutor", "package_for"]
+__all__ = ["AgentExecutor", "package_for", "step_tools"]
 
 
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
@@ -32,6 +34,36 @@ async def package_for(resolved: ResolvedSkill) -> SkillPackage:
     files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
     files[skill.skill_md_name] = skill.raw
     return SkillPackage(name=skill.name, files=files)
+
+
+def step_tools(allowed: tuple[ToolDecl, ...]) -> Callable[[list[Tool]], list[Tool]]:
+    """Narrow a turn's tools to a workflow step's ``allowed`` ones (by ``source`` or id).
+
+    A tool that ``requires_confirmation`` stays visible but refuses to run, with a message
+    saying the workflow must call it as its own confirmed action.
+    """
+    names = {tool.source or tool.id: tool for tool in allowed if tool.kind == "function"}
+
+    def offer(tools: list[Tool]) -> list[Tool]:
+        offered = []
+        for tool in tools:
+            decl = names.get(tool.name)
+            if decl is None:
+                continue
+            offered.append(_guarded(tool, decl.id) if decl.requires_confirmation else tool)
+        return offered
+
+    return offer
+
+
+def _guarded(tool: Tool, decl_id: str) -> Tool:
+    async def refuse(**_: Any) -> str:
+        raise ToolError(
+            f"tool {tool.name!r} ({decl_id}) requires a confirmation; it cannot run inside a skill "
+            "turn — the workflow must call it as its own action, which the user confirms"
+        )
+
+    return dataclasses.replace(tool, function=refuse)
 
 
 def resolver(plan: TurnPlan) -> Any:
@@ -75,8 +107,13 @@ class AgentExecutor:
         return Outcome(status="succeeded", summary=result)
 
     async def invoke_skill(self, skill: SkillDecl, instructions: str, *, allowed_tools: tuple[ToolDecl, ...]) -> Outcome:
+        """One agent turn with ``skill`` invoked, offered exactly the step's ``function`` tools;
+        those marked ``requires_confirmation`` are refused inside the turn (a confirmation is
+        given to a run's action, never to a call a model makes on its own)."""
         try:
-            result = await self.agent.skill(skill.id, instructions, context=self.context)
+            result = await self.agent._step_turn(
+                skill.id, instructions, context=self.context, offer=step_tools(allowed_tools)
+            )
         except Exception as exc:
             return Outcome(status="failed", summary=f"{type(exc).__name__}: {exc}")
         return Outcome(status="succeeded", summary=result.reply)

@@ -14,6 +14,7 @@ from repositories import RepositoryError
 
 from harness.cli import agent, engine, market, skills
 from harness.errors import ConfigError, HarnessError
+from harness.terminal import escape_control
 
 __all__ = ["main"]
 
@@ -38,10 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except ConfigError as exc:
-        print(f"harness: configuration error: {redact_secrets(str(exc))}", file=sys.stderr)
+        print(escape_control(f"harness: configuration error: {redact_secrets(str(exc))}"), file=sys.stderr)
         return 2
     except (HarnessError, RepositoryError, FilesystemError, OSError) as exc:
-        print(f"harness: error: {redact_secrets(str(exc))}", file=sys.stderr)
+        print(escape_control(f"harness: error: {redact_secrets(str(exc))}"), file=sys.stderr)
         return 1
     sys.stdout.flush()
     return code

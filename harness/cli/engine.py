@@ -1,7 +1,8 @@
 """``harness engine ...``: run, continue, check, show and cancel workflow runs.
 
 Runs are stored in the workspace (``--workspace``, default the current folder), in the user's
-area with ``--user``. Text output always ends with what to do next; ``--json`` prints the run
+area with ``--user``. Confirmations of guarded actions are given here (``continue --confirm``)
+or by the application, never by the model's tools. Text output always ends with what to do next; ``--json`` prints the run
 record (plus ``next``) instead.
 """
 
@@ -29,6 +30,7 @@ from harness.engine.describe import describe_action
 from harness.engine.run import run_to_json
 
 from harness.config import HarnessConfig
+from harness.terminal import escape_control
 from harness.context import RuntimeContext
 from harness.workflows import package_for
 
@@ -170,7 +172,7 @@ async def _show(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     run = await engine.inspect(args.run_id)
     if args.events and not args.json:
         for event in await engine.events(args.run_id):
-            print(f"{event.seq:>4} {event.at} {event.type} {json.dumps(dict(event.data), ensure_ascii=False)}")
+            print(f"{event.seq:>4} {event.at} {event.type} {json.dumps(dict(event.data), ensure_ascii=True)}")
     return _print_run(run, args, exit_on_failure=False)
 
 
@@ -187,13 +189,14 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
     if args.json:
         document = run_to_json(run)
         document.pop("outbox")
-        print(json.dumps({**document, "next": hint}, indent=2, ensure_ascii=False))
+        # ASCII escapes: summaries and reasons may carry control characters a model wrote.
+        print(json.dumps({**document, "next": hint}, indent=2, ensure_ascii=True))
     else:
         where = f" at step {run.current_step}" if run.current_step and not run.done else ""
         print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
         if run.reason:
-            print(f"reason: {run.reason}")
-        print(f"Next: {hint}")
+            print(escape_control(f"reason: {run.reason}"))
+        print(escape_control(f"Next: {hint}"))
     return 1 if exit_on_failure and run.status == "failed" else 0
 
 

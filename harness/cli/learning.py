@@ -19,6 +19,7 @@ import anyio
 from harness.context import RuntimeContext
 from harness.learning import LearningError, SelfLearning
 from harness.learning._layout import area_label, discover_users
+from harness.terminal import escape_control
 
 __all__ = ["register"]
 
@@ -69,10 +70,11 @@ def _run(args: argparse.Namespace, action: _Action) -> int:
     try:
         result = anyio.run(main)
     except (LearningError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(escape_control(f"error: {exc}"), file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        # ASCII escapes keep control characters a model wrote out of the operator's terminal.
+        print(json.dumps(result, indent=2, ensure_ascii=True))
     else:
         _print_text(result)
     return 0
@@ -121,23 +123,25 @@ async def _curate(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any
 
 
 def _print_text(result: Any) -> None:
+    """Print ``result`` for a person; names, reasons and details come from drafts and models, so
+    every line has its control characters escaped."""
     if isinstance(result, list):
         for item in result:
-            print(_line(item))
+            print(escape_control(_line(item)))
         return
     if "drafts" in result:
         for draft in result["drafts"]:
-            print(f"draft  {draft['area']}/{draft['name']}")
+            print(escape_control(f"draft  {draft['area']}/{draft['name']}"))
         for review in result["pending_reviews"]:
-            print(f"review {review['id']}  {review['area']}/{review['name']}  ({len(review['files'])} files)")
+            print(escape_control(f"review {review['id']}  {review['area']}/{review['name']}  ({len(review['files'])} files)"))
         return
     if "transitions" in result:
         prefix = "would " if result["dry_run"] else ""
         for t in result["transitions"]:
-            print(f"{prefix}{t['from_state']} -> {t['to_state']}  {t['area']}/{t['name']}  idle {t['idle_days']:.1f} days")
-        print(f"{len(result['transitions'])} change(s) across {', '.join(result['areas'])}")
+            print(escape_control(f"{prefix}{t['from_state']} -> {t['to_state']}  {t['area']}/{t['name']}  idle {t['idle_days']:.1f} days"))
+        print(escape_control(f"{len(result['transitions'])} change(s) across {', '.join(result['areas'])}"))
         return
-    print(_line(result))
+    print(escape_control(_line(result)))
 
 
 def _line(item: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from harness.engine.errors import (
     RunExists,
     RunNotFound,
     RunStateError,
+    RunTampered,
     SnapshotIntegrityError,
     UpgradeRefused,
     WorkflowDefinitionError,
@@ -46,7 +47,7 @@ from harness.engine.run import (
     action_id,
 )
 from harness.engine.schema import load_schema
-from harness.engine.store import run_relative
+from harness.engine.store import RunKey, run_relative
 from harness.engine.tools import run_summary, workflow_tools
 
 __all__ = [
@@ -71,8 +72,10 @@ __all__ = [
     "RunConflict",
     "RunExists",
     "RunNotFound",
+    "RunKey",
     "RunStateError",
     "RunStatus",
+    "RunTampered",
     "SkillDecl",
     "SkillPackage",
     "SnapshotIntegrityError",

@@ -10,7 +10,7 @@ from typing import Any
 
 from filesystems import AbstractFilesystem
 from harness.engine.checks import CheckReport, evaluate_checks
-from harness.engine.definition import Action, CheckScope, Workflow
+from harness.engine.definition import Action, CheckScope, ToolDecl, Workflow
 from harness.engine.errors import RunStateError, SnapshotIntegrityError
 from harness.engine.executor import Executor
 from harness.engine.loader import load_workflow
@@ -18,7 +18,7 @@ from harness.engine.package import SkillPackage
 from harness.engine.run import Event, Outcome, Run
 from harness.engine.snapshot import make_snapshot, verify_snapshot
 from harness.engine import transitions
-from harness.engine.store import RunStore, WritePoint, check_run_id
+from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id
 
 __all__ = ["WorkflowEngine"]
 
@@ -46,6 +46,11 @@ class WorkflowEngine:
     its :class:`Outcome`. ``run_until_blocked`` performs ``call_tool`` / ``invoke_skill``
     actions through an :class:`Executor` and stops at anything else.
 
+    Run records are authenticated with ``key`` (default: the workspace's :class:`RunKey` at
+    ``.harness/engine.key`` of ``filesystem``, shared with :meth:`for_user` engines); a record
+    edited outside the engine raises :class:`RunTampered` and nothing is performed. Build the
+    engine on the workspace root and call :meth:`for_user`, so the key stays outside users' areas.
+
     ``clock`` returns the current time (UTC) for timestamps; ``before_write`` is called with the
     name of every durable write just before it happens (tracing, fault-injection tests).
     """
@@ -56,16 +61,18 @@ class WorkflowEngine:
         *,
         clock: Clock | None = None,
         before_write: WritePoint | None = None,
+        key: RunKey | None = None,
     ) -> None:
         self._filesystem = filesystem
-        self._store = RunStore(filesystem, before_write=before_write)
+        self._key = key or RunKey(filesystem)
+        self._store = RunStore(filesystem, before_write=before_write, key=self._key)
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self._before_write = before_write
 
     def for_user(self, user_id: str) -> WorkflowEngine:
         """The same engine over ``user_id``'s scoped filesystem (their own runs)."""
         return WorkflowEngine(
-            self._filesystem.scoped(user_id), clock=self._clock, before_write=self._before_write
+            self._filesystem.scoped(user_id), clock=self._clock, before_write=self._before_write, key=self._key
         )
 
     def _now(self) -> str:
@@ -244,7 +251,10 @@ class WorkflowEngine:
             if action.type == "call_tool":
                 return await executor.call_tool(workflow.tool(action.ref or ""), action.args)
             if action.type == "invoke_skill":
-                tools = tuple(workflow.tool(t) for t in allowed_tools or workflow.guardrails.allowed_tools)
+                tools = tuple(
+                    _with_confirmation(workflow, workflow.tool(t))
+                    for t in (allowed_tools if allowed_tools is not None else workflow.guardrails.allowed_tools)
+                )
                 return await executor.invoke_skill(
                     workflow.skill(action.ref or ""), action.instructions, allowed_tools=tools
                 )
@@ -280,3 +290,11 @@ class WorkflowEngine:
         version = await self._store.replace(changed, loaded.version)
         await self._store.flush(changed)
         return replace(loaded, run=changed, version=version)
+
+
+def _with_confirmation(workflow: Workflow, tool: ToolDecl) -> ToolDecl:
+    """``tool`` marked ``requires_confirmation`` when the guardrails list it (so a skill turn
+    refuses it as well as a ``call_tool`` action)."""
+    if tool.id in workflow.guardrails.confirmation_required_for and not tool.requires_confirmation:
+        return replace(tool, requires_confirmation=True)
+    return tool

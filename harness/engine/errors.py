@@ -20,6 +20,7 @@ __all__ = [
     "RunExists",
     "RunNotFound",
     "RunStateError",
+    "RunTampered",
     "SnapshotIntegrityError",
     "UpgradeRefused",
     "WorkflowDefinitionError",
@@ -81,3 +82,8 @@ class SnapshotIntegrityError(EngineError):
 
 class UpgradeRefused(EngineError):
     """``upgrade`` was refused; the message says which guard failed."""
+
+
+class RunTampered(EngineError):
+    """A run record failed its authentication: it was edited, copied or written outside the
+    engine. The engine refuses to act on it."""

@@ -7,6 +7,12 @@ Layout below the filesystem root::
     .harness/runs/<run_id>/artifacts/...     files the run's actions store
     .harness/skill-snapshots/<hash>/manifest.json and files/...
 
+Authenticity: the user's area is writable by parties the engine does not trust (a tenant's
+shell, a model's tools if misconfigured), so every run record carries an HMAC-SHA256 ``mac``
+over its content made with a per-workspace :class:`RunKey`, kept at ``.harness/engine.key`` of
+the *unscoped* filesystem (outside every user's area, never projected into a sandbox). A record
+that fails the check raises :class:`RunTampered` instead of being acted on.
+
 Crash safety: a run record appears whole (exclusive create) and changes only by a
 compare-and-set on its version; the events of a write ride in the record's ``outbox`` and are
 appended to the trajectory afterwards, under a lock, skipping those already there — so a crash
@@ -15,26 +21,31 @@ between the two writes is repaired by the next writer and no event is lost or do
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, PathEscapeError, VersionConflict
-from harness.engine.errors import RunConflict, RunExists, RunNotFound
+from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunTampered
 from harness.engine.run import Event, Run, event_from_json, run_from_json, run_to_json
 from harness.engine.snapshot import Snapshot
 
-__all__ = ["RunStore", "WritePoint", "check_run_id", "run_relative"]
+__all__ = ["RunKey", "RunStore", "WritePoint", "check_run_id", "run_relative"]
 
 #: Called with the name of every durable write just before it happens: ``snapshot-file``,
 #: ``snapshot-manifest``, ``run-create``, ``run-update``, ``trajectory-append``, ``artifact``.
 WritePoint = Callable[[str], None]
 
 _ROOT = ".harness"
+_KEY_FILE = f"{_ROOT}/engine.key"
+_MAC = "mac"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -64,12 +75,65 @@ def run_relative(path: str) -> str:
     return "/".join(part for part in parts if part not in ("", "."))
 
 
-class RunStore:
-    """Run records, trajectories, artifacts and snapshots on one (scoped) filesystem."""
+class RunKey:
+    """The secret run records are authenticated with, shared by every scope of a workspace.
 
-    def __init__(self, filesystem: AbstractFilesystem, *, before_write: WritePoint | None = None) -> None:
+    ``RunKey(filesystem)`` reads ``.harness/engine.key`` of ``filesystem`` (the workspace root,
+    not a user's area) on first use, creating it with 32 random bytes if missing; pass
+    ``secret=`` to supply one instead (e.g. from the application's secret store).
+    """
+
+    def __init__(self, filesystem: AbstractFilesystem | None = None, *, secret: bytes | None = None) -> None:
+        if filesystem is None and secret is None:
+            raise ValueError("a RunKey needs the workspace filesystem or a secret")
+        if secret is not None and len(secret) < 16:
+            raise ValueError("a run key secret must be at least 16 bytes")
+        self._filesystem = filesystem
+        self._secret = secret
+
+    async def secret(self) -> bytes:
+        """The key's bytes (loaded or created once, then kept)."""
+        if self._secret is None:
+            assert self._filesystem is not None
+            self._secret = await _load_or_create_key(self._filesystem)
+        return self._secret
+
+    async def sign(self, document: Mapping[str, Any]) -> str:
+        """The ``mac`` of a run record (all of its fields but ``mac``)."""
+        body = {k: v for k, v in document.items() if k != _MAC}
+        payload = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return hmac.new(await self.secret(), payload, hashlib.sha256).hexdigest()
+
+
+async def _load_or_create_key(fs: AbstractFilesystem) -> bytes:
+    try:
+        return bytes.fromhex((await fs.read_bytes(_KEY_FILE)).decode("ascii").strip())
+    except FileNotFoundError:
+        pass
+    try:
+        await fs.create_exclusive(_KEY_FILE, secrets.token_hex(32).encode("ascii"))
+    except FileExistsError:
+        pass  # another process made it first; use theirs
+    return bytes.fromhex((await fs.read_bytes(_KEY_FILE)).decode("ascii").strip())
+
+
+class RunStore:
+    """Run records, trajectories, artifacts and snapshots on one (scoped) filesystem.
+
+    ``key`` authenticates run records (default: a :class:`RunKey` of ``filesystem`` itself —
+    pass the workspace's key when ``filesystem`` is a user's scope).
+    """
+
+    def __init__(
+        self,
+        filesystem: AbstractFilesystem,
+        *,
+        before_write: WritePoint | None = None,
+        key: RunKey | None = None,
+    ) -> None:
         self.filesystem = filesystem
         self._before_write = before_write
+        self._key = key or RunKey(filesystem)
 
     def _point(self, name: str) -> None:
         if self._before_write is not None:
@@ -109,7 +173,7 @@ class RunStore:
         self._point("run-create")
         try:
             stat = await self.filesystem.create_exclusive(
-                f"{self._run_dir(run.run_id)}/run.json", _dumps(run_to_json(run))
+                f"{self._run_dir(run.run_id)}/run.json", await self._signed(run)
             )
         except FileExistsError as exc:
             raise RunExists(f"run {run.run_id!r} already exists; resume it or choose another id") from exc
@@ -125,14 +189,36 @@ class RunStore:
             data = await self.filesystem.read_bytes(path)
         except FileNotFoundError as exc:
             raise RunNotFound(f"no run {run_id!r} in this workspace scope") from exc
-        return run_from_json(json.loads(data)), version
+        return await self._verified(run_id, data), version
+
+    async def _signed(self, run: Run) -> bytes:
+        document = run_to_json(run)
+        document[_MAC] = await self._key.sign(document)
+        return _dumps(document)
+
+    async def _verified(self, run_id: str, data: bytes) -> Run:
+        problem = f"the record of run {run_id!r} was changed outside the workflow engine"
+        try:
+            document = json.loads(data)
+            mac = document.get(_MAC) if isinstance(document, dict) else None
+        except ValueError:
+            raise RunTampered(f"{problem} (not valid JSON); cancel it and start a new run") from None
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, await self._key.sign(document)):
+            raise RunTampered(
+                f"{problem} (its signature does not match); nothing was performed — cancel it by "
+                "deleting .harness/runs/<id>/ as the operator and start a new run"
+            )
+        run = run_from_json(document)
+        if run.run_id != run_id:
+            raise RunTampered(f"{problem} (it names run {run.run_id!r}); nothing was performed")
+        return run
 
     async def replace(self, run: Run, version: str) -> str:
         """Write ``run`` if the record is still at ``version``; :class:`RunConflict` otherwise."""
         self._point("run-update")
         try:
             stat = await self.filesystem.compare_and_set(
-                f"{self._run_dir(run.run_id)}/run.json", _dumps(run_to_json(run)), version
+                f"{self._run_dir(run.run_id)}/run.json", await self._signed(run), version
             )
         except VersionConflict as exc:
             raise RunConflict(

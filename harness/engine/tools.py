@@ -3,7 +3,8 @@
 ``workflow_tools(engine, resolve_skill)`` returns three :class:`harness.tooling.Tool` objects
 bound to ``engine`` (already scoped to the calling user); ``resolve_skill`` maps a skill name
 the model uses to its :class:`SkillPackage` (e.g. from the merged skill layers). Each tool
-answers with a JSON object describing the run and the ``next`` thing to do.
+answers with a JSON object describing the run and the ``next`` thing to do. The model can
+report outcomes but never confirm a guarded action.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Literal
 from harness.engine.describe import describe_action
 from harness.engine.engine import WorkflowEngine
 from harness.engine.package import SkillPackage
-from harness.engine.run import Outcome, Run
+from harness.engine.run import Blocked, Outcome, Run
 from harness.tooling import Tool, tool_from_function
 
 __all__ = ["run_summary", "workflow_tools"]
@@ -24,7 +25,12 @@ SkillResolver = Callable[[str], Awaitable[SkillPackage]]
 
 
 def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list[Tool]:
-    """The ``workflow_start``, ``workflow_continue`` and ``workflow_status`` tools."""
+    """The ``workflow_start``, ``workflow_continue`` and ``workflow_status`` tools.
+
+    None of them can confirm a blocked action: confirmations come from the application or the
+    operator (:meth:`WorkflowEngine.resume` with ``confirm=``, ``harness engine continue
+    --confirm``), and the blocked action's id is left out of their answers.
+    """
 
     async def workflow_start(
         skill: str, run_id: str | None = None, inputs: dict[str, Any] | None = None
@@ -46,18 +52,16 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
         outcome_id: str | None = None,
         artifacts: dict[str, str] | None = None,
         state: dict[str, Any] | None = None,
-        confirm: str | None = None,
     ) -> str:
-        """Report the outcome of the run's pending action and/or confirm a blocked action.
+        """Report the outcome of the run's pending action.
 
         Args:
             run_id: The run.
-            status: Whether the pending action succeeded or failed (omit to only confirm).
+            status: Whether the pending action succeeded or failed (omit to only read the run).
             summary: What happened, in a sentence or two.
             outcome_id: Identifies this report; sending the same report again changes nothing.
             artifacts: Named results of the action (name to value or run-relative path).
             state: Values merged into the run's variables (checks read them as vars.NAME).
-            confirm: The id of a blocked action the user confirmed.
         """
         outcome = None
         if status is not None:
@@ -68,7 +72,7 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
                 artifacts=artifacts or {},
                 state=state or {},
             )
-        return _answer(await engine.resume(run_id, outcome, confirm=confirm))
+        return _answer(await engine.resume(run_id, outcome))
 
     async def workflow_status(run_id: str) -> str:
         """The run's status, pending or blocked action and what to do next.
@@ -95,7 +99,7 @@ def run_summary(run: Run) -> dict[str, Any]:
             {"id": pending.id, "step": pending.step_id, "action": _action(pending.action)} if pending else None
         ),
         "blocked": (
-            {"kind": blocked.kind, "reason": blocked.reason, "action_id": blocked.action.id} if blocked else None
+            {"kind": blocked.kind, "reason": _reason(blocked)} if blocked else None
         ),
         "reason": run.reason,
         "vars": dict(run.vars),
@@ -118,8 +122,8 @@ def _next(run: Run) -> str:
     if run.blocked is not None:
         if run.blocked.kind == "confirmation":
             return (
-                f"ask the user to confirm ({run.blocked.reason}); if they agree call workflow_continue "
-                f"with confirm={run.blocked.action.id!r}."
+                f"tell the user the run waits for their confirmation ({_reason(run.blocked)}); "
+                "only the user or the operator can give it, through the application."
             )
         return f"tell the user the run is blocked: {run.blocked.reason}."
     if run.pending is None:
@@ -128,6 +132,11 @@ def _next(run: Run) -> str:
         f"{describe_action(run.pending)}, then call workflow_continue with status and summary "
         f"(outcome_id={run.pending.id!r})."
     )
+
+
+def _reason(blocked: Blocked) -> str:
+    # The action id is what an operator confirms; the model never gets it.
+    return blocked.reason.replace(blocked.action.id, "this step")
 
 
 def _answer(run: Run) -> str:

@@ -7,12 +7,18 @@ pipeline never reads as a skill layer.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
+
+import anyio.to_thread
 
 from filesystems import AbstractFilesystem, InvalidUserId, validate_user_id
 
 from harness.learning._time import utc_stamp
+from harness.learning.errors import LinkRefused
 
 __all__ = [
     "ARCHIVE",
@@ -30,6 +36,7 @@ __all__ = [
     "draft_folder",
     "live_folder",
     "read_folder",
+    "refuse_links",
     "scope_source",
     "scoped",
     "skill_id",
@@ -72,6 +79,36 @@ async def read_folder(fs: AbstractFilesystem, folder: str) -> dict[str, bytes]:
     data = await fs.read_many([entry.path for entry in entries])
     prefix = len(folder) + 1
     return {path[prefix:]: content for path, content in data.items()}
+
+
+async def refuse_links(fs: AbstractFilesystem, folder: str) -> None:
+    """Raise :class:`LinkRefused` if ``folder`` (or any folder above it in ``fs``) is a symbolic
+    link, or anything below it is one. Stores without host folders have no links."""
+    host, root = fs.host_path(folder), fs.host_path("")
+    if host is None or root is None:
+        return
+    found = await anyio.to_thread.run_sync(_first_link, root, host)
+    if found is not None:
+        raise LinkRefused(
+            f"refused: {folder} holds a symbolic link ({found}); a skill is plain files only — "
+            "remove the link and write the files with skill_manage"
+        )
+
+
+def _first_link(root: Path, folder: Path) -> str | None:
+    current = root
+    for part in folder.relative_to(root).parts:
+        current = current / part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return str(current.relative_to(root))
+        except FileNotFoundError:
+            return None
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for entry in (*dirnames, *filenames):
+            if os.path.islink(os.path.join(dirpath, entry)):
+                return os.path.relpath(os.path.join(dirpath, entry), root)
+    return None
 
 
 def content_hash(files: Mapping[str, bytes] | None) -> str | None:

@@ -20,6 +20,7 @@ __all__ = [
     "AuthoringRefused",
     "DangerousContent",
     "LearningError",
+    "LinkRefused",
     "PromotionError",
     "ReviewAlreadyDecided",
     "ReviewNotFound",
@@ -43,6 +44,10 @@ class DangerousContent(AuthoringRefused):
     def __init__(self, message: str, verdict: ScanVerdict) -> None:
         super().__init__(message)
         self.verdict = verdict
+
+
+class LinkRefused(AuthoringRefused, PermissionError):
+    """A skill or draft folder is, or holds, a symbolic link; skills are plain files only."""
 
 
 class SkillAreaNotFound(LearningError, FileNotFoundError):

@@ -42,14 +42,16 @@ from harness.learning._layout import (
     draft_folder,
     live_folder,
     read_folder,
+    refuse_links,
     scoped,
     skill_id,
 )
 from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_stamp
 from harness.learning.audit import AuditLog
 from harness.learning.errors import PromotionError, ReviewAlreadyDecided, ReviewNotFound, SkillAreaNotFound
-from harness.learning.tools import OnChange, ignore_change
+from harness.learning.tools import OnChange, _check_name, ignore_change
 from harness.learning.usage import SkillUsage, UsageScopes
+from harness.terminal import escape_control
 from harness.tooling import Tool, tool_from_function
 
 __all__ = [
@@ -190,7 +192,8 @@ class LocalApprovalGate(PromotionGate):
 
 class StdinPrompter:
     """Prints a request's summary to ``output_stream`` and reads ``y``/``yes`` from ``input_stream`` (a worker
-    thread waits for the line, so the event loop keeps running). Defaults: stdin and stderr."""
+    thread waits for the line, so the event loop keeps running). Defaults: stdin and stderr.
+    Control characters in the draft's text are shown escaped (:func:`harness.terminal.escape_control`)."""
 
     def __init__(self, *, input_stream: TextIO | None = None, output_stream: TextIO | None = None) -> None:
         self._input = input_stream
@@ -202,14 +205,14 @@ class StdinPrompter:
     def _ask(self, request: ReviewRequest) -> bool:
         output = self._output or sys.stderr
         where = area_label(request.scope)
-        output.write(f"Promote draft skill {request.name!r} of {where}?\n")
+        lines = [f"Promote draft skill {request.name!r} of {where} ({request.content_hash})?"]
         if request.reason:
-            output.write(f"  reason: {request.reason}\n")
-        for path, size in request.files.items():
-            output.write(f"  {path} ({size} bytes)\n")
+            lines.append(f"  reason: {request.reason}")
+        lines += [f"  {path} ({size} bytes)" for path, size in request.files.items()]
         for path, preview in request.previews.items():
-            output.write(f"--- {path}\n{preview}\n")
-        output.write("Approve? [y/N] ")
+            lines += [f"--- {path}", preview]
+        # Draft text is written by a model: escape control characters so it cannot hide lines.
+        output.write(escape_control("\n".join(lines)) + "\nApprove? [y/N] ")
         output.flush()
         line = (self._input or sys.stdin).readline()
         return line.strip().lower() in {"y", "yes"}
@@ -347,6 +350,7 @@ class Promoter:
         Raises :class:`SkillAreaNotFound` when the caller has no such draft.
         """
         scope = context.user_id
+        _check_name(name)
         request = await self._new_request(name, scope, context, reason)
         target = f"{area_label(scope)}/{name}"
         decision = await self._gate.decide(request)
@@ -375,6 +379,7 @@ class Promoter:
         if not reviewer:
             raise ValueError("an operator promotion needs the reviewer's name")
         scope = context.user_id if context is not None else None
+        _check_name(name)
         await self._draft_files(name, scope)
         return await self._promote(name, scope, actor=f"operator:{reviewer}", reviewer=reviewer, context=context)
 
@@ -413,8 +418,27 @@ class Promoter:
 
     # -- internals ----------------------------------------------------------------------------
 
+    async def _check_unchanged(self, request: ReviewRequest, files: Mapping[str, bytes]) -> None:
+        """Refuse to promote bytes other than the reviewed ones (audited)."""
+        current = content_hash(files)
+        if current == request.content_hash:
+            return
+        target = f"{area_label(request.scope)}/{request.name}"
+        await self._audit.record(
+            actor="harness", op="promotion.promote", target=target, decision="refused",
+            before_hash=request.content_hash, after_hash=current,
+            detail=f"review {request.id}: the draft changed after it was reviewed",
+        )
+        raise PromotionError(
+            f"refused: draft {request.name!r} of {area_label(request.scope)} changed after review request "
+            f"{request.id} (reviewed {request.content_hash}, now {current}); nothing was promoted — "
+            "request promotion again so the new content is reviewed"
+        )
+
     async def _draft_files(self, name: str, scope: str | None) -> dict[str, bytes]:
-        files = await read_folder(scoped(self._fs, scope), draft_folder(name))
+        fs = scoped(self._fs, scope)
+        await refuse_links(fs, draft_folder(name))
+        files = await read_folder(fs, draft_folder(name))
         if SKILL_MD not in files:
             raise SkillAreaNotFound(f"no draft named {name!r} in {area_label(scope)}; propose it first")
         return files
@@ -463,6 +487,8 @@ class Promoter:
         review = review or await self._load(request.id)
         if review.decision is not None:
             raise ReviewAlreadyDecided(f"review request {request.id} was already decided: {review.decision}")
+        if decision.approved:
+            await self._check_unchanged(request, await self._draft_files(request.name, request.scope))
         document = {"request": request.as_dict(), "decision": decision.as_dict(self._clock())}
         try:
             await self._fs.compare_and_set(_review_path(request.id), _encode(document), review.version)
@@ -483,17 +509,28 @@ class Promoter:
             context=context, before_hash=request.content_hash, detail=f"review {request.id}: {decision.reason}",
         )
         result = await self._promote(
-            request.name, request.scope, actor=decision.reviewer, reviewer=decision.reviewer, context=context
+            request.name, request.scope, actor=decision.reviewer, reviewer=decision.reviewer, context=context,
+            reviewed=request,
         )
         return dataclasses.replace(result, request_id=request.id, reason=decision.reason)
 
     async def _promote(
-        self, name: str, scope: str | None, *, actor: str, reviewer: str, context: RuntimeContext | None
+        self,
+        name: str,
+        scope: str | None,
+        *,
+        actor: str,
+        reviewer: str,
+        context: RuntimeContext | None,
+        reviewed: ReviewRequest | None = None,
     ) -> PromotionResult:
         fs = scoped(self._fs, scope)
         now = self._clock()
         async with fs.lock(f"learning:skill:{name}"):
             before = await self._draft_files(name, scope)
+            if reviewed is not None:
+                await self._check_unchanged(reviewed, before)
+            await refuse_links(fs, live_folder(name))
             installed = await self._target.install(fs, name, scope, now)
         draft_id = skill_id(name, scope)
         draft_usage = await self._usage.for_scope(scope).get(draft_id)

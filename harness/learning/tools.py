@@ -32,11 +32,12 @@ from harness.learning._layout import (
     draft_folder,
     live_folder,
     read_folder,
+    refuse_links,
     skill_id,
 )
 from harness.learning._time import Clock, system_clock
 from harness.learning.audit import AuditLog
-from harness.learning.errors import AuthoringRefused, DangerousContent, SkillAreaNotFound
+from harness.learning.errors import AuthoringRefused, DangerousContent, LinkRefused, SkillAreaNotFound
 from harness.learning.scanner import Scanner, ScanVerdict
 from harness.learning.usage import SkillUsage, UsageStore
 from harness.rules import check_fields, unsafe_segment_reason
@@ -245,6 +246,7 @@ class SkillWorkshop:
         target = self._target(name)
         async with self._fs.lock(f"learning:skill:{name}"):
             try:
+                await self._refuse_links(name)
                 change = await plan()
                 verdict = self._scan(change)
                 self._check_limits(change.after)
@@ -281,8 +283,9 @@ class SkillWorkshop:
         target = self._target(name)
         async with self._fs.lock(f"learning:skill:{name}"):
             try:
+                await self._refuse_links(name)
                 folder, before = await self._locate(name)
-            except SkillAreaNotFound as exc:
+            except (SkillAreaNotFound, LinkRefused) as exc:
                 await self._audit.record(
                     actor="agent", op="skill_manage.delete", target=target, decision="refused",
                     context=self._context, detail=str(exc),
@@ -421,6 +424,10 @@ class SkillWorkshop:
         raise SkillAreaNotFound(
             f"no draft or skill named {name!r} in your skill area; create it with propose_skill"
         )
+
+    async def _refuse_links(self, name: str) -> None:
+        for folder in (draft_folder(name), live_folder(name)):
+            await refuse_links(self._fs, folder)
 
     def _created(self, name: str, now: datetime) -> SkillUsage:
         live = self._auto_promote

@@ -33,8 +33,11 @@ async def test_model_drives_a_run_through_the_tools(engine: WorkflowEngine) -> N
     ]
     for fields in answers:
         run = json.loads(await cont.call({"run_id": "t1", "outcome_id": run["pending_action"]["id"], **fields}))
-    assert run["status"] == "blocked" and "confirm=" in run["next"]
-    run = json.loads(await cont.call({"run_id": "t1", "confirm": run["blocked"]["action_id"]}))
+    assert run["status"] == "blocked" and "only the user or the operator" in run["next"]
+    blocked = await engine.inspect("t1")
+    assert blocked.blocked is not None
+    await engine.resume("t1", confirm=blocked.blocked.action.id)  # the application confirms
+    run = json.loads(await status.call({"run_id": "t1"}))
     last = run["pending_action"]["id"]
     done = {"run_id": "t1", "status": "succeeded", "outcome_id": last, "state": {"posted": True}}
     run = json.loads(await cont.call(done))
