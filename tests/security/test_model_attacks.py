@@ -4,13 +4,15 @@ must be refused with a clear error, leak nothing, and leave no trace outside ali
 
 from __future__ import annotations
 
+import pytest
+
 from harness import Harness
 from harness.engine import SkillPackage
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.workflows import package_for
 
-from .attacker import ALICE, Arena, arena, assert_refused, attacker, diff, sandbox_dir  # noqa: F401
+from .attacker import ALICE, BOB_SECRET, HOST_SECRET, Arena, arena, assert_refused, attacker, diff, sandbox_dir  # noqa: F401
 
 # The sandbox's shell is attacked by the sandbox suite; here it only must not be a way around
 # the file tools' view, which the snapshot checks.
@@ -72,3 +74,33 @@ async def test_listing_the_area_leaves_out_machine_owned_folders(arena: Arena) -
 async def _ship(agent: Harness) -> SkillPackage:
     plan = await agent.prepare(ALICE)
     return await package_for(plan.invoke("ship"))
+
+
+@pytest.mark.parametrize("arena", ["sandbox"], indirect=True)  # the one mode whose shell is a trust boundary
+async def test_a_hostile_shell_in_the_sandbox_reaches_nothing_of_another_tenant(arena: Arena) -> None:
+    assert arena.host is not None and arena.outside is not None
+    bob, outside = arena.host / "bob", arena.outside
+    commands = [
+        f"cat {bob}/notes.txt ../bob/notes.txt /workspace/../bob/notes.txt",
+        f"cat {outside}/host-secret.txt",
+        f"ln -s {bob} steal; cat steal/notes.txt",
+        f"mkdir -p skills/evil; ln -s {bob} skills/evil/bob; ls skills/evil/bob",
+        "printf -- '---\\nname: evil\\ndescription: x\\n---\\n' > skills/evil/SKILL.md",
+        "mkdir -p .harness/runs/x && echo '{}' > .harness/runs/x/run.json",
+        "cat skills/.usage.json skills/.audit/* skills/.reviews/* 2>&1; ls -a skills",
+        "grep -rs BOB-SECRET /workspace /tmp /home /root /run | head -n 3",
+    ]
+    calls = [ToolCall(id=f"s{i}", name=SHELL, arguments={"command": c}) for i, c in enumerate(commands)]
+    model = ScriptedModel([Message.assistant("", calls), "done", "hello"])
+    async with arena.harness(model) as agent:
+        before = await arena.snapshot()
+        result = await agent.run("look around", context=ALICE)
+        after = await arena.snapshot()
+        await agent.run("hi", context=ALICE)
+    outputs = [e.content for e in result.events if isinstance(e, ToolReturned)]
+    assert len(outputs) == len(commands)
+    assert not [o for o in outputs if BOB_SECRET in o or HOST_SECRET in o]
+    changed = diff(before, after)
+    assert [key for key in changed if not arena.own(key)] == []
+    assert not [key for key in changed if "/alice/skills/" in key or "/alice/.harness/" in key]
+    assert "<name>evil</name>" not in model.calls[2].messages[0].content
