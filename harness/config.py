@@ -41,10 +41,13 @@ class HarnessConfig:
     max_steps: int = 20
     catalog_budget: int | None = None
     market_timeout: float = 10.0
+    max_file_size: int = 50 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
+        if isinstance(self.max_file_size, bool) or not isinstance(self.max_file_size, int) or self.max_file_size < 1:
+            raise ConfigError(f"max_file_size: {self.max_file_size!r} is not a positive number of bytes")
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""
@@ -66,6 +69,7 @@ class HarnessConfig:
             "max_steps": self.max_steps,
             "catalog_budget": self.catalog_budget,
             "market_timeout": self.market_timeout,
+            "max_file_size": self.max_file_size,
         }
         options.update(overrides)
         return Harness(**options)
