@@ -90,15 +90,22 @@ def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
     try:
         layouts, problems = _find(base)
         by_root: dict[str, SkillBundle] = {}
+        readable: list[SkillLayout[str]] = []
         for layout in layouts:
             digest = layout.digest()
             old = previous.get(layout.root)
-            by_root[layout.root] = (
-                old if old is not None and old.digest == digest else _bundle(layout, digest)
-            )
+            if old is None or old.digest != digest:
+                try:
+                    old = _bundle(layout, digest)
+                except OSError as exc:  # one unreadable SKILL.md skips its skill (or keeps its last read)
+                    problems.append(f"unreadable, skipped: {layout.main.path}: {exc.strerror or exc}")
+                    if old is None:
+                        continue
+            by_root[layout.root] = old
+            readable.append(layout)
     except OSError as exc:
         raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: {exc}") from exc
-    return _assemble(layouts, problems, by_root)
+    return _assemble(readable, problems, by_root)
 
 
 def _assemble(

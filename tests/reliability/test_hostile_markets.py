@@ -4,9 +4,13 @@ outside ``.skills-cache`` changes."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
 import subprocess
+import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -291,3 +295,41 @@ async def test_setuid_and_world_writable_market_files_are_staged_without_those_b
     staged = ws / CACHE / repo.source / "big"
     assert stat.S_IMODE((staged / "run.sh").stat().st_mode) == 0o755
     assert stat.S_IMODE((staged / "data.txt").stat().st_mode) == 0o644
+
+
+def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: Path) -> None:
+    """Run as ``nobody``: a market file it cannot read fails that read, never the turn."""
+    if shutil.which("setpriv") is None or os.geteuid() != 0:
+        pytest.skip("needs root and setpriv to run the turn as an unprivileged user")
+    base = Path(tempfile.mkdtemp(prefix="hostile-perm-"))
+    try:
+        base.chmod(0o755)
+        market, ws = base / "market", base / "ws"
+        write_skill(market, "good", files={"notes.txt": b"secret notes\n", "ok.txt": b"ok\n"})
+        write_skill(market, "locked")
+        (market / "good" / "notes.txt").chmod(0o000)
+        (market / "locked" / "SKILL.md").chmod(0o000)
+        ws.mkdir()
+        ws.chmod(0o777)
+        before = tree_state(market)
+        done = subprocess.run(
+            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+             sys.executable, str(Path(__file__).with_name("market_driver.py")), str(ws), str(market)],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        for user in ("alice", "bob"):
+            got = report[user]
+            assert "good" in got["skills"]
+            assert "Permission denied" in got["loaded"]
+            assert any(d["severity"] == "error" and report["source"] in d["message"] + d["location"] for d in got["diagnostics"])
+            assert any("unreadable, skipped: locked/SKILL.md" in d["message"] for d in got["diagnostics"])
+        assert tree_state(market) == before
+        # A skill is staged whole or not at all: no half-staged folder for the shell to run.
+        assert not (ws / CACHE / report["source"] / "good").exists()
+        assert tree_state(ws, skip=(CACHE,)) == {}
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwX", str(base)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
