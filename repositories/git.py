@@ -402,11 +402,7 @@ class GitRepository(SkillRepository):
         )
 
     async def _load(self, version: str) -> Snapshot:
-        def read() -> Snapshot:
-            with self._read_lock:
-                return self._read_snapshot(version)
-
-        return await anyio.to_thread.run_sync(read)
+        return await anyio.to_thread.run_sync(self._guarded, version, lambda: self._read_snapshot(version))
 
     def _blob(self, commit: str, root: str, path: str) -> _Node:
         """The blob of ``path`` below ``root`` of ``commit``; caller holds ``_read_lock``."""
@@ -437,7 +433,7 @@ class GitRepository(SkillRepository):
         except RepositoryError:  # BundleNotFound and UnsafePath are OSErrors too
             raise
         except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
-            raise RepositoryUnavailable(f"{self.url}@{commit}: cannot read files: {exc}") from exc
+            raise RepositoryUnavailable(f"{self.url}@{commit}: cannot read the commit's objects: {exc}") from exc
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
         snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()

@@ -4,6 +4,7 @@ outside ``.skills-cache`` changes."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -11,7 +12,8 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+import zipfile
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from repositories import (
     FileContents,
     GitRepository,
     MemoryRepository,
+    PackageRepository,
     SkillBundleContents,
     SkillRepository,
     Snapshot,
@@ -245,10 +248,37 @@ async def _mysql_market(base: Path, files: dict[str, tuple[bytes, int]]) -> Skil
     return repo
 
 
+async def _package_market(base: Path, files: dict[str, tuple[bytes, int]]) -> SkillRepository:
+    """A package inside a zip on ``sys.path`` (as a wheel would be), modes in the archive index."""
+    package = f"hostile_pkg_{os.urandom(4).hex()}"
+    archive = base / f"{package}.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name, (data, mode) in {"__init__.py": (b"", 0o644), "skills/big/SKILL.md": (skill_md("big"), 0o644),
+                                   **{f"skills/big/{n}": v for n, v in files.items()}}.items():
+            info = zipfile.ZipInfo(f"{package}/{name}")
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            zipped.writestr(info, data)
+    sys.path.insert(0, str(archive))
+    importlib.invalidate_caches()
+    _CLEANUPS.append(lambda: (sys.path.remove(str(archive)), sys.modules.pop(package, None)))
+    return PackageRepository(package, "skills")
+
+
+_CLEANUPS: list[Callable[[], object]] = []
+
+
+@pytest.fixture(autouse=True)
+def _remove_packages() -> Iterator[None]:
+    yield
+    while _CLEANUPS:
+        _CLEANUPS.pop()()
+
+
 MARKETS = {
     "directory": lambda base, files: _as_async(_directory_market(base / "market", files)),
     "git": _git_market,
     "mysql": _mysql_market,
+    "package": _package_market,
 }
 
 
