@@ -241,12 +241,17 @@ class Stager:
             small = [item.entry.skill.skill_md_name, *(f.path for f in files if f.size <= _STREAM_ABOVE)]
             large = [f.path for f in files if f.size > _STREAM_ABOVE]
             fetched: dict[str, _Fetched] = {}
+            complete = False
             async with limiter:
                 try:
                     for path, data in (await item.reader.read_files(item.entry, small)).items():
                         fetched[path] = self._checked(item, path, data)
+                    missing = sorted(set(small) - set(fetched))
+                    if missing:
+                        raise FileNotFoundError(errno.ENOENT, f"the source returned no {', '.join(missing)}")
                     for path in large:
                         fetched[path] = await self._stream(item, path, incoming)
+                    complete = True
                 except Exception as exc:  # one bad skill must not stop the others
                     diagnostics.append(
                         Diagnostic(
@@ -261,7 +266,7 @@ class Stager:
                     )
                 finally:
                     contents[item.key] = fetched  # the caller removes streamed copies, also on failure
-            if len(fetched) < len(small) + len(large):
+            if not complete:
                 del contents[item.key]
                 await anyio.to_thread.run_sync(_remove_temps, {item.key: fetched})
 

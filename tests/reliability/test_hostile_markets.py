@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -363,3 +363,19 @@ def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: 
     finally:
         subprocess.run(["chmod", "-R", "u+rwX", str(base)], check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+class OmittingRepository(RaisingRepository):
+    """A custom market whose ``read_files`` silently leaves out what it was asked for."""
+
+    async def read_files(self, folder: str, paths: Sequence[str]) -> dict[str, bytes]:
+        return {}
+
+
+async def test_a_market_that_omits_requested_files_is_reported_and_stages_nothing_half(tmp_path: Path) -> None:
+    repo = OmittingRepository(None)
+    async with turn(tmp_path, repo) as plan:
+        failed = [d for d in plan.diagnostics if d.code == "stage-read-failed"]
+        assert len(failed) == 1 and "raising/steady" in failed[0].message and "returned no SKILL.md" in failed[0].message
+        assert [s.skill.name for s in plan.skills.values()] == ["steady"]
+    assert not (tmp_path / CACHE / "raising" / "steady").exists()
