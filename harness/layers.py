@@ -54,6 +54,7 @@ class SkillSource:
 
     source: str
     layer: Layer
+    modes_given = False  # see SkillRepository.modes_given
 
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
         """Bytes of ``paths`` (relative to the skill folder) in one batched call."""
@@ -136,6 +137,7 @@ class MarketLayer(SkillSource):
         self.repository = repository
         self.source = source or repository.source
         self.max_file_size = max_file_size
+        self.modes_given = repository.modes_given
         self.layer = Layer.MARKET
         self._version: str | None = None
         self._result = LayerResult(entries=())

@@ -17,8 +17,9 @@ overrides and visibility filters, so one user's turn never removes what another'
 - Nothing outside ``.skills-cache`` is touched; unsafe market paths are refused per file.
 - Each file is capped (``max_file_size``, checked against the listed size before reading);
   large files stream to ``.skills-cache/.incoming`` while hashed, never held whole in memory.
-- Modes are normalised: ``rw-r--r--``, plus ``x`` for everyone when the source gave any exec bit;
-  never setuid/setgid/sticky, never group- or world-writable.
+- Modes are normalised (:func:`staged_mode`): ``0644``, or ``0755`` for an exec bit (or, where
+  the source's modes are only defaults, a script); never setuid/setgid/sticky or group/world
+  writable.
 """
 
 from __future__ import annotations
@@ -94,11 +95,14 @@ class StageResult:
         return {"written": self.written, "unchanged": self.unchanged, "removed": self.removed}
 
 
-def staged_mode(path: str, data: bytes, given: int) -> int:
-    """The mode a staged file gets: ``0644``, or ``0755`` when the source gave any exec bit or,
-    failing that, the file starts with ``#!`` or has a script suffix. Setuid/setgid/sticky and
-    group/world write bits are never kept (the cache is shared; the shell may run as another uid)."""
-    if given & 0o111 or data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES:
+def staged_mode(path: str, data: bytes, given: int, *, modes_given: bool = False) -> int:
+    """The mode a staged file gets: ``0755`` when the source gave any exec bit, else ``0644`` —
+    except that for a source whose modes are only defaults (``modes_given=False``) a ``#!`` first
+    line or a script suffix also makes it ``0755``. Setuid/setgid/sticky and group/world write
+    bits are never kept (the cache is shared; the shell may run as another uid)."""
+    if given & 0o111:
+        return 0o755
+    if not modes_given and (data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES):
         return 0o755
     return 0o644
 
@@ -388,7 +392,7 @@ class Stager:
                 )
                 continue
             digest = fetched.sha256
-            mode = staged_mode(path, fetched.head, modes.get(path, 0o644))
+            mode = staged_mode(path, fetched.head, modes.get(path, 0o644), modes_given=item.reader.modes_given)
             new_files[path] = {"sha256": digest, "mode": mode}
             target = folder / path
             if _is_current(target, digest, mode, old_files.get(path), verify):

@@ -171,6 +171,11 @@ class SkillRepository(ABC):
 
     source: str
     writable: bool
+    #: ``True`` when ``BundleFile.mode`` is what the publisher deliberately set (git records
+    #: exactly ``100755`` or ``100644``), so a file without exec bits is not meant to run;
+    #: ``False`` when modes may be defaults nobody chose (rows saved with ``0644``, files
+    #: copied by hand), so staging also makes ``#!`` files and script suffixes executable.
+    modes_given: bool = False
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
         self.source = check_source(source)

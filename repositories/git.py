@@ -120,6 +120,8 @@ class GitRepository(SkillRepository):
     Slug: ``git-<owner>-<repo>[-<branch>]``.
     """
 
+    modes_given = True
+
     def __init__(
         self,
         url: str,

@@ -128,7 +128,14 @@ async def test_git_submodules_and_dot_dot_entries_are_skipped_and_the_rest_serve
 
 
 async def test_git_modes_are_kept_as_given_without_any_write_bit_for_others(tmp_path: Path) -> None:
-    url = crafted_remote(tmp_path, files={"notes.txt": ("100664", b"notes\n"), "tool.bin": ("100755", b"\x7fELF")})
+    url = crafted_remote(
+        tmp_path,
+        files={
+            "notes.txt": ("100664", b"notes\n"),
+            "tool.bin": ("100755", b"\x7fELF"),
+            "not-run.sh": ("100644", b"#!/bin/sh\necho the publisher did not mark me executable\n"),
+        },
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
     repo = GitRepository(url, cache_dir=tmp_path / "cache")
@@ -137,6 +144,7 @@ async def test_git_modes_are_kept_as_given_without_any_write_bit_for_others(tmp_
     good = ws / CACHE / repo.source / "good"
     assert stat.S_IMODE((good / "tool.bin").stat().st_mode) == 0o755
     assert stat.S_IMODE((good / "notes.txt").stat().st_mode) == 0o644
+    assert stat.S_IMODE((good / "not-run.sh").stat().st_mode) == 0o644  # git's modes are the publisher's word
 
 
 class RaisingRepository(SkillRepository):
