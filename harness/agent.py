@@ -21,6 +21,7 @@ from harness.file_tools import file_tools
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
+from harness.staging import DEFAULT_MAX_FILE_SIZE
 from harness.plan import TurnPlan, VisibilityPolicy
 from harness.sessions import InMemorySessionStore, Session, SessionStore
 from harness.skill_tools import UsageHooks, skill_tools
@@ -81,6 +82,7 @@ class Harness:
         sessions: SessionStore | None = None,
         catalog_budget: int | None = None,
         market_timeout: float = 10.0,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         visibility: VisibilityPolicy | None = None,
         usage: UsageHooks | None = None,
         skills: Collection[str] | None = None,
@@ -118,6 +120,7 @@ class Harness:
             global_skills_dir=global_skills_dir,
             dynamic_skills=dynamic_skills,
             market_timeout=market_timeout,
+            max_file_size=max_file_size,
             catalog_budget=catalog_budget,
             visibility=visibility,
             watch=watch,

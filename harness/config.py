@@ -46,6 +46,7 @@ class HarnessConfig:
     catalog_budget: int | None = None
     market_timeout: float = 10.0
     market_scan: MarketScanPolicy | None = None
+    max_file_size: int = 50 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.filesystem not in FILESYSTEM_MODES:
@@ -56,6 +57,8 @@ class HarnessConfig:
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
         return redact_secrets(f"HarnessConfig({fields})")  # the store DSN and market URLs
+        if isinstance(self.max_file_size, bool) or not isinstance(self.max_file_size, int) or self.max_file_size < 1:
+            raise ConfigError(f"max_file_size: {self.max_file_size!r} is not a positive number of bytes")
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""
@@ -86,6 +89,7 @@ class HarnessConfig:
             "catalog_budget": self.catalog_budget,
             "market_timeout": self.market_timeout,
             "market_scan": self.market_scan,
+            "max_file_size": self.max_file_size,
         }
         options.update(overrides)
         return Harness(**options)

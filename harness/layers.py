@@ -8,15 +8,16 @@ parsed, so an unchanged SKILL.md is never parsed twice. Deciding *when* to look 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from filesystems import AbstractFilesystem, FileStat
-from repositories import BundleFile, RepositoryError, SkillBundle, SkillRepository
+from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.rules import unsafe_segment_reason
@@ -25,7 +26,7 @@ from harness.validation import SKILL_MD_NAMES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource", "unsafe_file_path"]
+__all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource", "describe_error", "unsafe_file_path"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,6 +45,9 @@ class LayerResult:
 
     entries: tuple[LayerEntry, ...]
     diagnostics: tuple[Diagnostic, ...] = ()
+    # The source did not answer this time: ``entries`` are its last good ones (maybe none), so
+    # nothing it staged before may be removed for not being offered.
+    failed: bool = False
 
 
 class SkillSource:
@@ -51,10 +55,15 @@ class SkillSource:
 
     source: str
     layer: Layer
+    modes_given = False  # see SkillRepository.modes_given
 
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
         """Bytes of ``paths`` (relative to the skill folder) in one batched call."""
         raise NotImplementedError
+
+    async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
+        """The bytes of one file in pieces (default: one whole read), for streaming to disk."""
+        yield (await self.read_files(entry, [path]))[path]
 
 
 class FolderLayer(SkillSource):
@@ -124,12 +133,19 @@ class MarketLayer(SkillSource):
     """A skill market (layer 2): parses each bundle once per digest."""
 
     def __init__(
-        self, repository: SkillRepository, *, source: str | None = None, scan_policy: MarketScanPolicy | None = None
+        self,
+        repository: SkillRepository,
+        *,
+        source: str | None = None,
+        scan_policy: MarketScanPolicy | None = None,
+        max_file_size: int | None = None,
     ) -> None:
         self.repository = repository
         self.source = source or repository.source
         # Scanned once per bundle digest, with the parse: the verdict is cached with the entry.
         self.scan_policy = scan_policy
+        self.max_file_size = max_file_size
+        self.modes_given = repository.modes_given
         self.layer = Layer.MARKET
         self._version: str | None = None
         self._result = LayerResult(entries=())
@@ -149,17 +165,23 @@ class MarketLayer(SkillSource):
         """Ask the market for its snapshot (cheap when unchanged) and parse what changed.
 
         A failing market keeps serving its last good skills; the failure becomes a diagnostic.
+        Whatever the market raises (a custom market is not trusted to raise only
+        ``RepositoryError``) is reported the same way, never passed on to the turn.
         """
         if self.watched and not self.dirty and self._version is not None:
             return self._result
         self.dirty = False
         try:
             snapshot = await self.repository.snapshot()
-        except RepositoryError as exc:
-            return self._with_failure(f"market {self.source!r} is unavailable and has no skills yet: {exc}")
-        if snapshot.version != self._version:
-            self._result = self._parse(snapshot.bundles, snapshot.problems)
-            self._version = snapshot.version
+            if snapshot.version != self._version:
+                self._result = self._parse(snapshot.bundles, snapshot.problems)
+                self._version = snapshot.version
+        except Exception as exc:
+            if self._version is None:
+                return self._with_failure(f"market {self.source!r} is unavailable and has no skills yet: {describe_error(exc)}")
+            return self._with_failure(
+                f"market {self.source!r} failed to refresh, serving its last good skills: {describe_error(exc)}"
+            )
         if snapshot.error is None and self._failing:
             log.info("market %r answers again (version %s)", self.source, snapshot.version)
             self._failing = False
@@ -174,14 +196,48 @@ class MarketLayer(SkillSource):
         return self._with_failure(reason)
 
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
-        return await self.repository.read_files(entry.path, list(paths))
+        """The files' bytes; a file over ``max_file_size`` raises ``OSError(EFBIG)`` unread, and
+        anything else the market raises becomes ``RepositoryUnavailable`` naming the market."""
+        for path in paths:
+            self._check_size(entry, path)
+        try:
+            return await self.repository.read_files(entry.path, list(paths))
+        except (RepositoryError, OSError):
+            raise
+        except Exception as exc:
+            raise RepositoryUnavailable(
+                f"market {self.source!r} failed to read {entry.path}: {describe_error(exc)}"
+            ) from exc
+
+    async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
+        self._check_size(entry, path)
+        try:
+            async for chunk in self.repository.read_chunks(entry.path, path):
+                yield chunk
+        except (RepositoryError, OSError):
+            raise
+        except Exception as exc:
+            raise RepositoryUnavailable(
+                f"market {self.source!r} failed to read {entry.path}/{path}: {describe_error(exc)}"
+            ) from exc
+
+    def _check_size(self, entry: LayerEntry, path: str) -> None:
+        if self.max_file_size is None:
+            return
+        size = next((f.size for f in entry.files if f.path == path), 0)
+        if size > self.max_file_size:
+            raise OSError(
+                errno.EFBIG,
+                f"{self.source}/{entry.path}/{path} is {size} bytes, over the {self.max_file_size}-byte "
+                "limit for market files (max_file_size); it is not staged or read",
+            )
 
     def _with_failure(self, message: str) -> LayerResult:
         problem = Diagnostic(severity="error", code="market-unavailable", message=message, location=self.source)
         if not self._failing:
             log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
             self._failing = True
-        return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem))
+        return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem), failed=True)
 
     def _parse(self, bundles: Sequence[SkillBundle], problems: Sequence[str]) -> LayerResult:
         entries: list[LayerEntry] = []
@@ -281,6 +337,16 @@ class MarketLayer(SkillSource):
             )
             for f in ingest.verdict.findings
         )
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as one line for a diagnostic: the message of a repository error, the type and
+    message of anything else, and every leaf of an exception group (as task groups raise)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_error(inner) for inner in exc.exceptions)
+    if isinstance(exc, RepositoryError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def unsafe_file_path(path: str) -> str | None:

@@ -32,7 +32,7 @@ from harness.merge import Merged, Shadowing, merge_layers
 from harness.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.skill import Layer
 from harness.skill_tools import LOAD_TOOL, SHELL_TOOL
-from harness.staging import StageItem, StageResult, Stager
+from harness.staging import DEFAULT_MAX_FILE_SIZE, StageItem, StageResult, Stager
 from harness.watch import TreeWatcher
 
 __all__ = ["SkillPipeline"]
@@ -50,6 +50,7 @@ class _Base:
     sources: dict[str, SkillSource]  # skill_id -> source
     stage_items: tuple[StageItem, ...]
     diagnostics: tuple[Diagnostic, ...]
+    unanswered: frozenset[str]  # layer 1–2 sources that did not answer: their staged folders stay
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,7 +88,7 @@ class _Tracked:
                 message=f"cannot read the {self.layer.layer.value} skills, serving the last good ones: {exc}",
                 location=self.layer.prefix or self.layer.source,
             )
-            return LayerResult(entries=last.entries, diagnostics=(*last.diagnostics, problem))
+            return LayerResult(entries=last.entries, diagnostics=(*last.diagnostics, problem), failed=True)
 
     async def _current(self, watched: bool) -> LayerResult:
         if self.result is not None and not self.dirty:
@@ -114,6 +115,7 @@ class SkillPipeline:
     Use as an async context manager so folder watchers run; without it every turn re-reads
     folder layers. ``market_scan`` says how market skills are scanned on ingest (default: every
     source report-only, findings become warnings).
+    ``max_file_size`` caps each staged or loaded market file (bytes).
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class SkillPipeline:
         verify_interval: float | None = 600.0,
         max_cached_users: int = 1024,
         market_scan: MarketScanPolicy | None = None,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     ) -> None:
         self.filesystem = filesystem
         self.dynamic_skills = dynamic_skills
@@ -141,7 +144,8 @@ class SkillPipeline:
         slugs = disambiguate_sources(r.source for r in repositories)
         scan_policy = market_scan or MarketScanPolicy()
         self.markets = [
-            MarketLayer(repo, source=slug, scan_policy=scan_policy) for repo, slug in zip(repositories, slugs)
+            MarketLayer(repo, source=slug, scan_policy=scan_policy, max_file_size=max_file_size)
+            for repo, slug in zip(repositories, slugs)
         ]
         self._global: _Tracked | None = None
         self._global_fs: LocalFilesystem | None = None
@@ -155,7 +159,9 @@ class SkillPipeline:
         self._resolved: dict[str, ResolvedSkill] = {}
         self._resolved_for: _Base | None = None
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
-        self.stager = Stager(cache, verify_interval=verify_interval) if cache is not None else None
+        self.stager = (
+            Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size) if cache is not None else None
+        )
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []
@@ -216,7 +222,9 @@ class SkillPipeline:
             if len(allowed) < len(skills):  # the common case filters nothing: keep the view's catalog
                 skills = {k: v for k, v in skills.items() if k in allowed}
                 catalog = self.render(skills)
-        staged = await self.stager.stage(base.stage_items) if self.stager is not None else None
+        staged = (
+            await self.stager.stage(base.stage_items, keep_sources=base.unanswered) if self.stager is not None else None
+        )
         diagnostics = (
             *base.diagnostics,
             *user.diagnostics,
@@ -235,11 +243,13 @@ class SkillPipeline:
         )
 
     async def stage(self, *, verify: bool = False) -> StageResult:
-        """Stage layers 1–2 now (``verify`` re-hashes what is on disk and repairs it)."""
+        """Stage layers 1–2 now (``verify`` re-hashes what is on disk and repairs it). The result's
+        diagnostics start with those of the layers (a market that is down, a broken skill)."""
         if self.stager is None:
             raise ShellUnavailable("staging needs a filesystem with a shell on this host")
         base = await self._current_base()
-        return await self.stager.stage(base.stage_items, verify=verify)
+        result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
+        return dataclasses.replace(result, diagnostics=(*base.diagnostics, *result.diagnostics))
 
     def invalidate(self, user_id: str | None = None) -> None:
         """Forget cached folder reads: a user's layer, or the shared ones when ``user_id`` is None.
@@ -299,19 +309,28 @@ class SkillPipeline:
         results = (_one_per_folder(results[0], "global"), *results[1:])
         sources: dict[str, SkillSource] = {}
         items: list[StageItem] = []
+        unanswered: set[str] = set()
         readers: list[SkillSource] = [
             *( [self._global.layer] if self._global is not None else [_EMPTY] ),
             *self.markets,
             self._workspace.layer,
         ]
         for reader, result in zip(readers, results, strict=True):
+            if result.failed and reader.layer in (Layer.GLOBAL, Layer.MARKET):
+                unanswered.add(reader.source)
             for entry in result.entries:
                 sources[entry.skill.skill_id] = reader
                 if reader.layer in (Layer.GLOBAL, Layer.MARKET):
                     items.append(StageItem(entry=entry, reader=reader))
         merged = merge_layers(results)
         diagnostics = tuple(d for result in results for d in result.diagnostics)
-        return _Base(merged=merged, sources=sources, stage_items=tuple(items), diagnostics=diagnostics)
+        return _Base(
+            merged=merged,
+            sources=sources,
+            stage_items=tuple(items),
+            diagnostics=diagnostics,
+            unanswered=frozenset(unanswered),
+        )
 
     # -- layer 4 ---------------------------------------------------------------------------
 

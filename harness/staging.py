@@ -9,11 +9,17 @@ overrides and visibility filters, so one user's turn never removes what another'
   manifest is trusted until a *verify* pass (periodic, or on demand) re-hashes what is on disk
   and repairs anything changed or deleted behind the stager's back.
 - Writes are atomic (temp file + ``os.replace``); a crash leaves old or new files, never torn.
-- A staged folder is removed only when no configured source offers it any more. Processes
+- A staged folder is removed only when a source that answered no longer offers it: a source
+  that failed, timed out or never answered keeps what it staged (``keep_sources``). Processes
   that share a workspace with different configurations each hold a *lease*
   (``.skills-cache/.leases/<host>-<pid>-<token>.json``) naming what they serve; nothing leased by a live
   process is removed. All changes happen under an exclusive file lock.
 - Nothing outside ``.skills-cache`` is touched; unsafe market paths are refused per file.
+- Each file is capped (``max_file_size``, checked against the listed size before reading);
+  large files stream to ``.skills-cache/.incoming`` while hashed, never held whole in memory.
+- Modes are normalised (:func:`staged_mode`): ``0644``, or ``0755`` for an exec bit (or, where
+  the source's modes are only defaults, a script); never setuid/setgid/sticky or group/world
+  writable.
 """
 
 from __future__ import annotations
@@ -36,11 +42,13 @@ from typing import Any
 import anyio
 
 from harness.diagnostics import Diagnostic
-from harness.layers import LayerEntry, SkillSource
+from harness.layers import LayerEntry, SkillSource, describe_error
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StageItem", "StageResult", "Stager", "staged_mode"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "StageItem", "StageResult", "Stager", "staged_mode"]
+
+DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
 
 EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
 _MANIFEST = ".manifest.json"
@@ -48,6 +56,9 @@ _LEASES = ".leases"
 _LOCK = ".lock"
 _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
 _READ_CONCURRENCY = 16
+_INCOMING = ".incoming"
+_STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
+_INCOMING_MAX_AGE = 3600.0
 # Leases held by stagers of this process (several pipelines may share one workspace).
 _LIVE_LEASES: dict[str, bool] = {}
 
@@ -84,52 +95,82 @@ class StageResult:
         return {"written": self.written, "unchanged": self.unchanged, "removed": self.removed}
 
 
-def staged_mode(path: str, data: bytes, given: int) -> int:
-    """The mode a staged file gets: the repository's exec bits are kept; a ``#!`` first line or
-    a script suffix adds ``+x`` where ``r`` is set; otherwise the given bits, or 0644."""
-    perms = given & 0o777 or 0o644
-    if perms & 0o111:
-        return perms
-    if data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES:
-        return perms | ((perms & 0o444) >> 2)
-    return perms
+def staged_mode(path: str, data: bytes, given: int, *, modes_given: bool = False) -> int:
+    """The mode a staged file gets: ``0755`` when the source gave any exec bit, else ``0644`` —
+    except that for a source whose modes are only defaults (``modes_given=False``) a ``#!`` first
+    line or a script suffix also makes it ``0755``. Setuid/setgid/sticky and group/world write
+    bits are never kept (the cache is shared; the shell may run as another uid)."""
+    if given & 0o111:
+        return 0o755
+    if not modes_given and (data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES):
+        return 0o755
+    return 0o644
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Fetched:
+    """One read file: its bytes, or a streamed copy in ``.incoming`` (``temp``)."""
+
+    sha256: str
+    head: bytes
+    data: bytes | None = None
+    temp: Path | None = None
 
 
 class Stager:
     """Keeps ``cache_dir`` equal to the union of what this process's sources offer."""
 
-    def __init__(self, cache_dir: Path, *, verify_interval: float | None = 600.0, lease_grace: float = 86400.0) -> None:
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        verify_interval: float | None = 600.0,
+        lease_grace: float = 86400.0,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    ) -> None:
+        if max_file_size < 1:
+            raise ValueError(f"max_file_size must be at least 1 byte, not {max_file_size}")
         self.cache_dir = cache_dir
+        self.max_file_size = max_file_size
         self.verify_interval = verify_interval
         self.lease_grace = lease_grace
         self._lock = anyio.Lock()
-        self._last_key: tuple[tuple[str, str], ...] | None = None
+        self._last_key: tuple[object, ...] | None = None
+        self._last_notes: tuple[Diagnostic, ...] = ()
         self._last_items: tuple[StageItem, ...] | None = None
         self._last_files = 0
         self._last_verify = time.monotonic()
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
 
-    async def stage(self, items: Sequence[StageItem], *, verify: bool = False) -> StageResult:
-        """Bring the cache in line with ``items``; a no-op (no I/O) when nothing changed."""
+    async def stage(
+        self, items: Sequence[StageItem], *, verify: bool = False, keep_sources: frozenset[str] = frozenset()
+    ) -> StageResult:
+        """Bring the cache in line with ``items``; a no-op (no I/O) when nothing changed.
+
+        ``keep_sources`` are sources that did not answer this time: their staged folders stay
+        even when ``items`` no longer lists them.
+        """
         async with self._lock:
             if self.verify_interval is not None and time.monotonic() - self._last_verify >= self.verify_interval:
                 verify = True
             # A warm turn passes the very tuple it passed last time: skip even building the key.
-            if not verify and items is self._last_items:
-                return StageResult(unchanged=self._last_files)
-            key = tuple(sorted((item.key, item.entry.digest) for item in items))
+            if not verify and items is self._last_items and not keep_sources:
+                return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
+            key = (*sorted((item.key, item.entry.digest) for item in items), *sorted(keep_sources))
             if key == self._last_key and not verify:
                 self._last_items = items if isinstance(items, tuple) else None
-                return StageResult(unchanged=self._last_files)
+                return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
             manifest = await anyio.to_thread.run_sync(self._read_manifest)
             needed = [
                 item
                 for item in items
                 if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
             ]
-            contents, diagnostics = await self._fetch(needed)
+            oversize = self._oversize(items)
+            contents: dict[str, dict[str, _Fetched]] = {}
             try:
-                result = await anyio.to_thread.run_sync(self._apply, items, contents, verify)
+                diagnostics = await self._fetch(needed, contents)
+                result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
             except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
                 result = StageResult(
                     diagnostics=(
@@ -141,11 +182,13 @@ class Stager:
                         ),
                     )
                 )
+            finally:
+                await anyio.to_thread.run_sync(_remove_temps, contents)
             result = StageResult(
                 written=result.written,
                 unchanged=result.unchanged,
                 removed=result.removed,
-                diagnostics=(*diagnostics, *result.diagnostics),
+                diagnostics=(*oversize, *diagnostics, *result.diagnostics),
             )
             if result.written or result.removed:
                 log.info(
@@ -159,6 +202,7 @@ class Stager:
                 self._last_key = key
                 self._last_items = items if isinstance(items, tuple) else None
                 self._last_files = result.written + result.unchanged
+                self._last_notes = result.diagnostics
             if verify:
                 self._last_verify = time.monotonic()
             return result
@@ -171,30 +215,97 @@ class Stager:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def _fetch(self, items: Sequence[StageItem]) -> tuple[dict[str, dict[str, bytes]], list[Diagnostic]]:
-        contents: dict[str, dict[str, bytes]] = {}
+    def _oversize(self, items: Sequence[StageItem]) -> tuple[Diagnostic, ...]:
+        """A warning per listed file over the cap (no I/O: sizes come from the listing)."""
+        return tuple(
+            Diagnostic(
+                severity="warning",
+                code="file-too-large",
+                message=(
+                    f"not staged: {item.key}/{f.path} is {f.size} bytes, over the {self.max_file_size}-byte "
+                    "limit (max_file_size)"
+                ),
+                location=item.entry.skill.location,
+            )
+            for item in items
+            for f in item.entry.files
+            if f.size > self.max_file_size
+        )
+
+    async def _fetch(self, items: Sequence[StageItem], contents: dict[str, dict[str, _Fetched]]) -> list[Diagnostic]:
+        """Read ``items`` into ``contents`` (small files batched, large ones streamed to disk)."""
         diagnostics: list[Diagnostic] = []
         limiter = anyio.Semaphore(_READ_CONCURRENCY)
+        incoming = self.cache_dir / _INCOMING
+        if any(f.size > _STREAM_ABOVE for item in items for f in item.entry.files):
+            await anyio.to_thread.run_sync(lambda: incoming.mkdir(parents=True, exist_ok=True))
 
         async def fetch(item: StageItem) -> None:
-            paths = [item.entry.skill.skill_md_name, *(f.path for f in item.entry.files)]
+            files = [f for f in item.entry.files if f.size <= self.max_file_size]
+            small = [item.entry.skill.skill_md_name, *(f.path for f in files if f.size <= _STREAM_ABOVE)]
+            large = [f.path for f in files if f.size > _STREAM_ABOVE]
+            fetched: dict[str, _Fetched] = {}
+            complete = False
             async with limiter:
                 try:
-                    contents[item.key] = await item.reader.read_files(item.entry, paths)
+                    for path, data in (await item.reader.read_files(item.entry, small)).items():
+                        fetched[path] = self._checked(item, path, data)
+                    missing = sorted(set(small) - set(fetched))
+                    if missing:
+                        raise FileNotFoundError(errno.ENOENT, f"the source returned no {', '.join(missing)}")
+                    for path in large:
+                        fetched[path] = await self._stream(item, path, incoming)
+                    complete = True
                 except Exception as exc:  # one bad skill must not stop the others
                     diagnostics.append(
                         Diagnostic(
                             severity="error",
                             code="stage-read-failed",
-                            message=f"could not read files of {item.key} to stage them: {exc}",
+                            message=(
+                                f"could not read files of {item.key} to stage them, what was staged "
+                                f"before is kept: {describe_error(exc)}"
+                            ),
                             location=item.entry.skill.location,
                         )
                     )
+                finally:
+                    contents[item.key] = fetched  # the caller removes streamed copies, also on failure
+            if not complete:
+                del contents[item.key]
+                await anyio.to_thread.run_sync(_remove_temps, {item.key: fetched})
 
         async with anyio.create_task_group() as group:
             for item in items:
                 group.start_soon(fetch, item)
-        return contents, diagnostics
+        return diagnostics
+
+    def _checked(self, item: StageItem, path: str, data: bytes) -> _Fetched:
+        if len(data) > self.max_file_size:  # the listing understated the size
+            raise _too_large(item, path, self.max_file_size)
+        return _Fetched(sha256=hashlib.sha256(data).hexdigest(), head=data[:2], data=data)
+
+    async def _stream(self, item: StageItem, path: str, incoming: Path) -> _Fetched:
+        """Copy one file into ``incoming`` chunk by chunk, hashing as it goes."""
+        temp = incoming / f"{os.getpid()}-{os.urandom(8).hex()}"
+        digest = hashlib.sha256()
+        head = b""
+        size = 0
+        handle = await anyio.to_thread.run_sync(lambda: open(temp, "xb"))
+        try:
+            async for chunk in item.reader.read_chunks(item.entry, path):
+                size += len(chunk)
+                if size > self.max_file_size:
+                    raise _too_large(item, path, self.max_file_size)
+                head = head or chunk[:2]
+                digest.update(chunk)
+                await anyio.to_thread.run_sync(handle.write, chunk)
+        except BaseException:
+            handle.close()
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+        handle.close()
+        return _Fetched(sha256=digest.hexdigest(), head=head, temp=temp)
 
     # -- writing (worker thread, under the file lock) --------------------------------------
 
@@ -205,10 +316,17 @@ class Stager:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _apply(self, items: Sequence[StageItem], contents: dict[str, dict[str, bytes]], verify: bool) -> StageResult:
+    def _apply(
+        self,
+        items: Sequence[StageItem],
+        contents: dict[str, dict[str, _Fetched]],
+        verify: bool,
+        keep_sources: frozenset[str],
+    ) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
             _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
+            _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
             manifest = self._read_manifest()
             written = unchanged = removed = 0
             diagnostics: list[Diagnostic] = []
@@ -227,15 +345,30 @@ class Stager:
             ours = {item.key for item in items}
             self._write_lease(ours)
             keep = ours | self._leased_by_others()
+            kept: dict[str, int] = {}
             for key in sorted(set(manifest) | self._folders_on_disk()):
-                if key not in keep:
-                    removed += self._remove_folder(key)
-                    manifest.pop(key, None)
+                if key in keep:
+                    continue
+                source = key.partition("/")[0]
+                if source in keep_sources:
+                    kept[source] = kept.get(source, 0) + 1
+                    continue
+                removed += self._remove_folder(key)
+                manifest.pop(key, None)
+            diagnostics.extend(
+                Diagnostic(
+                    severity="warning",
+                    code="stage-kept",
+                    message=f"kept {count} staged folder(s) of {source}: it did not answer, so what it offered before stays",
+                    location=source,
+                )
+                for source, count in sorted(kept.items())
+            )
             _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
             return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
-        self, item: StageItem, files: dict[str, bytes], old: dict[str, Any] | None, verify: bool
+        self, item: StageItem, files: dict[str, _Fetched], old: dict[str, Any] | None, verify: bool
     ) -> tuple[tuple[int, int, int], dict[str, Any], list[Diagnostic]]:
         folder = self.cache_dir / item.reader.source / item.folder
         _drop_links(folder.parent, folder)
@@ -246,7 +379,7 @@ class Stager:
         new_files: dict[str, dict[str, Any]] = {}
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
-        for path, data in sorted(files.items()):
+        for path, fetched in sorted(files.items()):
             problem = _unsafe_path(path)
             if problem:
                 diagnostics.append(
@@ -258,8 +391,8 @@ class Stager:
                     )
                 )
                 continue
-            digest = hashlib.sha256(data).hexdigest()
-            mode = staged_mode(path, data, modes.get(path, 0o644))
+            digest = fetched.sha256
+            mode = staged_mode(path, fetched.head, modes.get(path, 0o644), modes_given=item.reader.modes_given)
             new_files[path] = {"sha256": digest, "mode": mode}
             target = folder / path
             if _is_current(target, digest, mode, old_files.get(path), verify):
@@ -267,7 +400,11 @@ class Stager:
                 continue
             try:
                 self._check_inside(target.parent)
-                _atomic_write(target, data, mode)
+                if fetched.temp is not None:
+                    os.chmod(fetched.temp, mode)
+                    os.replace(fetched.temp, target)
+                else:
+                    _atomic_write(target, fetched.data or b"", mode)
             except OSError as exc:
                 diagnostics.append(
                     Diagnostic(
@@ -350,7 +487,8 @@ def _is_current(target: Path, digest: str, mode: int, old: Any, verify: bool) ->
         st = target.lstat()
         if not target.is_file() or target.is_symlink() or (st.st_mode & 0o777) != mode:
             return False
-        return hashlib.sha256(target.read_bytes()).hexdigest() == digest
+        with open(target, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest() == digest
     except OSError:
         return False
 
@@ -366,6 +504,34 @@ def _unsafe_path(path: str) -> str | None:
     if any(part.startswith(".") for part in pure.parts):
         return "is a dot-file"
     return None
+
+
+def _too_large(item: StageItem, path: str, limit: int) -> OSError:
+    return OSError(errno.EFBIG, f"{item.key}/{path} is larger than the {limit}-byte limit (max_file_size)")
+
+
+def _remove_temps(contents: dict[str, dict[str, _Fetched]]) -> None:
+    """Delete streamed copies that were not moved into place."""
+    for files in contents.values():
+        for fetched in files.values():
+            if fetched.temp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    fetched.temp.unlink()
+
+
+def _abandoned(incoming: Path) -> list[Path]:
+    """Streamed copies left by processes killed mid-stage (older than any live stream)."""
+    try:
+        entries = list(incoming.iterdir())
+    except FileNotFoundError:
+        return []
+    now = time.time()
+    found = []
+    for path in entries:
+        with contextlib.suppress(OSError):
+            if now - path.lstat().st_mtime > _INCOMING_MAX_AGE:
+                found.append(path)
+    return found
 
 
 def _atomic_write(target: Path, data: bytes, mode: int) -> None:

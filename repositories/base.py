@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -153,6 +153,9 @@ class SkillRepository(ABC):
     - ``read_files(folder, paths)`` / ``read_file(folder, path)``: bytes on demand, in one thread
       hop per call. Paths are relative POSIX paths inside the folder (``SKILL.md`` included);
       unsafe paths raise ``UnsafePath``, missing ones ``BundleNotFound``.
+    - ``read_chunks(folder, path)``: one file as an async iterator of byte pieces, so a large
+      file never has to be held whole (directory and git markets stream from disk / ``git
+      cat-file``; other backends fall back to one read).
     - ``refresh()``: forget cached state and re-read now (errors land in ``Snapshot.error``).
     - ``writable`` / ``save(bundle)`` / ``delete(folder)``: the optional write side. ``save``
       replaces the whole folder; both raise ``RepositoryReadOnly`` when not writable and
@@ -168,6 +171,11 @@ class SkillRepository(ABC):
 
     source: str
     writable: bool
+    #: ``True`` when ``BundleFile.mode`` is what the publisher deliberately set (git records
+    #: exactly ``100755`` or ``100644``), so a file without exec bits is not meant to run;
+    #: ``False`` when modes may be defaults nobody chose (rows saved with ``0644``, files
+    #: copied by hand), so staging also makes ``#!`` files and script suffixes executable.
+    modes_given: bool = False
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
         self.source = check_source(source)
@@ -261,6 +269,21 @@ class SkillRepository(ABC):
         data = await self._read_files(folder, tuple(sorted(set(clean.values()))))
         return {path: data[name] for path, name in clean.items()}
 
+    async def read_chunks(self, folder: str, path: str, *, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
+        """The bytes of one file in pieces of at most ``chunk_size`` bytes, for files too large
+        to hold in memory (staging streams them to disk). Same paths and errors as
+        :meth:`read_files`; errors may also surface while iterating. Backends that can stream
+        override ``_read_chunks``; the default reads the file whole and slices it."""
+        self._check_open()
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be > 0, not {chunk_size}")
+        try:
+            check_folder(folder)
+        except InvalidBundle as exc:
+            raise BundleNotFound(str(exc)) from exc
+        async for chunk in self._read_chunks(folder, normalise_file_path(path), chunk_size):
+            yield chunk
+
     async def save(self, bundle: SkillBundleContents) -> None:
         """Store ``bundle``, replacing the folder of that name whole."""
         self._check_writable("save")
@@ -309,6 +332,12 @@ class SkillRepository(ABC):
     @abstractmethod
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         """Read normalised ``paths`` of ``folder`` in one hop; missing ones raise ``BundleNotFound``."""
+
+    async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
+        """Yield the normalised ``path`` of ``folder`` piece by piece (default: one whole read)."""
+        data = (await self._read_files(folder, (path,)))[path]
+        for start in range(0, len(data), chunk_size):
+            yield data[start : start + chunk_size]
 
     async def _save(self, bundle: SkillBundleContents) -> None:
         raise RepositoryReadOnly(f"repository {self.source!r} does not support writing")

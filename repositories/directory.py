@@ -7,8 +7,10 @@ import os
 import shutil
 import stat
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 
@@ -88,15 +90,22 @@ def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
     try:
         layouts, problems = _find(base)
         by_root: dict[str, SkillBundle] = {}
+        readable: list[SkillLayout[str]] = []
         for layout in layouts:
             digest = layout.digest()
             old = previous.get(layout.root)
-            by_root[layout.root] = (
-                old if old is not None and old.digest == digest else _bundle(layout, digest)
-            )
+            if old is None or old.digest != digest:
+                try:
+                    old = _bundle(layout, digest)
+                except OSError as exc:  # one unreadable SKILL.md skips its skill (or keeps its last read)
+                    problems.append(f"unreadable, skipped: {layout.main.path}: {exc.strerror or exc}")
+                    if old is None:
+                        continue
+            by_root[layout.root] = old
+            readable.append(layout)
     except OSError as exc:
         raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: {exc}") from exc
-    return _assemble(layouts, problems, by_root)
+    return _assemble(readable, problems, by_root)
 
 
 def _assemble(
@@ -122,18 +131,22 @@ def _assemble(
 
 def _read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
     """Read ``paths`` inside ``folder_path``, refusing any path that crosses a symlink."""
-    real_root = os.path.realpath(folder_path)
     data: dict[str, bytes] = {}
     for path in paths:
-        full = os.path.join(real_root, path)
-        if os.path.realpath(full) != full:
-            raise UnsafePath(f"unsafe path refused: {path!r} crosses a symlink in {folder_path!r}")
-        try:
-            with open(full, "rb") as handle:
-                data[path] = handle.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-            raise BundleNotFound(f"{folder_path}/{path} does not exist") from exc
+        with _open_below(folder_path, path) as handle:
+            data[path] = handle.read()
     return data
+
+
+def _open_below(folder_path: str, path: str) -> BinaryIO:
+    """``path`` inside ``folder_path`` opened for reading, refusing any path that crosses a symlink."""
+    full = os.path.join(os.path.realpath(folder_path), path)
+    if os.path.realpath(full) != full:
+        raise UnsafePath(f"unsafe path refused: {path!r} crosses a symlink in {folder_path!r}")
+    try:
+        return open(full, "rb")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        raise BundleNotFound(f"{folder_path}/{path} does not exist") from exc
 
 
 class DirectoryRepository(SkillRepository):
@@ -268,6 +281,19 @@ class DirectoryRepository(SkillRepository):
         if missing:
             raise BundleNotFound(f"{self.source}: {folder}/{missing[0]} does not exist")
         return {path: data[name] for path, name in full.items()}
+
+    async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
+        if self.filesystem is not None:
+            async for chunk in super()._read_chunks(folder, path, chunk_size):
+                yield chunk
+            return
+        folder_path = await self._folder_path(folder)
+        handle = await anyio.to_thread.run_sync(_open_below, folder_path, path)
+        try:
+            while chunk := await anyio.to_thread.run_sync(handle.read, chunk_size):
+                yield chunk
+        finally:
+            handle.close()
 
     async def _save(self, bundle: SkillBundleContents) -> None:
         scan = self._last if self._last is not None else await self._scan()

@@ -7,13 +7,14 @@ import fcntl
 import hashlib
 import os
 import stat
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import anyio
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["GitRepository", "default_cache_dir"]
 
 _SERVED_REF = "refs/harness/served"
+_TREE_MODE = 0o040000
+_GITLINK_MODE = 0o160000
+_T = TypeVar("_T")
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "LC_ALL": "C"}
 
 
@@ -61,6 +65,27 @@ def _owner_and_name(url: str) -> tuple[str, str]:
     parts = [p for p in path.rstrip("/").split("/") if p]
     name = parts[-1].removesuffix(".git") if parts else "repo"
     return (parts[-2] if len(parts) > 1 else ""), name
+
+
+def _unsafe_name(name: bytes) -> str | None:
+    """Why a tree entry name is not one safe path segment (git's ``mktree`` accepts them all)."""
+    if name in (b"", b".", b".."):
+        return "is empty, '.' or '..'"
+    if b"/" in name or b"\0" in name:
+        return "contains '/' or NUL"
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return "is not UTF-8"
+    return None
+
+
+class _Node(NamedTuple):
+    """A git tree entry: object id, git mode and path inside the commit's tree."""
+
+    sha: str
+    mode: int
+    path: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +123,8 @@ class GitRepository(SkillRepository):
     for SSH. Git never prompts (``GIT_TERMINAL_PROMPT=0``); a missing credential is a failure.
     Slug: ``git-<owner>-<repo>[-<branch>]``.
     """
+
+    modes_given = True
 
     def __init__(
         self,
@@ -142,6 +169,7 @@ class GitRepository(SkillRepository):
         self._roots: dict[str, str] = {}
         self._sizes: dict[str, int] = {}
         self._texts: dict[str, bytes] = {}
+        self._problems: list[str] = []
         self._thread_lock = threading.Lock()
         self._read_lock = threading.Lock()
 
@@ -288,54 +316,92 @@ class GitRepository(SkillRepository):
                     raise RepositoryUnavailable(f"cannot open the clone of {self.shown_url}: {exc}") from exc
             return self._repo
 
-    def _tree(self, commit: str) -> tuple[Any, str]:
+    def _tree(self, commit: str) -> tuple[_Node, str]:
         """The tree skills are read from, and its path inside the commit."""
         repo = self._open_repo()
         git = _import_git()
         try:
-            tree = repo.commit(commit).tree
+            root = _Node(repo.commit(commit).tree.hexsha, _TREE_MODE, "")
             if self.subdir:
-                return tree / self.subdir, self.subdir
-            names = {item.name: item for item in tree.trees}
-            if "skills" in names:
-                return names["skills"], "skills"
-            return tree, ""
-        except KeyError as exc:
+                return self._lookup(root, self.subdir, commit)._replace(path=""), self.subdir
+            skills = self._entries(root).get("skills")
+            if skills is not None and skills.mode == _TREE_MODE:
+                return skills._replace(path=""), "skills"
+            return root, ""
+        except BundleNotFound as exc:
             raise RepositoryUnavailable(f"{self.shown_url}@{commit}: no folder {self.subdir!r}") from exc
         except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
             raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit: {exc}") from exc
 
-    def _list_tree(self, tree: Any) -> list[Child[Any]]:
-        children: list[Child[Any]] = []
-        for item in tree:
-            if item.type == "tree":
-                children.append(Child(item.name, DIR, item))
-            elif item.type != "blob":
-                children.append(Child(item.name, OTHER, item))
-            elif stat.S_ISLNK(item.mode):
-                children.append(Child(item.name, SYMLINK, item))
+    def _entries(self, tree: _Node) -> dict[str, _Node]:
+        """The entries of a tree object, parsed here rather than by gitpython, which raises on
+        names such as ``..`` and cannot represent submodules without a ``.gitmodules``. Names
+        that are not one safe path segment are left out and reported in ``self._problems``."""
+        data = self._open_repo().odb.stream(bytes.fromhex(tree.sha)).read()
+        entries: dict[str, _Node] = {}
+        index = 0
+        while index < len(data):
+            space = data.index(b" ", index)
+            nul = data.index(b"\0", space)
+            mode = int(data[index:space], 8)
+            raw_name = data[space + 1 : nul]
+            sha = data[nul + 1 : nul + 21].hex()
+            index = nul + 21
+            name = raw_name.decode("utf-8", "backslashreplace")
+            where = "/".join(p for p in (tree.path, name) if p)
+            problem = _unsafe_name(raw_name)
+            if problem:
+                self._problems.append(f"unsafe tree entry refused: {where!r} {problem}")
             else:
-                size = self._sizes.get(item.hexsha)
+                entries[name] = _Node(sha, mode, where)
+        return entries
+
+    def _lookup(self, tree: _Node, path: str, commit: str) -> _Node:
+        node = tree
+        for segment in path.split("/"):
+            found = self._entries(node).get(segment) if node.mode == _TREE_MODE else None
+            if found is None:
+                raise BundleNotFound(f"{self.shown_url}@{commit}: {path} does not exist")
+            node = found
+        return node
+
+    def _list_tree(self, tree: _Node) -> list[Child[_Node]]:
+        children: list[Child[_Node]] = []
+        for name, node in self._entries(tree).items():
+            kind = stat.S_IFMT(node.mode)
+            if node.mode == _TREE_MODE:
+                children.append(Child(name, DIR, node))
+            elif node.mode == _GITLINK_MODE:
+                if not name.startswith("."):
+                    self._problems.append(f"submodule skipped: {node.path}")
+            elif kind == stat.S_IFLNK:
+                children.append(Child(name, SYMLINK, node))
+            elif kind != stat.S_IFREG:
+                children.append(Child(name, OTHER, node))
+            else:
+                size = self._sizes.get(node.sha)
                 if size is None:
-                    size = self._sizes[item.hexsha] = item.size
-                children.append(Child(item.name, FILE, item, size, item.mode & 0o777, item.hexsha))
+                    size = self._sizes[node.sha] = int(self._open_repo().odb.info(bytes.fromhex(node.sha)).size)
+                children.append(Child(name, FILE, node, size, node.mode & 0o777, node.sha))
         return children
 
     def _read_snapshot(self, commit: str) -> Snapshot:
+        self._problems = []
         tree, prefix = self._tree(commit)
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
         layouts, problems = find_skills(tree, self._list_tree, root_name=repo_name)
+        problems = sorted({*problems, *self._problems})
         texts: dict[str, bytes] = {}
         bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)
         self._texts = texts
         self._roots = {layout.folder: "/".join(p for p in (prefix, layout.root) if p) for layout in layouts}
         return Snapshot(version=commit, bundles=bundles, problems=tuple(problems))
 
-    def _bundle(self, commit: str, prefix: str, layout: SkillLayout[Any], texts: dict[str, bytes]) -> SkillBundle:
+    def _bundle(self, commit: str, prefix: str, layout: SkillLayout[_Node], texts: dict[str, bytes]) -> SkillBundle:
         blob_id = layout.main.token
         text = self._texts.get(blob_id)
         if text is None:
-            text = layout.main.node.data_stream.read()
+            text = self._open_repo().odb.stream(bytes.fromhex(blob_id)).read()
         texts[blob_id] = text
         path = "/".join(p for p in (prefix, layout.root) if p)
         return SkillBundle(
@@ -348,45 +414,70 @@ class GitRepository(SkillRepository):
         )
 
     async def _load(self, version: str) -> Snapshot:
-        def read() -> Snapshot:
-            with self._read_lock:
-                return self._read_snapshot(version)
+        return await anyio.to_thread.run_sync(self._guarded, version, lambda: self._read_snapshot(version))
 
-        return await anyio.to_thread.run_sync(read)
+    def _blob(self, commit: str, root: str, path: str) -> _Node:
+        """The blob of ``path`` below ``root`` of ``commit``; caller holds ``_read_lock``."""
+        full = f"{root}/{path}" if root else path
+        top = _Node(self._open_repo().commit(commit).tree.hexsha, _TREE_MODE, "")
+        blob = self._lookup(top, full, commit)
+        if stat.S_ISLNK(blob.mode):
+            raise UnsafePath(f"unsafe path refused: {full} is a symlink")
+        if not stat.S_ISREG(blob.mode) or blob.mode == _GITLINK_MODE:
+            raise BundleNotFound(f"{self.shown_url}@{commit}: {full} is not a file")
+        return blob
 
     def _read_blobs(self, commit: str, root: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        def read() -> dict[str, bytes]:
+            odb = self._open_repo().odb
+            return {path: odb.stream(bytes.fromhex(self._blob(commit, root, path).sha)).read() for path in paths}
+
+        return self._guarded(commit, read)
+
+    def _guarded(self, commit: str, read: Callable[[], _T]) -> _T:
         git = _import_git()
-        repo = self._open_repo()
         try:
             # gitpython talks to one persistent ``git cat-file`` process per Repo, which is not
             # safe to share between threads: callers may read several skills concurrently.
             with self._read_lock:
-                return self._read_from_tree(repo.commit(commit).tree, commit, root, paths)
+                self._problems = []
+                return read()
         except RepositoryError:  # BundleNotFound and UnsafePath are OSErrors too
             raise
         except (git.exc.GitError, git.exc.ODBError, ValueError, OSError) as exc:
-            raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read files: {exc}") from exc
+            raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit's objects: {exc}") from exc
 
-    def _read_from_tree(self, tree: Any, commit: str, root: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        data: dict[str, bytes] = {}
-        for path in paths:
-            full = f"{root}/{path}" if root else path
-            try:
-                blob = tree / full
-            except KeyError as exc:
-                raise BundleNotFound(f"{self.shown_url}@{commit}: {full} does not exist") from exc
-            if blob.type != "blob":
-                raise BundleNotFound(f"{self.shown_url}@{commit}: {full} is not a file")
-            if stat.S_ISLNK(blob.mode):
-                raise UnsafePath(f"unsafe path refused: {full} is a symlink")
-            data[path] = blob.data_stream.read()
-        return data
-
-    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+    async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
         snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        root = self._root_of(folder, snapshot)
+        blob = await anyio.to_thread.run_sync(
+            self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
+        )
+        # A separate ``cat-file`` per streamed blob: the shared one cannot be held across awaits.
+        process = subprocess.Popen(
+            ["git", "-C", str(self.clone_path), "cat-file", "blob", blob.sha],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **_GIT_ENV},
+        )
+        assert process.stdout is not None
+        try:
+            while chunk := await anyio.to_thread.run_sync(process.stdout.read, chunk_size):
+                yield chunk
+        finally:
+            process.kill()
+            process.stdout.close()
+            await anyio.to_thread.run_sync(process.wait)
+        if process.returncode not in (0, -9):
+            raise RepositoryUnavailable(f"{self.shown_url}@{snapshot.version}: cannot read {folder}/{path}")
+
+    def _root_of(self, folder: str, snapshot: Snapshot) -> str:
         root = self._roots.get(folder)
         if root is None or snapshot.bundle(folder) is None:
             raise BundleNotFound(f"{self.source}: no skill folder {folder!r} at {snapshot.version}")
+        return root
+
+    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        root = self._root_of(folder, snapshot)
         return await anyio.to_thread.run_sync(self._read_blobs, snapshot.version, root, paths)
 
     async def _aclose(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 import json
 from pathlib import Path
 
@@ -12,6 +12,7 @@ import anyio
 from harness.agent import Harness
 from harness.cli import learning
 from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
+from harness.diagnostics import Diagnostic
 from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
 from harness.validation import find_skill_dirs, validate_skill_dir
@@ -82,10 +83,14 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _with_plan(args: argparse.Namespace, action: Callable[[argparse.Namespace, TurnPlan], Awaitable[int]]) -> int:
+    """Run ``action`` on one prepared turn; exit 1 when preparing it produced any ``error``
+    diagnostic (a market down, a broken skill), even though the turn itself was served."""
+
     async def main() -> int:
         async with harness_from_args(args) as agent:
             plan = await agent.prepare(context_from_args(args))
-            return await action(args, plan)
+            code = await action(args, plan)
+            return code or _exit_code(plan.diagnostics)
 
     return anyio.run(main)
 
@@ -147,6 +152,10 @@ def _stage(args: argparse.Namespace) -> int:
             print(f"written {result.written}, unchanged {result.unchanged}, removed {result.removed}")
             for diagnostic in result.diagnostics:
                 print(diagnostic)
-        return 1 if any(d.severity == "error" for d in result.diagnostics) else 0
+        return _exit_code(result.diagnostics)
 
     return anyio.run(main)
+
+
+def _exit_code(diagnostics: Iterable[Diagnostic]) -> int:
+    return 1 if any(d.severity == "error" for d in diagnostics) else 0

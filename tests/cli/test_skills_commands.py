@@ -112,3 +112,62 @@ async def main():
     conn.close()
 anyio.run(main)
 """
+
+
+def _down_git_market(tmp_path: Path) -> str:
+    """A git URL to a bare repository that was removed: the market is down."""
+    bare = tmp_path / "gone.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(bare)], check=True)
+    url = "git+" + bare.as_uri()
+    subprocess.run(["rm", "-rf", str(bare)], check=True)
+    return url
+
+
+def _down_mysql_market() -> str:
+    import socket
+
+    with socket.socket() as sock:  # a port where nothing listens once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"mysql://harness:secret@127.0.0.1:{port}/skills?connect_timeout=2"
+
+
+def _down_markets(tmp_path: Path) -> list[str]:
+    return [_down_git_market(tmp_path), _down_mysql_market()]
+
+
+def test_stage_json_carries_the_diagnostics_of_markets_that_are_down_and_exits_1(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    down = _down_markets(tmp_path)
+    result = _cli("skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market), "--repo", down[0], "--repo", down[1])
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    unavailable = [d for d in data["diagnostics"] if d["code"] == "market-unavailable"]
+    assert len(unavailable) == 2 and all(d["severity"] == "error" for d in unavailable)
+    assert "secret" not in result.stdout
+    assert (ws / ".skills-cache").is_dir()
+
+
+def test_list_show_and_prompt_exit_1_while_a_market_is_down_but_still_print(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    for down in _down_markets(tmp_path):
+        common = ["--workspace", str(ws), "--repo", str(market), "--repo", down, "--user", "bob"]
+        listing = _cli("skills", "list", "--json", *common)
+        assert listing.returncode == 1, listing.stderr
+        assert any(d["code"] == "market-unavailable" for d in json.loads(listing.stdout)["diagnostics"])
+        prompt = _cli("skills", "prompt", *common)
+        assert prompt.returncode == 1 and "<name>tool</name>" in prompt.stdout
+        show = _cli("skills", "show", "tool", *common)
+        assert show.returncode == 1 and "name: tool" in show.stdout
+
+
+def test_list_exits_0_when_every_market_answers(tmp_path: Path) -> None:
+    ws, market = _workspace(tmp_path)
+    result = _cli("skills", "list", "--workspace", str(ws), "--repo", str(market), "--user", "bob")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_configuration_error_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("max_file_size: -1\n")
+    result = _cli("skills", "list", "--config", str(tmp_path / "harness.yaml"))
+    assert result.returncode == 2 and "max_file_size" in result.stderr

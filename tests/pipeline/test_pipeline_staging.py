@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -12,9 +13,9 @@ from pathlib import Path
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from repositories import DirectoryRepository, FileContents, MemoryRepository, SkillBundleContents
+from repositories import DirectoryRepository, FileContents, GitRepository, MemoryRepository, SkillBundleContents
 
-from pipeline_helpers import bundle, echo_script, write_skill
+from pipeline_helpers import GitRemote, bundle, echo_script, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -300,3 +301,49 @@ async def test_nested_global_skills_sharing_a_folder_name_never_share_a_staged_f
     assert "team-b-tool_global" not in plan.skills
     assert any(d.code == "duplicate-folder" and "team-b/tool" in d.message for d in plan.diagnostics)
     assert (verified.written, verified.unchanged) == (0, 2)
+
+
+async def test_a_git_market_whose_remote_is_gone_keeps_its_staged_folders_on_a_new_replica(tmp_path: Path) -> None:
+    remote = GitRemote(tmp_path / "remote")
+    remote.skill("deploy", script=echo_script("deploy"))
+    remote.commit()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with LocalFilesystem(ws, shell=True) as fs:
+        first = GitRepository(remote.url, cache_dir=tmp_path / "replica-1")
+        async with first, SkillPipeline(filesystem=fs, repositories=[first], watch=False) as pipeline:
+            await pipeline.prepare(ALICE)
+        staged = cached(ws)
+        shutil.rmtree(remote.bare)
+        # A second replica on the shared workspace: no clone cache and the remote gone.
+        second = GitRepository(remote.url, cache_dir=tmp_path / "replica-2")
+        async with second, SkillPipeline(filesystem=fs, repositories=[second], watch=False) as pipeline:
+            plan = await pipeline.prepare(ALICE)
+    assert staged == {f"{second.source}/deploy"} and cached(ws) == staged
+    assert (ws / ".skills-cache" / second.source / "deploy" / "scripts" / "run.sh").read_text() == echo_script("deploy")
+    assert plan.staged is not None and plan.staged.removed == 0
+    codes = {d.code: d for d in plan.diagnostics}
+    assert codes["market-unavailable"].location == second.source
+    assert codes["stage-kept"].message.startswith(f"kept 1 staged folder(s) of {second.source}")
+
+
+async def test_a_market_that_answers_without_a_folder_still_has_it_removed(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
+    async with LocalFilesystem(tmp_path, shell=True) as fs:
+        async with SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+            await pipeline.prepare(ALICE)
+            await acme.delete("lint")
+            await pipeline.refresh()
+            plan = await pipeline.prepare(ALICE)
+    assert cached(tmp_path) == {"acme/tool"}
+    assert not any(d.code == "stage-kept" for d in plan.diagnostics)
+
+
+async def test_pipeline_stage_reports_the_layer_diagnostics_of_a_market_that_is_down(tmp_path: Path) -> None:
+    remote = GitRemote(tmp_path / "remote")
+    shutil.rmtree(remote.bare)
+    repo = GitRepository(remote.url, cache_dir=tmp_path / "cache")
+    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs:
+        async with repo, SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
+            result = await pipeline.stage()
+    assert [d.location for d in result.diagnostics if d.code == "market-unavailable"] == [repo.source]

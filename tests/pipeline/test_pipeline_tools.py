@@ -218,3 +218,36 @@ async def test_loads_and_shell_uses_are_reported_with_the_real_skill_id(tmp_path
         await tools[SHELL_TOOL].call({"command": "true"})
     assert output == "exit code: 0\nstdout:\nmine"
     assert events == [("view", "mine_workspace-namespaced"), ("use", "mine_workspace-namespaced")]
+
+
+async def test_a_single_5_mib_line_is_split_across_pages_that_stay_within_the_limit(tmp_path: Path) -> None:
+    line = ("0123456789abcdé" * (5 * 1024 * 1024 // 16)).encode()
+    files = (FileContents(path="data/one-line.txt", data=line + b"\nlast\n"),)
+    market = MemoryRepository([SkillBundleContents(folder="wide", skill_md=skill_text("wide").encode(), files=files)], name="acme")
+    plan = await _plan(tmp_path, market)
+    pieces: list[str] = []
+    offset = 1
+    while True:
+        page = await _load(plan, skillId="wide", path="data/one-line.txt", offset=offset)
+        text, _, note = page.partition("\n[showing lines ")
+        assert len(text.encode()) <= MAX_PAGE_BYTES
+        pieces.append(text)
+        found = re.search(r"continue with offset=(\d+)\]$", note)
+        if found is None:
+            break
+        assert "the last line continues on the next page" in note or text.endswith("\n")
+        offset = int(found.group(1))
+    assert "".join(pieces).encode() == line + b"\nlast\n"
+
+
+async def test_read_file_splits_a_line_longer_than_a_page(tmp_path: Path) -> None:
+    from harness.file_tools import file_tools
+
+    async with open_filesystem("local-shell", tmp_path) as fs:
+        await fs.write_text("big.txt", "y" * (MAX_PAGE_BYTES * 3) + "\n")
+        read = {t.name: t for t in file_tools(fs)}["read_file"]
+        first = await read.call({"path": "big.txt"})
+        second = await read.call({"path": "big.txt", "offset": 2})
+    assert first.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 1-1 of 4; the last line continues")
+    assert first.endswith("continue with offset=2]")
+    assert second.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 2-2 of 4")
