@@ -53,12 +53,12 @@ class HarnessConfig:
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError(f"filesystem.timeout: {self.timeout!r} must be a positive number of seconds or null")
+        if isinstance(self.max_file_size, bool) or not isinstance(self.max_file_size, int) or self.max_file_size < 1:
+            raise ConfigError(f"max_file_size: {self.max_file_size!r} is not a positive number of bytes")
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
         return redact_secrets(f"HarnessConfig({fields})")  # the store DSN and market URLs
-        if isinstance(self.max_file_size, bool) or not isinstance(self.max_file_size, int) or self.max_file_size < 1:
-            raise ConfigError(f"max_file_size: {self.max_file_size!r} is not a positive number of bytes")
 
     def open_filesystem(self) -> AbstractFilesystem:
         """The filesystem the configured mode names."""
