@@ -26,6 +26,7 @@ __all__ = [
     "Problem",
     "check_fields",
     "check_name",
+    "unsafe_name_reason",
     "unsafe_segment_reason",
 ]
 
@@ -50,10 +51,11 @@ _PLAIN_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 def unsafe_segment_reason(name: str) -> str | None:
-    """Why ``name`` cannot be a skill id or path segment (``None`` when it can).
+    """Why ``name`` cannot be a path segment (``None`` when it can).
 
-    Refused: the empty string, ``.`` and ``..``, path separators, whitespace anywhere, and what
-    :func:`filesystems.base.identifier_problem` refuses (controls, format characters, non-NFC).
+    Refused: the empty string, ``.`` and ``..``, path separators, and what
+    :func:`filesystems.base.identifier_problem` refuses (controls, format characters, leading
+    or trailing whitespace, non-NFC).
     """
     if _PLAIN_NAME.fullmatch(name):
         return None
@@ -63,12 +65,20 @@ def unsafe_segment_reason(name: str) -> str | None:
         return "is a relative path component"
     if "/" in name or "\\" in name:
         return "contains a path separator"
-    problem = identifier_problem(name)
-    if problem:
-        return problem
+    return identifier_problem(name)
+
+
+def unsafe_name_reason(name: str) -> str | None:
+    """Why ``name`` cannot be a skill name, and so part of a skill id (``None`` when it can).
+
+    A path segment without whitespace anywhere: ``/skill:<name>`` commands and skill ids are
+    split on whitespace.
+    """
+    if _PLAIN_NAME.fullmatch(name):
+        return None
     if any(char.isspace() for char in name):
         return "must not contain whitespace"
-    return None
+    return unsafe_segment_reason(name)
 
 
 def check_fields(

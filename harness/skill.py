@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.diagnostics import Diagnostic
 from harness.frontmatter import FrontmatterError, split_frontmatter
-from harness.rules import check_fields, check_name, unsafe_segment_reason
+from harness.rules import check_fields, check_name, unsafe_name_reason
 
 __all__ = ["Layer", "Skill", "load_skill"]
 
@@ -113,7 +113,7 @@ def load_skill(
         return None, [Diagnostic(severity="error", code=exc.code, message=f"skipped: {exc}", location=where)]
     fields = parsed.fields
     name, diagnostics = _name(fields, folder, where)
-    unsafe = unsafe_segment_reason(name)
+    unsafe = unsafe_name_reason(name)
     if unsafe:
         return None, [
             *diagnostics,

@@ -22,7 +22,7 @@ from harness.engine.store import check_run_id
 from harness.layers import unsafe_file_path
 from harness.pipeline import SkillPipeline
 from harness.plan import TurnPlan
-from harness.rules import unsafe_segment_reason
+from harness.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.skill_tools import load_skill_file
 from harness.staging import _unsafe_path
 
@@ -153,7 +153,10 @@ def test_an_accepted_user_id_has_no_control_characters_and_cannot_be_folded(user
 def test_an_accepted_skill_name_is_one_exact_segment_without_whitespace(name: str) -> None:
     if unsafe_segment_reason(name) is None:
         assert name and name not in {".", ".."} and not _foldable(name)
-        assert not any(c.isspace() or c in "/\\" for c in name)
+        assert not any(c in "/\\" for c in name)
+    if unsafe_name_reason(name) is None:
+        assert unsafe_segment_reason(name) is None
+        assert not any(c.isspace() for c in name)
 
 
 @settings(max_examples=500, deadline=None)

@@ -38,7 +38,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         ("x", "---\nname: x\ndescription: d\nversion: 1\n---\n", "Unexpected fields in frontmatter: version"),
         ("x", f"---\nname: x\ndescription: {'d' * 1025}\n---\n", "Description exceeds 1024 character limit"),
         ("x", f"---\nname: x\ndescription: d\ncompatibility: {'c' * 501}\n---\n", "Compatibility exceeds 500"),
-        ("x", "---\nname: x\ndescription: d\nmetadata: [1]\n---\n", "'metadata' must be a mapping"),
+        ("x", "---\nname: x\ndescription: d\ndescription: e\n---\n", "Duplicate key in frontmatter: description"),
+        ("x", "---\nname: [x]\ndescription: d\n---\n", "Field 'name' must be a string"),
+        ("x", "---\nname: x\ndescription: \n---\n", "Field 'description' must be a non-empty string"),
         ("x", "---\nname: x\n---\n", "Missing required field in frontmatter: description"),
         ("x", "---\ndescription: d\n---\n", "Missing required field in frontmatter: name"),
         ("x", "name: x\n", "must start with YAML frontmatter"),
@@ -156,3 +158,15 @@ def test_cli_reports_broken_frontmatter_without_a_traceback(tmp_path: Path, text
         assert "Traceback" not in result.stdout + result.stderr
         assert f"{folder}: invalid" in result.stdout
         assert "  error: " in result.stdout
+
+
+def test_market_publish_reports_an_empty_description_without_a_traceback(tmp_path: Path) -> None:
+    folder = _skill(tmp_path, "deploy", "---\nname: deploy\ndescription: \n---\n")
+    # Validation comes first, so the (unreachable) market is never contacted.
+    result = _cli("market", "publish", str(folder), "--repo", "mysql://nobody@127.0.0.1:1/none")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"{folder}: invalid, not published",
+        "  error: Field 'description' must be a non-empty string",
+    ]
