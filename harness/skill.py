@@ -43,7 +43,8 @@ _RANKS = {Layer.GLOBAL: 1, Layer.MARKET: 2, Layer.WORKSPACE: 3, Layer.USER: 4}
 class Skill:
     """A loaded skill.
 
-    ``metadata`` holds every frontmatter field in file order, as YAML gave it. ``location`` is
+    ``metadata`` holds every frontmatter field in file order, as parsed (the specification's
+    text fields as the text written, see :mod:`harness.frontmatter`). ``location`` is
     the skill's real folder (host path, ``file://`` style URL or store path), ``folder`` its last
     segment; ``files`` the relative paths of its other files; ``raw`` the SKILL.md bytes exactly
     as they were read.
