@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import pathlib
 import stat as stat_module
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -85,11 +86,37 @@ class CommandResult:
         return self.exit_code == 0 and not self.timed_out
 
 
+# Cc: C0 and C1 controls; Cf: invisible format characters (zero-width, bidi); Cs: lone
+# surrogates; Zl/Zp: line and paragraph separators.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def identifier_problem(text: str) -> str | None:
+    """Why ``text`` cannot be an exact identifier (user id, skill or folder name), else ``None``.
+
+    Refuses C0 and C1 control characters, invisible format characters, lone surrogates, line
+    separators, leading or trailing whitespace (stores with ``PAD SPACE`` collations and many
+    tools fold ``"a "`` into ``"a"``) and text not in Unicode NFC (filesystems that normalise
+    would fold the two spellings into one name). Plain ASCII, the common case, is checked with
+    one scan.
+    """
+    if text.isascii() and text.isprintable():
+        return "must not start or end with whitespace" if text != text.strip() else None
+    if any(unicodedata.category(char) in _UNSAFE_CATEGORIES for char in text):
+        return "must not contain control, format or line-separator characters"
+    if text != text.strip():
+        return "must not start or end with whitespace"
+    if not unicodedata.is_normalized("NFC", text):
+        return "must be in Unicode NFC form"
+    return None
+
+
 def validate_user_id(user_id: str) -> str:
     """Return ``user_id`` if it is a safe, unreserved path segment.
 
-    Refused with :class:`InvalidUserId`: non-strings, the empty string, ``/``, ``\\``, NUL and
-    other control characters, more than 255 UTF-8 bytes, a leading ``.`` or ``_`` (which covers
+    Refused with :class:`InvalidUserId`: non-strings, the empty string, ``/``, ``\\``, anything
+    :func:`identifier_problem` refuses (C0/C1 controls, invisible format characters, leading or
+    trailing whitespace, text a store would fold together), more than 255 UTF-8 bytes, a leading ``.`` or ``_`` (which covers
     ``.`` and ``..``), and the workspace's own entries ``skills``, ``subagents``, ``knowledge``,
     ``AGENTS.md`` (compared case-insensitively, for case-insensitive host filesystems).
     """
@@ -97,8 +124,9 @@ def validate_user_id(user_id: str) -> str:
         raise InvalidUserId(f"user id {user_id!r} must be a non-empty string")
     if "/" in user_id or "\\" in user_id:
         raise InvalidUserId(f"user id {user_id!r} must not contain '/' or '\\'")
-    if any(ord(c) < 32 or ord(c) == 127 for c in user_id):
-        raise InvalidUserId(f"user id {user_id!r} must not contain NUL or control characters")
+    problem = identifier_problem(user_id)
+    if problem:
+        raise InvalidUserId(f"user id {user_id!r} {problem}")
     if user_id[0] in "._":
         raise InvalidUserId(f"user id {user_id!r} must not start with '.' or '_'")
     if user_id.casefold() in {name.casefold() for name in RESERVED_USER_IDS}:

@@ -4,6 +4,14 @@ The YAML comes from markets and users, so it is parsed with PyYAML's ``CSafeLoad
 back to the pure-Python ``SafeLoader``), never a loader that builds Python objects from tags,
 and within limits: frontmatter size, alias count and nesting depth. An alias bomb or a
 pathologically nested document is refused before anything is constructed from it.
+
+The specification's text fields (``name``, ``description``, ``license``, ``compatibility``) and
+the keys and values of ``metadata`` are read as the text the author wrote, as the reference
+validator does: no YAML 1.1 typing, so ``name: no`` is ``"no"`` and ``version: 1.0`` is
+``"1.0"``. A key given twice in one mapping keeps its **last** value (as YAML loaders do) and is
+listed in :attr:`Frontmatter.duplicate_keys`; strict validation reports it as an error, runtime
+loading as a warning. YAML errors name the line in the SKILL.md file, counting the opening
+``---`` as line 1.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "TEXT_FIELDS",
     "MAX_ALIASES",
     "MAX_DEPTH",
     "MAX_FRONTMATTER_BYTES",
@@ -33,6 +42,8 @@ MAX_FRONTMATTER_BYTES = 64 * 1024
 MAX_ALIASES = 64
 MAX_DEPTH = 32
 _BOM = "\ufeff"
+#: Frontmatter fields whose scalar values are always read as the text the author wrote.
+TEXT_FIELDS = frozenset({"name", "description", "license", "compatibility"})
 
 
 class FrontmatterError(ValueError):
@@ -49,6 +60,8 @@ class Frontmatter:
 
     fields: dict[str, Any]
     body: str
+    duplicate_keys: tuple[str, ...] = ()
+    """Keys given more than once, as ``key`` or ``metadata.key``, in file order."""
 
 
 def split_frontmatter(data: bytes) -> Frontmatter:
@@ -84,7 +97,8 @@ def split_frontmatter(data: bytes) -> Frontmatter:
             "frontmatter-too-large",
             f"frontmatter is {len(yaml_text)} characters, over the limit of {MAX_FRONTMATTER_BYTES}",
         )
-    return Frontmatter(fields=_load_mapping(yaml_text), body=text[after:].lstrip("\n"))
+    fields, duplicates = _load_mapping(yaml_text)
+    return Frontmatter(fields=fields, body=text[after:].lstrip("\n"), duplicate_keys=duplicates)
 
 
 def _closing_line(text: str, start: int) -> tuple[int, int]:
@@ -102,26 +116,76 @@ def _closing_line(text: str, start: int) -> tuple[int, int]:
         pos = nl + 1
 
 
-def _load_mapping(yaml_text: str) -> dict[str, Any]:
+def _load_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     if not yaml_text.strip():
         raise FrontmatterError("frontmatter-not-mapping", "SKILL.md frontmatter must be a YAML mapping")
     simple = _simple_mapping(yaml_text)
     if simple is not None:
         return simple
+    return _yaml_mapping(yaml_text)
+
+
+def _yaml_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The reference path: PyYAML within limits, spec text fields read as text."""
     _check_flow_depth(yaml_text)
     loader = _Loader(yaml_text)
+    duplicates: list[str] = []
     try:
         node = loader.get_single_node()
         if node is not None:
             _check_node(node)
+            if isinstance(node, yaml.MappingNode):
+                duplicates = _mark_text_fields(node)
         value = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
-        raise FrontmatterError("invalid-yaml", f"Invalid YAML in frontmatter: {_one_line(exc)}") from None
+        raise FrontmatterError("invalid-yaml", f"Invalid YAML in frontmatter: {_describe(exc)}") from None
     finally:
         loader.dispose()
     if not isinstance(value, dict):
         raise FrontmatterError("frontmatter-not-mapping", "SKILL.md frontmatter must be a YAML mapping")
-    return {str(key): val for key, val in value.items()}
+    return {str(key): val for key, val in value.items()}, tuple(duplicates)
+
+
+def _mark_text_fields(root: yaml.MappingNode) -> list[str]:
+    """Tag the spec's text fields and ``metadata`` scalars as strings; list duplicate keys.
+
+    Duplicates are looked for in the top-level mapping and the mappings directly under it, and
+    listed in file order.
+    """
+    duplicates: list[str] = []
+    seen: set[str] = set()
+    for key, value in root.value:
+        if not isinstance(key, yaml.ScalarNode):
+            continue
+        if isinstance(value, yaml.MappingNode):
+            _duplicates(value, f"{key.value}.", duplicates)
+        _add_duplicate(key.value, "", seen, duplicates)
+        if key.value in TEXT_FIELDS:
+            _as_text(value)
+        elif key.value == "metadata" and isinstance(value, yaml.MappingNode):
+            for meta_key, meta_value in value.value:
+                _as_text(meta_key)
+                _as_text(meta_value)
+    return duplicates
+
+
+def _duplicates(mapping: yaml.MappingNode, prefix: str, found: list[str]) -> None:
+    seen: set[str] = set()
+    for key, _ in mapping.value:
+        if isinstance(key, yaml.ScalarNode):
+            _add_duplicate(key.value, prefix, seen, found)
+
+
+def _add_duplicate(key: str, prefix: str, seen: set[str], found: list[str]) -> None:
+    if key in seen and prefix + key not in found:
+        found.append(prefix + key)
+    seen.add(key)
+
+
+def _as_text(node: yaml.Node) -> None:
+    """A scalar with a standard YAML type (bool, int, null, ...) becomes its source text."""
+    if isinstance(node, yaml.ScalarNode) and node.tag.startswith(_YAML_TAGS):
+        node.tag = _STR_TAG
 
 
 def _check_flow_depth(yaml_text: str) -> None:
@@ -166,20 +230,34 @@ def _check_node(root: yaml.Node) -> None:
                 stack.append((val, depth + 1))
 
 
-def _one_line(exc: yaml.YAMLError) -> str:
-    return " ".join(str(exc).split())
+def _describe(exc: yaml.YAMLError) -> str:
+    """The problem and where it is, as a line number in the SKILL.md file."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return " ".join(str(exc).split())
+    mark = exc.problem_mark
+    # +1 for 1-based lines, +1 for the opening "---" line the YAML text starts after.
+    where = f"line {mark.line + _FIRST_LINE}, column {mark.column + 1}"
+    parts = [str(part) for part in (exc.context, exc.problem) if part]
+    return f"{where}: " + " ".join(" ".join(parts).split())
+
+
+_FIRST_LINE = 2
 
 
 # -- fast path -----------------------------------------------------------------------------
 #
 # Most frontmatter is a handful of ``key: plain text`` lines plus a one-level ``metadata`` map.
-# Such text is read here directly, giving exactly what YAML would give; anything else (quotes
-# with escapes, flow collections, block scalars, anchors, numbers, multi-line values, ...)
-# returns None and goes to the YAML parser.
+# Such text is read here directly, giving exactly what the YAML path above gives (values,
+# types, order and duplicate keys); anything else (quotes with escapes, flow collections, block
+# scalars, anchors, numbers outside text fields, multi-line values, characters YAML treats as
+# line breaks or refuses, ...) returns None and goes to the YAML path. The differential
+# property test in tests/skills/test_frontmatter_fast_path.py holds the two together.
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _LINE = re.compile(r"(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*):(?:[ ]+(?P<value>.*?))?[ ]*")
+# What the fast path reads: printable characters that YAML takes as-is (no NEL, LS, PS, BOM).
+_FAST_TEXT = re.compile("[\t\n -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_YAML_TAGS = "tag:yaml.org,2002:"
 _STR_TAG = "tag:yaml.org,2002:str"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _NULL_TAG = "tag:yaml.org,2002:null"
@@ -187,38 +265,47 @@ _resolvers = yaml.resolver.Resolver.yaml_implicit_resolvers
 _MISSING = object()
 
 
-def _simple_mapping(text: str) -> dict[str, Any] | None:
+def _simple_mapping(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """``(fields, duplicate keys)`` exactly as :func:`_yaml_mapping` gives them, or ``None``."""
+    if not _FAST_TEXT.fullmatch(text):
+        return None
     result: dict[str, Any] = {}
+    duplicates: list[str] = []
     nested: dict[str, Any] | None = None
+    nested_key = ""
     nested_indent = 0
     for line in text.split("\n"):
-        if not line.strip() or line.lstrip().startswith("#"):
+        if not line.strip(" ") or line.lstrip(" ").startswith("#"):
             continue
         match = _LINE.fullmatch(line)
         if match is None:
             return None
-        indent, key, raw = len(match["indent"]), match["key"], match["value"]
-        if not _plain_key(key):
+        indent, key, raw = len(match["indent"]), match["key"], match["value"] or None
+        if not (indent and nested_key == "metadata") and not _plain_key(key):
             return None
         if indent:
             if nested is None or (nested_indent and indent != nested_indent) or raw is None:
                 return None
             nested_indent = indent
-            target = nested
+            target, as_text, prefix = nested, nested_key == "metadata", nested_key + "."
         else:
             if nested == {}:
                 return None  # "key:" with nothing under it is null in YAML, not an empty map
             nested = None
-            target = result
+            target, as_text, prefix = result, key in TEXT_FIELDS, ""
             if raw is None:
-                nested = result[key] = {}
-                nested_indent = 0
+                if key in result:
+                    return None  # a repeated mapping key: leave merging to YAML
+                nested, nested_key, nested_indent = {}, key, 0
+                result[key] = nested
                 continue
-        value = _scalar(raw)
+        value = _scalar(raw, as_text=as_text)
         if value is _MISSING:
             return None
+        if key in target and prefix + key not in duplicates:
+            duplicates.append(prefix + key)
         target[key] = value
-    return None if nested == {} else result
+    return None if nested == {} else (result, tuple(duplicates))
 
 
 @functools.lru_cache(maxsize=256)
@@ -227,7 +314,7 @@ def _plain_key(key: str) -> bool:
     return _implicit_tag(key) == _STR_TAG
 
 
-def _scalar(raw: str) -> Any:
+def _scalar(raw: str, *, as_text: bool) -> Any:
     if raw[0] in "\"'":
         quote = raw[0]
         inner = raw[1:-1]
@@ -236,7 +323,7 @@ def _scalar(raw: str) -> Any:
         return inner
     if raw[0] in _INDICATORS or ": " in raw or " #" in raw or raw.endswith(":") or "\t" in raw:
         return _MISSING
-    tag = _implicit_tag(raw)
+    tag = _STR_TAG if as_text else _implicit_tag(raw)
     if tag == _STR_TAG:
         return raw
     if tag == _BOOL_TAG:

@@ -1,7 +1,11 @@
 """The Agent Skills specification's frontmatter rules, shared by strict and lenient loading.
 
 Messages follow the wording of the specification's reference validator (``skills-ref``), so
-people who know that tool recognise them.
+people who know that tool recognise them, and the verdicts agree with it (held together by
+tests/skills/test_reference_validator.py). Where we differ on purpose: our own documented field
+``disable-model-invocation`` is a warning, not an unknown field; a wrongly typed field says
+"must be a string"; and a ``metadata`` that is not a mapping of strings is a warning (the
+reference stringifies its values silently).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from filesystems.base import identifier_problem
+
 __all__ = [
     "ALLOWED_FIELDS",
     "MAX_COMPATIBILITY_LENGTH",
@@ -19,6 +25,8 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "Problem",
     "check_fields",
+    "check_name",
+    "unsafe_name_reason",
     "unsafe_segment_reason",
 ]
 
@@ -43,7 +51,12 @@ _PLAIN_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 def unsafe_segment_reason(name: str) -> str | None:
-    """Why ``name`` cannot be a path segment (``None`` when it can)."""
+    """Why ``name`` cannot be a path segment (``None`` when it can).
+
+    Refused: the empty string, ``.`` and ``..``, path separators, and what
+    :func:`filesystems.base.identifier_problem` refuses (controls, format characters, leading
+    or trailing whitespace, non-NFC).
+    """
     if _PLAIN_NAME.fullmatch(name):
         return None
     if not name:
@@ -52,19 +65,49 @@ def unsafe_segment_reason(name: str) -> str | None:
         return "is a relative path component"
     if "/" in name or "\\" in name:
         return "contains a path separator"
-    if any(unicodedata.category(char) == "Cc" for char in name):
-        return "contains a NUL or control character"
-    return None
+    return identifier_problem(name)
 
 
-def check_fields(fields: Mapping[str, Any], *, folder: str | None) -> list[Problem]:
-    """Every specification rule the frontmatter breaks, in a stable order."""
-    problems = _check_name(fields.get("name"), folder)
-    problems += _check_description(fields.get("description"))
+def unsafe_name_reason(name: str) -> str | None:
+    """Why ``name`` cannot be a skill name, and so part of a skill id (``None`` when it can).
+
+    A path segment without whitespace anywhere: ``/skill:<name>`` commands and skill ids are
+    split on whitespace.
+    """
+    if _PLAIN_NAME.fullmatch(name):
+        return None
+    if any(char.isspace() for char in name):
+        return "must not contain whitespace"
+    return unsafe_segment_reason(name)
+
+
+def check_fields(
+    fields: Mapping[str, Any], *, folder: str | None, duplicate_keys: tuple[str, ...] = ()
+) -> list[Problem]:
+    """Every specification rule the frontmatter breaks, in a stable order.
+
+    ``duplicate_keys`` (from :attr:`harness.frontmatter.Frontmatter.duplicate_keys`) are errors.
+    """
+    problems = [
+        Problem(code="duplicate-key", message=f"Duplicate key in frontmatter: {key} (the last value is used)")
+        for key in duplicate_keys
+    ]
+    if "name" in fields:
+        problems += check_name(fields["name"], folder)
+    else:
+        problems.append(Problem(code="missing-name", message="Missing required field in frontmatter: name"))
+    problems += _check_description(fields)
     if "compatibility" in fields:
         problems += _check_compatibility(fields["compatibility"])
     if "metadata" in fields:
         problems += _check_metadata(fields["metadata"])
+    if "disable-model-invocation" in fields and not isinstance(fields["disable-model-invocation"], bool):
+        problems.append(
+            Problem(
+                code="disable-model-invocation-not-bool",
+                message="Field 'disable-model-invocation' must be true or false",
+            )
+        )
     unknown = set(fields) - ALLOWED_FIELDS - EXTENSION_FIELDS
     if unknown:
         problems.append(
@@ -88,10 +131,11 @@ def check_fields(fields: Mapping[str, Any], *, folder: str | None) -> list[Probl
     return problems
 
 
-def _check_name(name: object, folder: str | None) -> list[Problem]:
-    if name is None:
-        return [Problem(code="missing-name", message="Missing required field in frontmatter: name")]
-    if not isinstance(name, str) or not name.strip():
+def check_name(name: object, folder: str | None) -> list[Problem]:
+    """The specification's rules for a skill name (given, or derived from its folder)."""
+    if not isinstance(name, str):
+        return [Problem(code="name-not-string", message="Field 'name' must be a string")]
+    if not name.strip():
         return [Problem(code="missing-name", message="Field 'name' must be a non-empty string")]
     name = name.strip()
     if _PLAIN_NAME.fullmatch(name) and len(name) <= MAX_NAME_LENGTH:
@@ -133,10 +177,13 @@ def _check_folder(name: str, folder: str) -> list[Problem]:
     return [Problem(code="name-folder-mismatch", message=f"Directory name '{folder}' must match skill name '{name}'")]
 
 
-def _check_description(description: object) -> list[Problem]:
-    if description is None:
+def _check_description(fields: Mapping[str, Any]) -> list[Problem]:
+    if "description" not in fields:
         return [Problem(code="missing-description", message="Missing required field in frontmatter: description")]
-    if not isinstance(description, str) or not description.strip():
+    description = fields["description"]
+    if not isinstance(description, str):
+        return [Problem(code="description-not-string", message="Field 'description' must be a string")]
+    if not description.strip():
         return [Problem(code="missing-description", message="Field 'description' must be a non-empty string")]
     if len(description) > MAX_DESCRIPTION_LENGTH:
         return [
@@ -165,5 +212,11 @@ def _check_metadata(value: object) -> list[Problem]:
     if not isinstance(value, dict) or not all(
         isinstance(key, str) and isinstance(val, str) for key, val in value.items()
     ):
-        return [Problem(code="metadata-not-string-map", message="Field 'metadata' must be a mapping of strings to strings")]
+        return [
+            Problem(
+                code="metadata-not-string-map",
+                message="Field 'metadata' should be a mapping of strings to strings",
+                error=False,
+            )
+        ]
     return []

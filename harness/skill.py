@@ -1,7 +1,9 @@
 """The ``Skill`` value and lenient loading from SKILL.md bytes (what the harness does at runtime).
 
 Runtime loading is forgiving where the Agent Skills specification is strict: a spec-style
-problem (a name that differs from its folder, upper case, an unknown field) loads with a warning.
+problem (a name that differs from its folder, upper case, an unknown field, a key given twice)
+loads with a warning. Our own documented field ``disable-model-invocation`` never warns. A
+name taken from the folder (no usable ``name``) is held to the same rules as a written one.
 A skill is skipped, with an error diagnostic, when its SKILL.md is missing or unparseable or has
 no description; a name that is unsafe as a path segment is always rejected.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from harness.diagnostics import Diagnostic
 from harness.frontmatter import FrontmatterError, split_frontmatter
-from harness.rules import check_fields, unsafe_segment_reason
+from harness.rules import check_fields, check_name, unsafe_name_reason
 
 __all__ = ["Layer", "Skill", "load_skill"]
 
@@ -41,7 +43,8 @@ _RANKS = {Layer.GLOBAL: 1, Layer.MARKET: 2, Layer.WORKSPACE: 3, Layer.USER: 4}
 class Skill:
     """A loaded skill.
 
-    ``metadata`` holds every frontmatter field in file order, as YAML gave it. ``location`` is
+    ``metadata`` holds every frontmatter field in file order, as parsed (the specification's
+    text fields as the text written, see :mod:`harness.frontmatter`). ``location`` is
     the skill's real folder (host path, ``file://`` style URL or store path), ``folder`` its last
     segment; ``files`` the relative paths of its other files; ``raw`` the SKILL.md bytes exactly
     as they were read.
@@ -71,6 +74,28 @@ class Skill:
         return self.disable_model_invocation
 
 
+_NAME_CODES = frozenset({"missing-name", "name-not-string"})
+_DESCRIPTION_CODES = frozenset({"missing-description", "description-not-string"})
+# Handled before the rules run, or our own documented field: never a load-time warning.
+_NOT_WARNED = _NAME_CODES | _DESCRIPTION_CODES | {"extension-field"}
+
+
+def _name(fields: Mapping[str, Any], folder: str, where: str) -> tuple[str, list[Diagnostic]]:
+    """The skill's name, and a warning when it falls back to the (unstripped) folder name."""
+    name = fields.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip(), []
+    problem = next(p for p in check_fields(fields, folder=None) if p.code in _NAME_CODES)
+    return folder, [
+        Diagnostic(
+            severity="warning",
+            code=problem.code,
+            message=f"{problem.message} (using the folder name {folder!r})",
+            location=where,
+        )
+    ]
+
+
 def load_skill(
     data: bytes,
     *,
@@ -88,40 +113,28 @@ def load_skill(
     except FrontmatterError as exc:
         return None, [Diagnostic(severity="error", code=exc.code, message=f"skipped: {exc}", location=where)]
     fields = parsed.fields
-    diagnostics: list[Diagnostic] = []
-    name = fields.get("name")
-    if not isinstance(name, str) or not name.strip():
-        name = folder
-        diagnostics.append(
-            Diagnostic(
-                severity="warning",
-                code="missing-name",
-                message=f"Missing required field in frontmatter: name (using the folder name {folder!r})",
-                location=where,
-            )
-        )
-    name = name.strip()
-    unsafe = unsafe_segment_reason(name)
+    name, diagnostics = _name(fields, folder, where)
+    unsafe = unsafe_name_reason(name)
     if unsafe:
         return None, [
-            Diagnostic(severity="error", code="unsafe-name", message=f"skipped: skill name {name!r} {unsafe}", location=where)
+            *diagnostics,
+            Diagnostic(severity="error", code="unsafe-name", message=f"skipped: skill name {name!r} {unsafe}", location=where),
         ]
     description = fields.get("description")
     if not isinstance(description, str) or not description.strip():
+        problem = next(p for p in check_fields(fields, folder=None) if p.code in _DESCRIPTION_CODES)
         return None, [
             *diagnostics,
-            Diagnostic(
-                severity="error",
-                code="missing-description",
-                message="skipped: Field 'description' must be a non-empty string",
-                location=where,
-            ),
+            Diagnostic(severity="error", code=problem.code, message=f"skipped: {problem.message}", location=where),
         ]
-    for problem in check_fields(fields, folder=folder):
-        if problem.code not in {"missing-name", "missing-description"}:
-            diagnostics.append(
-                Diagnostic(severity="warning", code=problem.code, message=problem.message, location=where)
-            )
+    problems = check_fields(fields, folder=folder, duplicate_keys=parsed.duplicate_keys)
+    if diagnostics:  # the name came from the folder: hold it to the same rules
+        problems += check_name(name, None)
+    diagnostics += [
+        Diagnostic(severity="warning", code=p.code, message=p.message, location=where)
+        for p in problems
+        if p.code not in _NOT_WARNED
+    ]
     skill = Skill(
         name=name,
         description=description.strip(),

@@ -70,16 +70,20 @@ def validate_skill_dir(path: Path, *, strict: bool = True) -> ValidationReport:
     skill_md = find_skill_md(path)
     if skill_md is None:
         return _failed(path, "Missing required file: SKILL.md")
-    data = skill_md.read_bytes()
+    try:
+        data = skill_md.read_bytes()
+    except OSError as exc:
+        return _failed(path, f"Cannot read {skill_md}: {exc.strerror or exc}")
     return _strict(path, data) if strict else _lenient(path, skill_md, data)
 
 
 def _strict(path: Path, data: bytes) -> ValidationReport:
     try:
-        fields = split_frontmatter(data).fields
+        parsed = split_frontmatter(data)
     except FrontmatterError as exc:
         return _failed(path, str(exc))
-    problems = check_fields(fields, folder=path.name)
+    fields = parsed.fields
+    problems = check_fields(fields, folder=path.name, duplicate_keys=parsed.duplicate_keys)
     name = fields.get("name")
     return ValidationReport(
         path=str(path),

@@ -3,13 +3,13 @@
 Schema (``<t>`` is the configured table; created by ``create_if_missing=True``)::
 
     CREATE TABLE <t> (                        -- one row per skill folder
-      folder        VARCHAR(255) utf8mb4_bin PRIMARY KEY,
+      folder        VARBINARY(255) PRIMARY KEY,   -- UTF-8 name, compared byte for byte
       skill_md_name VARCHAR(16)  NOT NULL,    -- 'SKILL.md' or 'skill.md'
       skill_md      LONGBLOB     NOT NULL,
       content_hash  CHAR(64)     NOT NULL,    -- SHA-256 over the main file and every file
       updated_at    TIMESTAMP(6) NOT NULL)
     CREATE TABLE <t>_files (                  -- every other file of the folder, as bytes
-      folder  VARCHAR(255) utf8mb4_bin, path VARBINARY(1024),   -- UTF-8 relative POSIX path
+      folder  VARBINARY(255), path VARBINARY(1024),   -- UTF-8 relative POSIX path
       mode    SMALLINT UNSIGNED NOT NULL,     -- permission bits, e.g. 493 = 0o755
       size    BIGINT UNSIGNED NOT NULL,
       content LONGBLOB NOT NULL,
@@ -18,6 +18,14 @@ Schema (``<t>`` is the configured table; created by ``create_if_missing=True``):
       id TINYINT UNSIGNED PRIMARY KEY,
       epoch CHAR(32) NOT NULL,                -- random, set when the table is created
       generation BIGINT UNSIGNED NOT NULL)    -- bumped inside every write transaction
+
+Folder names are compared exactly: a ``VARCHAR`` column with a ``PAD SPACE`` collation (every
+MySQL 5.x and MariaDB ``*_bin`` collation) would make ``'deploy '`` and ``'deploy'`` one key, so
+saving one replaced the other. Tables created by earlier versions with ``VARCHAR ... utf8mb4_bin``
+folder columns are converted to ``VARBINARY(255)`` on start when ``create_if_missing=True``;
+otherwise run ``ALTER TABLE <t> MODIFY folder VARBINARY(255) NOT NULL`` and the same for
+``<t>_files``. ``save`` refuses folder names with leading or trailing whitespace or control
+characters whatever the schema.
 
 Writers (``save``/``delete``, or any other tool) must bump ``generation`` in the same
 transaction as their change; the version token is ``<epoch>:<generation>``.
@@ -33,10 +41,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from filesystems import redact_secrets, redact_url
+from filesystems.base import identifier_problem
 from repositories._paths import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.base import BundleFile, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
 from repositories.errors import (
     BundleNotFound,
+    InvalidBundle,
     InvalidRepositoryConfig,
     RepositoryError,
     RepositoryUnavailable,
@@ -81,6 +91,11 @@ def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
         "db": parts.path.lstrip("/") or None,
         "options": dict(urllib.parse.parse_qsl(parts.query)),
     }
+
+
+def _text(value: str | bytes) -> str:
+    """A ``VARBINARY`` folder name as text; raises ``UnicodeDecodeError`` for bad UTF-8."""
+    return value if isinstance(value, str) else bytes(value).decode()
 
 
 def _import_aiomysql() -> tuple[Any, Any]:
@@ -193,16 +208,30 @@ class MySQLRepository(SkillRepository):
         if self.create_if_missing:
             for statement in self._schema():
                 await cur.execute(statement)
+            await self._migrate_folder_columns(cur)
             await cur.execute(
                 f"INSERT IGNORE INTO {self._generation} (id, epoch, generation) VALUES (1, %s, 0)",
                 (uuid.uuid4().hex,),
             )
         self._ready = True
 
+    async def _migrate_folder_columns(self, cur: Any) -> None:
+        """Make ``folder`` columns of older tables (``VARCHAR``, ``PAD SPACE``) exact bytes."""
+        for table in (self.table, f"{self.table}_files"):
+            await cur.execute(
+                "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
+                " AND TABLE_NAME = %s AND COLUMN_NAME = 'folder'",
+                (table,),
+            )
+            row = await cur.fetchone()
+            if row is not None and str(row[0]).lower() != "varbinary":
+                qualified = f"`{self.database}`.`{table}`" if self.database else f"`{table}`"
+                await cur.execute(f"ALTER TABLE {qualified} MODIFY folder VARBINARY(255) NOT NULL")
+
     def _schema(self) -> list[str]:
         return [
             f"CREATE TABLE IF NOT EXISTS {self._skills} ("
-            " folder VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
+            " folder VARBINARY(255) NOT NULL,"
             " skill_md_name VARCHAR(16) NOT NULL,"
             " skill_md LONGBLOB NOT NULL,"
             " content_hash CHAR(64) NOT NULL,"
@@ -211,7 +240,7 @@ class MySQLRepository(SkillRepository):
             " PRIMARY KEY (folder)"
             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
             f"CREATE TABLE IF NOT EXISTS {self._files} ("
-            " folder VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,"
+            " folder VARBINARY(255) NOT NULL,"
             " path VARBINARY(1024) NOT NULL,"
             " mode SMALLINT UNSIGNED NOT NULL,"
             " size BIGINT UNSIGNED NOT NULL,"
@@ -261,19 +290,20 @@ class MySQLRepository(SkillRepository):
     def _assemble(self, token: str, skills: Any, files: Any) -> Snapshot:
         problems: list[str] = []
         listing: dict[str, list[BundleFile]] = {}
-        for folder, raw_path, mode, size in files:
+        for raw_folder, raw_path, mode, size in files:
             try:
+                folder = _text(raw_folder)
                 path = normalise_file_path(bytes(raw_path).decode())
             except (RepositoryError, UnicodeDecodeError) as exc:
-                problems.append(f"{folder}: file {bytes(raw_path)!r} skipped: {exc}")
+                problems.append(f"{raw_folder!r}: file {bytes(raw_path)!r} skipped: {exc}")
                 continue
             listing.setdefault(folder, []).append(BundleFile(path=path, size=int(size), mode=int(mode) & 0o7777))
         bundles: list[SkillBundle] = []
-        for folder, name, skill_md, content_hash in skills:
+        for raw_folder, name, skill_md, content_hash in skills:
             try:
-                check_folder(folder)
-            except RepositoryError as exc:
-                problems.append(f"skill row skipped: {exc}")
+                folder = check_folder(_text(raw_folder))
+            except (RepositoryError, UnicodeDecodeError) as exc:
+                problems.append(f"skill row {raw_folder!r} skipped: {exc}")
                 continue
             bundles.append(
                 SkillBundle(
@@ -326,6 +356,9 @@ class MySQLRepository(SkillRepository):
             await cur.execute("COMMIT")
 
     async def _save(self, bundle: SkillBundleContents) -> None:
+        problem = identifier_problem(bundle.folder)
+        if problem:
+            raise InvalidBundle(f"{self._where}: skill folder name {bundle.folder!r} {problem}")
         # Bytes travel as hex strings through UNHEX(): aiomysql's own bytes escaping is broken
         # with PyMySQL >= 1.2, and a hex string is still a plain query parameter.
         async with self._transaction() as cur:

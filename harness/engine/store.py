@@ -46,13 +46,13 @@ WritePoint = Callable[[str], None]
 _ROOT = ".harness"
 _KEY_FILE = f"{_ROOT}/engine.key"
 _MAC = "mac"
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def check_run_id(run_id: str) -> str:
     """Return ``run_id`` if it is a safe folder name (letters, digits, ``._-``, ≤ 128 chars)."""
-    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
         raise ValueError(
             f"run id {run_id!r} must be 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"

@@ -44,6 +44,11 @@ BROKEN: dict[str, tuple[bytes, str]] = {
     "name-dotdot": (skill_md('".."'), "unsafe-name"),
     "name-nul": (skill_md('"evil\\0name"'), "unsafe-name"),
     "name-newline": (skill_md('"two\\nlines"'), "unsafe-name"),
+    "empty-description-trailing-space": (b"---\nname: empty-description-trailing-space\ndescription: \n---\nbody\n", "missing-description"),
+    "name-c1-control": (skill_md('"a\\x85b"'), "unsafe-name"),
+    "name-csi": (skill_md('"a\\x9b31mb"'), "unsafe-name"),
+    "folder-trailing-space ": (b"---\ndescription: the name comes from a folder ending in a space\n---\nbody\n", "unsafe-name"),
+    "sp ace": (b"---\ndescription: the name comes from a folder with a space\n---\nbody\n", "unsafe-name"),
 }
 
 
@@ -262,7 +267,13 @@ def test_market_source_slugs_that_could_leave_the_cache_are_refused(source: str)
         HostileRepository([], source=source)
 
 
-@pytest.mark.parametrize("user_id", ["../bob", "a/b", "skills", "Skills", ".hidden", "_drafts", "", "..", ".", "a\0b", "a\\b", "AGENTS.md", "knowledge", "x" * 256])
+@pytest.mark.parametrize(
+    "user_id",
+    [
+        "../bob", "a/b", "skills", "Skills", ".hidden", "_drafts", "", "..", ".", "a\0b", "a\\b", "AGENTS.md", "knowledge", "x" * 256,
+        "a\x85b", "a\x9b31mb", "alice ", " alice", "alice\u200b", "a\u2028b", "e\u0301",
+    ],
+)
 async def test_unsafe_user_ids_are_refused_before_anything_is_touched(tmp_path: Path, user_id: str) -> None:
     ws = tmp_path / "ws"
     write_skill(ws / "bob" / "skills", "bob-secret")
@@ -330,3 +341,23 @@ async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_ou
     assert prepared.diagnostics >= 2 * len(BROKEN)
     assert (ws / "bob" / "note.txt").read_text() == "bob's note"
     assert tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness")) == before
+
+
+async def test_an_empty_description_with_a_trailing_space_in_a_market_fails_no_turn(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_skill(ws / "skills", "good")
+    market = MemoryRepository(
+        [
+            SkillBundleContents(folder="deploy", skill_md=b"---\nname: deploy\ndescription: \n---\nbody\n"),
+            _contents("helper"),
+        ],
+        name="acme",
+    )
+    async with Harness(model=ScriptedModel(["done", "done"]), workspace=ws, repositories=[market], watch=False) as agent:
+        for user in ("alice", "bob"):
+            result = await agent.run("go", context=RuntimeContext(user_id=user))
+            assert result.reply == "done"
+        plan = await agent.prepare(ALICE)
+    assert {"good_workspace", "helper_acme"} <= set(plan.skills)
+    (problem,) = [d for d in plan.diagnostics if d.code == "missing-description"]
+    assert "deploy" in problem.location and problem.severity == "error"

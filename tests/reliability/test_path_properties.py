@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
+import unicodedata
 import shutil
 from pathlib import Path
 
@@ -14,11 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from filesystems import LocalFilesystem, PathEscapeError, normalize_path
+from filesystems import InvalidUserId, LocalFilesystem, PathEscapeError, normalize_path, validate_user_id
 from harness.context import RuntimeContext
+from harness.engine.store import check_run_id
 from harness.layers import unsafe_file_path
 from harness.pipeline import SkillPipeline
 from harness.plan import TurnPlan
+from harness.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.skill_tools import load_skill_file
 from harness.staging import _unsafe_path
 
@@ -115,3 +119,58 @@ def test_local_filesystem_writes_and_reads_never_leave_the_root(tmp_path: Path, 
         landed = os.path.realpath(root / normalize_path(path))
         assert landed.startswith(os.path.realpath(root) + os.sep)
     assert tree_state(tmp_path, skip=("root",)) == before
+
+
+# -- identifiers ---------------------------------------------------------------------------
+
+IDENTIFIER_CHARS = st.sampled_from(
+    list("ab-_.Z09 ") + ["\t", "\n", "\r", "\x00", "\x1b", "\x7f", "\x85", "\x9b", "\xa0", "\u200b", "\u202e", "\u2028", "\ufeff", "é", "e\u0301", "ｄ"]
+)
+identifiers = st.lists(IDENTIFIER_CHARS, max_size=12).map("".join)
+
+
+def _foldable(text: str) -> bool:
+    """What a store or filesystem could fold into another name, or an invisible/control char."""
+    return (
+        text != text.strip()
+        or not unicodedata.is_normalized("NFC", text)
+        or any(unicodedata.category(c) in {"Cc", "Cf", "Cs", "Zl", "Zp"} for c in text)
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(identifiers)
+def test_an_accepted_user_id_has_no_control_characters_and_cannot_be_folded(user_id: str) -> None:
+    try:
+        validate_user_id(user_id)
+    except InvalidUserId:
+        return
+    assert not _foldable(user_id)
+
+
+@settings(max_examples=500, deadline=None)
+@given(identifiers)
+def test_an_accepted_skill_name_is_one_exact_segment_without_whitespace(name: str) -> None:
+    if unsafe_segment_reason(name) is None:
+        assert name and name not in {".", ".."} and not _foldable(name)
+        assert not any(c in "/\\" for c in name)
+    if unsafe_name_reason(name) is None:
+        assert unsafe_segment_reason(name) is None
+        assert not any(c.isspace() for c in name)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(identifiers, st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,5}\n?", fullmatch=True)))
+def test_an_accepted_run_id_is_a_full_match_of_the_documented_characters(run_id: str) -> None:
+    try:
+        check_run_id(run_id)
+    except ValueError:
+        assert not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", run_id)
+        return
+    assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", run_id)
+
+
+@pytest.mark.parametrize("run_id", ["x\n", "run-1\n", "a\nb"])
+def test_a_run_id_with_a_trailing_newline_is_refused(run_id: str) -> None:
+    with pytest.raises(ValueError, match="run id"):
+        check_run_id(run_id)

@@ -13,6 +13,7 @@ from repo_helpers import TcpProxy, write_skill
 
 from repositories import (
     FileContents,
+    InvalidBundle,
     InvalidRepositoryConfig,
     MySQLRepository,
     RepositoryReadOnly,
@@ -182,3 +183,62 @@ async def _serve_through(proxy: TcpProxy, dsn: str, table: str, repo: MySQLRepos
         recovered = await through_proxy.snapshot()
         assert recovered.error is None
         assert [b.folder for b in recovered.bundles] == ["alpha", "beta"]
+
+
+@pytest.mark.parametrize("folder", ["deploy ", " deploy", "deploy\t", "deploy\x85", "deploy\u200b"])
+async def test_saving_a_name_a_store_could_fold_into_another_is_refused_and_the_original_survives(
+    repo: MySQLRepository, folder: str
+) -> None:
+    await repo.save(bundle("deploy", "the real one"))
+    with pytest.raises(InvalidBundle, match="skill folder name"):
+        await repo.save(bundle(folder, "impostor"))
+    (got,) = (await repo.snapshot()).bundles
+    assert got.folder == "deploy"
+    assert b"the real one" in got.skill_md
+
+
+async def _sql(mysql_dsn: str, *statements: str) -> list[Any]:
+    args = parse_mysql_dsn(mysql_dsn)
+    conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
+                                  password=args["password"], db=args["db"], autocommit=True)
+    rows: list[Any] = []
+    try:
+        async with conn.cursor() as cur:
+            for statement in statements:
+                await cur.execute(statement)
+                rows = list(await cur.fetchall())
+    finally:
+        conn.close()
+    return rows
+
+
+async def test_folder_names_are_compared_byte_for_byte_not_with_pad_space(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+    await repo.save(bundle("deploy"))
+    # Another writer that skips our checks: the column itself must keep the two apart.
+    await _sql(mysql_dsn, f"INSERT INTO `{table}` (folder, skill_md_name, skill_md, content_hash) VALUES ('deploy ', 'SKILL.md', 'x', 'h')")
+    rows = await _sql(mysql_dsn, f"SELECT folder FROM `{table}` ORDER BY folder")
+    assert [bytes(r[0]) for r in rows] == [b"deploy", b"deploy "]
+
+
+async def test_tables_with_the_old_pad_space_schema_are_migrated_on_start(mysql_dsn: str, table: str) -> None:
+    varchar = "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"
+    await _sql(
+        mysql_dsn,
+        f"CREATE TABLE `{table}` (folder {varchar}, skill_md_name VARCHAR(16) NOT NULL, skill_md LONGBLOB NOT NULL,"
+        " content_hash CHAR(64) NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (folder))",
+        f"CREATE TABLE `{table}_files` (folder {varchar}, path VARBINARY(1024) NOT NULL, mode SMALLINT UNSIGNED NOT NULL,"
+        " size BIGINT UNSIGNED NOT NULL, content LONGBLOB NOT NULL, PRIMARY KEY (folder, path))",
+        f"INSERT INTO `{table}` (folder, skill_md_name, skill_md, content_hash)"
+        " VALUES ('legacy', 'SKILL.md', '---\nname: legacy\ndescription: d\n---\n', 'h')",
+    )
+    async with MySQLRepository(mysql_dsn, table=table, writable=True, create_if_missing=True) as repo:
+        await repo.save(bundle("deploy", "kept", FileContents(path="run.sh", data=b"echo")))
+        got, legacy = (await repo.snapshot()).bundles
+        assert got.folder == "deploy" and [f.path for f in got.files] == ["run.sh"]
+        assert legacy.folder == "legacy" and await repo.read_file("legacy", "SKILL.md")
+    types = await _sql(
+        mysql_dsn,
+        "SELECT TABLE_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
+        f" AND TABLE_NAME IN ('{table}', '{table}_files') AND COLUMN_NAME = 'folder' ORDER BY TABLE_NAME",
+    )
+    assert [(name, kind.lower()) for name, kind in types] == [(table, "varbinary"), (f"{table}_files", "varbinary")]

@@ -88,3 +88,65 @@ def test_huge_frontmatter_is_refused() -> None:
     with pytest.raises(FrontmatterError) as info:
         split_frontmatter(f"---\nname: a\ndescription: {filler}\n---\n".encode())
     assert info.value.code == "frontmatter-too-large"
+
+
+@pytest.mark.parametrize("value", ["", " ", "   "])
+def test_an_empty_value_after_the_colon_is_an_empty_string_not_an_exception(value: str) -> None:
+    parsed = split_frontmatter(f"---\nname: demo\ndescription:{value}\n---\n".encode())
+    assert parsed.fields == {"name": "demo", "description": ""}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("name: no", "no"),
+        ("name: 2048", "2048"),
+        ("name: ~", "~"),
+        ("description: 2024-01-01", "2024-01-01"),
+        ("license: yes", "yes"),
+        ("compatibility: 3.12", "3.12"),
+    ],
+)
+def test_spec_text_fields_are_read_as_written_not_typed_by_yaml_1_1(text: str, expected: str) -> None:
+    key = text.split(":")[0]
+    assert split_frontmatter(f"---\n{text}\n---\n".encode()).fields[key] == expected
+
+
+@pytest.mark.parametrize("metadata", ["metadata:\n  version: 1.0\n  beta: no", "metadata: {version: 1.0, beta: no}"])
+def test_metadata_keys_and_values_are_read_as_text(metadata: str) -> None:
+    fields = split_frontmatter(f"---\nname: a\n{metadata}\n---\n".encode()).fields
+    assert fields["metadata"] == {"version": "1.0", "beta": "no"}
+
+
+def test_other_fields_keep_their_yaml_types() -> None:
+    fields = split_frontmatter(b"---\nname: a\ndisable-model-invocation: true\ncount: 3\n---\n").fields
+    assert fields["disable-model-invocation"] is True and fields["count"] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "duplicates", "description"),
+    [
+        ("description: a\ndescription: b", ("description",), "b"),
+        ('description: a\n"description": "b c"', ("description",), "b c"),
+        ("description: a\nmetadata:\n  v: 1\n  v: 2", ("metadata.v",), "a"),
+    ],
+)
+def test_duplicate_keys_are_listed_and_the_last_value_wins(text: str, duplicates: tuple[str, ...], description: str) -> None:
+    parsed = split_frontmatter(f"---\nname: a\n{text}\n---\n".encode())
+    assert parsed.duplicate_keys == duplicates
+    assert parsed.fields["description"] == description
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (b"---\nname: a\ndescription: [unclosed\n---\n", 4),
+        (b"\xef\xbb\xbf---\r\nname: a\r\n\r\ndescription: b\r\n  bad: x\r\n---\r\n", 5),
+        (b"---\nname: a\n\tdescription: tab\n---\n", 3),
+    ],
+)
+def test_yaml_errors_give_the_line_number_in_the_file(data: bytes, line: int) -> None:
+    with pytest.raises(FrontmatterError) as info:
+        split_frontmatter(data)
+    assert info.value.code == "invalid-yaml"
+    assert f"line {line}," in str(info.value)

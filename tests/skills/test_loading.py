@@ -29,7 +29,7 @@ def test_good_skill_loads_with_all_fields() -> None:
     assert list(skill.metadata) == ["name", "description", "license", "disable-model-invocation"]
     assert skill.location == "/ws/skills/demo" and skill.files == ("scripts/run.sh",)
     assert skill.body == "Body\n" and skill.raw.startswith(b"---")
-    assert [d.code for d in diags] == ["extension-field"]
+    assert diags == []
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,8 @@ def test_good_skill_loads_with_all_fields() -> None:
     [
         ("---\nname: demo\n---\nbody", "missing-description"),
         ("---\nname: demo\ndescription: '  '\n---\n", "missing-description"),
-        ("---\nname: demo\ndescription: [a, b]\n---\n", "missing-description"),
+        ("---\nname: demo\ndescription: [a, b]\n---\n", "description-not-string"),
+        ("---\nname: demo\ndescription: \n---\n", "missing-description"),
         ("---\nname: demo\ndescription: x: y: z\n---\n", "invalid-yaml"),
         ("no frontmatter", "no-frontmatter"),
     ],
@@ -80,3 +81,35 @@ def test_spec_problems_load_with_a_warning(text: str, folder: str, code: str) ->
 def test_missing_name_falls_back_to_the_folder() -> None:
     skill, _ = _load("---\ndescription: d\n---\n", folder="from-folder")
     assert skill is not None and getattr(skill, "name") == "from-folder"
+
+
+def test_a_name_of_the_wrong_type_says_must_be_a_string_and_falls_back_to_the_folder() -> None:
+    skill, diags = _load("---\nname:\n  - a\ndescription: d\n---\n", folder="demo")
+    assert skill is not None and getattr(skill, "name") == "demo"
+    assert diags == ["warning:name-not-string"]
+
+
+@pytest.mark.parametrize("name", ["no", "123", "2048", "null"])
+def test_names_that_yaml_1_1_would_type_load_as_written(name: str) -> None:
+    skill, diags = _load(f"---\nname: {name}\ndescription: d\n---\n", folder=name)
+    assert skill is not None and getattr(skill, "name") == name
+    assert diags == []
+
+
+@pytest.mark.parametrize(("folder", "reason"), [("sp ace", "whitespace"), ("deploy ", "whitespace"), ("a\x85b", "control")])
+def test_a_name_taken_from_the_folder_is_held_to_the_same_rules(folder: str, reason: str) -> None:
+    skill, diags = _load("---\ndescription: d\n---\n", folder=folder)
+    assert skill is None
+    assert diags[-1] == "error:unsafe-name"
+
+
+def test_a_folder_name_that_breaks_a_spec_rule_warns_like_a_written_name() -> None:
+    skill, diags = _load("---\ndescription: d\n---\n", folder="Demo")
+    assert skill is not None
+    assert diags == ["warning:missing-name", "warning:name-not-lowercase"]
+
+
+def test_a_duplicate_key_loads_with_a_warning_and_the_last_value() -> None:
+    skill, diags = _load("---\nname: demo\ndescription: first\ndescription: second\n---\n")
+    assert skill is not None and getattr(skill, "description") == "second"
+    assert diags == ["warning:duplicate-key"]

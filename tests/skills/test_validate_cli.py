@@ -38,7 +38,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         ("x", "---\nname: x\ndescription: d\nversion: 1\n---\n", "Unexpected fields in frontmatter: version"),
         ("x", f"---\nname: x\ndescription: {'d' * 1025}\n---\n", "Description exceeds 1024 character limit"),
         ("x", f"---\nname: x\ndescription: d\ncompatibility: {'c' * 501}\n---\n", "Compatibility exceeds 500"),
-        ("x", "---\nname: x\ndescription: d\nmetadata: [1]\n---\n", "'metadata' must be a mapping"),
+        ("x", "---\nname: x\ndescription: d\ndescription: e\n---\n", "Duplicate key in frontmatter: description"),
+        ("x", "---\nname: [x]\ndescription: d\n---\n", "Field 'name' must be a string"),
+        ("x", "---\nname: x\ndescription: \n---\n", "Field 'description' must be a non-empty string"),
         ("x", "---\nname: x\n---\n", "Missing required field in frontmatter: description"),
         ("x", "---\ndescription: d\n---\n", "Missing required field in frontmatter: name"),
         ("x", "name: x\n", "must start with YAML frontmatter"),
@@ -120,3 +122,51 @@ def test_shipped_examples_are_valid() -> None:
     examples = Path(__file__).resolve().parents[2] / "examples" / "skills"
     result = _cli("skills", "validate", str(examples))
     assert result.returncode == 0, result.stdout
+
+
+def test_metadata_that_is_not_a_string_map_is_a_warning_as_the_reference_accepts_it(tmp_path: Path) -> None:
+    report = validate_skill_dir(_skill(tmp_path, "x", "---\nname: x\ndescription: d\nmetadata: [1]\n---\n"))
+    assert report.ok
+    assert report.warnings == ("Field 'metadata' should be a mapping of strings to strings",)
+
+
+@pytest.mark.parametrize("name", ["no", "2048", "on", "1e3"])
+def test_names_yaml_1_1_would_type_are_read_as_the_text_written(tmp_path: Path, name: str) -> None:
+    report = validate_skill_dir(_skill(tmp_path, name, f"---\nname: {name}\ndescription: d\nmetadata:\n  version: 1.0\n---\n"))
+    assert report.ok and report.name == name
+
+
+def test_yaml_errors_name_the_line_in_the_file(tmp_path: Path) -> None:
+    report = validate_skill_dir(_skill(tmp_path, "x", "---\nname: x\ndescription: d\nbad: [unclosed\n---\n"))
+    assert len(report.errors) == 1
+    assert report.errors[0].startswith("Invalid YAML in frontmatter: line 5, column 1:")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\nname: x\ndescription: \n---\n",
+        "---\nname: x\ndescription: [unclosed\n---\n",
+        "---\nname: x\ndescription: !!python/object/apply:os.system [id]\n---\n",
+    ],
+)
+def test_cli_reports_broken_frontmatter_without_a_traceback(tmp_path: Path, text: str) -> None:
+    folder = _skill(tmp_path, "x", text)
+    for mode in ("--strict", "--lenient"):
+        result = _cli("skills", "validate", mode, str(folder))
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stdout + result.stderr
+        assert f"{folder}: invalid" in result.stdout
+        assert "  error: " in result.stdout
+
+
+def test_market_publish_reports_an_empty_description_without_a_traceback(tmp_path: Path) -> None:
+    folder = _skill(tmp_path, "deploy", "---\nname: deploy\ndescription: \n---\n")
+    # Validation comes first, so the (unreachable) market is never contacted.
+    result = _cli("market", "publish", str(folder), "--repo", "mysql://nobody@127.0.0.1:1/none")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"{folder}: invalid, not published",
+        "  error: Field 'description' must be a non-empty string",
+    ]
