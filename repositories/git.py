@@ -314,7 +314,9 @@ class GitRepository(SkillRepository):
     def _read_snapshot(self, commit: str) -> Snapshot:
         tree, prefix = self._tree(commit)
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
-        layouts, problems = find_skills(tree, self._list_tree, root_name=repo_name)
+        layouts, problems = find_skills(
+            tree, self._list_tree, root_name=repo_name, read=lambda blob: blob.data_stream.read()
+        )
         texts: dict[str, bytes] = {}
         bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)
         self._texts = texts

@@ -100,6 +100,7 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
             "source": s.skill.source,
             "location": s.skill.location,
             "files_root": s.files_root,
+            "link": s.entry.link,
             "hidden": s.skill.hidden,
         }
         for s in sorted(plan.skills.values(), key=lambda s: s.skill.name)
@@ -116,7 +117,7 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
         print(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
-        print(f"    {skill['files_root'] or skill['location']}")
+        print(f"    {skill['files_root'] or skill['location']}" + (f" (link to {skill['link']})" if skill["link"] else ""))
     for shadow in plan.shadowed:
         print(f"shadowed: {shadow.diagnostic().message}")
     for diagnostic in plan.diagnostics:
