@@ -97,7 +97,12 @@ class FolderLayer(SkillSource):
         root = self.fs.host_path(self.prefix)
         where = str(root) if root is not None else (self.prefix or self.source)
         diagnostics = [
-            Diagnostic(severity="warning", code="layer-problem", message=f"{self.source}: {problem}", location=where)
+            Diagnostic(
+                severity="error" if problem in found.failures else "warning",
+                code="unreadable-skill" if problem in found.failures else "layer-problem",
+                message=f"{self.source}: {problem}",
+                location=where,
+            )
             for problem in found.problems
         ]
         linked = {self._path(layout): layout.node for layout in found.skills if layout.link}

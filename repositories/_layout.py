@@ -124,6 +124,7 @@ class Discovery(Generic[N]):
     skills: list[SkillLayout[N]]
     problems: list[str]
     top_level: tuple[str, ...] = ()
+    failures: frozenset[str] = frozenset()  # the problems that cost a skill or a folder (unreadable)
 
 
 def find_skills(
@@ -163,7 +164,9 @@ def discover(
     walker = _Walker(list_dir, read, follow_links)
     walker.run(root, root_name)
     skills = walker.unique(by_folder)
-    return Discovery(skills=skills, problems=sorted(walker.problems), top_level=walker.top_level)
+    return Discovery(
+        skills=skills, problems=sorted(walker.problems), top_level=walker.top_level, failures=frozenset(walker.failures)
+    )
 
 
 _Specs = tuple[tuple[str, Any], ...]  # (folder prefix, pathspec.GitIgnoreSpec)
@@ -177,10 +180,15 @@ class _Walker(Generic[N]):
         self.read = read
         self.follow = follow
         self.problems: list[str] = []
+        self.failures: list[str] = []
         self.found: list[SkillLayout[N]] = []
         self.entered: set[Any] = set()
         self.top_level: tuple[str, ...] = ()
         self.links: list[str] = []  # folders entered through a followed link
+
+    def fail(self, problem: str) -> None:
+        self.problems.append(problem)
+        self.failures.append(problem)
 
     def linked(self, path: str) -> bool:
         return any(path == link or path.startswith(link + "/") for link in self.links)
@@ -221,7 +229,7 @@ class _Walker(Generic[N]):
         try:
             children = list(self.list_dir(node))
         except OSError as exc:
-            self.problems.append(f"cannot read folder {shown(prefix.rstrip('/') or '.')}: {exc.strerror or exc}")
+            self.fail(f"cannot read folder {shown(prefix.rstrip('/') or '.')}: {exc.strerror or exc}")
             return None
         kept: list[Child[N]] = []
         for child in children:
@@ -343,7 +351,7 @@ class _Walker(Generic[N]):
                         continue
                     listed = self.listing(path + "/", child.node, inherited)
                     if listed is None:
-                        self.problems.append(f"skill {shown(layout.root or layout.folder)} skipped: part of it cannot be read")
+                        self.fail(f"skill {shown(layout.root or layout.folder)} skipped: part of it cannot be read")
                         return False
                     pending.append((path + "/", *listed))
                 else:

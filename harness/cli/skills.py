@@ -14,7 +14,7 @@ from harness.cli import learning
 from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
 from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
-from harness.validation import find_skill_dirs, validate_skill_dir
+from harness.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
 
 __all__ = ["register"]
 
@@ -63,11 +63,20 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _validate(args: argparse.Namespace) -> int:
-    reports = [
-        validate_skill_dir(folder, strict=args.strict)
-        for path in args.paths
-        for folder in find_skill_dirs(path)
-    ]
+    reports: list[ValidationReport] = []
+    for path in args.paths:
+        found = discover_skill_dirs(path)
+        if found.problems:
+            # What discovery met on the way, as the runtime reports it: unreadable parts are errors.
+            reports.append(
+                ValidationReport(
+                    path=str(path),
+                    name=None,
+                    errors=tuple(p for p in found.problems if p in found.failures),
+                    warnings=tuple(p for p in found.problems if p not in found.failures),
+                )
+            )
+        reports += [validate_skill_dir(folder, strict=args.strict) for folder in found.folders]
     if args.json:
         print(json.dumps([report.as_dict() for report in reports], indent=2, ensure_ascii=False))
     else:
