@@ -104,7 +104,7 @@ class SkillLayout(Generic[N]):
 
 def shown(path: str) -> str:
     """``path`` safe to print and encode: undecodable bytes and control characters escaped."""
-    text = path.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
 
 
@@ -237,6 +237,7 @@ class _Walker(Generic[N]):
                 self.problems.append(f"name is not valid UTF-8, skipped: {shown(prefix + child.name)}")
             elif child.name not in VCS_FOLDERS and not (not prefix and child.name in RESERVED_NAMES):
                 kept.append(child)
+        kept.sort(key=lambda child: child.name)  # a stable order decides which duplicate is kept
         specs = self.ignore_specs(prefix, kept, specs)
         if specs:
             kept = [c for c in kept if not _ignored(prefix + c.name, c.kind == DIR, specs)]
