@@ -196,8 +196,7 @@ class _Walker(Generic[N]):
     def run(self, root: N, root_name: str) -> None:
         # The root itself must be listable: a tree that cannot be read at all is unavailable
         # (the caller keeps serving what it had), not empty.
-        self.list_dir(root)
-        listed = self.listing("", root, ())
+        listed = self.listing("", root, (), list(self.list_dir(root)))
         if listed is None:
             return
         children, specs = listed
@@ -224,10 +223,12 @@ class _Walker(Generic[N]):
         if self.collect(layout, "", children, main, specs):
             self.found.append(layout)
 
-    def listing(self, prefix: str, node: N, specs: _Specs) -> tuple[list[Child[N]], _Specs] | None:
+    def listing(
+        self, prefix: str, node: N, specs: _Specs, children: list[Child[N]] | None = None
+    ) -> tuple[list[Child[N]], _Specs] | None:
         """The children of a folder the rules keep, and the ignore rules that apply below it."""
         try:
-            children = list(self.list_dir(node))
+            children = list(self.list_dir(node)) if children is None else children
         except OSError as exc:
             self.fail(f"cannot read folder {shown(prefix.rstrip('/') or '.')}: {exc.strerror or exc}")
             return None
