@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,7 +164,8 @@ class FolderLayer(SkillSource):
     async def _discover(self) -> Discovery[str]:
         host = self.fs.host_path(self.prefix)
         if host is not None:
-            return await anyio.to_thread.run_sync(_discover_host, host, self.follow_links)
+            area = self.fs.host_path("") or host
+            return await anyio.to_thread.run_sync(_discover_host, host, area, self.follow_links)
         stats = await self.fs.walk(self.prefix)
         start = len(self.prefix) + 1 if self.prefix else 0
         ignore = await self.fs.read_many([s.path for s in stats if s.name in IGNORE_FILES])
@@ -354,9 +356,13 @@ def _join(folder: str, path: str) -> str:
     return f"{folder}/{path}" if folder and path else folder or path
 
 
-def _discover_host(host: Path, follow: bool) -> Discovery[str]:
+def _discover_host(host: Path, area: Path, follow: bool) -> Discovery[str]:
+    """Discover below ``host``; when links are not followed, a layer folder that is itself a
+    link (or lies below one inside ``area``) is refused: its real path must be where it stands."""
     if not host.is_dir():
         return Discovery(skills=[], problems=[])
+    if not follow and os.path.realpath(host) != os.path.join(os.path.realpath(area), os.path.relpath(host, area)):
+        return Discovery(skills=[], problems=[f"symlink skipped: {host.name} (this folder is a link; links are not followed here)"])
     return discover_host(host, follow=follow, skip_prefix=".tmp-", by_folder=False)
 
 

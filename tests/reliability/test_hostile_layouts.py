@@ -24,7 +24,7 @@ from pathlib import Path
 import aiomysql
 import pytest
 
-from filesystems import LocalFilesystem, SandboxFilesystem
+from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.plan import TurnPlan
@@ -411,3 +411,23 @@ async def test_a_linked_workspace_skill_gets_no_files_root_a_sandbox_cannot_show
             plan = await pipeline.prepare(BOB)
     assert plan.skills["mine_workspace"].files_root is None
     assert any(d.code == "files-root-hidden" and str(source) in d.message for d in plan.diagnostics)
+
+
+async def test_a_users_skills_folder_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    write_skill(tmp_path / "ws" / "bob" / "skills", "bobs-secret")
+    (tmp_path / "ws" / "alice").mkdir(parents=True)
+    (tmp_path / "ws" / "alice" / "skills").symlink_to(tmp_path / "ws" / "bob" / "skills", target_is_directory=True)
+    async with LocalFilesystem(tmp_path / "ws") as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
+        plan = await pipeline.prepare(ALICE)
+    assert not plan.skills
+    assert "workspace-namespaced: symlink skipped: skills (this folder is a link" in messages(plan)
+
+
+async def test_a_store_without_host_files_applies_the_same_rules(tmp_path: Path) -> None:
+    async with RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent") as fs:
+        for path, data in CURATED.items():
+            await fs.write_bytes(f"skills/{path}", data)
+        async with SkillPipeline(filesystem=fs, watch=False) as pipeline:
+            plan = await pipeline.prepare(ALICE)
+    assert sorted(plan.skills) == ["alpha_workspace", "beta_workspace"]
+    assert list(plan.skills["alpha_workspace"].skill.files) == ALPHA_FILES
