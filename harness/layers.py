@@ -70,8 +70,8 @@ class FolderLayer(SkillSource):
     top are never read. On a host folder the walk lists the host tree itself, so links,
     unreadable folders and undecodable names are seen and reported (each costs at most its own
     skill); on a store without host files it is one batched ``walk()``. ``follow_links``
-    (default: the operator's global and workspace layers) follows links to skill folders and
-    files, deduplicated by real path; a user's area never follows them.
+    (default: the operator's global and workspace layers) follows links to skill folders (never
+    links inside one), deduplicated by real path; a user's area never follows any.
     """
 
     def __init__(
@@ -361,7 +361,7 @@ def _discover_host(host: Path, area: Path, follow: bool) -> Discovery[str]:
     link (or lies below one inside ``area``) is refused: its real path must be where it stands."""
     if not host.is_dir():
         return Discovery(skills=[], problems=[])
-    if not follow and os.path.realpath(host) != os.path.join(os.path.realpath(area), os.path.relpath(host, area)):
+    if not follow and os.path.realpath(host) != os.path.normpath(os.path.join(os.path.realpath(area), os.path.relpath(host, area))):
         return Discovery(skills=[], problems=[f"symlink skipped: {host.name} (this folder is a link; links are not followed here)"])
     return discover_host(host, follow=follow, skip_prefix=".tmp-", by_folder=False)
 

@@ -26,6 +26,8 @@ import pytest
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
+from harness.layers import FolderLayer
+from harness.skill import Layer
 from harness.pipeline import SkillPipeline
 from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
@@ -431,3 +433,12 @@ async def test_a_store_without_host_files_applies_the_same_rules(tmp_path: Path)
             plan = await pipeline.prepare(ALICE)
     assert sorted(plan.skills) == ["alpha_workspace", "beta_workspace"]
     assert list(plan.skills["alpha_workspace"].skill.files) == ALPHA_FILES
+
+
+async def test_a_folder_layer_at_the_root_of_its_filesystem_loads_without_following_links(tmp_path: Path) -> None:
+    write_skill(tmp_path / "tree", "alpha")
+    (tmp_path / "tree" / "linked").symlink_to(write_skill(tmp_path / "src", "beta"), target_is_directory=True)
+    async with LocalFilesystem(tmp_path / "tree") as fs:
+        result = await FolderLayer(fs, "", source="user", layer=Layer.USER).load()
+    assert [e.skill.name for e in result.entries] == ["alpha"]
+    assert [d.message for d in result.diagnostics] == ["user: symlink skipped: linked"]
