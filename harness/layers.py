@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import hashlib
 import logging
-import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+import os
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filesystems import AbstractFilesystem, FileStat
+import anyio
+
+from filesystems import AbstractFilesystem
 from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository
+from repositories._layout import FILE, IGNORE_FILES, Child, Discovery, SkillLayout, discover, tree_from_paths
+from repositories._paths import VCS_FOLDERS
+from repositories.directory import discover_host, read_below, read_host_file
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.rules import unsafe_segment_reason
 from harness.skill import Layer, Skill, load_skill
-from harness.validation import SKILL_MD_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,7 @@ class LayerEntry:
     digest: str
     files: tuple[BundleFile, ...]
     path: str  # the folder's path inside the layer's filesystem or market
+    link: str | None = None  # the real host folder when an operator's layer reached it through a link
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,6 +52,7 @@ class LayerResult:
     # The source did not answer this time: ``entries`` are its last good ones (maybe none), so
     # nothing it staged before may be removed for not being offered.
     failed: bool = False
+    top_level: tuple[str, ...] = ()  # the names at the top of a folder layer (for a sandbox's merge)
 
 
 class SkillSource:
@@ -69,64 +74,152 @@ class SkillSource:
 class FolderLayer(SkillSource):
     """Skill folders below ``prefix`` of a filesystem (global dir, workspace, a user's area).
 
-    Nested folders are allowed: a folder with a SKILL.md is a skill and everything below it is
-    its files. Folders starting with ``.`` or ``_`` (``_drafts``, ``.archive``) and
-    ``node_modules`` are never read.
+    Skills are found with the discovery rules every layer and market shares (README, "Discovery
+    rules"): nested and dot-folders are searched, a folder with a SKILL.md is a skill and
+    everything below it is its files; the reserved names (``_drafts``, ``.archive``, …) at the
+    top are never read. On a host folder the walk lists the host tree itself, so links,
+    unreadable folders and undecodable names are seen and reported (each costs at most its own
+    skill); on a store without host files it is one batched ``walk()``. ``follow_links``
+    (default: the operator's global and workspace layers) follows links to skill folders (never
+    links inside one), deduplicated by real path; a user's area never follows any.
     """
 
-    def __init__(self, fs: AbstractFilesystem, prefix: str, *, source: str, layer: Layer) -> None:
+    def __init__(
+        self,
+        fs: AbstractFilesystem,
+        prefix: str,
+        *,
+        source: str,
+        layer: Layer,
+        follow_links: bool | None = None,
+    ) -> None:
         self.fs = fs
         self.prefix = prefix.strip("/")
         self.source = source
         self.layer = layer
+        self.follow_links = layer in (Layer.GLOBAL, Layer.WORKSPACE) if follow_links is None else follow_links
         self._parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
+        # Skills reached through a followed link: their path in the layer -> their real host folder.
+        self._linked: dict[str, str] = {}
 
     async def load(self) -> LayerResult:
-        """Walk the folder (one batched call), parse new or changed SKILL.md files."""
-        stats = await self.fs.walk(self.prefix)
-        folders = _group_skill_folders(stats, self.prefix)
-        changed = [
-            main.path
-            for main, _ in folders.values()
-            if self._parsed.get(main.path, ("",))[0] != main.version
-        ]
-        contents = await self.fs.read_many(changed) if changed else {}
-        entries: list[LayerEntry] = []
-        diagnostics: list[Diagnostic] = []
-        parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
+        """Walk the folder, parse new or changed SKILL.md files; every problem is a diagnostic."""
+        found = await self._discover()
         root = self.fs.host_path(self.prefix)
-        for folder_path, (main, files) in sorted(folders.items()):
-            bundle_files = tuple(
-                BundleFile(path=f.path[len(folder_path) + 1 :], size=f.size, mode=f.mode) for f in files
+        where = str(root) if root is not None else (self.prefix or self.source)
+        diagnostics = [
+            Diagnostic(
+                severity="error" if problem in found.failures else "warning",
+                code="unreadable-skill" if problem in found.failures else "layer-problem",
+                message=f"{self.source}: {problem}",
+                location=where,
             )
-            cached = self._parsed.get(main.path)
-            if cached is not None and cached[0] == main.version:
-                skill, found = cached[1], cached[2]
-            else:
-                skill, found_list = load_skill(
-                    contents[main.path],
-                    folder=folder_path.rsplit("/", 1)[-1],
+            for problem in found.problems
+        ]
+        linked = {self._path(layout): layout.node for layout in found.skills if layout.link}
+        self._linked = linked
+        changed = [
+            layout for layout in found.skills
+            if self._parsed.get(self._path(layout), ("",))[0] != layout.main.token
+        ]
+        contents, unreadable = await self._read_mains(changed)
+        diagnostics += unreadable
+        entries: list[LayerEntry] = []
+        parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
+        for layout in found.skills:
+            folder_path = self._path(layout)
+            bundle_files = tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files)
+            cached = self._parsed.get(folder_path)
+            if cached is not None and cached[0] == layout.main.token:
+                skill, problems = cached[1], cached[2]
+            elif folder_path in contents:
+                skill, problem_list = load_skill(
+                    contents[folder_path],
+                    folder=layout.folder,
                     location=_location(root, self.prefix, folder_path),
                     source=self.source,
                     layer=self.layer,
                     files=tuple(f.path for f in bundle_files),
-                    skill_md_name=main.name,
+                    skill_md_name=layout.skill_md_name,
                 )
-                found = tuple(found_list)
-            parsed[main.path] = (main.version, skill, found)
-            diagnostics.extend(found)
+                problems = tuple(problem_list)
+            else:
+                continue
+            parsed[folder_path] = (layout.main.token, skill, problems)
+            diagnostics.extend(problems)
             if skill is not None:
-                skill = _with_files(skill, bundle_files)
                 entries.append(
-                    LayerEntry(skill=skill, digest=_digest([main, *files]), files=bundle_files, path=folder_path)
+                    LayerEntry(
+                        skill=_with_files(skill, bundle_files),
+                        digest=layout.digest()[:32],
+                        files=bundle_files,
+                        path=folder_path,
+                        link=linked.get(folder_path),
+                    )
                 )
         self._parsed = parsed
-        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics))
+        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics), top_level=found.top_level)
 
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
-        data = await self.fs.read_many([f"{entry.path}/{p}" for p in paths])
-        return {p: data[f"{entry.path}/{p}"] for p in paths}
+        linked = self._linked.get(entry.path)
+        if linked is not None:
+            # The skill folder is the link's real target; nothing below it may cross another link.
+            return await anyio.to_thread.run_sync(read_below, linked, tuple(paths))
+        data = await self.fs.read_many([_join(entry.path, p) for p in paths])
+        return {p: data[_join(entry.path, p)] for p in paths}
 
+    def _path(self, layout: SkillLayout[str]) -> str:
+        return _join(self.prefix, layout.root)
+
+    async def _discover(self) -> Discovery[str]:
+        host = self.fs.host_path(self.prefix)
+        if host is not None:
+            area = self.fs.host_path("") or host
+            return await anyio.to_thread.run_sync(_discover_host, host, area, self.follow_links)
+        stats = await self.fs.walk(self.prefix)
+        start = len(self.prefix) + 1 if self.prefix else 0
+        ignore = await self.fs.read_many([s.path for s in stats if s.name in IGNORE_FILES])
+        list_dir = tree_from_paths(
+            (s.path[start:], Child(s.name, FILE, s.path, s.size, s.mode, s.version or f"{s.mtime}")) for s in stats
+        )
+        return discover(
+            "", list_dir, root_name=self.prefix.rsplit("/", 1)[-1] or self.source, read=ignore.__getitem__, by_folder=False
+        )
+
+    async def _read_mains(self, layouts: Sequence[SkillLayout[str]]) -> tuple[dict[str, bytes], list[Diagnostic]]:
+        """The SKILL.md bytes of ``layouts`` keyed by folder path; one that cannot be read is a
+        diagnostic and costs only its own skill."""
+        contents: dict[str, bytes] = {}
+        problems: list[Diagnostic] = []
+        plain: dict[str, str] = {}
+        for layout in layouts:
+            folder_path = self._path(layout)
+            if layout.link:
+                try:
+                    contents[folder_path] = await anyio.to_thread.run_sync(read_host_file, layout.main.node)
+                except OSError as exc:
+                    problems.append(self._unreadable(folder_path, layout.skill_md_name, exc))
+            else:
+                plain[_join(folder_path, layout.skill_md_name)] = folder_path
+        try:
+            data = await self.fs.read_many(list(plain)) if plain else {}
+        except OSError:
+            data = {}
+            for path, folder_path in plain.items():
+                try:
+                    data[path] = await self.fs.read_bytes(path)
+                except OSError as exc:
+                    problems.append(self._unreadable(folder_path, path.rsplit("/", 1)[-1], exc))
+        contents.update((plain[path], text) for path, text in data.items())
+        return contents, problems
+
+    def _unreadable(self, folder_path: str, name: str, exc: OSError) -> Diagnostic:
+        return Diagnostic(
+            severity="error",
+            code="unreadable-skill",
+            message=f"{self.source}: cannot read {folder_path}/{name}, skill skipped: {exc.strerror or exc}",
+            location=folder_path,
+        )
 
 
 class MarketLayer(SkillSource):
@@ -351,7 +444,7 @@ def describe_error(exc: BaseException) -> str:
 
 def unsafe_file_path(path: str) -> str | None:
     """Why ``path`` is not a clean relative path inside a skill folder (``None`` when it is):
-    absolute, ``..``/empty/``.`` segments, dot-files, backslashes, NUL or control characters."""
+    absolute, ``..``/empty/``.`` segments, VCS metadata, backslashes, NUL or control characters."""
     if not path or any(ord(c) < 32 or ord(c) == 127 for c in path):
         return "is empty or contains NUL or control characters"
     if path.startswith("/") or "\\" in path:
@@ -359,47 +452,23 @@ def unsafe_file_path(path: str) -> str | None:
     parts = path.split("/")
     if any(part in {"..", "", "."} for part in parts):
         return "escapes its folder or is not normalised"
-    if any(part.startswith(".") for part in parts):
-        return "is a dot-file"
+    if any(part in VCS_FOLDERS for part in parts):
+        return "is version-control metadata"
     return None
 
 
-def _group_skill_folders(stats: Sequence[FileStat], prefix: str) -> dict[str, tuple[FileStat, list[FileStat]]]:
-    """Map each skill folder path to (its SKILL.md stat, its other files)."""
-    start = len(prefix) + 1 if prefix else 0
-    mains: dict[str, FileStat] = {}
-    for stat in stats:
-        folder, _, name = stat.path.rpartition("/")
-        if name in SKILL_MD_NAMES and folder and _readable(folder[start:]):
-            if folder not in mains or name == "SKILL.md":
-                mains[folder] = stat
-    # Outermost skill folder wins: a SKILL.md below another skill is one of its files.
-    groups: dict[str, tuple[FileStat, list[FileStat]]] = {
-        folder: (main, []) for folder, main in mains.items() if _owner(folder, mains) is None
-    }
-    for stat in stats:
-        owner = _owner(stat.path, groups)
-        if owner is not None and stat is not groups[owner][0] and _readable(stat.path[len(owner) + 1 :]):
-            groups[owner][1].append(stat)
-    return groups
+def _join(folder: str, path: str) -> str:
+    return f"{folder}/{path}" if folder and path else folder or path
 
 
-def _owner(path: str, folders: Mapping[str, object]) -> str | None:
-    """The outermost of ``folders`` that ``path`` lies strictly inside, if any."""
-    end = path.find("/")
-    while end != -1:
-        if path[:end] in folders:
-            return path[:end]
-        end = path.find("/", end + 1)
-    return None
-
-
-# A segment starting with "." or "_", or a node_modules folder, anywhere in a relative path.
-_HIDDEN = re.compile(r"(?:^|/)(?:[._]|node_modules(?:/|$))")
-
-
-def _readable(relative: str) -> bool:
-    return _HIDDEN.search(relative) is None
+def _discover_host(host: Path, area: Path, follow: bool) -> Discovery[str]:
+    """Discover below ``host``; when links are not followed, a layer folder that is itself a
+    link (or lies below one inside ``area``) is refused: its real path must be where it stands."""
+    if not host.is_dir():
+        return Discovery(skills=[], problems=[])
+    if not follow and os.path.realpath(host) != os.path.normpath(os.path.join(os.path.realpath(area), os.path.relpath(host, area))):
+        return Discovery(skills=[], problems=[f"symlink skipped: {host.name} (this folder is a link; links are not followed here)"])
+    return discover_host(host, follow=follow, skip_prefix=".tmp-", by_folder=False)
 
 
 def _location(root: Path | None, prefix: str, folder_path: str) -> str:
@@ -408,13 +477,6 @@ def _location(root: Path | None, prefix: str, folder_path: str) -> str:
         return folder_path
     relative = folder_path[len(prefix) + 1 :] if prefix else folder_path
     return f"{root}/{relative}"
-
-
-def _digest(stats: Sequence[FileStat]) -> str:
-    h = hashlib.sha256()
-    for stat in stats:
-        h.update(f"{stat.path}\0{stat.size}\0{stat.mode}\0{stat.version}\n".encode())
-    return h.hexdigest()[:32]
 
 
 def _with_files(skill: Skill, files: tuple[BundleFile, ...]) -> Skill:

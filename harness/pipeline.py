@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 
 from filesystems import AbstractFilesystem, FilesystemError, LocalFilesystem, ShellUnavailable
 from repositories import SkillRepository, disambiguate_sources
+from repositories._paths import SKILL_MD_NAMES
 from harness.catalog import entries_for, render_catalog
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
@@ -149,9 +150,11 @@ class SkillPipeline:
         ]
         self._global: _Tracked | None = None
         self._global_fs: LocalFilesystem | None = None
-        if global_skills_dir is not None and Path(global_skills_dir).expanduser().is_dir():
-            self._global_fs = LocalFilesystem(Path(global_skills_dir).expanduser())
-            self._global = _Tracked(FolderLayer(self._global_fs, "", source="global", layer=Layer.GLOBAL))
+        self._global_missing = _NO_SKILLS
+        if global_skills_dir is not None:
+            self._global_fs, prefix, self._global_missing = _global_layer(Path(global_skills_dir).expanduser())
+            if self._global_fs is not None:
+                self._global = _Tracked(FolderLayer(self._global_fs, prefix, source="global", layer=Layer.GLOBAL))
         self._workspace = _Tracked(FolderLayer(filesystem, SKILLS_DIR, source="workspace", layer=Layer.WORKSPACE))
         self._users: collections.OrderedDict[str, _Tracked] = collections.OrderedDict()
         self._views: dict[str, _UserView] = {}
@@ -300,7 +303,7 @@ class SkillPipeline:
             for index, market in enumerate(self.markets):
                 group.start_soon(load_market, index, market)
         global_result = (
-            await self._global.current(self._is_watched(self._global)) if self._global is not None else _NO_SKILLS
+            await self._global.current(self._is_watched(self._global)) if self._global is not None else self._global_missing
         )
         workspace = await self._workspace.current(self._is_watched(self._workspace))
         return (global_result, *market_results, workspace)
@@ -348,13 +351,22 @@ class SkillPipeline:
         return tracked
 
     def _build_view(self, context: RuntimeContext, base: _Base, user: LayerResult, layer: FolderLayer) -> _UserView:
-        """The merged skills and catalog of one user. Users without skills of their own share
-        one view; the others share every layer 1–3 ``ResolvedSkill`` and differ only in theirs."""
-        if not user.entries:
+        """The merged skills and catalog of one user. Users without skills or folders of their
+        own share one view; the others share every layer 1–3 ``ResolvedSkill`` and differ only
+        in theirs."""
+        if not user.entries and not user.top_level:
             shared = self._shared_view
             if shared is None or shared.base is not base:
                 skills = self._base_resolved(base)
-                shared = _UserView(base=base, user=user, skills=skills, shadowed=base.merged.shadowed, catalog=self.render(skills))
+                hidden = self._hidden_roots(skills, user, layer)
+                shared = _UserView(
+                    base=base,
+                    user=user,
+                    skills=skills,
+                    shadowed=base.merged.shadowed,
+                    catalog=self.render(skills),
+                    diagnostics=_hidden_diagnostics(hidden, "workspace"),
+                )
                 self._shared_view = shared
             return dataclasses.replace(shared, user=user)
         merged = merge_layers([user], base=base.merged)
@@ -366,35 +378,49 @@ class SkillPipeline:
         for entry in merged.entries.values():
             if entry.skill.layer is Layer.USER:
                 skills[entry.skill.skill_id] = self._resolve(entry, layer, layer)
-        hidden = self._hidden_roots(skills)
+        hidden = self._hidden_roots(skills, user, layer)
         for skill_id in hidden:
             skills[skill_id] = dataclasses.replace(skills[skill_id], files_root=None)
-        diagnostics = tuple(
-            Diagnostic(
-                severity="warning",
-                code="files-root-hidden",
-                message=(
-                    f"{skill_id}: its folder is covered by this user's own skill folder of the same name "
-                    "in the user's shell, so its files-root is not rendered; rename one of the folders"
-                ),
-                location=context.user_id,
-            )
-            for skill_id in hidden
-        )
         return _UserView(
-            base=base, user=user, skills=skills, shadowed=merged.shadowed, catalog=self.render(skills), diagnostics=diagnostics
+            base=base,
+            user=user,
+            skills=skills,
+            shadowed=merged.shadowed,
+            catalog=self.render(skills),
+            diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
         )
 
-    @staticmethod
-    def _hidden_roots(skills: dict[str, ResolvedSkill]) -> list[str]:
-        """Layer 1–3 skills whose files-root is the same path as one of the user's skills (a
-        sandbox merges the user's folders over ``/workspace/skills`` by folder name)."""
-        user_roots = {s.files_root for s in skills.values() if s.skill.layer is Layer.USER and s.files_root}
-        return [
-            skill_id
-            for skill_id, s in skills.items()
-            if s.skill.layer is not Layer.USER and s.files_root in user_roots
-        ]
+    def _hidden_roots(self, skills: dict[str, ResolvedSkill], user: LayerResult, layer: FolderLayer) -> dict[str, str]:
+        """Layer 1–3 skills whose folder the user's shell does not show, with the reason.
+
+        A sandbox merges the user's top-level folders under ``skills/`` over the workspace's by
+        name, a same-name user folder replacing the workspace's whole (nested skills included);
+        and a workspace skill reached through a link is not inside what the sandbox binds."""
+        if not self.filesystem.has_shell:
+            return {}
+        shown = self.filesystem.shell_path(SKILLS_DIR)
+        merged = layer.fs.has_shell and layer.fs.shell_path(SKILLS_DIR) == shown
+        covered = [f"{shown}/{name}" for name in user.top_level] if merged else []
+        hidden: dict[str, str] = {}
+        for skill_id, s in skills.items():
+            if s.skill.layer is Layer.USER:
+                continue
+            if s.skill.layer is Layer.WORKSPACE and s.entry.link is not None and not self._link_shown(s.entry):
+                hidden[skill_id] = (
+                    f"its folder is a link to {s.entry.link}, which the shell does not show; "
+                    "copy the folder into the workspace or install it in the global layer"
+                )
+            elif s.files_root and any(s.files_root == c or s.files_root.startswith(c + "/") for c in covered):
+                hidden[skill_id] = (
+                    "its folder is covered by this user's own folder of the same name in the user's shell, "
+                    "so its files-root is not rendered; rename one of the folders"
+                )
+        return hidden
+
+    def _link_shown(self, entry: LayerEntry) -> bool:
+        """Whether the shell sees a linked workspace folder (a host shell follows the link)."""
+        host = self.filesystem.host_path(entry.path)
+        return host is not None and self.filesystem.shell_path(entry.path) == str(host)
 
     def _base_resolved(self, base: _Base) -> dict[str, ResolvedSkill]:
         """Layers 1–3 resolved once per merge, shared by every user's view."""
@@ -415,12 +441,15 @@ class SkillPipeline:
         )
 
     def _files_root(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer | None) -> str | None:
-        """Always the skill's real folder, as the shell sees it (DESIGN §6)."""
+        """Always the skill's real folder, as the shell sees it (DESIGN §6); ``None`` for a
+        linked workspace folder the shell does not show (see :meth:`_hidden_roots`)."""
         if not self.filesystem.has_shell:
             return None
         if source.layer in (Layer.GLOBAL, Layer.MARKET):
             folder = entry.path.rsplit("/", 1)[-1]
             return self.filesystem.shell_path(f"{CACHE_DIR}/{source.source}/{folder}")
+        if source.layer is Layer.WORKSPACE and entry.link is not None and not self._link_shown(entry):
+            return None
         fs = user_layer.fs if source.layer is Layer.USER and user_layer is not None else self.filesystem
         return fs.shell_path(entry.path)
 
@@ -499,3 +528,29 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
 # One shared empty result: layers 1–3 are re-merged only when a result is a new object, so a
 # fresh empty one per turn would rebuild every user's view on every turn.
 _NO_SKILLS = LayerResult(entries=())
+
+
+def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnostic, ...]:
+    return tuple(
+        Diagnostic(severity="warning", code="files-root-hidden", message=f"{skill_id}: {reason}", location=user_id)
+        for skill_id, reason in hidden.items()
+    )
+
+
+def _global_layer(path: Path) -> tuple[LocalFilesystem | None, str, LayerResult]:
+    """The global layer's filesystem and prefix: ``path`` itself, or its parent and its name when
+    ``path`` is one skill folder. A missing folder gives no filesystem and a warning instead."""
+    if not path.is_dir():
+        problem = Diagnostic(
+            severity="warning",
+            code="global-dir-missing",
+            message=(
+                f"global skills folder {str(path)!r} does not exist or is not a folder: no global skills "
+                "are loaded; check global_skills_dir (--global-dir)"
+            ),
+            location=str(path),
+        )
+        return None, "", LayerResult(entries=(), diagnostics=(problem,))
+    if any((path / name).is_file() for name in SKILL_MD_NAMES):
+        return LocalFilesystem(path.parent), path.name, _NO_SKILLS
+    return LocalFilesystem(path), "", _NO_SKILLS

@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 
 from harness.diagnostics import Diagnostic
-from harness.layers import LayerEntry, SkillSource, describe_error
+from harness.layers import LayerEntry, SkillSource, describe_error, unsafe_file_path
 
 log = logging.getLogger(__name__)
 
@@ -380,7 +380,7 @@ class Stager:
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
         for path, fetched in sorted(files.items()):
-            problem = _unsafe_path(path)
+            problem = unsafe_file_path(path)
             if problem:
                 diagnostics.append(
                     Diagnostic(
@@ -491,19 +491,6 @@ def _is_current(target: Path, digest: str, mode: int, old: Any, verify: bool) ->
             return hashlib.file_digest(handle, "sha256").hexdigest() == digest
     except OSError:
         return False
-
-
-def _unsafe_path(path: str) -> str | None:
-    if "\0" in path:
-        return "contains NUL"
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or path.startswith("\\"):
-        return "is absolute"
-    if any(part in {"..", ".", ""} for part in path.split("/")):
-        return "escapes its folder"
-    if any(part.startswith(".") for part in pure.parts):
-        return "is a dot-file"
-    return None
 
 
 def _too_large(item: StageItem, path: str, limit: int) -> OSError:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from repositories.directory import discover_host
 
 from harness.frontmatter import FrontmatterError, split_frontmatter
 from harness.rules import check_fields
 from harness.skill import Layer, load_skill
 
-__all__ = ["SKILL_MD_NAMES", "ValidationReport", "find_skill_dirs", "find_skill_md", "validate_skill_dir"]
+__all__ = [
+    "SKILL_MD_NAMES",
+    "FoundSkillDirs",
+    "ValidationReport",
+    "discover_skill_dirs",
+    "find_skill_dirs",
+    "find_skill_md",
+    "validate_skill_dir",
+]
 
 SKILL_MD_NAMES = ("SKILL.md", "skill.md")
 
@@ -44,21 +53,35 @@ def find_skill_md(folder: Path) -> Path | None:
 
 
 def find_skill_dirs(path: Path) -> list[Path]:
-    """``path`` itself when it is a skill folder, else every skill folder below it, sorted.
+    """``path`` itself when it is a skill folder, else every skill folder below it, sorted
+    (see :func:`discover_skill_dirs`)."""
+    return discover_skill_dirs(path).folders
 
-    Dot-folders and ``node_modules`` are not searched; a skill folder's own subfolders are its
-    files, not further skills.
-    """
-    if find_skill_md(path) is not None or not path.is_dir():
-        return [path]
-    found: list[Path] = []
-    for current, dirs, files in os.walk(path):
-        if any(name in files for name in SKILL_MD_NAMES):
-            found.append(Path(current))
-            dirs.clear()
-            continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
-    return sorted(found) or [path]
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FoundSkillDirs:
+    """The skill folders below a path and what discovery reported on the way."""
+
+    folders: list[Path]
+    problems: tuple[str, ...] = ()
+    failures: frozenset[str] = frozenset()  # the problems that cost a skill (unreadable parts)
+
+
+def discover_skill_dirs(path: Path) -> FoundSkillDirs:
+    """The skill folders at or below ``path`` by the runtime's discovery rules (README,
+    "Discovery rules"), with links followed as in the operator's layers: ``path`` itself when it
+    is one skill folder, ``[path]`` when nothing is found (so it is reported as missing a
+    SKILL.md). Unreadable folders, links inside skills and odd names are problems, not errors
+    that stop the walk."""
+    if not path.is_dir():
+        return FoundSkillDirs(folders=[path])
+    try:
+        found = discover_host(path, follow=True, skip_prefix=".tmp-", by_folder=False)
+    except OSError as exc:
+        problem = f"cannot read folder {str(path)!r}: {exc.strerror or exc}"
+        return FoundSkillDirs(folders=[path], problems=(problem,), failures=frozenset({problem}))
+    folders = sorted(path / layout.root if layout.root else path for layout in found.skills)
+    return FoundSkillDirs(folders=folders or [path], problems=tuple(found.problems), failures=found.failures)
 
 
 def validate_skill_dir(path: Path, *, strict: bool = True) -> ValidationReport:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -16,7 +17,19 @@ import anyio
 
 from filesystems import AbstractFilesystem, FilesystemError
 from filesystems.base import normalize_path
-from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, tree_from_paths
+from repositories._layout import (
+    DIR,
+    FILE,
+    OTHER,
+    SYMLINK,
+    Child,
+    IGNORE_FILES,
+    Discovery,
+    SkillLayout,
+    discover,
+    find_skills,
+    tree_from_paths,
+)
 from repositories.base import (
     BundleFile,
     FileContents,
@@ -34,7 +47,7 @@ from repositories.errors import (
 )
 from repositories.sources import make_source
 
-__all__ = ["DirectoryRepository", "read_skill_folder"]
+__all__ = ["DirectoryRepository", "discover_host", "read_below", "read_host_file", "read_skill_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,35 +60,79 @@ class _Scan:
     generation: int | None = None
 
 
-def _list_dir(folder: str) -> list[Child[str]]:
-    """The entries of a host folder; files carry their stat (never following symlinks)."""
+def _list_dir(folder: str, *, follow: bool = False, skip_prefix: str | None = None) -> list[Child[str]]:
+    """The entries of a host folder; files carry their stat.
+
+    Links are ``symlink`` children (an ``lstat``-based check, never a name check) unless
+    ``follow``: then a link to a folder or file becomes that entry, with its real path as node.
+    Names starting with ``skip_prefix`` (a writer's temporary files) are left out.
+    """
     children: list[Child[str]] = []
     with os.scandir(folder) as it:
         for item in it:
+            if skip_prefix is not None and item.name.startswith(skip_prefix):
+                continue
             if item.is_symlink():
-                children.append(Child(item.name, SYMLINK, item.path))
+                children.append(_followed(item) if follow else Child(item.name, SYMLINK, item.path))
             elif item.is_dir(follow_symlinks=False):
                 children.append(Child(item.name, DIR, item.path))
-            elif item.name.startswith("."):
-                continue
             else:
-                st = item.stat(follow_symlinks=False)
-                kind = FILE if stat.S_ISREG(st.st_mode) else OTHER
-                token = f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-                children.append(Child(item.name, kind, item.path, st.st_size, stat.S_IMODE(st.st_mode), token))
+                children.append(_file_child(item.name, item.path, item.stat(follow_symlinks=False)))
     return children
 
 
+def _file_child(name: str, path: str, st: os.stat_result, link: bool = False) -> Child[str]:
+    kind = FILE if stat.S_ISREG(st.st_mode) else OTHER
+    token = f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    return Child(name, kind, path, st.st_size, stat.S_IMODE(st.st_mode), token, link)
+
+
+def _followed(item: os.DirEntry[str]) -> Child[str]:
+    target = os.path.realpath(item.path)
+    try:
+        st = os.stat(target)
+    except OSError:
+        return Child(item.name, SYMLINK, item.path)
+    if stat.S_ISDIR(st.st_mode):
+        return Child(item.name, DIR, target, link=True)
+    return _file_child(item.name, target, st, link=True)
+
+
+def read_host_file(path: str) -> bytes:
+    """The bytes of a host file (``read`` callback of a host walk)."""
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def discover_host(
+    base: Path, *, follow: bool = False, skip_prefix: str | None = None, by_folder: bool = True
+) -> Discovery[str]:
+    """Discover the skills below a host folder with the shared rules (see ``repositories._layout``).
+
+    ``follow`` follows links (for trusted folders only); nodes are then real paths; ``by_folder``
+    keeps one skill per folder name (see ``discover``). Raises
+    ``OSError`` when ``base`` itself cannot be listed.
+    """
+    root = os.path.realpath(base) if follow else str(base)
+    return discover(
+        root,
+        functools.partial(_list_dir, follow=follow, skip_prefix=skip_prefix),
+        root_name=base.name,
+        read=read_host_file,
+        follow_links=follow,
+        by_folder=by_folder,
+    )
+
+
 def _find(base: Path) -> tuple[list[SkillLayout[str]], list[str]]:
-    return find_skills(str(base), _list_dir, root_name=base.name)
+    found = discover_host(base)
+    return found.skills, found.problems
 
 
 def _bundle(layout: SkillLayout[str], digest: str) -> SkillBundle:
-    with open(layout.main.node, "rb") as handle:
-        skill_md = handle.read()
     return SkillBundle(
         folder=layout.folder,
-        skill_md=skill_md,
+        skill_md=read_host_file(layout.main.node),
         skill_md_name=layout.skill_md_name,
         files=tuple(
             BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files
@@ -86,26 +143,30 @@ def _bundle(layout: SkillLayout[str], digest: str) -> SkillBundle:
 
 
 def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
-    """Walk ``base`` once, re-reading SKILL.md only for skills whose entries changed."""
+    """Walk ``base`` once, re-reading SKILL.md only for skills whose entries changed.
+
+    A SKILL.md that cannot be read costs only its own skill (reported in the problems)."""
+    if not base.is_dir():
+        raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: it is not a folder")
     try:
         layouts, problems = _find(base)
-        by_root: dict[str, SkillBundle] = {}
-        readable: list[SkillLayout[str]] = []
-        for layout in layouts:
-            digest = layout.digest()
-            old = previous.get(layout.root)
-            if old is None or old.digest != digest:
-                try:
-                    old = _bundle(layout, digest)
-                except OSError as exc:  # one unreadable SKILL.md skips its skill (or keeps its last read)
-                    problems.append(f"unreadable, skipped: {layout.main.path}: {exc.strerror or exc}")
-                    if old is None:
-                        continue
-            by_root[layout.root] = old
-            readable.append(layout)
     except OSError as exc:
         raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: {exc}") from exc
-    return _assemble(readable, problems, by_root)
+    by_root: dict[str, SkillBundle] = {}
+    for layout in layouts:
+        digest = layout.digest()
+        old = previous.get(layout.root)
+        if old is not None and old.digest == digest:
+            by_root[layout.root] = old
+            continue
+        try:
+            by_root[layout.root] = _bundle(layout, digest)
+        except OSError as exc:  # one unreadable SKILL.md costs its own skill (or keeps its last read)
+            problems.append(f"cannot read {layout.main.path}, skill skipped: {exc.strerror or exc}")
+            if old is not None:
+                by_root[layout.root] = old
+    kept = [layout for layout in layouts if layout.root in by_root]
+    return _assemble(kept, sorted(problems), by_root)
 
 
 def _assemble(
@@ -129,8 +190,9 @@ def _assemble(
     )
 
 
-def _read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-    """Read ``paths`` inside ``folder_path``, refusing any path that crosses a symlink."""
+def read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+    """Read ``paths`` inside the host folder ``folder_path``, refusing any path that crosses a
+    symlink (``UnsafePath``) or does not exist (``BundleNotFound``)."""
     data: dict[str, bytes] = {}
     for path in paths:
         with _open_below(folder_path, path) as handle:
@@ -150,8 +212,8 @@ def _open_below(folder_path: str, path: str) -> BinaryIO:
 
 
 class DirectoryRepository(SkillRepository):
-    """Skill folders below a folder (nested folders allowed; ``node_modules`` and
-    ``__pycache__`` skipped).
+    """Skill folders below a folder, found with the shared discovery rules (README, "Discovery
+    rules"): dot-folders searched, links reported and never followed, ignore files applied.
 
     On the host (the default), ``version()`` walks the tree once in a worker thread (one
     ``scandir`` per folder, one ``lstat`` per file, no file opened) and a snapshot re-reads the
@@ -209,6 +271,7 @@ class DirectoryRepository(SkillRepository):
                 return self._last
             stats = await fs.walk(self.fs_path)
             prefix = f"{self.fs_path}/" if self.fs_path else ""
+            ignore_files = await fs.read_many([st.path for st in stats if st.name in IGNORE_FILES])
             list_dir = tree_from_paths(
                 (
                     st.path[len(prefix) :],
@@ -216,7 +279,9 @@ class DirectoryRepository(SkillRepository):
                 )
                 for st in stats
             )
-            layouts, problems = find_skills("", list_dir, root_name=self.path.name or "root")
+            layouts, problems = find_skills(
+                "", list_dir, root_name=self.path.name or "root", read=ignore_files.__getitem__
+            )
             digests = {layout.root: layout.digest() for layout in layouts}
             changed = [
                 layout for layout in layouts
@@ -268,7 +333,7 @@ class DirectoryRepository(SkillRepository):
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         folder_path = await self._folder_path(folder)
         if self.filesystem is None:
-            return await anyio.to_thread.run_sync(_read_below, folder_path, paths)
+            return await anyio.to_thread.run_sync(read_below, folder_path, paths)
         prefix = "/".join(p for p in (self.fs_path, folder_path) if p)
         full = {path: f"{prefix}/{path}" for path in paths}
         try:
@@ -355,8 +420,8 @@ def _read_folder(path: Path) -> tuple[SkillBundleContents, tuple[str, ...]]:
 async def read_skill_folder(path: str | os.PathLike[str]) -> tuple[SkillBundleContents, tuple[str, ...]]:
     """Read a host skill folder whole, for ``save()`` (e.g. ``harness market publish``).
 
-    Returns the bundle and the problems met (skipped symlinks and special files); dot-files and
-    ``node_modules``/``__pycache__`` are left out. Raises ``InvalidBundle`` when the folder has no SKILL.md or
+    Returns the bundle and the problems met (skipped symlinks and special files); VCS metadata,
+    ``node_modules``/``__pycache__`` and what a ``.gitignore``/``.ignore`` excludes are left out. Raises ``InvalidBundle`` when the folder has no SKILL.md or
     its name is not a valid skill folder name, ``FileNotFoundError`` when it does not exist.
     """
     folder = Path(path).expanduser().absolute()

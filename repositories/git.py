@@ -389,7 +389,9 @@ class GitRepository(SkillRepository):
         self._problems = []
         tree, prefix = self._tree(commit)
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
-        layouts, problems = find_skills(tree, self._list_tree, root_name=repo_name)
+        layouts, problems = find_skills(
+            tree, self._list_tree, root_name=repo_name, read=lambda blob: self._open_repo().odb.stream(bytes.fromhex(blob.sha)).read()
+        )
         problems = sorted({*problems, *self._problems})
         texts: dict[str, bytes] = {}
         bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)

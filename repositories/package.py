@@ -16,7 +16,7 @@ import anyio
 
 from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
-from repositories.directory import _read_below, _scan
+from repositories.directory import _scan, read_below
 from repositories.errors import (
     BundleNotFound,
     InvalidRepositoryConfig,
@@ -98,7 +98,9 @@ class PackageRepository(SkillRepository):
             snapshot = Snapshot(version=scan.version, bundles=scan.bundles, problems=scan.problems)
             return _PackageScan(snapshot=snapshot, nodes={k: pathlib.Path(v) for k, v in scan.roots.items()})
         try:
-            layouts, problems = find_skills(root, _list_zip, root_name=self.folder.rsplit("/", 1)[-1])
+            layouts, problems = find_skills(
+                root, _list_zip, root_name=self.folder.rsplit("/", 1)[-1], read=lambda node: node.read_bytes()
+            )
             bundles = tuple(self._bundle(layout) for layout in layouts)
         except (OSError, KeyError, zipfile.BadZipFile) as exc:
             raise RepositoryUnavailable(f"cannot read package {self.package!r}: {exc}") from exc
@@ -136,7 +138,7 @@ class PackageRepository(SkillRepository):
         if node is None:
             raise BundleNotFound(f"{self.source}: no skill folder {folder!r}")
         if isinstance(node, pathlib.Path):
-            return await anyio.to_thread.run_sync(_read_below, str(node), paths)
+            return await anyio.to_thread.run_sync(read_below, str(node), paths)
         return await anyio.to_thread.run_sync(_read_zip, node, paths)
 
 

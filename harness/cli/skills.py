@@ -15,7 +15,7 @@ from harness.cli.common import add_workspace_options, context_from_args, harness
 from harness.diagnostics import Diagnostic
 from harness.plan import TurnPlan
 from harness.skill_tools import load_skill_file
-from harness.validation import find_skill_dirs, validate_skill_dir
+from harness.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
 
 __all__ = ["register"]
 
@@ -64,11 +64,20 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _validate(args: argparse.Namespace) -> int:
-    reports = [
-        validate_skill_dir(folder, strict=args.strict)
-        for path in args.paths
-        for folder in find_skill_dirs(path)
-    ]
+    reports: list[ValidationReport] = []
+    for path in args.paths:
+        found = discover_skill_dirs(path)
+        if found.problems:
+            # What discovery met on the way, as the runtime reports it: unreadable parts are errors.
+            reports.append(
+                ValidationReport(
+                    path=str(path),
+                    name=None,
+                    errors=tuple(p for p in found.problems if p in found.failures),
+                    warnings=tuple(p for p in found.problems if p not in found.failures),
+                )
+            )
+        reports += [validate_skill_dir(folder, strict=args.strict) for folder in found.folders]
     if args.json:
         print(json.dumps([report.as_dict() for report in reports], indent=2, ensure_ascii=False))
     else:
@@ -105,6 +114,7 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
             "source": s.skill.source,
             "location": s.skill.location,
             "files_root": s.files_root,
+            "link": s.entry.link,
             "hidden": s.skill.hidden,
         }
         for s in sorted(plan.skills.values(), key=lambda s: s.skill.name)
@@ -121,7 +131,7 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
         print(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
-        print(f"    {skill['files_root'] or skill['location']}")
+        print(f"    {skill['files_root'] or skill['location']}" + (f" (link to {skill['link']})" if skill["link"] else ""))
     for shadow in plan.shadowed:
         print(f"shadowed: {shadow.diagnostic().message}")
     for diagnostic in plan.diagnostics:

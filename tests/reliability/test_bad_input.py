@@ -163,7 +163,7 @@ async def test_symlink_loops_and_escapes_in_skill_folders_are_never_followed(tmp
         ("\\\\server\\share", PermissionError),
         ("SKILL.md\0.txt", PermissionError),
         ("references/missing.md", FileNotFoundError),
-        (".env", FileNotFoundError),
+        (".git/config", FileNotFoundError),
     ],
 )
 async def test_load_tool_refuses_paths_outside_the_skill_and_lists_real_ones(tmp_path: Path, path: str, error: type[Exception]) -> None:
@@ -174,7 +174,7 @@ async def test_load_tool_refuses_paths_outside_the_skill_and_lists_real_ones(tmp
         plan = await pipeline.prepare(ALICE)
         with pytest.raises(error) as caught:
             await load_skill_file(plan, "good", path)
-    assert "available paths: SKILL.md, references/guide.md" in str(caught.value)
+    assert "available paths: SKILL.md, .env, references/guide.md" in str(caught.value)
     assert "TOKEN" not in str(caught.value) and "outside" not in str(caught.value).replace("outside the", "")
 
 

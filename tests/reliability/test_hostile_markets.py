@@ -363,7 +363,7 @@ def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: 
             assert "good" in got["skills"]
             assert "Permission denied" in got["loaded"]
             assert any(d["severity"] == "error" and report["source"] in d["message"] + d["location"] for d in got["diagnostics"])
-            assert any("unreadable, skipped: locked/SKILL.md" in d["message"] for d in got["diagnostics"])
+            assert any("cannot read locked/SKILL.md, skill skipped" in d["message"] for d in got["diagnostics"])
         assert tree_state(market) == before
         # A skill is staged whole or not at all: no half-staged folder for the shell to run.
         assert not (ws / CACHE / report["source"] / "good").exists()

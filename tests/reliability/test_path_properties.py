@@ -58,8 +58,8 @@ def test_stager_and_market_path_checks_accept_only_paths_inside_the_folder(path:
     for check in (_unsafe_path, unsafe_file_path):
         if check(path) is None:
             assert _inside(ROOT, path) and posixpath.normpath(posixpath.join(ROOT, path)) != ROOT
-            assert not any(part.startswith(".") for part in path.split("/"))
-    if unsafe_file_path(path) is None:
+            assert not any(part in {".git", ".hg", ".svn"} for part in path.split("/"))
+    if unsafe_file_path(path) is None and not any(part.startswith(".") for part in path.split("/")):
         assert _unsafe_path(path) is None
 
 

@@ -20,7 +20,7 @@ async def test_local_filesystem_tree_is_served_with_modes(tmp_path: Path) -> Non
     async with LocalFilesystem(tmp_path) as fs, DirectoryRepository("market", filesystem=fs) as repo:
         snap = await repo.snapshot()
         assert [b.folder for b in snap.bundles] == ["alpha"]
-        assert [(f.path, f.mode) for f in snap.bundles[0].files] == [("run.sh", 0o755)]
+        assert [(f.path, f.mode) for f in snap.bundles[0].files] == [(".env", 0o644), ("run.sh", 0o755)]
         assert snap.bundles[0].location == str(tmp_path / "market" / "alpha")
         assert await repo.read_file("alpha", "run.sh") == b"#!/bin/sh\n"
         assert repo.source == "dir-market"

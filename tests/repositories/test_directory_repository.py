@@ -20,7 +20,7 @@ from repositories import (
 )
 
 
-async def test_nested_folders_and_skipped_names(tmp_path: Path) -> None:
+async def test_nested_and_dot_folders_are_searched_and_skipped_names_are_not(tmp_path: Path) -> None:
     write_skill(tmp_path, "top")
     write_skill(tmp_path, "team/a/deep")
     write_skill(tmp_path, "top/inner")  # inside a skill: just files of "top"
@@ -31,7 +31,7 @@ async def test_nested_folders_and_skipped_names(tmp_path: Path) -> None:
     (tmp_path / "top" / ".git" / "config").write_text("x")
     async with DirectoryRepository(tmp_path) as repo:
         snap = await repo.snapshot()
-    assert [b.folder for b in snap.bundles] == ["deep", "top"]
+    assert [b.folder for b in snap.bundles] == ["deep", "secret", "top"]
     top = snap.bundle("top")
     assert top is not None
     assert [f.path for f in top.files] == ["inner/SKILL.md"]
@@ -162,7 +162,7 @@ async def test_read_skill_folder_reads_everything_for_publishing(tmp_path: Path)
     (skill / "evil").symlink_to("/etc/passwd")
     bundle, problems = await read_skill_folder(skill)
     assert bundle.folder == "pub"
-    assert [(f.path, f.data, f.mode) for f in bundle.files] == [("run.sh", b"#!/bin/sh\n", 0o755)]
+    assert [(f.path, f.data, f.mode) for f in bundle.files] == [(".env", b"x", 0o644), ("run.sh", b"#!/bin/sh\n", 0o755)]
     assert problems == ("symlink skipped: evil",)
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidBundle, match="no SKILL.md"):

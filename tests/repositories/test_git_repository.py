@@ -26,7 +26,7 @@ async def test_clone_serves_skills_with_modes_from_the_tree(remote: GitRemote, c
         assert [b.folder for b in snap.bundles] == ["alpha"]
         (bundle,) = snap.bundles
         assert bundle.skill_md.startswith(b"---\nname: alpha")
-        assert [(f.path, f.mode) for f in bundle.files] == [("scripts/run.sh", 0o755)]
+        assert [(f.path, f.mode) for f in bundle.files] == [(".env", 0o644), ("scripts/run.sh", 0o755)]
         assert bundle.location == f"{remote.url}@{commit}:skills/alpha"
         assert await repo.read_file("alpha", "scripts/run.sh") == b"#!/bin/sh\necho hi\n"
     assert repo.source == "git-git-remote"

@@ -65,6 +65,7 @@ async def test_create_publish_and_read(repo: MySQLRepository, tmp_path: Path) ->
     (folder / "scripts" / "run.sh").chmod(0o755)
     (folder / "logo.bin").write_bytes(bytes(range(256)) * 4)
     (folder / ".env").write_text("SECRET=1")
+    (folder / ".gitignore").write_text(".env\n")  # what keeps a secret out of a published skill
     contents, problems = await read_skill_folder(folder)
     assert problems == ()
     assert (await repo.snapshot()).bundles == ()
@@ -73,7 +74,11 @@ async def test_create_publish_and_read(repo: MySQLRepository, tmp_path: Path) ->
     (got,) = snap.bundles
     assert got.folder == "pdf-tools"
     assert got.skill_md == (folder / "SKILL.md").read_bytes()
-    assert [(f.path, f.size, f.mode) for f in got.files] == [("logo.bin", 1024, 0o644), ("scripts/run.sh", 18, 0o755)]
+    assert [(f.path, f.size, f.mode) for f in got.files] == [
+        (".gitignore", 5, 0o644),
+        ("logo.bin", 1024, 0o644),
+        ("scripts/run.sh", 18, 0o755),
+    ]
     assert got.location.endswith(f"/{repo.table}#pdf-tools")
     data = await repo.read_files("pdf-tools", ["logo.bin", "scripts/run.sh", "SKILL.md"])
     assert data["logo.bin"] == bytes(range(256)) * 4

@@ -48,7 +48,9 @@ def write_tree(root: Path, folder: str, with_files: bool = True) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             target.chmod(mode)
-        (root / folder / ".env").write_text("SECRET=1\n")
+        (root / folder / "build").mkdir()
+        (root / folder / "build" / "out.o").write_text("ignored\n")
+        (root / folder / "build" / ".gitignore").write_text("*\n")
 
 
 @dataclass
@@ -175,7 +177,7 @@ async def test_missing_folder_or_file_is_not_found(market: Market) -> None:
         await market.repo.read_file("alpha", "scripts")
 
 
-@pytest.mark.parametrize("path", ["../beta/SKILL.md", "/etc/passwd", ".env", "scripts/../../x", "a\0b", ""])
+@pytest.mark.parametrize("path", ["../beta/SKILL.md", "/etc/passwd", ".git/config", "scripts/../../x", "a\0b", ""])
 async def test_unsafe_paths_are_refused(market: Market, path: str) -> None:
     with pytest.raises(UnsafePath):
         await market.repo.read_file("alpha", path)

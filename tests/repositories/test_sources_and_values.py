@@ -58,7 +58,7 @@ def test_bundle_folder_must_be_a_safe_segment(folder: str) -> None:
         SkillBundleContents(folder=folder, skill_md=b"")
 
 
-@pytest.mark.parametrize("path", ["../x", "/abs", ".env", "a/.git/config", "a//b", "SKILL.md", "x\0y"])
+@pytest.mark.parametrize("path", ["../x", "/abs", ".git/HEAD", "a/.git/config", "a//b", "SKILL.md", "x\0y"])
 def test_bundle_file_paths_must_be_clean_and_safe(path: str) -> None:
     with pytest.raises(InvalidBundle):
         SkillBundleContents(folder="ok", skill_md=b"", files=(FileContents(path=path, data=b""),))
