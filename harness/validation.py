@@ -96,7 +96,7 @@ def validate_skill_dir(path: Path, *, strict: bool = True) -> ValidationReport:
     try:
         data = skill_md.read_bytes()
     except OSError as exc:
-        return _failed(path, f"Cannot read {skill_md}: {exc.strerror or exc}")
+        return _failed(path, f"cannot read {skill_md}: {exc.strerror or exc}")
     return _strict(path, data) if strict else _lenient(path, skill_md, data)
 
 

@@ -238,7 +238,8 @@ async def test_market_file_paths_escaping_the_cache_are_refused_per_file(tmp_pat
     assert not Path("/tmp/absolute.txt").exists() and not Path("/tmp/injected-abs").exists()
     assert tree_state(tmp_path, skip=("ws/.skills-cache",)) == before
     staged = {p.relative_to(ws / CACHE / "hostile" / "tricky").as_posix() for p in (ws / CACHE / "hostile" / "tricky").rglob("*") if p.is_file()}
-    assert staged <= {"SKILL.md", "ok.txt", "scripts/double.sh"}
+    assert {"SKILL.md", "ok.txt", ".env", "scripts/.hidden/x"} <= staged  # dot-files inside a skill are its files
+    assert staged <= {"SKILL.md", "ok.txt", "scripts/double.sh", ".env", "scripts/.hidden/x"}
     assert cache_problems(ws) == []
 
 

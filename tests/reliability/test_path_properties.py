@@ -24,7 +24,6 @@ from harness.pipeline import SkillPipeline
 from harness.plan import TurnPlan
 from harness.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.skill_tools import load_skill_file
-from harness.staging import _unsafe_path
 
 from reliability_helpers import skill_md, tree_state, write_skill
 
@@ -54,13 +53,10 @@ def test_normalize_path_never_leaves_the_root(path: str) -> None:
 
 
 @given(paths)
-def test_stager_and_market_path_checks_accept_only_paths_inside_the_folder(path: str) -> None:
-    for check in (_unsafe_path, unsafe_file_path):
-        if check(path) is None:
-            assert _inside(ROOT, path) and posixpath.normpath(posixpath.join(ROOT, path)) != ROOT
-            assert not any(part in {".git", ".hg", ".svn"} for part in path.split("/"))
-    if unsafe_file_path(path) is None and not any(part.startswith(".") for part in path.split("/")):
-        assert _unsafe_path(path) is None
+def test_the_skill_file_path_check_accepts_only_paths_inside_the_folder(path: str) -> None:
+    if unsafe_file_path(path) is None:
+        assert _inside(ROOT, path) and posixpath.normpath(posixpath.join(ROOT, path)) != ROOT
+        assert not any(part in {".git", ".hg", ".svn"} for part in path.split("/"))
 
 
 @pytest.fixture(scope="module")
