@@ -45,10 +45,10 @@ from _common import make_skill_tree  # noqa: E402
 
 from filesystems import LocalFilesystem  # noqa: E402
 from harness import RuntimeContext, SkillPipeline  # noqa: E402
-from harness.catalog import entries_for, render_catalog  # noqa: E402
-from harness.layers import FolderLayer, LayerResult, MarketLayer  # noqa: E402
-from harness.skill import Layer  # noqa: E402
-from harness.skill_tools import LOAD_TOOL, SHELL_TOOL  # noqa: E402
+from harness.pipeline.catalog import entries_for, render_catalog  # noqa: E402
+from harness.pipeline.layers import FolderLayer, LayerResult, MarketLayer  # noqa: E402
+from harness.skills.skill import Layer  # noqa: E402
+from harness.tools.skills import LOAD_TOOL, SHELL_TOOL  # noqa: E402
 from repositories import DirectoryRepository, MemoryRepository, SkillRepository, read_skill_folder  # noqa: E402
 
 ALICE = RuntimeContext(user_id="alice")

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from harness.models import ToolSpec
-from harness.tooling import Tool, ToolArgumentError, tool, tool_from_function
+from harness.tools.function import Tool, ToolArgumentError, tool, tool_from_function
 
 
 @tool

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 
 from harness.cli.common import add_workspace_options, context_from_args, harness_from_args
-from harness.events import ShellRan, SkillLoaded, ToolCalled
+from harness.agent.events import ShellRan, SkillLoaded, ToolCalled
 
 __all__ = ["register"]
 
@@ -47,6 +47,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _demo(directory: Path) -> int:
-    from harness.demo import run_demo
+    from harness.cli.demo import run_demo
 
     return await run_demo(directory)

@@ -32,7 +32,7 @@ from harness.engine.run import run_to_json
 from harness.config import HarnessConfig
 from harness.terminal import escape_control
 from harness.context import RuntimeContext
-from harness.workflows import package_for
+from harness.agent.workflows import package_for
 
 __all__ = ["register"]
 

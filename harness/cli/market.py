@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from harness.validation import find_skill_dirs, find_skill_md, validate_skill_dir
+from harness.skills.validation import find_skill_dirs, find_skill_md, validate_skill_dir
 from repositories import FileContents, SkillBundleContents, open_repository
 
 __all__ = ["register"]

@@ -13,9 +13,9 @@ from harness.agent import Harness
 from harness.cli import learning
 from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
 from harness.diagnostics import Diagnostic
-from harness.plan import TurnPlan
-from harness.skill_tools import load_skill_file
-from harness.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import load_skill_file
+from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
 
 __all__ = ["register"]
 

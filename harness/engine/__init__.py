@@ -48,7 +48,6 @@ from harness.engine.run import (
 )
 from harness.engine.schema import load_schema
 from harness.engine.store import RunKey, run_relative
-from harness.engine.tools import run_summary, workflow_tools
 
 __all__ = [
     "Action",
@@ -91,6 +90,4 @@ __all__ = [
     "load_schema",
     "load_workflow",
     "run_relative",
-    "run_summary",
-    "workflow_tools",
 ]

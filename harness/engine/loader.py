@@ -53,6 +53,7 @@ from harness.engine.definition import (
 from harness.engine.errors import WorkflowDefinitionError
 from harness.engine.spelling import COMET, COMET_FILES, NATIVE, NATIVE_FILES, Spelling
 from harness.engine.validation import validate_workflow
+from harness.skills.skill import is_workflow_package
 
 __all__ = [
     "COMET_FILES",
@@ -66,12 +67,6 @@ __all__ = [
 _COMET_API_VERSION = "comet/v1alpha1"
 _MAX_FILE_BYTES = 256 * 1024
 _MAX_DEPTH = 32
-
-
-def is_workflow_package(paths: Iterable[str]) -> bool:
-    """Whether a skill folder with these relative file paths carries a workflow definition."""
-    names = set(paths)
-    return NATIVE_FILES[0] in names or COMET_FILES[0] in names
 
 
 def definition_files(paths: Iterable[str]) -> tuple[str, ...]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["COMET", "COMET_FILES", "NATIVE", "NATIVE_FILES", "Spelling"]
+from harness.skills.skill import COMET_FILES, NATIVE_FILES
 
-NATIVE_FILES = ("workflow.yaml", "guardrails.yaml", "checks.yaml")
-COMET_FILES = ("comet/skill.yaml", "comet/guardrails.yaml", "comet/checks.yaml")
+__all__ = ["COMET", "COMET_FILES", "NATIVE", "NATIVE_FILES", "Spelling"]
 
 
 @dataclass(frozen=True, kw_only=True)

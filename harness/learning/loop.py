@@ -21,7 +21,7 @@ from harness.learning.scanner import Scanner
 from harness.learning.tools import AuthoringLimits, OnChange, SkillWorkshop, ignore_change
 from harness.learning.usage import ScopedUsageRecorder, SidecarUsage, UsageScopes
 from harness.learning.visibility import VisibilityFilter, VisibilityPolicy
-from harness.tooling import Tool
+from harness.tools.function import Tool
 
 __all__ = ["SelfLearning"]
 

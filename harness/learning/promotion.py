@@ -52,7 +52,7 @@ from harness.learning.errors import PromotionError, ReviewAlreadyDecided, Review
 from harness.learning.tools import OnChange, _check_name, ignore_change
 from harness.learning.usage import SkillUsage, UsageScopes
 from harness.terminal import escape_control
-from harness.tooling import Tool, tool_from_function
+from harness.tools.function import Tool, tool_from_function
 
 __all__ = [
     "Decision",

@@ -22,7 +22,7 @@ import yaml
 from filesystems import AbstractFilesystem, PathEscapeError, normalize_path
 
 from harness.context import RuntimeContext
-from harness.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
+from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.learning._layout import (
     DRAFTS,
     SKILL_MD,
@@ -40,8 +40,8 @@ from harness.learning.audit import AuditLog
 from harness.learning.errors import AuthoringRefused, DangerousContent, LinkRefused, SkillAreaNotFound
 from harness.learning.scanner import Scanner, ScanVerdict
 from harness.learning.usage import SkillUsage, UsageStore
-from harness.rules import check_fields, unsafe_segment_reason
-from harness.tooling import Tool, tool_from_function
+from harness.skills.rules import check_fields, unsafe_segment_reason
+from harness.tools.function import Tool, tool_from_function
 
 __all__ = ["AUTHORING_FOLDERS", "AuthoringLimits", "ManageAction", "OnChange", "SkillWorkshop", "ignore_change"]
 
@@ -177,7 +177,7 @@ class SkillWorkshop:
         return await self._run(f"skill_manage.{action}", name, planners[action])
 
     def tools(self) -> list[Tool]:
-        """``propose_skill`` and ``skill_manage`` as :class:`~harness.tooling.Tool` objects."""
+        """``propose_skill`` and ``skill_manage`` as :class:`~harness.tools.function.Tool` objects."""
         workshop = self
 
         async def propose_skill(

@@ -32,7 +32,7 @@ from harness.context import RuntimeContext
 from harness.learning._layout import SKILLS, USAGE_SIDECAR, scope_source
 from harness.learning._time import Clock, from_iso, system_clock, to_iso
 from harness.learning.errors import UsageConflict
-from harness.rules import unsafe_segment_reason
+from harness.skills.rules import unsafe_segment_reason
 
 __all__ = [
     "KeyValueUsageStore",

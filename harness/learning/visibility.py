@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from harness.context import RuntimeContext
 from harness.learning.usage import SkillUsage, UsageScopes, scope_of
-from harness.skill import Skill
+from harness.skills.skill import Skill
 
 __all__ = [
     "AllOf",

@@ -11,9 +11,9 @@ from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness, StepLimitExceeded
 from harness.errors import SkillNotFound
-from harness.events import ShellRan, SkillLoaded, ToolReturned, TurnPrepared
+from harness.agent.events import ShellRan, SkillLoaded, ToolReturned, TurnPrepared
 from harness.models import DemoModel, Message, ScriptedModel, ToolCall
-from harness.sessions import InMemorySessionStore
+from harness.agent.sessions import InMemorySessionStore
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 
 ALICE = RuntimeContext(user_id="alice")

@@ -22,7 +22,7 @@ from harness.learning import (
     VisibilityPolicy,
     canary_bucket,
 )
-from harness.skill import Layer, Skill
+from harness.skills.skill import Layer, Skill
 
 
 def _skill(name: str, layer: Layer = Layer.USER) -> Skill:

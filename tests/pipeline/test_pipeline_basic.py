@@ -8,7 +8,7 @@ from pathlib import Path
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.skill_tools import load_skill_file
+from harness.tools.skills import load_skill_file
 from repositories import MemoryRepository
 
 from pipeline_helpers import bundle, write_skill

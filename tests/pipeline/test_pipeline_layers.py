@@ -15,8 +15,8 @@ from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
-from harness.skill_tools import LOAD_TOOL, SHELL_TOOL, skill_tools
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
 from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
 
 from pipeline_helpers import (

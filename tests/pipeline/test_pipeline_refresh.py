@@ -16,7 +16,7 @@ import pytest
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
+from harness.pipeline.plan import TurnPlan
 from repositories import GitRepository, MemoryRepository, MySQLRepository
 
 from pipeline_helpers import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill

@@ -10,8 +10,8 @@ import pytest
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
-from harness.skill_tools import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 
 from pipeline_helpers import bundle, open_filesystem, put_skill, skill_text, write_skill
@@ -241,7 +241,7 @@ async def test_a_single_5_mib_line_is_split_across_pages_that_stay_within_the_li
 
 
 async def test_read_file_splits_a_line_longer_than_a_page(tmp_path: Path) -> None:
-    from harness.file_tools import file_tools
+    from harness.tools.files import file_tools
 
     async with open_filesystem("local-shell", tmp_path) as fs:
         await fs.write_text("big.txt", "y" * (MAX_PAGE_BYTES * 3) + "\n")

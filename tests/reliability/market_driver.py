@@ -15,7 +15,7 @@ import anyio
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.skill_tools import load_skill_file
+from harness.tools.skills import load_skill_file
 from repositories import DirectoryRepository
 
 

@@ -12,11 +12,11 @@ import pytest
 from filesystems import InvalidUserId, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from harness.agent import Harness
 from harness.context import RuntimeContext
-from harness.events import ToolReturned, TurnPrepared
+from harness.agent.events import ToolReturned, TurnPrepared
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline
-from harness.skill_tools import load_skill_file
+from harness.tools.skills import load_skill_file
 from repositories import FileContents, InvalidRepositoryConfig, MemoryRepository, SkillBundleContents, check_source
 
 from reliability_helpers import CACHE, HostileRepository, HostileSkill, cache_problems, skill_md, tree_state, write_skill

@@ -21,8 +21,8 @@ import pytest
 from filesystems import LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
-from harness.skill_tools import load_skill_file
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import load_skill_file
 from repositories import FileContents, GitRepository, MemoryRepository, MySQLRepository, SkillBundleContents
 
 from reliability_helpers import CACHE, GitRemote, PrivateMariaDB, cache_problems, private_mariadb, skill_md, write_skill

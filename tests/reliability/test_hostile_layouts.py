@@ -26,12 +26,12 @@ import pytest
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
-from harness.layers import FolderLayer
-from harness.skill import Layer
+from harness.pipeline.layers import FolderLayer
+from harness.skills.skill import Layer
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
-from harness.skill_tools import load_skill_file
-from harness.validation import discover_skill_dirs
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import load_skill_file
+from harness.skills.validation import discover_skill_dirs
 from repositories import (
     DirectoryRepository,
     FileContents,

@@ -24,8 +24,8 @@ import git_remote
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
-from harness.skill_tools import load_skill_file
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import load_skill_file
 from repositories import (
     DirectoryRepository,
     FileContents,

@@ -19,7 +19,7 @@ from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore,
 from filesystems.stores.mysql import parse_mysql_dsn
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.skill_tools import load_skill_file
+from harness.tools.skills import load_skill_file
 
 from reliability_helpers import CACHE, cache_problems, shared_dir
 from turn_driver import COMMON, common_script, marker

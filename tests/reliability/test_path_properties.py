@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from filesystems import InvalidUserId, LocalFilesystem, PathEscapeError, normalize_path, validate_user_id
 from harness.context import RuntimeContext
 from harness.engine.store import check_run_id
-from harness.layers import unsafe_file_path
+from harness.pipeline.layers import unsafe_file_path
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
-from harness.rules import unsafe_name_reason, unsafe_segment_reason
-from harness.skill_tools import load_skill_file
+from harness.pipeline.plan import TurnPlan
+from harness.skills.rules import unsafe_name_reason, unsafe_segment_reason
+from harness.tools.skills import load_skill_file
 
 from reliability_helpers import skill_md, tree_state, write_skill
 

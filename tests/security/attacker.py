@@ -32,7 +32,7 @@ from filesystems import (
     SQLiteKeyValueStore,
 )
 from harness import Harness, RuntimeContext
-from harness.events import ToolReturned
+from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
 

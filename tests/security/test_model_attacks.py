@@ -8,9 +8,9 @@ import pytest
 
 from harness import Harness
 from harness.engine import SkillPackage
-from harness.events import ToolReturned
+from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
-from harness.workflows import package_for
+from harness.agent.workflows import package_for
 
 from .attacker import ALICE, BOB_SECRET, HOST_SECRET, Arena, arena, assert_refused, attacker, diff, sandbox_dir  # noqa: F401
 

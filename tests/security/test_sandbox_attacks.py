@@ -15,7 +15,7 @@ import pytest
 
 from filesystems import PathEscapeError, SandboxFilesystem, SandboxLimits
 from harness import RuntimeContext, SkillPipeline
-from harness.skill_tools import SHELL_TOOL, skill_tools
+from harness.tools.skills import SHELL_TOOL, skill_tools
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 

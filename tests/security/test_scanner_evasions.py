@@ -18,7 +18,7 @@ from harness.errors import ConfigError
 from harness.learning import MarketScanPolicy, Scanner, ScanVerdict, TrustLevel, scan
 from harness.learning.scanner import normalise
 from harness.pipeline import SkillPipeline
-from harness.plan import TurnPlan
+from harness.pipeline.plan import TurnPlan
 from repositories import GitRepository, SkillRepository, open_repository
 
 ALICE = RuntimeContext(user_id="alice")

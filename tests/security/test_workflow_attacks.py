@@ -16,9 +16,9 @@ import pytest
 from filesystems import AbstractFilesystem, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from harness import Harness, RuntimeContext
 from harness.engine import RunTampered
-from harness.events import ToolReturned
+from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
-from harness.tooling import Tool, tool_from_function
+from harness.tools.function import Tool, tool_from_function
 
 ALICE = RuntimeContext(user_id="alice", session_id="attack")
 

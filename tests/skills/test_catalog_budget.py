@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.catalog import CatalogEntry, render_catalog
+from harness.pipeline.catalog import CatalogEntry, render_catalog
 
 
 def _entries(count: int) -> list[CatalogEntry]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.frontmatter import MAX_ALIASES, MAX_FRONTMATTER_BYTES, FrontmatterError, split_frontmatter
+from harness.skills.frontmatter import MAX_ALIASES, MAX_FRONTMATTER_BYTES, FrontmatterError, split_frontmatter
 
 
 def test_fields_keep_file_order_and_yaml_types() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.frontmatter import FrontmatterError, _simple_mapping, _yaml_mapping, split_frontmatter
+from harness.skills.frontmatter import FrontmatterError, _simple_mapping, _yaml_mapping, split_frontmatter
 
 _VALUE_CHARS = st.sampled_from(
     list("abcXYZ019 -_.:#&*!|>'\"%@`,[]{}?/\\~=+") + ["é", "\t", "\u00a0", "\x85", "\u2028", "\ufeff", "\x7f", "😀"]

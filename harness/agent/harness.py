@@ -15,18 +15,19 @@ from filesystems import AbstractFilesystem, CommandResult, LocalFilesystem
 from repositories import SkillRepository
 from harness.context import RuntimeContext
 from harness.errors import HarnessError, SkillNotFound
-from harness.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
-from harness.engine import Outcome, Run, WorkflowEngine, workflow_tools
-from harness.file_tools import file_tools
+from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.agent.workflow_tools import workflow_tools
+from harness.engine import Outcome, Run, WorkflowEngine
+from harness.tools.files import file_tools
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
-from harness.staging import DEFAULT_MAX_FILE_SIZE
-from harness.plan import TurnPlan, VisibilityPolicy
-from harness.sessions import InMemorySessionStore, Session, SessionStore
-from harness.skill_tools import UsageHooks, skill_tools
-from harness.tooling import Tool, tool_from_function
-from harness.workflows import AgentExecutor, package_for, resolver
+from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
+from harness.pipeline.plan import TurnPlan, VisibilityPolicy
+from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.tools.skills import UsageHooks, skill_tools
+from harness.tools.function import Tool, tool_from_function
+from harness.agent.workflows import AgentExecutor, package_for, resolver
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 

@@ -9,10 +9,10 @@ from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.errors import SkillNotFound
-from harness.layers import LayerEntry, SkillSource
-from harness.merge import Shadowing
-from harness.skill import Skill
-from harness.staging import StageResult
+from harness.pipeline.layers import LayerEntry, SkillSource
+from harness.pipeline.merge import Shadowing
+from harness.skills.skill import Skill
+from harness.pipeline.staging import StageResult
 
 __all__ = ["ResolvedSkill", "TurnPlan", "VisibilityPolicy"]
 

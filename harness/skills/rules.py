@@ -86,7 +86,7 @@ def check_fields(
 ) -> list[Problem]:
     """Every specification rule the frontmatter breaks, in a stable order.
 
-    ``duplicate_keys`` (from :attr:`harness.frontmatter.Frontmatter.duplicate_keys`) are errors.
+    ``duplicate_keys`` (from :attr:`harness.skills.frontmatter.Frontmatter.duplicate_keys`) are errors.
     """
     problems = [
         Problem(code="duplicate-key", message=f"Duplicate key in frontmatter: {key} (the last value is used)")

@@ -11,13 +11,13 @@ no description; a name that is unsafe as a path segment is always rejected.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.diagnostics import Diagnostic
-from harness.frontmatter import FrontmatterError, split_frontmatter
-from harness.rules import check_fields, check_name, unsafe_name_reason
+from harness.skills.frontmatter import FrontmatterError, split_frontmatter
+from harness.skills.rules import check_fields, check_name, unsafe_name_reason
 
 __all__ = ["Layer", "Skill", "load_skill"]
 
@@ -39,12 +39,23 @@ class Layer(enum.Enum):
 _RANKS = {Layer.GLOBAL: 1, Layer.MARKET: 2, Layer.WORKSPACE: 3, Layer.USER: 4}
 
 
+# A skill folder carrying one of these first files holds a workflow definition (harness.engine).
+NATIVE_FILES = ("workflow.yaml", "guardrails.yaml", "checks.yaml")
+COMET_FILES = ("comet/skill.yaml", "comet/guardrails.yaml", "comet/checks.yaml")
+
+
+def is_workflow_package(paths: Iterable[str]) -> bool:
+    """Whether a skill folder with these relative file paths carries a workflow definition."""
+    names = set(paths)
+    return NATIVE_FILES[0] in names or COMET_FILES[0] in names
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Skill:
     """A loaded skill.
 
     ``metadata`` holds every frontmatter field in file order, as parsed (the specification's
-    text fields as the text written, see :mod:`harness.frontmatter`). ``location`` is
+    text fields as the text written, see :mod:`harness.skills.frontmatter`). ``location`` is
     the skill's real folder (host path, ``file://`` style URL or store path), ``folder`` its last
     segment; ``files`` the relative paths of its other files; ``raw`` the SKILL.md bytes exactly
     as they were read.

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.diagnostics import Diagnostic
-from harness.layers import LayerEntry, LayerResult
+from harness.pipeline.layers import LayerEntry, LayerResult
 
 __all__ = ["Merged", "Shadowing", "merge_layers"]
 

@@ -1,6 +1,6 @@
 """Agent tools that let a model drive workflow runs: start, continue with an outcome, status.
 
-``workflow_tools(engine, resolve_skill)`` returns three :class:`harness.tooling.Tool` objects
+``workflow_tools(engine, resolve_skill)`` returns three :class:`harness.tools.function.Tool` objects
 bound to ``engine`` (already scoped to the calling user); ``resolve_skill`` maps a skill name
 the model uses to its :class:`SkillPackage` (e.g. from the merged skill layers). Each tool
 answers with a JSON object describing the run and the ``next`` thing to do. The model can
@@ -17,7 +17,8 @@ from harness.engine.describe import describe_action
 from harness.engine.engine import WorkflowEngine
 from harness.engine.package import SkillPackage
 from harness.engine.run import Blocked, Outcome, Run
-from harness.tooling import Tool, tool_from_function
+from harness.pipeline.catalog import WORKFLOW_CONTINUE_TOOL, WORKFLOW_START_TOOL
+from harness.tools.function import Tool, tool_from_function
 
 __all__ = ["run_summary", "workflow_tools"]
 
@@ -82,7 +83,11 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
         """
         return _answer(await engine.inspect(run_id))
 
-    return [tool_from_function(f) for f in (workflow_start, workflow_continue, workflow_status)]
+    return [
+        tool_from_function(workflow_start, name=WORKFLOW_START_TOOL),
+        tool_from_function(workflow_continue, name=WORKFLOW_CONTINUE_TOOL),
+        tool_from_function(workflow_status),
+    ]
 
 
 def run_summary(run: Run) -> dict[str, Any]:

@@ -6,9 +6,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from harness.skill import Skill
+from harness.skills.skill import Skill
 
-__all__ = ["CatalogEntry", "entries_for", "render_catalog"]
+__all__ = [
+    "LOAD_TOOL",
+    "SHELL_TOOL",
+    "WORKFLOW_CONTINUE_TOOL",
+    "WORKFLOW_START_TOOL",
+    "CatalogEntry",
+    "entries_for",
+    "render_catalog",
+]
+
+# The tool names the catalog's header tells the model; the tools are registered under them.
+LOAD_TOOL = "load_skill_through_path"
+SHELL_TOOL = "execute_shell_command"
+WORKFLOW_START_TOOL = "workflow_start"
+WORKFLOW_CONTINUE_TOOL = "workflow_continue"
 
 _ELLIPSIS = "…"
 _MIN_DESCRIPTION = 40
@@ -80,8 +94,8 @@ def _header(load_tool: str, shell_tool: str | None, has_roots: bool, has_workflo
     if has_workflows:
         lines.append(
             "Skills marked <workflow>true</workflow> are multi-step workflows: start one with "
-            'workflow_start(skill="<name>"), perform the action it returns, and report each outcome '
-            "with workflow_continue."
+            f'{WORKFLOW_START_TOOL}(skill="<name>"), perform the action it returns, and report each '
+            f"outcome with {WORKFLOW_CONTINUE_TOOL}."
         )
     return "\n".join(lines)
 

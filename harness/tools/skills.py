@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING, Protocol
 from filesystems import CommandResult
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
-from harness.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
-from harness.tooling import Tool, tool_from_function
+from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
+from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
+from harness.tools.function import Tool, tool_from_function
 
 if TYPE_CHECKING:
-    from harness.plan import ResolvedSkill, TurnPlan
+    from harness.pipeline.plan import ResolvedSkill, TurnPlan
 
-__all__ = ["LOAD_TOOL", "MAX_LINES", "MAX_PAGE_BYTES", "SHELL_TOOL", "UsageHooks", "load_skill_file", "skill_tools"]
+__all__ = ["MAX_LINES", "MAX_PAGE_BYTES", "UsageHooks", "load_skill_file", "skill_tools"]
 
-LOAD_TOOL = "load_skill_through_path"
-SHELL_TOOL = "execute_shell_command"
 
 
 class UsageHooks(Protocol):

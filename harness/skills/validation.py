@@ -7,9 +7,9 @@ from pathlib import Path
 
 from repositories.directory import discover_host
 
-from harness.frontmatter import FrontmatterError, split_frontmatter
-from harness.rules import check_fields
-from harness.skill import Layer, load_skill
+from harness.skills.frontmatter import FrontmatterError, split_frontmatter
+from harness.skills.rules import check_fields
+from harness.skills.skill import Layer, load_skill
 
 __all__ = [
     "SKILL_MD_NAMES",

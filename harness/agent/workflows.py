@@ -17,9 +17,9 @@ from harness.context import RuntimeContext
 from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 from harness.engine.package import is_package_file
 from harness.errors import SkillNotFound
-from harness.plan import ResolvedSkill, TurnPlan
-from harness.skill_tools import format_command_result
-from harness.tooling import Tool, ToolError
+from harness.pipeline.plan import ResolvedSkill, TurnPlan
+from harness.tools.skills import format_command_result
+from harness.tools.function import Tool, ToolError
 
 if TYPE_CHECKING:
     from harness.agent import Harness

@@ -23,18 +23,16 @@ from anyio.abc import TaskGroup
 from filesystems import AbstractFilesystem, FilesystemError, LocalFilesystem, ShellUnavailable
 from repositories import SkillRepository, disambiguate_sources
 from repositories._paths import SKILL_MD_NAMES
-from harness.catalog import entries_for, render_catalog
+from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, entries_for, render_catalog
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
-from harness.engine.loader import is_workflow_package
-from harness.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
+from harness.pipeline.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
 from harness.learning.scanner import MarketScanPolicy
-from harness.merge import Merged, Shadowing, merge_layers
-from harness.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
-from harness.skill import Layer
-from harness.skill_tools import LOAD_TOOL, SHELL_TOOL
-from harness.staging import DEFAULT_MAX_FILE_SIZE, StageItem, StageResult, Stager
-from harness.watch import TreeWatcher
+from harness.pipeline.merge import Merged, Shadowing, merge_layers
+from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.skills.skill import Layer, is_workflow_package
+from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, StageResult, Stager
+from harness.pipeline.watch import TreeWatcher
 
 __all__ = ["SkillPipeline"]
 

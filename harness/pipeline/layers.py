@@ -24,8 +24,8 @@ from repositories._paths import VCS_FOLDERS
 from repositories.directory import discover_host, read_below, read_host_file
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
-from harness.rules import unsafe_segment_reason
-from harness.skill import Layer, Skill, load_skill
+from harness.skills.rules import unsafe_segment_reason
+from harness.skills.skill import Layer, Skill, load_skill
 
 log = logging.getLogger(__name__)
 

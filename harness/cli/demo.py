@@ -16,7 +16,7 @@ from filesystems import AbstractFilesystem, LocalFilesystem, SandboxUnavailable
 from repositories import GitRepository, SkillRepository
 from harness.agent import Harness
 from harness.context import RuntimeContext
-from harness.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
+from harness.agent.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
 from harness.models import DemoModel
 
 __all__ = ["run_demo"]

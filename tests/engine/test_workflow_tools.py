@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from harness.engine import RunNotFound, SkillPackage, WorkflowEngine, workflow_tools
-from harness.tooling import ToolArgumentError
+from harness.agent import workflow_tools
+from harness.engine import RunNotFound, SkillPackage, WorkflowEngine
+from harness.tools.function import ToolArgumentError
 
 from .conftest import example
 

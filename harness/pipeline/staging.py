@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 
 from harness.diagnostics import Diagnostic
-from harness.layers import LayerEntry, SkillSource, describe_error, unsafe_file_path
+from harness.pipeline.layers import LayerEntry, SkillSource, describe_error, unsafe_file_path
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,40 @@
+"""The per-turn pipeline: layers as sources, merge, staging, catalog, watch and the turn plan."""
+
+from harness.pipeline.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource, describe_error, unsafe_file_path
+from harness.pipeline.merge import Merged, Shadowing, merge_layers
+from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, StageResult, Stager, staged_mode
+from harness.pipeline.catalog import CatalogEntry, LOAD_TOOL, SHELL_TOOL, WORKFLOW_CONTINUE_TOOL, WORKFLOW_START_TOOL, entries_for, render_catalog
+from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
+from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.pipeline import SkillPipeline
+
+__all__ = [
+    "DEBOUNCE_MS",
+    "DEFAULT_MAX_FILE_SIZE",
+    "LOAD_TOOL",
+    "SHELL_TOOL",
+    "WORKFLOW_CONTINUE_TOOL",
+    "WORKFLOW_START_TOOL",
+    "CatalogEntry",
+    "FolderLayer",
+    "LayerEntry",
+    "LayerResult",
+    "MarketLayer",
+    "Merged",
+    "ResolvedSkill",
+    "Shadowing",
+    "SkillPipeline",
+    "SkillSource",
+    "StageItem",
+    "StageResult",
+    "Stager",
+    "TreeWatcher",
+    "TurnPlan",
+    "VisibilityPolicy",
+    "describe_error",
+    "entries_for",
+    "merge_layers",
+    "render_catalog",
+    "staged_mode",
+    "unsafe_file_path",
+]
