@@ -18,7 +18,7 @@ def skill_md(name: str, index: int) -> str:
     return (
         f"---\nname: {name}\n"
         f"description: Use when the user asks to {topic} things of kind {index}; covers edge cases and reporting.\n"
-        f"license: Apache-2.0\nmetadata:\n  author: bench\n  version: \"{index % 7}.0\"\n---\n\n"
+        f'license: Apache-2.0\nmetadata:\n  author: bench\n  version: "{index % 7}.0"\n---\n\n'
         f"# {name}\n\n" + f"Step {index}: run `python3 scripts/run.py` and read references/guide.md.\n" * 20
     )
 

@@ -75,7 +75,11 @@ def measure_harness(root: Path, runs: int) -> Figure:
         elapsed = median_ms(lambda: result.append(runner.run(harness_load(root))), runs=runs)
     count, catalog = result[-1]
     return Figure(
-        name="agent-skill-harness", version=version("agent-skill-harness"), median_ms=elapsed, skills=count, prompt_chars=len(catalog)
+        name="agent-skill-harness",
+        version=version("agent-skill-harness"),
+        median_ms=elapsed,
+        skills=count,
+        prompt_chars=len(catalog),
     )
 
 
@@ -130,7 +134,11 @@ def measure_peer(name: str, command: list[str], installed: Path) -> Figure:
         raise PeerMissing(f"{name}: exited {done.returncode}: {tail}")
     data = json.loads(done.stdout.strip().splitlines()[-1])
     return Figure(
-        name=name, version=data["version"], median_ms=data["median_ms"], skills=data["skills"], prompt_chars=data["prompt_chars"]
+        name=name,
+        version=data["version"],
+        median_ms=data["median_ms"],
+        skills=data["skills"],
+        prompt_chars=data["prompt_chars"],
     )
 
 
@@ -157,7 +165,9 @@ def main() -> None:
                     parser.exit(1, f"error: {exc}\n")
                 missing.append(str(exc))
     print(f"skills: {args.count} directory skills (SKILL.md + 2 files each), runs: {args.runs} (median of cold loads)")
-    print(f"{'loader':<22}{'version':<10}{'median ms':>11}{'us/skill':>10}{'skills':>8}{'prompt chars':>14}{'vs ours':>9}")
+    print(
+        f"{'loader':<22}{'version':<10}{'median ms':>11}{'us/skill':>10}{'skills':>8}{'prompt chars':>14}{'vs ours':>9}"
+    )
     print(f"{'floor: walk + read':<22}{'-':<10}{floor:11.1f}{floor * 1000 / args.count:10.1f}")
     for figure in (ours, *peers):
         ratio = figure.median_ms / ours.median_ms

@@ -63,7 +63,9 @@ async def median_turn_ms(measure: Callable[[], Awaitable[object]], runs: int) ->
     return statistics.median(samples)
 
 
-async def cold_prepare(workspace: Path, repositories: Sequence[SkillRepository], *, shell: bool, budget: int | None) -> tuple[float, TurnPlan]:
+async def cold_prepare(
+    workspace: Path, repositories: Sequence[SkillRepository], *, shell: bool, budget: int | None
+) -> tuple[float, TurnPlan]:
     """The first turn of a fresh pipeline (watchers running, as in an app): its time and plan."""
     async with (
         LocalFilesystem(workspace, shell=shell) as filesystem,
@@ -74,7 +76,9 @@ async def cold_prepare(workspace: Path, repositories: Sequence[SkillRepository],
         return (time.perf_counter() - start) * 1000, plan
 
 
-async def no_shell_figures(kind: str, make_repository: RepositoryFactory, workspace: Path, args: argparse.Namespace) -> None:
+async def no_shell_figures(
+    kind: str, make_repository: RepositoryFactory, workspace: Path, args: argparse.Namespace
+) -> None:
     cold = statistics.median(
         [(await cold_prepare(workspace, [make_repository()], shell=False, budget=None))[0] for _ in range(args.runs)]
     )

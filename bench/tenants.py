@@ -153,13 +153,17 @@ async def run_mode(mode: str, args: argparse.Namespace) -> None:
         f"each turn sees {args.market} market + {args.workspace} workspace + {args.per_user} user skills"
     )
     print(f"  startup turn          {startup_ms:9.1f} ms (market load{staged})")
-    print(f"  all turns           p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   ({len(every)} turns, {turns / wall:.0f} turns/s)")
+    print(
+        f"  all turns           p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   ({len(every)} turns, {turns / wall:.0f} turns/s)"
+    )
     for label, samples in (("first turn per user", latencies.first), ("later turns", latencies.later)):
         if len(samples) > 1:
             lo, hi = percentiles(samples)
             print(f"  {label:<19} p50 {lo:8.2f} ms   p99 {hi:8.2f} ms   ({len(samples)} turns)")
     print(f"  one user alone        {baseline:9.2f} ms (warm, median of 50)   p50/alone {p50 / baseline:.1f}x")
-    print(f"  peak RSS              {rss_before:9.1f} MiB before turns, {rss_after:.1f} MiB after (+{rss_after - rss_before:.1f} MiB)")
+    print(
+        f"  peak RSS              {rss_before:9.1f} MiB before turns, {rss_after:.1f} MiB after (+{rss_after - rss_before:.1f} MiB)"
+    )
 
 
 def main() -> None:

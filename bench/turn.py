@@ -173,7 +173,10 @@ async def discover_figures(tree: Path, runs: int) -> None:
             return render(await MarketLayer(repository).load())
 
     print("cold discover + parse + render of directory skills (SKILL.md read, other files only listed)")
-    for label, measure in (("folder layer (workspace, global, user)", folder_layer), ("DirectoryRepository market", directory_market)):
+    for label, measure in (
+        ("folder layer (workspace, global, user)", folder_layer),
+        ("DirectoryRepository market", directory_market),
+    ):
         count = await measure()  # warms the OS page cache, as a running host would have it
         samples = [await timed_ms(measure) for _ in range(runs)]
         with FILE_OPS.counting() as ops:

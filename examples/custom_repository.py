@@ -57,7 +57,9 @@ class DictRepository(SkillRepository):
                     skill_md=files["SKILL.md"].encode(),
                     skill_md_name="SKILL.md",
                     files=tuple(
-                        BundleFile(path=path, size=len(text.encode()), mode=0o755 if path.startswith("scripts/") else 0o644)
+                        BundleFile(
+                            path=path, size=len(text.encode()), mode=0o755 if path.startswith("scripts/") else 0o644
+                        )
                         for path, text in sorted(files.items())
                         if path != "SKILL.md"
                     ),

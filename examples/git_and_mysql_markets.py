@@ -58,7 +58,15 @@ def build_git_market(workdir: Path) -> Path:
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text(WEATHER_MD)
     (skill / "scripts" / "weather.py").write_text("print('Forecast from the git market: sunny, 21 C')\n")
-    git = ["git", "-c", "user.name=example", "-c", "user.email=example@example.invalid", "-c", "init.defaultBranch=main"]
+    git = [
+        "git",
+        "-c",
+        "user.name=example",
+        "-c",
+        "user.email=example@example.invalid",
+        "-c",
+        "init.defaultBranch=main",
+    ]
     subprocess.run([*git, "init", "-q", str(source)], check=True)
     subprocess.run([*git, "-C", str(source), "add", "."], check=True)
     subprocess.run([*git, "-C", str(source), "commit", "-qm", "weather skill"], check=True)

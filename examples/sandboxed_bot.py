@@ -26,7 +26,11 @@ from harness import DemoModel, Harness, RuntimeContext
 
 SKILLS = Path(__file__).resolve().parent / "skills"
 USER_SKILLS = {
-    "alice": ("trip-planner", "Use when the user wants to plan a trip itinerary.", "Itinerary: day 1 museum, day 2 hike"),
+    "alice": (
+        "trip-planner",
+        "Use when the user wants to plan a trip itinerary.",
+        "Itinerary: day 1 museum, day 2 hike",
+    ),
     "bob": ("dinner-ideas", "Use when the user wants dinner recipe ideas.", "Dinner idea: lentil soup with bread"),
 }
 QUESTIONS = {"alice": "Please plan a trip itinerary for me.", "bob": "Any dinner recipe ideas tonight?"}

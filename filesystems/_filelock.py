@@ -44,9 +44,7 @@ async def file_lock(path: Path, key: str, timeout: float | None) -> AsyncIterato
                 break
             except BlockingIOError:
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise LockTimeout(
-                        f"lock {key!r} is held elsewhere; gave up after {timeout} s"
-                    ) from None
+                    raise LockTimeout(f"lock {key!r} is held elsewhere; gave up after {timeout} s") from None
                 remaining = None if deadline is None else deadline - time.monotonic()
                 await anyio.sleep(delay if remaining is None else max(0.0, min(delay, remaining)))
                 delay = min(delay * 2, _MAX_DELAY)

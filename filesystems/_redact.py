@@ -49,7 +49,7 @@ def redact_url(url: str) -> str:
     if not sep:
         scp = _SCP_LIKE.match(url)
         if scp:  # git's ``user:secret@host:path`` form
-            url = f"{scp.group('user')}:{MASK}@{url[scp.end():]}"
+            url = f"{scp.group('user')}:{MASK}@{url[scp.end() :]}"
         return _CREDENTIAL_KEYS.sub(_mask_value, url)
     end = len(rest)
     for stop in "/?#":

@@ -131,8 +131,7 @@ def validate_user_id(user_id: str) -> str:
         raise InvalidUserId(f"user id {user_id!r} must not start with '.' or '_'")
     if user_id.casefold() in {name.casefold() for name in RESERVED_USER_IDS}:
         raise InvalidUserId(
-            f"user id {user_id!r} is reserved for the shared workspace "
-            f"({', '.join(sorted(RESERVED_USER_IDS))})"
+            f"user id {user_id!r} is reserved for the shared workspace ({', '.join(sorted(RESERVED_USER_IDS))})"
         )
     if len(user_id.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES:
         raise InvalidUserId(f"user id {user_id[:32]!r}... is longer than 255 bytes")
@@ -296,9 +295,7 @@ class AbstractFilesystem(ABC):
         """
         return await self._create_exclusive(self._file_path(path), bytes(data))
 
-    async def compare_and_set(
-        self, path: str, data: bytes, expected_version: str | None
-    ) -> FileStat:
+    async def compare_and_set(self, path: str, data: bytes, expected_version: str | None) -> FileStat:
         """Write ``data`` only if the file's current version is ``expected_version``.
 
         ``expected_version=None`` means the file must not exist yet. Raises
@@ -461,9 +458,7 @@ class AbstractFilesystem(ABC):
     async def _create_exclusive(self, path: str, data: bytes) -> FileStat: ...
 
     @abstractmethod
-    async def _compare_and_set(
-        self, path: str, data: bytes, expected_version: str | None
-    ) -> FileStat: ...
+    async def _compare_and_set(self, path: str, data: bytes, expected_version: str | None) -> FileStat: ...
 
     @abstractmethod
     async def _append(self, path: str, data: bytes) -> None: ...
@@ -483,9 +478,7 @@ class AbstractFilesystem(ABC):
     @abstractmethod
     def _scoped(self, user_id: str) -> AbstractFilesystem: ...
 
-    async def _run(
-        self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None
-    ) -> CommandResult:
+    async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
         raise ShellUnavailable(f"{type(self).__name__} has no shell; run() is unavailable")
 
     def _shell_path(self, path: str) -> str:

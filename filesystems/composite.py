@@ -36,9 +36,7 @@ class CompositeFilesystem(AbstractFilesystem):
     :meth:`aclose` closes them all (a scoped view closes nothing).
     """
 
-    def __init__(
-        self, default: AbstractFilesystem, routes: Mapping[str, AbstractFilesystem] | None = None
-    ) -> None:
+    def __init__(self, default: AbstractFilesystem, routes: Mapping[str, AbstractFilesystem] | None = None) -> None:
         super().__init__()
         self._default = default
         self._routes: dict[str, AbstractFilesystem] = {}
@@ -140,9 +138,7 @@ class CompositeFilesystem(AbstractFilesystem):
             name = mount[len(path) + 1 :].split("/")[0] if path else mount.split("/")[0]
             child = _join(path, name)
             if name not in by_name or not by_name[name].is_dir:
-                by_name[name] = FileStat(
-                    path=child, size=0, mtime=0.0, mode=0o755, is_dir=True, version=""
-                )
+                by_name[name] = FileStat(path=child, size=0, mtime=0.0, mode=0o755, is_dir=True, version="")
         return list(by_name.values())
 
     async def _walk(self, path: str) -> list[FileStat]:
@@ -171,9 +167,7 @@ class CompositeFilesystem(AbstractFilesystem):
         _, fs, inner = self._route(path)
         return dataclasses.replace(await fs.create_exclusive(inner, data), path=path)
 
-    async def _compare_and_set(
-        self, path: str, data: bytes, expected_version: str | None
-    ) -> FileStat:
+    async def _compare_and_set(self, path: str, data: bytes, expected_version: str | None) -> FileStat:
         _, fs, inner = self._route(path)
         stat = await fs.compare_and_set(inner, data, expected_version)
         return dataclasses.replace(stat, path=path)

@@ -249,9 +249,7 @@ class LocalFilesystem(AbstractFilesystem):
         if not path and not os.path.exists(host):
             return []
         try:
-            return [
-                self._stat_entry(child, target) for child, target, _ in self._children(path, host)
-            ]
+            return [self._stat_entry(child, target) for child, target, _ in self._children(path, host)]
         except FileNotFoundError:
             raise FileNotFoundError(f"no such folder: {path!r}") from None
         except NotADirectoryError:
@@ -300,14 +298,10 @@ class LocalFilesystem(AbstractFilesystem):
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _write_temp(
-        self, dir_fd: int, data: bytes, mode: int, previous: os.stat_result | None
-    ) -> str:
+    def _write_temp(self, dir_fd: int, data: bytes, mode: int, previous: os.stat_result | None) -> str:
         """Write ``data`` to a fresh temporary file in the folder; return its name."""
         name = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-        fd = os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
-        )
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
         try:
             view = memoryview(data)
             while view:
@@ -328,9 +322,7 @@ class LocalFilesystem(AbstractFilesystem):
         os.close(fd)
         return name
 
-    def _replace(
-        self, dir_fd: int, name: str, data: bytes, mode: int | None, path: str
-    ) -> FileStat:
+    def _replace(self, dir_fd: int, name: str, data: bytes, mode: int | None, path: str) -> FileStat:
         try:
             previous: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -396,14 +388,11 @@ class LocalFilesystem(AbstractFilesystem):
             found = None if current is None else _version(current)
             if found != expected:
                 raise VersionConflict(
-                    f"{path!r} is at version {found!r}, not the expected {expected!r}; "
-                    "re-read it and retry"
+                    f"{path!r} is at version {found!r}, not the expected {expected!r}; re-read it and retry"
                 )
             return self._replace(dir_fd, name, data, None, path)
 
-    async def _compare_and_set(
-        self, path: str, data: bytes, expected_version: str | None
-    ) -> FileStat:
+    async def _compare_and_set(self, path: str, data: bytes, expected_version: str | None) -> FileStat:
         return await anyio.to_thread.run_sync(self._cas_sync, path, data, expected_version)
 
     def _append_sync(self, path: str, data: bytes) -> None:
@@ -413,9 +402,7 @@ class LocalFilesystem(AbstractFilesystem):
                 fd = os.open(name, flags, _NEW_FILE_MODE, dir_fd=dir_fd)
             except OSError as error:
                 if error.errno == errno.ELOOP:
-                    raise PathEscapeError(
-                        f"refusing to append through the symlink {path!r}"
-                    ) from None
+                    raise PathEscapeError(f"refusing to append through the symlink {path!r}") from None
                 raise
             try:
                 self._chown(name, fd)
@@ -493,9 +480,7 @@ class LocalFilesystem(AbstractFilesystem):
     def _command_env(self, env: dict[str, str]) -> dict[str, str]:
         return {"PATH": _SEARCH_PATH, "HOME": self._root, "LANG": "C.UTF-8", **self._env, **env}
 
-    async def _run(
-        self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None
-    ) -> CommandResult:
+    async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
         def prepare() -> str:
             if not cwd:
                 self._makedirs(self._real_root)

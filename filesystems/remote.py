@@ -141,11 +141,7 @@ class RemoteFilesystem(AbstractFilesystem):
 
     async def _walk(self, path: str) -> list[FileStat]:
         entries = await self._below_or_raise(path)
-        return [
-            _file_stat(self._path(entry.key), entry)
-            for entry in entries
-            if not entry.key.endswith("/")
-        ]
+        return [_file_stat(self._path(entry.key), entry) for entry in entries if not entry.key.endswith("/")]
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -173,17 +169,13 @@ class RemoteFilesystem(AbstractFilesystem):
             raise FileExistsError(f"{path!r} already exists") from None
         return _file_stat(path, entry)
 
-    async def _compare_and_set(
-        self, path: str, data: bytes, expected_version: str | None
-    ) -> FileStat:
+    async def _compare_and_set(self, path: str, data: bytes, expected_version: str | None) -> FileStat:
         expected: int | None = None
         if expected_version is not None:
             try:
                 expected = int(expected_version)
             except ValueError:
-                raise VersionConflict(
-                    f"{path!r}: {expected_version!r} is not a version of this store"
-                ) from None
+                raise VersionConflict(f"{path!r}: {expected_version!r} is not a version of this store") from None
         await self._check_file_target(path)
         return _file_stat(path, await self._store.put_if_version(self._key(path), data, expected))
 
@@ -227,11 +219,7 @@ class RemoteFilesystem(AbstractFilesystem):
     def _scoped(self, user_id: str) -> RemoteFilesystem:
         view = copy.copy(self)
         # A view of a view nests, like a sub-folder of a local user area.
-        view._prefix = (
-            f"{self._prefix}{user_id}/"
-            if self._is_view
-            else f"agents/{self._agent_id}/users/{user_id}/"
-        )
+        view._prefix = f"{self._prefix}{user_id}/" if self._is_view else f"agents/{self._agent_id}/users/{user_id}/"
         view._owns_store = False
         view._is_view = True
         view._closed = False

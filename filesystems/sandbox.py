@@ -76,9 +76,7 @@ class SandboxLimits:
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
             if value is not None and (type(value) is not int or value <= 0):
-                raise ValueError(
-                    f"SandboxLimits.{name} must be a positive whole number or None, got {value!r}"
-                )
+                raise ValueError(f"SandboxLimits.{name} must be a positive whole number or None, got {value!r}")
 
     def prlimit_args(self) -> tuple[str, ...]:
         """``prlimit`` options setting soft and hard limits (empty when nothing is limited)."""
@@ -139,9 +137,7 @@ def _system_binds() -> list[str]:
 
 
 @functools.cache
-def _probe(
-    launcher: tuple[str, ...], bwrap: str, uid: int | None, gid: int | None, workspace: str
-) -> None:
+def _probe(launcher: tuple[str, ...], bwrap: str, uid: int | None, gid: int | None, workspace: str) -> None:
     """Start one sandbox that only runs ``true``; raise :class:`SandboxUnavailable` if it fails."""
     argv = [
         *launcher, bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
@@ -226,13 +222,9 @@ class SandboxFilesystem(LocalFilesystem):
         as_root = os.geteuid() == 0
         self._uid = uid if as_root else None
         self._gid = (uid if gid is None else gid) if as_root else None
-        super().__init__(
-            workspace_root, shell=True, output_limit=output_limit, timeout=timeout, env=env
-        )
+        super().__init__(workspace_root, shell=True, output_limit=output_limit, timeout=timeout, env=env)
         # Only user areas are handed to the sandbox uid; the shared workspace stays ours.
-        self._area_owner = (
-            (self._uid, self._gid) if self._uid is not None and self._gid is not None else None
-        )
+        self._area_owner = (self._uid, self._gid) if self._uid is not None and self._gid is not None else None
         for name in projected:
             if not name or "/" in name or name in (".", ".."):
                 raise ValueError(f"projected entry {name!r} must be one top-level name")
@@ -344,9 +336,7 @@ class SandboxFilesystem(LocalFilesystem):
         args += ["--chdir", self._shell_path(cwd), "--", "/bin/sh", "-c", command]
         return args
 
-    async def _run(
-        self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None
-    ) -> CommandResult:
+    async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
         def prepare() -> list[str]:
             if self._scoped_area:
                 self._makedirs(self._real_root)

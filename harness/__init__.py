@@ -1,23 +1,22 @@
 """agent-skill-harness: an asyncio agent harness with pluggable skill markets."""
 
 from harness.agent import Harness, RunResult, StepLimitExceeded
-from harness.pipeline.catalog import CatalogEntry, render_catalog
+from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic, Severity
 from harness.errors import ConfigError, HarnessError, SkillError, SkillNotFound
-from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
-from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
-from harness.pipeline.merge import Shadowing
 from harness.models import DemoModel, Message, Model, ScriptedModel, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
+from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, CatalogEntry, render_catalog
+from harness.pipeline.merge import Shadowing
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
-from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.pipeline.staging import Stager, StageResult
+from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.skills.skill import Layer, Skill, load_skill
-from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
-from harness.tools.skills import UsageHooks
-from harness.pipeline.staging import StageResult, Stager
-from harness.tools.function import Tool, tool, tool_from_function
 from harness.skills.validation import ValidationReport, find_skill_dirs, validate_skill_dir
+from harness.tools.function import Tool, tool, tool_from_function
+from harness.tools.skills import UsageHooks
 
 __all__ = [
     "LOAD_TOOL",

@@ -138,7 +138,9 @@ def open_filesystem(
     if mode == "remote":
         from filesystems import RemoteFilesystem
 
-        return RemoteFilesystem(open_store(store or f"sqlite:///{workspace / '.harness' / 'store.db'}"), agent_id=agent_id)
+        return RemoteFilesystem(
+            open_store(store or f"sqlite:///{workspace / '.harness' / 'store.db'}"), agent_id=agent_id
+        )
     raise ConfigError(f"filesystem mode {mode!r} is not one of {', '.join(FILESYSTEM_MODES)}")
 
 
@@ -164,7 +166,9 @@ def load_config(path: str | Path) -> HarnessConfig:
     if unknown:
         raise ConfigError(f"{path}: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(_TOP_KEYS))})")
     base = path.parent
-    values: dict[str, Any] = {k: v for k, v in data.items() if k not in {"filesystem", "workspace", "global_skills_dir", "repositories"}}
+    values: dict[str, Any] = {
+        k: v for k, v in data.items() if k not in {"filesystem", "workspace", "global_skills_dir", "repositories"}
+    }
     values["workspace"] = _path(base, data.get("workspace", "workspace"))
     if data.get("global_skills_dir"):
         values["global_skills_dir"] = _path(base, data["global_skills_dir"])
@@ -178,7 +182,9 @@ def load_config(path: str | Path) -> HarnessConfig:
     if isinstance(fs, str):
         fs = {"mode": fs}
     if not isinstance(fs, dict) or set(fs) - _FS_KEYS:
-        raise ConfigError(f"{path}: filesystem must be a mode name or a mapping with keys {', '.join(sorted(_FS_KEYS))}")
+        raise ConfigError(
+            f"{path}: filesystem must be a mode name or a mapping with keys {', '.join(sorted(_FS_KEYS))}"
+        )
     values["filesystem"] = fs.get("mode", "local-shell")
     values["store"] = _store_url(base, str(fs.get("store", "")))
     values["network"] = bool(fs.get("network", False))
@@ -204,7 +210,9 @@ def _limits(path: Path, data: object) -> SandboxLimits:
     """``filesystem.limits``: SandboxLimits fields; sizes as bytes or with a K/M/G/T suffix."""
     if not isinstance(data, dict) or set(data) - _LIMIT_KEYS:
         raise ConfigError(f"{path}: filesystem.limits must be a mapping with keys {', '.join(sorted(_LIMIT_KEYS))}")
-    values: dict[str, Any] = {key: _size(path, key, value) if key in _SIZE_KEYS else value for key, value in data.items()}
+    values: dict[str, Any] = {
+        key: _size(path, key, value) if key in _SIZE_KEYS else value for key, value in data.items()
+    }
     try:
         return SandboxLimits(**values)
     except ValueError as exc:

@@ -14,6 +14,7 @@ from repositories.base import (
     SkillRepository,
     Snapshot,
 )
+from repositories.directory import DirectoryRepository, read_skill_folder
 from repositories.errors import (
     BundleNotFound,
     InvalidBundle,
@@ -25,7 +26,6 @@ from repositories.errors import (
     UnknownScheme,
     UnsafePath,
 )
-from repositories.directory import DirectoryRepository, read_skill_folder
 from repositories.git import GitRepository, default_cache_dir
 from repositories.memory import MemoryRepository
 from repositories.mysql import MySQLRepository
@@ -39,10 +39,10 @@ from repositories.registry import known_schemes, open_repository, register_schem
 from repositories.sources import check_source, disambiguate_sources, make_source
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "BundleFile",
     "BundleNotFound",
     "DirectoryRepository",
-    "ENTRY_POINT_GROUP",
     "EntryPointRepository",
     "FileContents",
     "GitRepository",

@@ -264,7 +264,9 @@ class _Walker(Generic[N]):
         for child in children:
             if child.name in SKILL_MD_NAMES:
                 if child.link:
-                    self.problems.append(f"symlink skipped: {shown(prefix + child.name)} (a SKILL.md must be a regular file)")
+                    self.problems.append(
+                        f"symlink skipped: {shown(prefix + child.name)} (a SKILL.md must be a regular file)"
+                    )
                 elif child.kind == FILE:
                     files[child.name] = child
                 elif child.kind == DIR:
@@ -373,10 +375,14 @@ class _Walker(Generic[N]):
         folder name when ``by_folder``; sorted by folder name, then path."""
         ordered = sorted(self.found, key=lambda item: (item.link, item.root.split("/")))
         if self.follow:
-            ordered = self.first_of(ordered, lambda layout: layout.node, "link {skipped} leads to the same folder as {kept}: skipped")
+            ordered = self.first_of(
+                ordered, lambda layout: layout.node, "link {skipped} leads to the same folder as {kept}: skipped"
+            )
         if by_folder:
             ordered = self.first_of(
-                ordered, lambda layout: layout.folder, "duplicate skill folder {folder!r}: {skipped} skipped, {kept} kept"
+                ordered,
+                lambda layout: layout.folder,
+                "duplicate skill folder {folder!r}: {skipped} skipped, {kept} kept",
             )
         return sorted(ordered, key=lambda item: (item.folder, item.root))
 
@@ -388,7 +394,9 @@ class _Walker(Generic[N]):
             first = kept.setdefault(key(layout), layout)
             if first is not layout:
                 self.problems.append(
-                    message.format(folder=layout.folder, skipped=shown(layout.root or "."), kept=shown(first.root or "."))
+                    message.format(
+                        folder=layout.folder, skipped=shown(layout.root or "."), kept=shown(first.root or ".")
+                    )
                 )
         return list(kept.values())
 

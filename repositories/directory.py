@@ -20,10 +20,10 @@ from filesystems.base import normalize_path
 from repositories._layout import (
     DIR,
     FILE,
+    IGNORE_FILES,
     OTHER,
     SYMLINK,
     Child,
-    IGNORE_FILES,
     Discovery,
     SkillLayout,
     discover,
@@ -134,9 +134,7 @@ def _bundle(layout: SkillLayout[str], digest: str) -> SkillBundle:
         folder=layout.folder,
         skill_md=read_host_file(layout.main.node),
         skill_md_name=layout.skill_md_name,
-        files=tuple(
-            BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files
-        ),
+        files=tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files),
         location=layout.node,
         digest=digest,
     )
@@ -284,7 +282,8 @@ class DirectoryRepository(SkillRepository):
             )
             digests = {layout.root: layout.digest() for layout in layouts}
             changed = [
-                layout for layout in layouts
+                layout
+                for layout in layouts
                 if (old := previous.get(layout.root)) is None or old.digest != digests[layout.root]
             ]
             texts = await fs.read_many([layout.main.node for layout in changed])
@@ -407,13 +406,10 @@ def _read_folder(path: Path) -> tuple[SkillBundleContents, tuple[str, ...]]:
     if layout is None:
         raise InvalidBundle(f"{str(path)!r} is not a skill folder: it has no SKILL.md")
     files = tuple(
-        FileContents(path=layout.relative(e), data=Path(e.node).read_bytes(), mode=e.mode)
-        for e in layout.files
+        FileContents(path=layout.relative(e), data=Path(e.node).read_bytes(), mode=e.mode) for e in layout.files
     )
     main = Path(layout.main.node).read_bytes()
-    contents = SkillBundleContents(
-        folder=layout.folder, skill_md=main, skill_md_name=layout.skill_md_name, files=files
-    )
+    contents = SkillBundleContents(folder=layout.folder, skill_md=main, skill_md_name=layout.skill_md_name, files=files)
     return contents, tuple(problems)
 
 

@@ -227,7 +227,9 @@ class GitRepository(SkillRepository):
                     self._fetch(remote.ref)
                 commit = self._local_commit()
         except OSError as exc:
-            raise RepositoryUnavailable(f"cannot update the clone of {self.shown_url} in {self.clone_path}: {exc}") from exc
+            raise RepositoryUnavailable(
+                f"cannot update the clone of {self.shown_url} in {self.clone_path}: {exc}"
+            ) from exc
         if commit is None:
             raise RepositoryUnavailable(f"{self.shown_url}: fetching {remote.ref} gave no commit")
         return commit
@@ -273,8 +275,16 @@ class GitRepository(SkillRepository):
             self._git("-C", str(self.clone_path), "config", "gc.auto", "0")
         depth = ["--depth=1"] if self.shallow else []
         self._git(
-            "-C", str(self.clone_path), "fetch", "--quiet", "--force", "--no-tags", *depth,
-            "--", self.url, f"+{ref}:{_SERVED_REF}",
+            "-C",
+            str(self.clone_path),
+            "fetch",
+            "--quiet",
+            "--force",
+            "--no-tags",
+            *depth,
+            "--",
+            self.url,
+            f"+{ref}:{_SERVED_REF}",
         )
 
     @contextmanager
@@ -390,7 +400,10 @@ class GitRepository(SkillRepository):
         tree, prefix = self._tree(commit)
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
         layouts, problems = find_skills(
-            tree, self._list_tree, root_name=repo_name, read=lambda blob: self._open_repo().odb.stream(bytes.fromhex(blob.sha)).read()
+            tree,
+            self._list_tree,
+            root_name=repo_name,
+            read=lambda blob: self._open_repo().odb.stream(bytes.fromhex(blob.sha)).read(),
         )
         problems = sorted({*problems, *self._problems})
         texts: dict[str, bytes] = {}
@@ -458,7 +471,9 @@ class GitRepository(SkillRepository):
         # A separate ``cat-file`` per streamed blob: the shared one cannot be held across awaits.
         process = subprocess.Popen(
             ["git", "-C", str(self.clone_path), "cat-file", "blob", blob.sha],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **_GIT_ENV},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **_GIT_ENV},
         )
         assert process.stdout is not None
         try:

@@ -63,9 +63,7 @@ _TABLE = re.compile(r"[A-Za-z0-9_]{1,48}")
 def _check_identifier(value: str, what: str, pattern: re.Pattern[str]) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value):
         limit = 48 if pattern is _TABLE else 64
-        raise InvalidRepositoryConfig(
-            f"invalid MySQL {what} name {value!r}: use 1-{limit} letters, digits or '_'"
-        )
+        raise InvalidRepositoryConfig(f"invalid MySQL {what} name {value!r}: use 1-{limit} letters, digits or '_'")
     return value
 
 
@@ -182,8 +180,12 @@ class MySQLRepository(SkillRepository):
                 finally:
                     conn.close()
             self._pool = await aiomysql.create_pool(
-                minsize=0, maxsize=4, autocommit=True, connect_timeout=self.connect_timeout,
-                db=self.database, **args,
+                minsize=0,
+                maxsize=4,
+                autocommit=True,
+                connect_timeout=self.connect_timeout,
+                db=self.database,
+                **args,
             )
         return self._pool
 
@@ -266,8 +268,7 @@ class MySQLRepository(SkillRepository):
     def _token(self, row: Any) -> str:
         if row is None:
             raise RepositoryUnavailable(
-                f"{self._where}: the generation row is missing (create the tables with "
-                "create_if_missing=True)"
+                f"{self._where}: the generation row is missing (create the tables with create_if_missing=True)"
             )
         return f"{row[0]}:{row[1]}"
 
@@ -370,8 +371,7 @@ class MySQLRepository(SkillRepository):
             await cur.execute(f"DELETE FROM {self._files} WHERE folder = %s", (bundle.folder,))
             if bundle.files:
                 await cur.executemany(
-                    f"INSERT INTO {self._files} (folder, path, mode, size, content)"
-                    " VALUES (%s, %s, %s, %s, UNHEX(%s))",
+                    f"INSERT INTO {self._files} (folder, path, mode, size, content) VALUES (%s, %s, %s, %s, UNHEX(%s))",
                     [(bundle.folder, f.path, f.mode, len(f.data), f.data.hex()) for f in bundle.files],
                 )
 

@@ -212,9 +212,7 @@ class EntryPointRepository(SkillRepository):
                 bundles[bundle.folder] = bundle
                 owners[bundle.folder] = package
         self._owners = owners
-        return Snapshot(
-            version=version, bundles=tuple(bundles[f] for f in sorted(bundles)), problems=tuple(problems)
-        )
+        return Snapshot(version=version, bundles=tuple(bundles[f] for f in sorted(bundles)), problems=tuple(problems))
 
     def _invalidate(self) -> None:
         for package in self.packages:

@@ -86,9 +86,7 @@ def _open_dir(url: str) -> SkillRepository:
         path = urllib.parse.unquote(urllib.parse.urlsplit("file:" + path).path)
     if not path:
         raise InvalidRepositoryConfig(f"no folder in {redact_url(url)!r}")
-    repo = DirectoryRepository(
-        path, source=options.pop("source", None), writable=_flag(options, "writable", False)
-    )
+    repo = DirectoryRepository(path, source=options.pop("source", None), writable=_flag(options, "writable", False))
     _no_more(url, options)
     return repo
 
@@ -190,7 +188,9 @@ def _factory(scheme: str) -> RepositoryFactory:
     try:
         loaded = entry.load()
     except Exception as exc:  # a broken plug-in must not look like a missing one
-        raise InvalidRepositoryConfig(f"cannot load the repository plug-in {entry.value!r} for {scheme!r}: {exc}") from exc
+        raise InvalidRepositoryConfig(
+            f"cannot load the repository plug-in {entry.value!r} for {scheme!r}: {exc}"
+        ) from exc
     if not callable(loaded):
         raise InvalidRepositoryConfig(f"repository plug-in {entry.value!r} for {scheme!r} is not callable")
     factory: RepositoryFactory = loaded

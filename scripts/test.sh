@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
+echo "== ruff format --check, ruff check"
+.venv/bin/python -m ruff format --check --quiet .
+.venv/bin/python -m ruff check --quiet .
 echo "== mypy --strict"
 .venv/bin/python -m mypy harness repositories filesystems
 echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none))"

@@ -37,9 +37,7 @@ def bwrap() -> str:
     if path is None:
         _missing("bubblewrap")
         raise AssertionError("unreachable")
-    probe = subprocess.run(
-        [path, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True
-    )
+    probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         _missing(f"a working bubblewrap ({probe.stderr.strip()})")
     return path

@@ -56,7 +56,9 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 async def test_from_config_builds_a_working_agent_with_relative_paths(tmp_path: Path) -> None:
     (tmp_path / "market" / "tool").mkdir(parents=True)
     (tmp_path / "market" / "tool" / "SKILL.md").write_text("---\nname: tool\ndescription: A tool.\n---\nx\n")
-    (tmp_path / "harness.yaml").write_text("name: bot\nworkspace: ws\nfilesystem: local-shell\nrepositories: [./market]\nmodel: demo\n")
+    (tmp_path / "harness.yaml").write_text(
+        "name: bot\nworkspace: ws\nfilesystem: local-shell\nrepositories: [./market]\nmodel: demo\n"
+    )
     agent = Harness.from_config(tmp_path / "harness.yaml")
     assert isinstance(agent.filesystem, LocalFilesystem) and agent.name == "bot"
     async with agent:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import jsonschema
 import pytest
@@ -34,8 +34,7 @@ async def search_notes(
     Returns:
         A list of notes.
     """
-    return [{"query": query, "limit": limit, "tags": tags, "order": order, "fuzzy": fuzzy,
-             "weight": weight}]
+    return [{"query": query, "limit": limit, "tags": tags, "order": order, "fuzzy": fuzzy, "weight": weight}]
 
 
 def test_description_is_the_docstrings_first_paragraph() -> None:
@@ -68,9 +67,7 @@ def test_derived_schema_is_valid_json_schema_and_accepts_a_real_call() -> None:
 
 
 def test_optional_dict_tuple_and_any_hints() -> None:
-    async def f(
-        a: Optional[int], b: dict[str, int], c: tuple[str, ...], d: Any, e: dict, f: str | int
-    ) -> None:
+    async def f(a: int | None, b: dict[str, int], c: tuple[str, ...], d: Any, e: dict, f: str | int) -> None:
         """F."""
 
     props = tool_from_function(f).parameters["properties"]
@@ -110,10 +107,7 @@ async def test_call_returns_strings_as_is_and_encodes_other_results_as_json() ->
 
     assert await shout.call({"text": "hi"}) == "HI ü"
     result = await search_notes.call({"query": "q", "limit": 2})
-    assert result == (
-        '[{"query": "q", "limit": 2, "tags": null, "order": "newest", "fuzzy": false, '
-        '"weight": 1.0}]'
-    )
+    assert result == ('[{"query": "q", "limit": 2, "tags": null, "order": "newest", "fuzzy": false, "weight": 1.0}]')
 
 
 async def test_unknown_argument_is_refused_naming_it_and_the_allowed_ones() -> None:
@@ -215,8 +209,7 @@ async def test_hand_written_tool_checks_its_schema() -> None:
         description="Echo the arguments.",
         parameters={
             "type": "object",
-            "properties": {"point": {"type": "object", "properties": {"x": {"type": "number"}},
-                                     "required": ["x"]}},
+            "properties": {"point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
             "required": ["point"],
         },
         function=echo,

@@ -58,9 +58,7 @@ def encode_key(key: str) -> bytes:
     """``key`` as UTF-8, refusing empty, NUL-containing and over-long keys."""
     raw = key.encode("utf-8")
     if not raw or b"\x00" in raw or len(raw) > MAX_KEY_BYTES:
-        raise ValueError(
-            f"store key {key[:64]!r} must be 1..{MAX_KEY_BYTES} UTF-8 bytes without NUL"
-        )
+        raise ValueError(f"store key {key[:64]!r} must be 1..{MAX_KEY_BYTES} UTF-8 bytes without NUL")
     return raw
 
 

@@ -26,9 +26,7 @@ class MemoryKeyValueStore(KeyValueStore):
         self._locks: dict[str, anyio.Semaphore] = {}
 
     def _sorted_keys(self, prefix: str) -> list[str]:
-        return sorted(
-            (k for k in self._records if k.startswith(prefix)), key=lambda k: k.encode("utf-8")
-        )
+        return sorted((k for k in self._records if k.startswith(prefix)), key=lambda k: k.encode("utf-8"))
 
     def _store(self, key: str, data: bytes, mode: int | None) -> StoreEntry:
         encode_key(key)
@@ -68,9 +66,7 @@ class MemoryKeyValueStore(KeyValueStore):
         current = self._records.get(key)
         found = None if current is None else current.version
         if found != expected_version:
-            raise VersionConflict(
-                f"key {key!r} is at version {found}, not the expected {expected_version}"
-            )
+            raise VersionConflict(f"key {key!r} is at version {found}, not the expected {expected_version}")
         return self._store(key, bytes(data), mode)
 
     async def append(self, key: str, data: bytes) -> StoreEntry:

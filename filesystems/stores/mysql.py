@@ -125,9 +125,7 @@ class MySQLKeyValueStore(KeyValueStore):
         self._setup = anyio.Lock()
 
     def __repr__(self) -> str:
-        where = (
-            f"{self._dsn['host']}:{self._dsn['port']}/{self._dsn['db']}" if self._dsn else "pool"
-        )
+        where = f"{self._dsn['host']}:{self._dsn['port']}/{self._dsn['db']}" if self._dsn else "pool"
         return f"MySQLKeyValueStore({where}, table={self._table})"
 
     def _redacted(self, error: BaseException) -> str:
@@ -191,9 +189,7 @@ class MySQLKeyValueStore(KeyValueStore):
                 await connection.begin()
                 try:
                     async with connection.cursor() as cursor:
-                        await cursor.execute(
-                            f"SELECT value FROM {self._meta} WHERE name = 'generation' FOR UPDATE"
-                        )
+                        await cursor.execute(f"SELECT value FROM {self._meta} WHERE name = 'generation' FOR UPDATE")
                         (current,) = await cursor.fetchone()
                         generation = int(current) + 1
                         yield cursor, generation
@@ -259,15 +255,12 @@ class MySQLKeyValueStore(KeyValueStore):
         low = prefix.encode("utf-8")
         async with self._cursor() as cursor:
             await cursor.execute(
-                f"SELECT {_COLUMNS} FROM {self._table} "
-                "WHERE k >= UNHEX(%s) AND k < UNHEX(%s) ORDER BY k",
+                f"SELECT {_COLUMNS} FROM {self._table} WHERE k >= UNHEX(%s) AND k < UNHEX(%s) ORDER BY k",
                 (_hex(low), _hex(prefix_upper_bound(low))),
             )
             return [_entry(row) for row in await cursor.fetchall()]
 
-    async def _upsert(
-        self, cursor: Any, key: bytes, data: bytes, mode: int | None, generation: int
-    ) -> StoreEntry:
+    async def _upsert(self, cursor: Any, key: bytes, data: bytes, mode: int | None, generation: int) -> StoreEntry:
         now = time.time()
         await cursor.execute(
             f"INSERT INTO {self._table} (k, data, mode, mtime, version) "
@@ -279,9 +272,7 @@ class MySQLKeyValueStore(KeyValueStore):
         return await self._entry_of(cursor, key)
 
     async def _entry_of(self, cursor: Any, key: bytes) -> StoreEntry:
-        await cursor.execute(
-            f"SELECT {_COLUMNS} FROM {self._table} WHERE k = UNHEX(%s)", (_hex(key),)
-        )
+        await cursor.execute(f"SELECT {_COLUMNS} FROM {self._table} WHERE k = UNHEX(%s)", (_hex(key),))
         return _entry(await cursor.fetchone())
 
     async def put(self, key: str, data: bytes, *, mode: int | None = None) -> StoreEntry:
@@ -294,15 +285,11 @@ class MySQLKeyValueStore(KeyValueStore):
     ) -> StoreEntry:
         raw = encode_key(key)
         async with self._transaction() as (cursor, generation):
-            await cursor.execute(
-                f"SELECT version FROM {self._table} WHERE k = UNHEX(%s)", (_hex(raw),)
-            )
+            await cursor.execute(f"SELECT version FROM {self._table} WHERE k = UNHEX(%s)", (_hex(raw),))
             row = await cursor.fetchone()
             found = None if row is None else int(row[0])
             if found != expected_version:
-                raise VersionConflict(
-                    f"key {key!r} is at version {found}, not the expected {expected_version}"
-                )
+                raise VersionConflict(f"key {key!r} is at version {found}, not the expected {expected_version}")
             return await self._upsert(cursor, raw, bytes(data), mode, generation)
 
     async def append(self, key: str, data: bytes) -> StoreEntry:
@@ -320,9 +307,7 @@ class MySQLKeyValueStore(KeyValueStore):
     async def delete(self, key: str) -> bool:
         raw = encode_key(key)
         async with self._transaction() as (cursor, _):
-            deleted = await cursor.execute(
-                f"DELETE FROM {self._table} WHERE k = UNHEX(%s)", (_hex(raw),)
-            )
+            deleted = await cursor.execute(f"DELETE FROM {self._table} WHERE k = UNHEX(%s)", (_hex(raw),))
             return bool(deleted)
 
     async def delete_prefix(self, prefix: str) -> int:

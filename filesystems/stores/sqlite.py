@@ -78,9 +78,7 @@ class SQLiteKeyValueStore(KeyValueStore):
             if self._closed:
                 raise StoreUnavailable(f"{self!r} is closed")
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                self._path, isolation_level=None, check_same_thread=False, timeout=30
-            )
+            connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
             connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
@@ -138,14 +136,10 @@ class SQLiteKeyValueStore(KeyValueStore):
             for start in range(0, len(raw), 500):
                 chunk = raw[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = connection.execute(
-                    f"SELECT {_COLUMNS}, data FROM entries WHERE key IN ({marks})", chunk
-                )
+                rows = connection.execute(f"SELECT {_COLUMNS}, data FROM entries WHERE key IN ({marks})", chunk)
                 for key, size, mtime, mode, version, data in rows:
                     name = key.decode("utf-8")
-                    found[name] = StoreRecord(
-                        key=name, size=size, mtime=mtime, mode=mode, version=version, data=data
-                    )
+                    found[name] = StoreRecord(key=name, size=size, mtime=mtime, mode=mode, version=version, data=data)
             return found
 
         return await self._call(select) if raw else {}
@@ -200,9 +194,7 @@ class SQLiteKeyValueStore(KeyValueStore):
             row = connection.execute("SELECT version FROM entries WHERE key = ?", (raw,)).fetchone()
             found = None if row is None else row[0]
             if found != expected_version:
-                raise VersionConflict(
-                    f"key {key!r} is at version {found}, not the expected {expected_version}"
-                )
+                raise VersionConflict(f"key {key!r} is at version {found}, not the expected {expected_version}")
             return self._upsert(connection, raw, value, mode, generation)
 
         return await self._write(check_and_put)
@@ -224,17 +216,13 @@ class SQLiteKeyValueStore(KeyValueStore):
 
     async def delete(self, key: str) -> bool:
         raw = encode_key(key)
-        return await self._write(
-            lambda c, g: c.execute("DELETE FROM entries WHERE key = ?", (raw,)).rowcount > 0
-        )
+        return await self._write(lambda c, g: c.execute("DELETE FROM entries WHERE key = ?", (raw,)).rowcount > 0)
 
     async def delete_prefix(self, prefix: str) -> int:
         low = prefix.encode("utf-8")
         return await self._write(
             lambda c, g: (
-                c.execute(
-                    "DELETE FROM entries WHERE key >= ? AND key < ?", (low, prefix_upper_bound(low))
-                ).rowcount
+                c.execute("DELETE FROM entries WHERE key >= ? AND key < ?", (low, prefix_upper_bound(low))).rowcount
             )
         )
 
@@ -243,15 +231,12 @@ class SQLiteKeyValueStore(KeyValueStore):
 
         def move_all(connection: sqlite3.Connection, generation: int) -> None:
             for old, new in pairs:
-                row = connection.execute(
-                    "SELECT data, mode, mtime FROM entries WHERE key = ?", (old,)
-                ).fetchone()
+                row = connection.execute("SELECT data, mode, mtime FROM entries WHERE key = ?", (old,)).fetchone()
                 if row is None:
                     continue
                 connection.execute("DELETE FROM entries WHERE key = ?", (old,))
                 connection.execute(
-                    "INSERT OR REPLACE INTO entries (key, data, mode, mtime, version) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO entries (key, data, mode, mtime, version) VALUES (?, ?, ?, ?, ?)",
                     (new, row[0], row[1], row[2], generation),
                 )
 
@@ -263,9 +248,7 @@ class SQLiteKeyValueStore(KeyValueStore):
 
     async def generation(self) -> int:
         def read(connection: sqlite3.Connection) -> int:
-            (value,) = connection.execute(
-                "SELECT value FROM meta WHERE name = 'generation'"
-            ).fetchone()
+            (value,) = connection.execute("SELECT value FROM meta WHERE name = 'generation'").fetchone()
             return int(value)
 
         return await self._call(read)

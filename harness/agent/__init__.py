@@ -1,10 +1,10 @@
 """The agent: the model ↔ tools loop, sessions, events and the workflow executor."""
 
+from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
-from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
-from harness.agent.workflows import AgentExecutor, package_for, step_tools
 from harness.agent.workflow_tools import run_summary, workflow_tools
+from harness.agent.workflows import AgentExecutor, package_for, step_tools
 
 __all__ = [
     "AgentExecutor",

@@ -12,22 +12,22 @@ from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
 from filesystems import AbstractFilesystem, CommandResult, LocalFilesystem
-from repositories import SkillRepository
-from harness.context import RuntimeContext
-from harness.errors import HarnessError, SkillNotFound
 from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
+from harness.agent.workflows import AgentExecutor, package_for, resolver
+from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
-from harness.tools.files import file_tools
+from harness.errors import HarnessError, SkillNotFound
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
-from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
 from harness.pipeline.plan import TurnPlan, VisibilityPolicy
-from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
-from harness.tools.skills import UsageHooks, skill_tools
+from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
+from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
-from harness.agent.workflows import AgentExecutor, package_for, resolver
+from harness.tools.skills import UsageHooks, skill_tools
+from repositories import SkillRepository
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
@@ -186,9 +186,7 @@ class Harness:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
         return await self._collect(self._turn(f"/skill:{name} {instructions}".rstrip(), context, strict=True))
 
-    async def _step_turn(
-        self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer
-    ) -> RunResult:
+    async def _step_turn(self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer) -> RunResult:
         """A workflow step's skill turn: like :meth:`skill`, offering only ``offer(tools)``."""
         message = f"/skill:{name} {instructions}".rstrip()
         return await self._collect(self._turn(message, context, strict=True, offer=offer))
@@ -215,7 +213,11 @@ class Harness:
         )
         log.debug(
             "turn of agent %s for user %s (session %s): %d skills, %d diagnostics",
-            self.name, context.user_id, context.session_id, len(plan.skills), len(plan.diagnostics),
+            self.name,
+            context.user_id,
+            context.session_id,
+            len(plan.skills),
+            len(plan.diagnostics),
         )
         session = await self.sessions.get(context.user_id, context.session_id)
         try:
@@ -359,7 +361,9 @@ class Harness:
         """Ask the configured gate to promote the caller's draft ``name``."""
         return await self._learning().request_promotion(name, context=context, reason=reason)
 
-    async def promote_skill(self, name: str, reviewer: str, *, context: RuntimeContext | None = None) -> PromotionResult:
+    async def promote_skill(
+        self, name: str, reviewer: str, *, context: RuntimeContext | None = None
+    ) -> PromotionResult:
         """An operator's explicit promotion of a draft (no gate; audited)."""
         return await self._learning().promote_skill(name, reviewer, context=context)
 
@@ -367,7 +371,9 @@ class Harness:
         """Run the curator now, bypassing its throttle."""
         return await self._learning().run_curator_once(dry_run=dry_run)
 
-    async def query_audit(self, day: str | None = None, predicate: Callable[[AuditRecord], bool] | None = None) -> list[AuditRecord]:
+    async def query_audit(
+        self, day: str | None = None, predicate: Callable[[AuditRecord], bool] | None = None
+    ) -> list[AuditRecord]:
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
 
@@ -380,5 +386,3 @@ class Harness:
         except Exception as exc:  # a tool's failure goes back to the model, never ends the run
             log.info("tool %s failed: %s", call.name, exc)
             return f"error: {type(exc).__name__}: {exc}", True
-
-

@@ -33,9 +33,7 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
     --confirm``), and the blocked action's id is left out of their answers.
     """
 
-    async def workflow_start(
-        skill: str, run_id: str | None = None, inputs: dict[str, Any] | None = None
-    ) -> str:
+    async def workflow_start(skill: str, run_id: str | None = None, inputs: dict[str, Any] | None = None) -> str:
         """Start a run of a workflow skill; returns the run and its first action.
 
         Args:
@@ -103,9 +101,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "pending_action": (
             {"id": pending.id, "step": pending.step_id, "action": _action(pending.action)} if pending else None
         ),
-        "blocked": (
-            {"kind": blocked.kind, "reason": _reason(blocked)} if blocked else None
-        ),
+        "blocked": ({"kind": blocked.kind, "reason": _reason(blocked)} if blocked else None),
         "reason": run.reason,
         "vars": dict(run.vars),
         "next": _next(run),

@@ -18,8 +18,8 @@ from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 from harness.engine.package import is_package_file
 from harness.errors import SkillNotFound
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
-from harness.tools.skills import format_command_result
 from harness.tools.function import Tool, ToolError
+from harness.tools.skills import format_command_result
 
 if TYPE_CHECKING:
     from harness.agent import Harness
@@ -95,7 +95,9 @@ class AgentExecutor:
         if tool.kind == "script":
             return await self._script(plan, tool, args)
         if tool.kind != "function":
-            return Outcome(status="failed", summary=f"tool {tool.id!r}: {tool.kind} tools are not supported by the agent")
+            return Outcome(
+                status="failed", summary=f"tool {tool.id!r}: {tool.kind} tools are not supported by the agent"
+            )
         name = tool.source or tool.id
         by_name = {t.name: t for t in self.agent.tools_for(plan)}
         if name not in by_name:
@@ -106,7 +108,9 @@ class AgentExecutor:
             return Outcome(status="failed", summary=f"{type(exc).__name__}: {exc}")
         return Outcome(status="succeeded", summary=result)
 
-    async def invoke_skill(self, skill: SkillDecl, instructions: str, *, allowed_tools: tuple[ToolDecl, ...]) -> Outcome:
+    async def invoke_skill(
+        self, skill: SkillDecl, instructions: str, *, allowed_tools: tuple[ToolDecl, ...]
+    ) -> Outcome:
         """One agent turn with ``skill`` invoked, offered exactly the step's ``function`` tools;
         those marked ``requires_confirmation`` are refused inside the turn (a confirmation is
         given to a run's action, never to a call a model makes on its own)."""

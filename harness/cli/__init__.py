@@ -10,11 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from filesystems import FilesystemError, redact_secrets
-from repositories import RepositoryError
-
 from harness.cli import agent, engine, market, skills
 from harness.errors import ConfigError, HarnessError
 from harness.terminal import escape_control
+from repositories import RepositoryError
 
 __all__ = ["main"]
 

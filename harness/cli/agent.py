@@ -7,13 +7,13 @@ from pathlib import Path
 
 import anyio
 
-from harness.cli.common import add_workspace_options, context_from_args, harness_from_args
 from harness.agent.events import ShellRan, SkillLoaded, ToolCalled
+from harness.cli.common import add_workspace_options, context_from_args, harness_from_args
 
 __all__ = ["register"]
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``run`` and ``demo``."""
     run = sub.add_parser("run", help="run one turn of the agent", description="Run one turn and print the reply.")
     run.add_argument("message")

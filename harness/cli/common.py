@@ -22,7 +22,9 @@ def add_workspace_options(parser: argparse.ArgumentParser, *, user: bool = True)
     group.add_argument("--config", type=Path, help="harness.yaml to read (flags below override it)")
     group.add_argument("--workspace", type=Path, help="workspace folder (default ./workspace)")
     group.add_argument("--global-dir", type=Path, help="global skills folder (layer 1)")
-    group.add_argument("--repo", action="append", default=[], metavar="URL", help="a skill market URL; repeatable, later wins")
+    group.add_argument(
+        "--repo", action="append", default=[], metavar="URL", help="a skill market URL; repeatable, later wins"
+    )
     group.add_argument("--fs", choices=FILESYSTEM_MODES, help="filesystem mode (default local-shell)")
     group.add_argument("--store", help="key-value store URL for --fs remote (sqlite:///path, mysql://...)")
     if user:

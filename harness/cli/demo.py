@@ -13,11 +13,11 @@ import textwrap
 from pathlib import Path
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxUnavailable
-from repositories import GitRepository, SkillRepository
 from harness.agent import Harness
-from harness.context import RuntimeContext
 from harness.agent.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
+from harness.context import RuntimeContext
 from harness.models import DemoModel
+from repositories import GitRepository, SkillRepository
 
 __all__ = ["run_demo"]
 
@@ -89,7 +89,11 @@ async def run_demo(directory: Path) -> int:
     filesystem, mode, why = await _filesystem(workspace)
     print(f"demo workspace: {directory}")
     print(f"filesystem mode: {mode} ({why})")
-    print("markets: " + ", ".join(r.source for r in repositories) + ("" if package else " (acme_skills not installed: no package market)"))
+    print(
+        "markets: "
+        + ", ".join(r.source for r in repositories)
+        + ("" if package else " (acme_skills not installed: no package market)")
+    )
     async with Harness(
         name="demo",
         model=DemoModel(),

@@ -18,6 +18,9 @@ from typing import Any
 import anyio
 
 from filesystems import LocalFilesystem
+from harness.agent.workflows import package_for
+from harness.config import HarnessConfig
+from harness.context import RuntimeContext
 from harness.engine import (
     CheckReport,
     Outcome,
@@ -28,22 +31,20 @@ from harness.engine import (
 )
 from harness.engine.describe import describe_action
 from harness.engine.run import run_to_json
-
-from harness.config import HarnessConfig
 from harness.terminal import escape_control
-from harness.context import RuntimeContext
-from harness.agent.workflows import package_for
 
 __all__ = ["register"]
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``engine`` command group."""
     parser = sub.add_parser("engine", help="run workflow skills step by step")
     commands = parser.add_subparsers(dest="engine_command", metavar="SUBCOMMAND", required=True)
 
     run = commands.add_parser("run", help="start a run of a workflow skill")
-    run.add_argument("skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers")
+    run.add_argument(
+        "skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers"
+    )
     run.add_argument("--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in")
     run.add_argument("--global-dir", type=Path, help="global skills folder to look the skill name up in")
     run.add_argument("--run-id", help="id of the new run (default: generated)")
@@ -78,8 +79,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "upgrade", help="move a run to a new version of its skill (no pending action, same name and mode)"
     )
     upgrade.add_argument("--run-id", required=True)
-    upgrade.add_argument("skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers")
-    upgrade.add_argument("--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in")
+    upgrade.add_argument(
+        "skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers"
+    )
+    upgrade.add_argument(
+        "--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in"
+    )
     upgrade.add_argument("--global-dir", type=Path, help="global skills folder to look the skill name up in")
     _common(upgrade)
     upgrade.set_defaults(handler=lambda args: _handle(args, _upgrade))
@@ -153,11 +158,16 @@ async def _continue(engine: WorkflowEngine, args: argparse.Namespace) -> int:
 async def _check(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     report: CheckReport = await engine.check(args.run_id, args.scope)
     if args.json:
-        print(json.dumps({
-            "scope": report.scope,
-            "passed": report.passed,
-            "results": [{"id": r.id, "passed": r.passed, "detail": r.detail} for r in report.results],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "scope": report.scope,
+                    "passed": report.passed,
+                    "results": [{"id": r.id, "passed": r.passed, "detail": r.detail} for r in report.results],
+                },
+                indent=2,
+            )
+        )
     else:
         for result in report.results:
             print(f"{'pass' if result.passed else 'FAIL'}  {result.id}: {result.detail}")

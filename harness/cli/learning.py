@@ -26,7 +26,7 @@ __all__ = ["register"]
 _Action = Callable[[argparse.Namespace, SelfLearning], Awaitable[Any]]
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the self-learning commands to the ``harness skills`` sub-command group ``sub``."""
     _command(sub, "drafts", "list draft skills and pending review requests", _drafts)
 
@@ -50,7 +50,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _command(
-    sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, help: str, action: _Action
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, action: _Action
 ) -> argparse.ArgumentParser:
     parser = sub.add_parser(name, help=help, description=help)
     parser.add_argument("--workspace", type=Path, default=Path("."), metavar="DIR", help="the workspace folder")
@@ -92,8 +92,14 @@ async def _drafts(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any
         for name in await loop.promoter.drafts(scope)
     ]
     reviews = [
-        {"id": r.id, "area": area_label(r.scope), "name": r.name, "requested_at": r.requested_at.isoformat(),
-         "files": dict(r.files), "reason": r.reason}
+        {
+            "id": r.id,
+            "area": area_label(r.scope),
+            "name": r.name,
+            "requested_at": r.requested_at.isoformat(),
+            "files": dict(r.files),
+            "reason": r.reason,
+        }
         for r in await loop.promoter.reviews()
         if not args.user or r.scope == args.user
     ]
@@ -133,12 +139,20 @@ def _print_text(result: Any) -> None:
         for draft in result["drafts"]:
             print(escape_control(f"draft  {draft['area']}/{draft['name']}"))
         for review in result["pending_reviews"]:
-            print(escape_control(f"review {review['id']}  {review['area']}/{review['name']}  ({len(review['files'])} files)"))
+            print(
+                escape_control(
+                    f"review {review['id']}  {review['area']}/{review['name']}  ({len(review['files'])} files)"
+                )
+            )
         return
     if "transitions" in result:
         prefix = "would " if result["dry_run"] else ""
         for t in result["transitions"]:
-            print(escape_control(f"{prefix}{t['from_state']} -> {t['to_state']}  {t['area']}/{t['name']}  idle {t['idle_days']:.1f} days"))
+            print(
+                escape_control(
+                    f"{prefix}{t['from_state']} -> {t['to_state']}  {t['area']}/{t['name']}  idle {t['idle_days']:.1f} days"
+                )
+            )
         print(escape_control(f"{len(result['transitions'])} change(s) across {', '.join(result['areas'])}"))
         return
     print(escape_control(_line(result)))

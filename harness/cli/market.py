@@ -14,7 +14,7 @@ from repositories import FileContents, SkillBundleContents, open_repository
 __all__ = ["register"]
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``market`` command group."""
     parser = sub.add_parser("market", help="fill skill markets")
     commands = parser.add_subparsers(dest="market_command", metavar="SUBCOMMAND", required=True)
@@ -67,6 +67,10 @@ def _read_bundle(folder: Path) -> SkillBundleContents:
             if name.startswith(".") or path.is_symlink() or path == main:
                 continue
             files.append(
-                FileContents(path=path.relative_to(folder).as_posix(), data=path.read_bytes(), mode=path.stat().st_mode & 0o777)
+                FileContents(
+                    path=path.relative_to(folder).as_posix(), data=path.read_bytes(), mode=path.stat().st_mode & 0o777
+                )
             )
-    return SkillBundleContents(folder=folder.name, skill_md=main.read_bytes(), skill_md_name=main.name, files=tuple(files))
+    return SkillBundleContents(
+        folder=folder.name, skill_md=main.read_bytes(), skill_md_name=main.name, files=tuple(files)
+    )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable, Iterable
 import json
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -14,13 +14,13 @@ from harness.cli import learning
 from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
 from harness.diagnostics import Diagnostic
 from harness.pipeline.plan import TurnPlan
-from harness.tools.skills import load_skill_file
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
+from harness.tools.skills import load_skill_file
 
 __all__ = ["register"]
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``skills`` command group."""
     parser = sub.add_parser("skills", help="validate, list, show and stage skills")
     commands = parser.add_subparsers(dest="skills_command", metavar="SUBCOMMAND", required=True)
@@ -33,7 +33,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     validate.add_argument("--json", action="store_true", help="print a JSON list of reports")
     mode = validate.add_mutually_exclusive_group()
-    mode.add_argument("--strict", dest="strict", action="store_true", default=True, help="the specification's rules (default)")
+    mode.add_argument(
+        "--strict", dest="strict", action="store_true", default=True, help="the specification's rules (default)"
+    )
     mode.add_argument("--lenient", dest="strict", action="store_false", help="what runtime loading would do")
     validate.set_defaults(handler=_validate)
 
@@ -131,7 +133,9 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
         print(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
-        print(f"    {skill['files_root'] or skill['location']}" + (f" (link to {skill['link']})" if skill["link"] else ""))
+        print(
+            f"    {skill['files_root'] or skill['location']}" + (f" (link to {skill['link']})" if skill["link"] else "")
+        )
     for shadow in plan.shadowed:
         print(f"shadowed: {shadow.diagnostic().message}")
     for diagnostic in plan.diagnostics:

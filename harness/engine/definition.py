@@ -12,9 +12,9 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 __all__ = [
     "ACTION_TYPES",
+    "Action",
     "ActionType",
     "AgentDecl",
-    "Action",
     "Check",
     "CheckScope",
     "Goal",
@@ -27,9 +27,7 @@ __all__ = [
     "Workflow",
 ]
 
-ActionType: TypeAlias = Literal[
-    "invoke_skill", "call_tool", "handoff", "ask_user", "checkpoint", "complete"
-]
+ActionType: TypeAlias = Literal["invoke_skill", "call_tool", "handoff", "ask_user", "checkpoint", "complete"]
 #: Action types a step may use; ``complete`` exists only as an adaptive proposal.
 ACTION_TYPES: tuple[str, ...] = ("invoke_skill", "call_tool", "handoff", "ask_user", "checkpoint")
 CheckScope: TypeAlias = Literal["step", "completion", "progress"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from filesystems import AbstractFilesystem
+from harness.engine import transitions
 from harness.engine.checks import CheckReport, evaluate_checks
 from harness.engine.definition import Action, CheckScope, ToolDecl, Workflow
 from harness.engine.errors import RunStateError, SnapshotIntegrityError
@@ -17,7 +18,6 @@ from harness.engine.loader import load_workflow
 from harness.engine.package import SkillPackage
 from harness.engine.run import Event, Outcome, Run
 from harness.engine.snapshot import make_snapshot, verify_snapshot
-from harness.engine import transitions
 from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id
 
 __all__ = ["WorkflowEngine"]
@@ -66,7 +66,7 @@ class WorkflowEngine:
         self._filesystem = filesystem
         self._key = key or RunKey(filesystem)
         self._store = RunStore(filesystem, before_write=before_write, key=self._key)
-        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._before_write = before_write
 
     def for_user(self, user_id: str) -> WorkflowEngine:
@@ -76,7 +76,7 @@ class WorkflowEngine:
         )
 
     def _now(self) -> str:
-        return self._clock().astimezone(timezone.utc).isoformat(timespec="milliseconds")
+        return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -103,9 +103,7 @@ class WorkflowEngine:
         await self._store.flush(run)
         return run
 
-    async def resume(
-        self, run_id: str, outcome: Outcome | None = None, *, confirm: str | None = None
-    ) -> Run:
+    async def resume(self, run_id: str, outcome: Outcome | None = None, *, confirm: str | None = None) -> Run:
         """Load a run (verifying its snapshot), apply ``outcome`` and/or a confirmation.
 
         Without arguments it returns the run as stored — how a restarted process picks up;

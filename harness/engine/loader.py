@@ -87,9 +87,7 @@ def load_workflow(files: Mapping[str, bytes], *, name: str) -> Workflow:
     return workflow
 
 
-def check_workflow(
-    files: Mapping[str, bytes], *, name: str
-) -> tuple[Workflow | None, tuple[Diagnostic, ...]]:
+def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow | None, tuple[Diagnostic, ...]]:
     """Load and validate without raising: ``(workflow or None, every error and warning)``.
 
     The workflow is ``None`` exactly when there is at least one error.
@@ -175,9 +173,7 @@ class _Parser:
 
     def warn(self, path: str, problem: str, code: str) -> None:
         self.diagnostics.append(
-            Diagnostic(
-                severity="warning", code=code, message=f"{path} {problem}", location=self.file
-            )
+            Diagnostic(severity="warning", code=code, message=f"{path} {problem}", location=self.file)
         )
 
     def unused(self, path: str, kind: str) -> None:
@@ -277,9 +273,7 @@ class _Parser:
 
     # -- generic readers ------------------------------------------------------------------------
 
-    def mapping(
-        self, value: Any, path: str, keys: tuple[str, ...], *, context: str = ""
-    ) -> dict[str, Any] | None:
+    def mapping(self, value: Any, path: str, keys: tuple[str, ...], *, context: str = "") -> dict[str, Any] | None:
         """Check ``value`` is a mapping; return it keyed by native names (unknown keys dropped)."""
         if value is None and path:
             self.error(path, "is required")
@@ -332,8 +326,13 @@ class _Parser:
         return value
 
     def choice(
-        self, body: Mapping[str, Any], key: str, path: str, choices: tuple[str, ...],
-        *, default: str | None = None,
+        self,
+        body: Mapping[str, Any],
+        key: str,
+        path: str,
+        choices: tuple[str, ...],
+        *,
+        default: str | None = None,
     ) -> str | None:
         where = _join(path, self.spelling.key(key))
         value = body.get(key, default)
@@ -345,9 +344,7 @@ class _Parser:
             return None
         return cast(str, value)
 
-    def strings(
-        self, body: Mapping[str, Any], key: str, path: str, context: str = ""
-    ) -> tuple[str, ...] | None:
+    def strings(self, body: Mapping[str, Any], key: str, path: str, context: str = "") -> tuple[str, ...] | None:
         where = _join(path, self.spelling.key(key, context))
         value = body.get(key)
         if value is None:
@@ -361,9 +358,7 @@ class _Parser:
                 return None
         return tuple(value)
 
-    def each(
-        self, body: Mapping[str, Any], key: str, path: str, read: Any
-    ) -> Iterable[Any]:
+    def each(self, body: Mapping[str, Any], key: str, path: str, read: Any) -> Iterable[Any]:
         where = _join(path, self.spelling.key(key))
         value = body.get(key)
         if value is None:
@@ -401,9 +396,7 @@ class _Parser:
             return None
         return Goal(statement=statement, inputs=inputs, outputs=outputs, success=success)
 
-    def orchestration(
-        self, value: Any
-    ) -> tuple[Any, str | None, tuple[Step, ...]]:
+    def orchestration(self, value: Any) -> tuple[Any, str | None, tuple[Step, ...]]:
         path = "orchestration"
         body = self.mapping(value, path, _ORCHESTRATION_KEYS)
         if body is None:

@@ -45,10 +45,7 @@ class SkillPackage:
             if normalize_path(path) != path or not is_package_file(path):
                 raise ValueError(f"{path!r} is not a package file of skill {self.name!r}")
         if not is_workflow_package(self.files):
-            raise ValueError(
-                f"skill {self.name!r} has no workflow definition "
-                f"({NATIVE_FILES[0]} or {COMET_FILES[0]})"
-            )
+            raise ValueError(f"skill {self.name!r} has no workflow definition ({NATIVE_FILES[0]} or {COMET_FILES[0]})")
 
     @property
     def definition_files(self) -> tuple[str, ...]:
@@ -56,9 +53,7 @@ class SkillPackage:
         return definition_files(self.files)
 
     @classmethod
-    async def from_directory(
-        cls, path: str | os.PathLike[str], *, name: str | None = None
-    ) -> SkillPackage:
+    async def from_directory(cls, path: str | os.PathLike[str], *, name: str | None = None) -> SkillPackage:
         """Read the package files of the skill folder ``path`` on this host (one worker hop).
 
         ``name`` defaults to the folder's name. ``ValueError`` if it has no workflow definition.
@@ -75,13 +70,9 @@ class SkillPackage:
         (one batched walk, one batched read)."""
         base = normalize_path(path)
         prefix = f"{base}/" if base else ""
-        wanted = [
-            stat.path
-            for stat in await filesystem.walk(base)
-            if is_package_file(stat.path[len(prefix):])
-        ]
+        wanted = [stat.path for stat in await filesystem.walk(base) if is_package_file(stat.path[len(prefix) :])]
         contents = await filesystem.read_many(wanted)
-        files = {p[len(prefix):]: data for p, data in contents.items()}
+        files = {p[len(prefix) :]: data for p, data in contents.items()}
         return cls(name=name or base.rsplit("/", 1)[-1], files=files)
 
 

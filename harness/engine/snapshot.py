@@ -37,8 +37,7 @@ def make_snapshot(package: SkillPackage, workflow: Workflow) -> Snapshot:
         "skill": package.name,
         "definition": asdict(workflow),
         "files": [
-            {"path": path, "sha256": hashlib.sha256(data).hexdigest()}
-            for path, data in sorted(package.files.items())
+            {"path": path, "sha256": hashlib.sha256(data).hexdigest()} for path, data in sorted(package.files.items())
         ],
     }
     return Snapshot(hash=_digest(manifest), manifest=manifest, files=dict(package.files))
@@ -60,9 +59,7 @@ def verify_snapshot(expected_hash: str, manifest: Mapping[str, Any], files: Mapp
         if data is None:
             raise SnapshotIntegrityError(f"skill snapshot {expected_hash}: file {path!r} is missing")
         if hashlib.sha256(data).hexdigest() != digest:
-            raise SnapshotIntegrityError(
-                f"skill snapshot {expected_hash}: file {path!r} was modified (sha256 differs)"
-            )
+            raise SnapshotIntegrityError(f"skill snapshot {expected_hash}: file {path!r} was modified (sha256 differs)")
     return SkillPackage(name=manifest["skill"], files={p: files[p] for p in listed})
 
 

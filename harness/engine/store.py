@@ -54,8 +54,7 @@ def check_run_id(run_id: str) -> str:
     """Return ``run_id`` if it is a safe folder name (letters, digits, ``._-``, ≤ 128 chars)."""
     if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
         raise ValueError(
-            f"run id {run_id!r} must be 1-128 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
+            f"run id {run_id!r} must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return run_id
 
@@ -164,7 +163,7 @@ class RunStore:
         paths = [f"{base}/files/{entry['path']}" for entry in manifest["files"]]
         contents = await self.filesystem.read_many(paths)
         prefix = f"{base}/files/"
-        return manifest, {p[len(prefix):]: data for p, data in contents.items()}
+        return manifest, {p[len(prefix) :]: data for p, data in contents.items()}
 
     # -- run records -------------------------------------------------------------------------------
 
@@ -262,7 +261,7 @@ class RunStore:
     async def artifact_files(self, run_id: str) -> frozenset[str]:
         """Paths (relative to ``artifacts/``) of the files stored for the run."""
         base = f"{self._run_dir(run_id)}/artifacts"
-        return frozenset(stat.path[len(base) + 1:] for stat in await self.filesystem.walk(base))
+        return frozenset(stat.path[len(base) + 1 :] for stat in await self.filesystem.walk(base))
 
     async def write_artifact(self, run_id: str, path: str, data: bytes) -> str:
         """Store an artifact file atomically; returns its run-relative path (``artifacts/...``)."""
@@ -296,4 +295,3 @@ def _resolves_inside(path: str, folder: str) -> bool:
 
 def _dumps(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8")
-

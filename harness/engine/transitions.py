@@ -43,9 +43,7 @@ __all__ = ["apply_outcome", "cancel", "confirm", "propose", "start", "upgrade"]
 _WAITING_TYPES = ("ask_user", "handoff")
 
 
-def start(
-    workflow: Workflow, *, run_id: str, snapshot: str, inputs: Mapping[str, Any], now: str
-) -> Run:
+def start(workflow: Workflow, *, run_id: str, snapshot: str, inputs: Mapping[str, Any], now: str) -> Run:
     """A new run (revision 1); deterministic runs already hold their entry step's action."""
     run = Run(
         run_id=run_id,
@@ -65,9 +63,7 @@ def start(
     return change.finish()
 
 
-def apply_outcome(
-    workflow: Workflow, run: Run, outcome: Outcome, files: frozenset[str], *, now: str
-) -> Run | None:
+def apply_outcome(workflow: Workflow, run: Run, outcome: Outcome, files: frozenset[str], *, now: str) -> Run | None:
     """Apply ``outcome`` to the pending action; ``None`` if it was already applied (no-op).
 
     Raises :class:`OutcomeConflict` for a known outcome id with different content or an action
@@ -86,9 +82,7 @@ def apply_outcome(
     if outcome.action_id is not None and (pending is None or outcome.action_id != pending.id):
         answered = [oid for oid, rec in run.outcomes.items() if rec.action_id == outcome.action_id]
         if answered:
-            raise OutcomeConflict(
-                f"action {outcome.action_id} already has outcome {answered[0]!r}; the run moved on"
-            )
+            raise OutcomeConflict(f"action {outcome.action_id} already has outcome {answered[0]!r}; the run moved on")
         raise RunStateError(f"action {outcome.action_id} is not the run's pending action")
     if pending is None or outcome_id is None:
         raise RunStateError(f"run {run.run_id} is {run.status}; no action waits for an outcome")
@@ -222,9 +216,7 @@ def _step_tools(workflow: Workflow, step: Step) -> tuple[str, ...]:
 class _Change:
     """One transition in the making: the evolving record and the events it emits."""
 
-    def __init__(
-        self, workflow: Workflow, run: Run, now: str, files: frozenset[str] = frozenset()
-    ) -> None:
+    def __init__(self, workflow: Workflow, run: Run, now: str, files: frozenset[str] = frozenset()) -> None:
         self.workflow = workflow
         self.run = run
         self.now = now
@@ -269,7 +261,13 @@ class _Change:
         current = pending.step_id if self.run.mode == "deterministic" else self.run.current_step
         if blocked is not None:
             self.run = replace(self.run, status="blocked", pending=None, blocked=blocked, current_step=current)
-            self.emit("action_blocked", action_id=pending.id, step_id=pending.step_id, kind=blocked.kind, reason=blocked.reason)
+            self.emit(
+                "action_blocked",
+                action_id=pending.id,
+                step_id=pending.step_id,
+                kind=blocked.kind,
+                reason=blocked.reason,
+            )
             return
         status: RunStatus = "waiting" if pending.action.type in _WAITING_TYPES else "running"
         self.run = replace(

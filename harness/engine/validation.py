@@ -50,9 +50,7 @@ def validate_workflow(workflow: Workflow, spelling: Spelling) -> list[Diagnostic
     _duplicates(findings, "tools", (t.id for t in workflow.tools))
     _duplicates(findings, "agents", (a.id for a in workflow.agents))
     _duplicates(findings, "orchestration.steps", (s.id for s in workflow.steps))
-    _duplicates(
-        findings, spelling.checks_key, (c.id for c in workflow.checks), file=spelling.checks_file
-    )
+    _duplicates(findings, spelling.checks_key, (c.id for c in workflow.checks), file=spelling.checks_file)
     _guardrails(findings, workflow)
     _checks(findings, workflow)
     if workflow.mode == "deterministic":
@@ -60,9 +58,7 @@ def validate_workflow(workflow: Workflow, spelling: Spelling) -> list[Diagnostic
     return findings.items
 
 
-def _duplicates(
-    findings: _Findings, path: str, ids: Iterable[str], *, file: str | None = None
-) -> None:
+def _duplicates(findings: _Findings, path: str, ids: Iterable[str], *, file: str | None = None) -> None:
     seen: set[str] = set()
     for index, item_id in enumerate(ids):
         if item_id in seen:
@@ -122,7 +118,9 @@ def _steps(findings: _Findings, workflow: Workflow) -> None:
     for index, step in enumerate(workflow.steps):
         for key, target in _targets(step):
             if target not in step_ids:
-                findings.error(spelling.step_path(index, *key), f"refers to undefined step {target!r}", "workflow-undefined-step")
+                findings.error(
+                    spelling.step_path(index, *key), f"refers to undefined step {target!r}", "workflow-undefined-step"
+                )
         for n, check_id in enumerate(step.completion_checks):
             if check_id not in check_ids:
                 findings.error(
@@ -167,9 +165,17 @@ def _step_action(findings: _Findings, workflow: Workflow, index: int, step: Step
     if target not in declared:
         findings.error(path, f"refers to undeclared {what} {target!r}", "workflow-undeclared")
     elif target not in allowed:
-        findings.warn(path, f"uses {what} {target!r}, which the guardrails do not allow: runs will block here", "workflow-blocked-step")
+        findings.warn(
+            path,
+            f"uses {what} {target!r}, which the guardrails do not allow: runs will block here",
+            "workflow-blocked-step",
+        )
     elif action.type == "call_tool" and step.allowed_tools is not None and target not in step.allowed_tools:
-        findings.warn(path, f"calls tool {target!r}, which the step's allowed tools leave out: runs will block here", "workflow-blocked-step")
+        findings.warn(
+            path,
+            f"calls tool {target!r}, which the step's allowed tools leave out: runs will block here",
+            "workflow-blocked-step",
+        )
 
 
 def _unreachable(findings: _Findings, workflow: Workflow) -> None:

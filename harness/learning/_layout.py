@@ -16,7 +16,6 @@ from pathlib import Path
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, InvalidUserId, validate_user_id
-
 from harness.learning._time import utc_stamp
 from harness.learning.errors import LinkRefused
 
@@ -31,8 +30,8 @@ __all__ = [
     "USAGE_SIDECAR",
     "archive_folder",
     "area_label",
-    "discover_users",
     "content_hash",
+    "discover_users",
     "draft_folder",
     "live_folder",
     "read_folder",

@@ -15,7 +15,6 @@ from datetime import date, datetime
 from typing import Any
 
 from filesystems import AbstractFilesystem
-
 from harness.context import RuntimeContext
 from harness.learning._layout import AUDIT
 from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_day
@@ -146,7 +145,9 @@ class AuditLog:
             data = await self._fs.read_bytes(_day_path(wanted))
         except FileNotFoundError:
             return []
-        records = [AuditRecord.from_dict(json.loads(line)) for line in data.decode("utf-8").splitlines() if line.strip()]
+        records = [
+            AuditRecord.from_dict(json.loads(line)) for line in data.decode("utf-8").splitlines() if line.strip()
+        ]
         return [record for record in records if predicate is None or predicate(record)]
 
     async def days(self) -> list[str]:

@@ -23,7 +23,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from filesystems import AbstractFilesystem, VersionConflict
-
 from harness.learning._layout import (
     CURATOR,
     archive_folder,
@@ -145,8 +144,11 @@ class Curator:
         for scope in scopes:
             transitions.extend(await self._curate_scope(scope, now, dry_run))
         report = CuratorReport(
-            started_at=now, ran=True, dry_run=dry_run,
-            areas=tuple(area_label(scope) for scope in scopes), transitions=tuple(transitions),
+            started_at=now,
+            ran=True,
+            dry_run=dry_run,
+            areas=tuple(area_label(scope) for scope in scopes),
+            transitions=tuple(transitions),
         )
         if not dry_run:
             await self._fs.write_bytes(_REPORT, json.dumps(report.as_dict(), indent=1).encode("utf-8"))
@@ -165,8 +167,12 @@ class Curator:
             if target == record.state:
                 continue
             transition = Transition(
-                scope=scope, skill_id=record.skill_id, name=record.name,
-                from_state=record.state, to_state=target, idle_days=idle,
+                scope=scope,
+                skill_id=record.skill_id,
+                name=record.name,
+                from_state=record.state,
+                to_state=target,
+                idle_days=idle,
             )
             if not dry_run:
                 transition = await self._apply(transition, now)
@@ -208,7 +214,9 @@ class Curator:
             ),
         )
         await self._audit.record(
-            actor="curator", op=_OPS[transition.to_state], target=f"{area_label(scope)}/{name}",
+            actor="curator",
+            op=_OPS[transition.to_state],
+            target=f"{area_label(scope)}/{name}",
             decision="applied",
             detail=f"{transition.from_state} -> {transition.to_state} after {transition.idle_days:.1f} idle days"
             + (f"; archived to {transition.archived_to}" if transition.archived_to else ""),

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from datetime import date
 
 from filesystems import AbstractFilesystem
-
 from harness.context import RuntimeContext
 from harness.learning._time import Clock, system_clock
 from harness.learning.audit import AuditLog, AuditRecord
@@ -96,11 +95,15 @@ class SelfLearning:
         """See :meth:`Promoter.request_promotion`."""
         return await self.promoter.request_promotion(name, context=context, reason=reason)
 
-    async def promote_skill(self, name: str, reviewer: str, *, context: RuntimeContext | None = None) -> PromotionResult:
+    async def promote_skill(
+        self, name: str, reviewer: str, *, context: RuntimeContext | None = None
+    ) -> PromotionResult:
         """See :meth:`Promoter.promote_skill`."""
         return await self.promoter.promote_skill(name, reviewer, context=context)
 
-    async def record_decision(self, request_id: str, *, approved: bool, reviewer: str, reason: str = "") -> PromotionResult:
+    async def record_decision(
+        self, request_id: str, *, approved: bool, reviewer: str, reason: str = ""
+    ) -> PromotionResult:
         """See :meth:`Promoter.record_decision`."""
         return await self.promoter.record_decision(request_id, approved=approved, reviewer=reviewer, reason=reason)
 

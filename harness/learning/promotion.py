@@ -29,8 +29,6 @@ from typing import Any, Literal, TextIO
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, VersionConflict
-from repositories import FileContents, RepositoryError, SkillBundleContents, SkillRepository
-
 from harness.context import RuntimeContext
 from harness.learning._layout import (
     DRAFTS,
@@ -53,6 +51,7 @@ from harness.learning.tools import OnChange, _check_name, ignore_change
 from harness.learning.usage import SkillUsage, UsageScopes
 from harness.terminal import escape_control
 from harness.tools.function import Tool, tool_from_function
+from repositories import FileContents, RepositoryError, SkillBundleContents, SkillRepository
 
 __all__ = [
     "Decision",
@@ -61,10 +60,10 @@ __all__ = [
     "LocalApprovalGate",
     "NotificationSink",
     "NotifyAndWaitGate",
+    "Promoter",
     "PromotionGate",
     "PromotionResult",
     "PromotionTarget",
-    "Promoter",
     "Prompter",
     "RejectAllGate",
     "RepositoryTarget",
@@ -356,8 +355,13 @@ class Promoter:
         decision = await self._gate.decide(request)
         if decision is None:
             await self._audit.record(
-                actor="agent", op="promotion.request", target=target, decision="pending",
-                context=context, before_hash=request.content_hash, detail=f"review {request.id}",
+                actor="agent",
+                op="promotion.request",
+                target=target,
+                decision="pending",
+                context=context,
+                before_hash=request.content_hash,
+                detail=f"review {request.id}",
             )
             return PromotionResult(status="pending", name=name, request_id=request.id, reason="waiting for a reviewer")
         return await self._decide(request, decision, context=context)
@@ -371,9 +375,13 @@ class Promoter:
         a decision is already recorded (also when another reviewer wins a race).
         """
         review = await self._load(request_id)
-        return await self._decide(review.request, Decision(approved=approved, reviewer=reviewer, reason=reason), review=review)
+        return await self._decide(
+            review.request, Decision(approved=approved, reviewer=reviewer, reason=reason), review=review
+        )
 
-    async def promote_skill(self, name: str, reviewer: str, *, context: RuntimeContext | None = None) -> PromotionResult:
+    async def promote_skill(
+        self, name: str, reviewer: str, *, context: RuntimeContext | None = None
+    ) -> PromotionResult:
         """An operator's explicit promotion of the draft ``name`` in ``context``'s user area
         (``None``: the shared workspace). Needs no gate; audited with the reviewer's name."""
         if not reviewer:
@@ -425,8 +433,12 @@ class Promoter:
             return
         target = f"{area_label(request.scope)}/{request.name}"
         await self._audit.record(
-            actor="harness", op="promotion.promote", target=target, decision="refused",
-            before_hash=request.content_hash, after_hash=current,
+            actor="harness",
+            op="promotion.promote",
+            target=target,
+            decision="refused",
+            before_hash=request.content_hash,
+            after_hash=current,
             detail=f"review {request.id}: the draft changed after it was reviewed",
         )
         raise PromotionError(
@@ -451,7 +463,11 @@ class Promoter:
             name=name,
             scope=scope,
             requested_at=now,
-            requested_by={"user_id": context.user_id, "session_id": context.session_id, "environment": context.environment},
+            requested_by={
+                "user_id": context.user_id,
+                "session_id": context.session_id,
+                "environment": context.environment,
+            },
             files={path: len(data) for path, data in sorted(files.items())},
             previews={
                 path: data[:_PREVIEW_CHARS].decode("utf-8", errors="replace")
@@ -474,7 +490,9 @@ class Promoter:
             document = json.loads((await self._fs.read_bytes(path)).decode("utf-8"))
         except FileNotFoundError:
             raise ReviewNotFound(f"no review request {request_id!r}; list them with `harness skills drafts`") from None
-        return _Review(request=ReviewRequest.from_dict(document["request"]), decision=document["decision"], version=version)
+        return _Review(
+            request=ReviewRequest.from_dict(document["request"]), decision=document["decision"], version=version
+        )
 
     async def _decide(
         self,
@@ -497,19 +515,36 @@ class Promoter:
         target = f"{area_label(request.scope)}/{request.name}"
         if not decision.approved:
             await self._audit.record(
-                actor=decision.reviewer, op="promotion.request", target=target, decision="rejected",
-                context=context, before_hash=request.content_hash, detail=f"review {request.id}: {decision.reason}",
+                actor=decision.reviewer,
+                op="promotion.request",
+                target=target,
+                decision="rejected",
+                context=context,
+                before_hash=request.content_hash,
+                detail=f"review {request.id}: {decision.reason}",
             )
             return PromotionResult(
-                status="rejected", name=request.name, request_id=request.id,
-                reviewer=decision.reviewer, reason=decision.reason,
+                status="rejected",
+                name=request.name,
+                request_id=request.id,
+                reviewer=decision.reviewer,
+                reason=decision.reason,
             )
         await self._audit.record(
-            actor=decision.reviewer, op="promotion.request", target=target, decision="approved",
-            context=context, before_hash=request.content_hash, detail=f"review {request.id}: {decision.reason}",
+            actor=decision.reviewer,
+            op="promotion.request",
+            target=target,
+            decision="approved",
+            context=context,
+            before_hash=request.content_hash,
+            detail=f"review {request.id}: {decision.reason}",
         )
         result = await self._promote(
-            request.name, request.scope, actor=decision.reviewer, reviewer=decision.reviewer, context=context,
+            request.name,
+            request.scope,
+            actor=decision.reviewer,
+            reviewer=decision.reviewer,
+            context=context,
             reviewed=request,
         )
         return dataclasses.replace(result, request_id=request.id, reason=decision.reason)
@@ -542,18 +577,27 @@ class Promoter:
                 draft_id,
                 lambda current: dataclasses.replace(
                     current or SkillUsage(skill_id=draft_id, name=name, created_by="agent-draft"),
-                    state="archived", state_changed_at=now,
+                    state="archived",
+                    state_changed_at=now,
                 ),
             )
         await self._audit.record(
-            actor=actor, op="promotion.promote", target=f"{area_label(scope)}/{name}", decision="applied",
-            context=context, before_hash=content_hash(before), after_hash=content_hash(before),
+            actor=actor,
+            op="promotion.promote",
+            target=f"{area_label(scope)}/{name}",
+            decision="applied",
+            context=context,
+            before_hash=content_hash(before),
+            after_hash=content_hash(before),
             detail=f"promoted to {installed.location}",
         )
         self._on_change(scope)
         return PromotionResult(
-            status="promoted", name=name, reviewer=reviewer,
-            location=installed.location, skill_id=installed.skill_id,
+            status="promoted",
+            name=name,
+            reviewer=reviewer,
+            location=installed.location,
+            skill_id=installed.skill_id,
         )
 
 

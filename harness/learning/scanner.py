@@ -103,9 +103,7 @@ class ScanVerdict:
 
     def summary(self) -> str:
         """One line per finding, for refusal messages."""
-        return "; ".join(
-            f"{f.path}:{f.line}: {f.category} ({f.severity}): {f.message}" for f in self.findings
-        )
+        return "; ".join(f"{f.path}:{f.line}: {f.category} ({f.severity}): {f.message}" for f in self.findings)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape used in audit records and tool replies."""
@@ -124,100 +122,218 @@ _VAR = r"\$\{?[A-Za-z_]\w*+\}?"
 _ASSEMBLED = rf"(?=[^\s/'\"]*\$)[\w-]*+(?:(?:{_VAR}|\.)[\w-]*+){{2,}}"
 
 DEFAULT_RULES: tuple[ScanRule, ...] = (
-    _rule("exfil-secret-upload", "exfiltration", "critical",
-          rf"\b(?:curl|wget|nc|ncat|http)\b[^\n]*{_SECRET_VARS}",
-          "sends a secret-looking environment variable over the network"),
-    _rule("exfil-env-dump", "exfiltration", "critical",
-          r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|socat)\b",
-          "pipes the whole environment to a network tool"),
-    _rule("exfil-credential-files", "exfiltration", "high",
-          r"(?:~|\$HOME|/root|/home/[^/\s]+)/\.(?:ssh|aws|gnupg|netrc|docker/config\.json|kube/config)"
-          r"|/etc/shadow|\bid_(?:rsa|ed25519|ecdsa)\b",
-          "reads credential files (SSH keys, cloud credentials, /etc/shadow)"),
-    _rule("exfil-upload-file", "exfiltration", "high",
-          r"\bcurl\b[^\n]*(?:--upload-file|-T\s|(?:-F|--form)\s*['\"]?\w+=['\"]?[@<]"
-          r"|(?:-d|--data(?:-binary|-raw|-ascii|-urlencode)?)(?:\s*|=)['\"]?(?:\w+=)?@)"
-          r"|\bwget\b[^\n]*--(?:post|body)-file",
-          "uploads a local file to a remote server"),
-    _rule("exfil-variable-host", "exfiltration", "high",
-          rf"\b(?:curl|wget)\b[^\n]*://{_ASSEMBLED}"
-          rf"|\b(?:nc|ncat|netcat|socat)\b(?:\s+-\w+)*\s+['\"]?{_ASSEMBLED}"
-          rf"|\b([A-Za-z_]\w*)=['\"]?{_ASSEMBLED}['\"]?(?=[\s;&|]|$)(?:[^\n]*\n){{0,20}}?"
-          r"[^\n]*\b(?:curl|wget|nc|ncat|netcat|socat)\b[^\n]*\$\{?\1\b",
-          "talks to a host assembled from variables, hiding where data goes"),
-    _rule("exfil-python-environ-post", "exfiltration", "critical",
-          r"requests\.(?:post|put)\([^\n]*os\.environ|urlopen\([^\n]*os\.environ",
-          "posts the process environment to a remote server"),
-    _rule("destructive-rm-root", "destructive", "critical",
-          r"\brm\s+(?:-[a-z]*\s+)*-[a-z]*[rf][a-z]*\s+(?:-[a-z]*\s+)*"
-          r"(?:/|/\*|~/?|\$HOME/?|\*|\.\*?)(?=\s|$|;|&|\|)",
-          "recursively deletes the root, home or current folder"),
-    _rule("destructive-mkfs", "destructive", "critical", r"\bmkfs(?:\.\w+)?\s+/dev/",
-          "formats a block device"),
-    _rule("destructive-dd-device", "destructive", "critical", r"\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|vd|xvd|mmcblk)",
-          "overwrites a block device"),
-    _rule("destructive-fork-bomb", "destructive", "critical", r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:",
-          "is a fork bomb"),
-    _rule("destructive-chmod-root", "destructive", "high", r"\bchmod\s+(?:-[a-z]*R[a-z]*\s+)\S+\s+/(?:\s|$)",
-          "recursively changes permissions of the whole filesystem"),
-    _rule("destructive-rmtree-root", "destructive", "critical",
-          r"shutil\.rmtree\(\s*(?:['\"](?:/|~)['\"]|os\.path\.expanduser\(\s*['\"]~['\"]\s*\))",
-          "recursively deletes the root or home folder"),
-    _rule("destructive-drop-database", "destructive", "high", r"\bdrop\s+(?:database|schema)\b",
-          "drops a whole database"),
-    _rule("reverse-shell-dev-tcp", "reverse-shell", "critical", r"/dev/(?:tcp|udp)/[^\s/]+/\d+",
-          "opens a shell connection through /dev/tcp"),
-    _rule("reverse-shell-netcat-exec", "reverse-shell", "critical",
-          r"\b(?:nc|ncat|netcat)\b[^\n]*\s-(?:e|c)\s*\S*(?:sh|bash|cmd)\b",
-          "hands a shell to a network connection (netcat -e)"),
-    _rule("reverse-shell-socat", "reverse-shell", "critical", r"\bsocat\b[^\n]*exec:[^\n]*(?:sh|bash)",
-          "hands a shell to a network connection (socat exec)"),
-    _rule("reverse-shell-fifo", "reverse-shell", "critical", r"\bmkfifo\b[^\n]*\|\s*(?:nc|ncat|netcat)\b",
-          "wires a shell to netcat through a named pipe"),
-    _rule("reverse-shell-python-socket", "reverse-shell", "critical",
-          r"socket\.socket\([^\n]*(?:\n[^\n]*)?(?:dup2|pty\.spawn|subprocess\.call\(\[?['\"]/bin/(?:ba)?sh)"
-          r"|pty\.spawn\(\s*['\"]/bin/(?:ba)?sh",
-          "connects a socket to an interactive shell"),
-    _rule("pipe-to-shell", "pipe-to-shell", "critical",
-          rf"\b(?:curl|wget|fetch)\b[^\n|]*\|\s*{_SHELLS}",
-          "pipes downloaded code straight into a shell"),
-    _rule("pipe-to-interpreter", "pipe-to-shell", "high",
-          r"\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node)\b",
-          "pipes downloaded code straight into an interpreter"),
-    _rule("decode-to-shell", "pipe-to-shell", "critical",
-          rf"\b(?:base64|base32|openssl\s+(?:base64|enc)|xxd|uudecode)\b[^\n|]*\|\s*{_SHELLS}"
-          rf"|\b(?:eval|{_SHELLS}\s+-c)\s*['\"]?\$\([^\n]*\b(?:base64|base32|xxd|openssl)\b[^\n]*"
-          r"(?:-d\b|--decode|-D\b|-r\b)",
-          "decodes hidden code and runs it in a shell"),
-    _rule("eval-download", "pipe-to-shell", "critical",
-          rf"\b(?:eval|{_SHELLS}\s+-c)\s*['\"]?\$\(\s*(?:curl|wget|fetch)\b",
-          "runs downloaded code through eval or sh -c"),
-    _rule("process-substitution-download", "pipe-to-shell", "critical",
-          r"\b(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b|\bsource\s+<\(\s*(?:curl|wget)\b",
-          "runs downloaded code through process substitution"),
-    _rule("powershell-download-exec", "pipe-to-shell", "critical",
-          r"\b(?:iex|invoke-expression)\b[^\n]*(?:iwr|invoke-webrequest|downloadstring|net\.webclient)",
-          "runs downloaded PowerShell code"),
-    _rule("injection-ignore-instructions", "prompt-injection", "high",
-          r"\b(?:ignore|disregard|forget|override)\b[^\n.]{0,40}\b(?:previous|prior|above|earlier|all|system|your)\b"
-          r"[^\n.]{0,20}\b(?:instructions|prompts?|rules|guidelines|directives)\b",
-          "tries to override the agent's instructions"),
-    _rule("injection-ignore-instructions-squashed", "prompt-injection", "high",
-          r"(?:ignore|disregard|forget|override)(?:all|the|any|your|of)*"
-          r"(?:previous|prior|above|earlier|system)(?:instructions|prompts?|rules|guidelines|directives)",
-          "tries to override the agent's instructions (letters spaced out)"),
-    _rule("injection-reveal-prompt", "prompt-injection", "high",
-          r"\b(?:reveal|print|show|output|repeat|leak)\b[^\n.]{0,30}\b(?:system prompt|hidden instructions|developer message)\b",
-          "tries to extract the system prompt"),
-    _rule("injection-hide-from-user", "prompt-injection", "high",
-          r"\b(?:do not|don't|never)\s+(?:tell|inform|mention|reveal)\b[^\n.]{0,30}\b(?:the user|anyone)\b",
-          "tells the agent to hide its actions from the user"),
-    _rule("injection-role-hijack", "prompt-injection", "high",
-          r"\byou are now\b[^\n.]{0,40}\b(?:unrestricted|jailbroken|dan|developer mode|no longer bound)\b",
-          "tries to switch the agent into an unrestricted role"),
-    _rule("injection-fake-system-tag", "prompt-injection", "medium",
-          r"<\s*/?\s*(?:system|system-prompt|im_start|\|im_start\|)\s*>",
-          "imitates a system or chat-template tag"),
+    _rule(
+        "exfil-secret-upload",
+        "exfiltration",
+        "critical",
+        rf"\b(?:curl|wget|nc|ncat|http)\b[^\n]*{_SECRET_VARS}",
+        "sends a secret-looking environment variable over the network",
+    ),
+    _rule(
+        "exfil-env-dump",
+        "exfiltration",
+        "critical",
+        r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|socat)\b",
+        "pipes the whole environment to a network tool",
+    ),
+    _rule(
+        "exfil-credential-files",
+        "exfiltration",
+        "high",
+        r"(?:~|\$HOME|/root|/home/[^/\s]+)/\.(?:ssh|aws|gnupg|netrc|docker/config\.json|kube/config)"
+        r"|/etc/shadow|\bid_(?:rsa|ed25519|ecdsa)\b",
+        "reads credential files (SSH keys, cloud credentials, /etc/shadow)",
+    ),
+    _rule(
+        "exfil-upload-file",
+        "exfiltration",
+        "high",
+        r"\bcurl\b[^\n]*(?:--upload-file|-T\s|(?:-F|--form)\s*['\"]?\w+=['\"]?[@<]"
+        r"|(?:-d|--data(?:-binary|-raw|-ascii|-urlencode)?)(?:\s*|=)['\"]?(?:\w+=)?@)"
+        r"|\bwget\b[^\n]*--(?:post|body)-file",
+        "uploads a local file to a remote server",
+    ),
+    _rule(
+        "exfil-variable-host",
+        "exfiltration",
+        "high",
+        rf"\b(?:curl|wget)\b[^\n]*://{_ASSEMBLED}"
+        rf"|\b(?:nc|ncat|netcat|socat)\b(?:\s+-\w+)*\s+['\"]?{_ASSEMBLED}"
+        rf"|\b([A-Za-z_]\w*)=['\"]?{_ASSEMBLED}['\"]?(?=[\s;&|]|$)(?:[^\n]*\n){{0,20}}?"
+        r"[^\n]*\b(?:curl|wget|nc|ncat|netcat|socat)\b[^\n]*\$\{?\1\b",
+        "talks to a host assembled from variables, hiding where data goes",
+    ),
+    _rule(
+        "exfil-python-environ-post",
+        "exfiltration",
+        "critical",
+        r"requests\.(?:post|put)\([^\n]*os\.environ|urlopen\([^\n]*os\.environ",
+        "posts the process environment to a remote server",
+    ),
+    _rule(
+        "destructive-rm-root",
+        "destructive",
+        "critical",
+        r"\brm\s+(?:-[a-z]*\s+)*-[a-z]*[rf][a-z]*\s+(?:-[a-z]*\s+)*"
+        r"(?:/|/\*|~/?|\$HOME/?|\*|\.\*?)(?=\s|$|;|&|\|)",
+        "recursively deletes the root, home or current folder",
+    ),
+    _rule("destructive-mkfs", "destructive", "critical", r"\bmkfs(?:\.\w+)?\s+/dev/", "formats a block device"),
+    _rule(
+        "destructive-dd-device",
+        "destructive",
+        "critical",
+        r"\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|vd|xvd|mmcblk)",
+        "overwrites a block device",
+    ),
+    _rule(
+        "destructive-fork-bomb",
+        "destructive",
+        "critical",
+        r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:",
+        "is a fork bomb",
+    ),
+    _rule(
+        "destructive-chmod-root",
+        "destructive",
+        "high",
+        r"\bchmod\s+(?:-[a-z]*R[a-z]*\s+)\S+\s+/(?:\s|$)",
+        "recursively changes permissions of the whole filesystem",
+    ),
+    _rule(
+        "destructive-rmtree-root",
+        "destructive",
+        "critical",
+        r"shutil\.rmtree\(\s*(?:['\"](?:/|~)['\"]|os\.path\.expanduser\(\s*['\"]~['\"]\s*\))",
+        "recursively deletes the root or home folder",
+    ),
+    _rule(
+        "destructive-drop-database", "destructive", "high", r"\bdrop\s+(?:database|schema)\b", "drops a whole database"
+    ),
+    _rule(
+        "reverse-shell-dev-tcp",
+        "reverse-shell",
+        "critical",
+        r"/dev/(?:tcp|udp)/[^\s/]+/\d+",
+        "opens a shell connection through /dev/tcp",
+    ),
+    _rule(
+        "reverse-shell-netcat-exec",
+        "reverse-shell",
+        "critical",
+        r"\b(?:nc|ncat|netcat)\b[^\n]*\s-(?:e|c)\s*\S*(?:sh|bash|cmd)\b",
+        "hands a shell to a network connection (netcat -e)",
+    ),
+    _rule(
+        "reverse-shell-socat",
+        "reverse-shell",
+        "critical",
+        r"\bsocat\b[^\n]*exec:[^\n]*(?:sh|bash)",
+        "hands a shell to a network connection (socat exec)",
+    ),
+    _rule(
+        "reverse-shell-fifo",
+        "reverse-shell",
+        "critical",
+        r"\bmkfifo\b[^\n]*\|\s*(?:nc|ncat|netcat)\b",
+        "wires a shell to netcat through a named pipe",
+    ),
+    _rule(
+        "reverse-shell-python-socket",
+        "reverse-shell",
+        "critical",
+        r"socket\.socket\([^\n]*(?:\n[^\n]*)?(?:dup2|pty\.spawn|subprocess\.call\(\[?['\"]/bin/(?:ba)?sh)"
+        r"|pty\.spawn\(\s*['\"]/bin/(?:ba)?sh",
+        "connects a socket to an interactive shell",
+    ),
+    _rule(
+        "pipe-to-shell",
+        "pipe-to-shell",
+        "critical",
+        rf"\b(?:curl|wget|fetch)\b[^\n|]*\|\s*{_SHELLS}",
+        "pipes downloaded code straight into a shell",
+    ),
+    _rule(
+        "pipe-to-interpreter",
+        "pipe-to-shell",
+        "high",
+        r"\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node)\b",
+        "pipes downloaded code straight into an interpreter",
+    ),
+    _rule(
+        "decode-to-shell",
+        "pipe-to-shell",
+        "critical",
+        rf"\b(?:base64|base32|openssl\s+(?:base64|enc)|xxd|uudecode)\b[^\n|]*\|\s*{_SHELLS}"
+        rf"|\b(?:eval|{_SHELLS}\s+-c)\s*['\"]?\$\([^\n]*\b(?:base64|base32|xxd|openssl)\b[^\n]*"
+        r"(?:-d\b|--decode|-D\b|-r\b)",
+        "decodes hidden code and runs it in a shell",
+    ),
+    _rule(
+        "eval-download",
+        "pipe-to-shell",
+        "critical",
+        rf"\b(?:eval|{_SHELLS}\s+-c)\s*['\"]?\$\(\s*(?:curl|wget|fetch)\b",
+        "runs downloaded code through eval or sh -c",
+    ),
+    _rule(
+        "process-substitution-download",
+        "pipe-to-shell",
+        "critical",
+        r"\b(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b|\bsource\s+<\(\s*(?:curl|wget)\b",
+        "runs downloaded code through process substitution",
+    ),
+    _rule(
+        "powershell-download-exec",
+        "pipe-to-shell",
+        "critical",
+        r"\b(?:iex|invoke-expression)\b[^\n]*(?:iwr|invoke-webrequest|downloadstring|net\.webclient)",
+        "runs downloaded PowerShell code",
+    ),
+    _rule(
+        "injection-ignore-instructions",
+        "prompt-injection",
+        "high",
+        r"\b(?:ignore|disregard|forget|override)\b[^\n.]{0,40}\b(?:previous|prior|above|earlier|all|system|your)\b"
+        r"[^\n.]{0,20}\b(?:instructions|prompts?|rules|guidelines|directives)\b",
+        "tries to override the agent's instructions",
+    ),
+    _rule(
+        "injection-ignore-instructions-squashed",
+        "prompt-injection",
+        "high",
+        r"(?:ignore|disregard|forget|override)(?:all|the|any|your|of)*"
+        r"(?:previous|prior|above|earlier|system)(?:instructions|prompts?|rules|guidelines|directives)",
+        "tries to override the agent's instructions (letters spaced out)",
+    ),
+    _rule(
+        "injection-reveal-prompt",
+        "prompt-injection",
+        "high",
+        r"\b(?:reveal|print|show|output|repeat|leak)\b[^\n.]{0,30}\b(?:system prompt|hidden instructions|developer message)\b",
+        "tries to extract the system prompt",
+    ),
+    _rule(
+        "injection-hide-from-user",
+        "prompt-injection",
+        "high",
+        r"\b(?:do not|don't|never)\s+(?:tell|inform|mention|reveal)\b[^\n.]{0,30}\b(?:the user|anyone)\b",
+        "tells the agent to hide its actions from the user",
+    ),
+    _rule(
+        "injection-role-hijack",
+        "prompt-injection",
+        "high",
+        r"\byou are now\b[^\n.]{0,40}\b(?:unrestricted|jailbroken|dan|developer mode|no longer bound)\b",
+        "tries to switch the agent into an unrestricted role",
+    ),
+    _rule(
+        "injection-fake-system-tag",
+        "prompt-injection",
+        "medium",
+        r"<\s*/?\s*(?:system|system-prompt|im_start|\|im_start\|)\s*>",
+        "imitates a system or chat-template tag",
+    ),
 )
 """The built-in rules; pass your own tuple (e.g. ``(*DEFAULT_RULES, my_rule)``) to extend them."""
 
@@ -308,19 +424,18 @@ def _index_of(starts: list[int], offset: int) -> int:
 # the text was disguised.
 
 _INVISIBLE = dict.fromkeys(
-    map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u200e\u200f"
+    map(
+        ord,
+        "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u200e\u200f"
         "\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069"
-        "\u3164\ufeff\uffa0"),
+        "\u3164\ufeff\uffa0",
+    ),
     None,
 )
 # Cyrillic and Greek letters that look like Latin ones (after NFKC).
 _CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁһԛԝӏɑονιυκτχερα"
-    "АВЕКМНОРСТХУІЈЅԌԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
-    "ıℓ",
-    "aeopcyxijsdhqwlaovinktxepa"
-    "ABEKMHOPCTXYIJSGQWABEZHIKMNOPTYX"
-    "il",
+    "аеорсухіјѕԁһԛԝӏɑονιυκτχεραАВЕКМНОРСТХУІЈЅԌԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧıℓ",
+    "aeopcyxijsdhqwlaovinktxepaABEKMHOPCTXYIJSGQWABEZHIKMNOPTYXil",
 )
 _SPACED = re.compile(r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")

@@ -20,9 +20,7 @@ from typing import Any, Literal
 import yaml
 
 from filesystems import AbstractFilesystem, PathEscapeError, normalize_path
-
 from harness.context import RuntimeContext
-from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.learning._layout import (
     DRAFTS,
     SKILL_MD,
@@ -40,6 +38,7 @@ from harness.learning.audit import AuditLog
 from harness.learning.errors import AuthoringRefused, DangerousContent, LinkRefused, SkillAreaNotFound
 from harness.learning.scanner import Scanner, ScanVerdict
 from harness.learning.usage import SkillUsage, UsageStore
+from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.skills.rules import check_fields, unsafe_segment_reason
 from harness.tools.function import Tool, tool_from_function
 
@@ -253,8 +252,13 @@ class SkillWorkshop:
             except AuthoringRefused as exc:
                 verdict_of = exc.verdict if isinstance(exc, DangerousContent) else None
                 await self._audit.record(
-                    actor="agent", op=op, target=target, decision="refused",
-                    context=self._context, scan=verdict_of, detail=str(exc),
+                    actor="agent",
+                    op=op,
+                    target=target,
+                    decision="refused",
+                    context=self._context,
+                    scan=verdict_of,
+                    detail=str(exc),
                 )
                 raise
             await self._write(change)
@@ -262,12 +266,19 @@ class SkillWorkshop:
         creating = change.before is None
         await self._usage.update(
             skill_id(name, self._scope),
-            lambda current: self._created(name, now) if creating else _patched(current, skill_id(name, self._scope), name, now),
+            lambda current: (
+                self._created(name, now) if creating else _patched(current, skill_id(name, self._scope), name, now)
+            ),
         )
         await self._audit.record(
-            actor="agent", op=op, target=f"{target}:{change.folder}", decision="applied",
-            context=self._context, scan=verdict,
-            before_hash=content_hash(change.before), after_hash=content_hash(change.after),
+            actor="agent",
+            op=op,
+            target=f"{target}:{change.folder}",
+            decision="applied",
+            context=self._context,
+            scan=verdict,
+            before_hash=content_hash(change.before),
+            after_hash=content_hash(change.after),
         )
         self._on_change(self._scope)
         return {
@@ -287,8 +298,12 @@ class SkillWorkshop:
                 folder, before = await self._locate(name)
             except (SkillAreaNotFound, LinkRefused) as exc:
                 await self._audit.record(
-                    actor="agent", op="skill_manage.delete", target=target, decision="refused",
-                    context=self._context, detail=str(exc),
+                    actor="agent",
+                    op="skill_manage.delete",
+                    target=target,
+                    decision="refused",
+                    context=self._context,
+                    detail=str(exc),
                 )
                 raise
             now = self._clock()
@@ -302,8 +317,13 @@ class SkillWorkshop:
             ),
         )
         await self._audit.record(
-            actor="agent", op="skill_manage.delete", target=f"{target}:{folder}", decision="applied",
-            context=self._context, before_hash=content_hash(before), detail=f"archived to {archived}",
+            actor="agent",
+            op="skill_manage.delete",
+            target=f"{target}:{folder}",
+            decision="applied",
+            context=self._context,
+            before_hash=content_hash(before),
+            detail=f"archived to {archived}",
         )
         self._on_change(self._scope)
         return {"status": "ok", "skill": name, "archived_to": archived}
@@ -369,9 +389,7 @@ class SkillWorkshop:
         folder = live_folder(name) if self._auto_promote else draft_folder(name)
         return _Plan(folder=folder, before=None, after=after)
 
-    async def _plan_edit(
-        self, name: str, description: str | None, body: str | None, content: str | None
-    ) -> _Plan:
+    async def _plan_edit(self, name: str, description: str | None, body: str | None, content: str | None) -> _Plan:
         folder, before = await self._locate(name)
         if content is not None:
             if description is not None or body is not None:
@@ -387,15 +405,15 @@ class SkillWorkshop:
             skill_md = _render(fields, body if body is not None else current.body)
         return _Plan(folder=folder, before=before, after={**before, SKILL_MD: _validated_skill_md(name, skill_md)})
 
-    async def _plan_patch(
-        self, name: str, path: str, old: str | None, new: str | None, replace_all: bool
-    ) -> _Plan:
+    async def _plan_patch(self, name: str, path: str, old: str | None, new: str | None, replace_all: bool) -> _Plan:
         folder, before = await self._locate(name)
         clean = _patchable_path(path)
         if clean not in before:
             raise AuthoringRefused(f"refused: skill {name!r} has no file {clean}; files: {', '.join(sorted(before))}")
         text = _decode(before[clean], clean)
-        patched = _patched_text(text, _required(old, "old_string", "patch"), _required(new, "new_string", "patch"), replace_all, clean)
+        patched = _patched_text(
+            text, _required(old, "old_string", "patch"), _required(new, "new_string", "patch"), replace_all, clean
+        )
         data = patched.encode("utf-8")
         if clean == SKILL_MD:
             data = _validated_skill_md(name, data)
@@ -421,9 +439,7 @@ class SkillWorkshop:
             files = await read_folder(self._fs, folder)
             if SKILL_MD in files:
                 return folder, files
-        raise SkillAreaNotFound(
-            f"no draft or skill named {name!r} in your skill area; create it with propose_skill"
-        )
+        raise SkillAreaNotFound(f"no draft or skill named {name!r} in your skill area; create it with propose_skill")
 
     async def _refuse_links(self, name: str) -> None:
         for folder in (draft_folder(name), live_folder(name)):
@@ -522,9 +538,7 @@ def _validated_skill_md(name: str, data: bytes) -> bytes:
             f"refused: SKILL.md must keep 'name: {name}' (found {fields.get('name')!r}); "
             "renaming is not supported — create a new skill instead"
         )
-    problems = [
-        p for p in check_fields(fields, folder=name) if p.error and p.code.startswith(_REFUSED_CODES)
-    ]
+    problems = [p for p in check_fields(fields, folder=name) if p.error and p.code.startswith(_REFUSED_CODES)]
     if problems:
         raise AuthoringRefused(f"refused: {'; '.join(p.message for p in problems)}")
     return data

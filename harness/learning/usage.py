@@ -27,7 +27,6 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from filesystems import AbstractFilesystem, VersionConflict
-
 from harness.context import RuntimeContext
 from harness.learning._layout import SKILLS, USAGE_SIDECAR, scope_source
 from harness.learning._time import Clock, from_iso, system_clock, to_iso

@@ -61,18 +61,14 @@ class AnthropicModel(Model):
         )
 
     @classmethod
-    def from_env(
-        cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any
-    ) -> AnthropicModel:
+    def from_env(cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> AnthropicModel:
         """Build from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``; keyword arguments win.
 
         Raises ``ModelError`` when no API key is given either way.
         """
         return cls(model=model, **options_from_env("anthropic", model, environ, kwargs, DEFAULT_BASE_URL))
 
-    async def _complete(
-        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
-    ) -> ModelReply:
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         request: dict[str, Any] = {
             "model": self.model,
@@ -83,8 +79,7 @@ class AnthropicModel(Model):
             request["system"] = system
         if tools:
             request["tools"] = [
-                {"name": s.name, "description": s.description, "input_schema": s.parameters}
-                for s in tools
+                {"name": s.name, "description": s.description, "input_schema": s.parameters} for s in tools
             ]
         try:
             response = await self._client.messages.create(**request)
@@ -100,9 +95,7 @@ class AnthropicModel(Model):
         usage = response.usage
         return ModelReply(
             message=Message.assistant("".join(texts), calls),
-            usage=Usage(
-                input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0
-            ),
+            usage=Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0),
         )
 
     async def _aclose(self) -> None:
@@ -129,15 +122,10 @@ def _wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [
-            {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
-        ]
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
     # The API refuses empty text blocks (an assistant turn that only calls tools has no text).
-    blocks: list[dict[str, Any]] = (
-        [{"type": "text", "text": message.content}] if message.content else []
-    )
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
     blocks.extend(
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
-        for call in message.tool_calls
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments} for call in message.tool_calls
     )
     return blocks

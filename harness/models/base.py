@@ -62,9 +62,7 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
-            raise ValueError(
-                f"unknown message role {self.role!r}; expected one of {sorted(_ROLES)}"
-            )
+            raise ValueError(f"unknown message role {self.role!r}; expected one of {sorted(_ROLES)}")
         if self.tool_calls and self.role != "assistant":
             raise ValueError(f"only assistant messages carry tool calls, not {self.role!r}")
         if self.role == "tool" and not self.tool_call_id:
@@ -138,15 +136,11 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
     def __post_init__(self) -> None:
         if not _TOOL_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'"
-            )
+            raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
         if self.parameters.get("type") != "object":
             raise ValueError(f"the parameters schema of tool {self.name!r} must have type 'object'")
 
@@ -173,9 +167,7 @@ class Model(ABC):
         self.name = name
         self._closed = False
 
-    async def complete(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
-    ) -> ModelReply:
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelReply:
         """The model's next message for ``messages``, with ``tools`` offered to it."""
         if self._closed:
             raise ModelError(f"model {self.name} is closed")
@@ -188,9 +180,7 @@ class Model(ABC):
         return await self._complete(tuple(messages), tuple(tools))
 
     @abstractmethod
-    async def _complete(
-        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
-    ) -> ModelReply:
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         """Backend primitive behind ``complete`` (inputs already checked)."""
 
     async def aclose(self) -> None:

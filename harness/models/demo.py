@@ -39,8 +39,7 @@ _PLACEHOLDER = re.compile(r"([\"']?)(?:<[^<>\s][^<>]*>|\{[^{}\s][^{}]*\})\1")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     "a an and are as asks at be by can could do for from how i in is it me my of on or please "
-    "should that the this to use used user uses using want what when which with would you your"
-    .split()
+    "should that the this to use used user uses using want what when which with would you your".split()
 )
 _MAX_STEPS = 4
 _MAX_OUTPUT = 2000
@@ -66,9 +65,7 @@ class DemoModel(Model):
     def __init__(self, *, name: str = "demo") -> None:
         super().__init__(name=name)
 
-    async def _complete(
-        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
-    ) -> ModelReply:
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         offered = {spec.name for spec in tools}
         reply = _next_message(messages, offered)
         prompt_chars = sum(len(m.content) for m in messages)
@@ -124,9 +121,7 @@ def _next_message(messages: tuple[Message, ...], offered: set[str]) -> Message:
     return _final(_skill_name_of(calls, catalog), last, result)
 
 
-def _run_or_summarise(
-    name: str, body: str, root: str | None, request: str, offered: set[str], next_id: str
-) -> Message:
+def _run_or_summarise(name: str, body: str, root: str | None, request: str, offered: set[str], next_id: str) -> Message:
     """Call the skill's script when there is one and a shell to run it, else summarise it."""
     command = _script_command(body, root, request) if root else None
     if command is None or SHELL_TOOL not in offered:
@@ -143,8 +138,7 @@ def _final(name: str, call: ToolCall, result: str) -> Message:
         if len(output) > _MAX_OUTPUT:
             output = output[:_MAX_OUTPUT] + " …"
         return Message.assistant(
-            f"Used the {name} skill: ran `{call.arguments.get('command', '')}`.\n"
-            f"Output:\n{output}"
+            f"Used the {name} skill: ran `{call.arguments.get('command', '')}`.\nOutput:\n{output}"
         )
     return Message.assistant(f"Used the {name} skill. Result:\n{result.strip()[:_MAX_OUTPUT]}")
 
@@ -186,9 +180,7 @@ def _best_match(request: str, catalog: list[_CatalogSkill]) -> _CatalogSkill | N
     chosen: _CatalogSkill | None = None
     for skill in catalog:
         # Name words count double: "review" in "code-reviewer" says more than in a description.
-        score = 2 * len(wanted & _words(skill.name.replace("-", " "))) + len(
-            wanted & _words(skill.description)
-        )
+        score = 2 * len(wanted & _words(skill.name.replace("-", " "))) + len(wanted & _words(skill.description))
         if score > best[0] or (score == best[0] and score and skill.name < best[1]):
             best, chosen = (score, skill.name), skill
     return chosen
@@ -231,7 +223,7 @@ def _script_command(body: str, root: str, request: str) -> str | None:
             continue
         interpreter, path, arguments = match.groups()
         filler = shlex.quote(request.strip() or "input")
-        arguments = _PLACEHOLDER.sub(lambda _: filler, arguments.strip())
+        arguments = _PLACEHOLDER.sub(lambda _, filler=filler: filler, arguments.strip())
         command = f"{root.rstrip('/')}/{path}"
         if interpreter:
             command = f"{interpreter} {command}"

@@ -60,18 +60,14 @@ class OpenAIModel(Model):
         )
 
     @classmethod
-    def from_env(
-        cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any
-    ) -> OpenAIModel:
+    def from_env(cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> OpenAIModel:
         """Build from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``; keyword arguments win over them.
 
         Raises ``ModelError`` when no API key is given either way.
         """
         return cls(model=model, **options_from_env("openai", model, environ, kwargs, DEFAULT_BASE_URL))
 
-    async def _complete(
-        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
-    ) -> ModelReply:
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [_wire_message(m) for m in messages],
@@ -143,6 +139,4 @@ def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
 def _parse_usage(usage: Any) -> Usage:
     if usage is None:
         return Usage()
-    return Usage(
-        input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0
-    )
+    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0)

@@ -11,10 +11,7 @@ from harness.models.errors import ScriptExhausted
 __all__ = ["ScriptStep", "ScriptedCall", "ScriptedModel"]
 
 ScriptStep = (
-    ModelReply
-    | Message
-    | str
-    | Callable[[tuple[Message, ...], tuple[ToolSpec, ...]], "ModelReply | Message | str"]
+    ModelReply | Message | str | Callable[[tuple[Message, ...], tuple[ToolSpec, ...]], "ModelReply | Message | str"]
 )
 """One scripted reply: a reply, an assistant message, plain answer text, or a function of the
 conversation and tools that returns one of those (for replies that depend on earlier results)."""
@@ -51,9 +48,7 @@ class ScriptedModel(Model):
         """Scripted replies not yet used."""
         return len(self._steps) - len(self.calls)
 
-    async def _complete(
-        self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
-    ) -> ModelReply:
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         index = len(self.calls)
         if index >= len(self._steps):
             last = messages[-1]

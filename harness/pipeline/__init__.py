@@ -1,12 +1,28 @@
 """The per-turn pipeline: layers as sources, merge, staging, catalog, watch and the turn plan."""
 
-from harness.pipeline.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource, describe_error, unsafe_file_path
+from harness.pipeline.catalog import (
+    LOAD_TOOL,
+    SHELL_TOOL,
+    WORKFLOW_CONTINUE_TOOL,
+    WORKFLOW_START_TOOL,
+    CatalogEntry,
+    entries_for,
+    render_catalog,
+)
+from harness.pipeline.layers import (
+    FolderLayer,
+    LayerEntry,
+    LayerResult,
+    MarketLayer,
+    SkillSource,
+    describe_error,
+    unsafe_file_path,
+)
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
-from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, StageResult, Stager, staged_mode
-from harness.pipeline.catalog import CatalogEntry, LOAD_TOOL, SHELL_TOOL, WORKFLOW_CONTINUE_TOOL, WORKFLOW_START_TOOL, entries_for, render_catalog
-from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
-from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.pipeline import SkillPipeline
+from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
+from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
 __all__ = [
     "DEBOUNCE_MS",

@@ -39,7 +39,9 @@ class CatalogEntry:
     workflow: bool = False
 
 
-def entries_for(skills: Sequence[Skill], files_roots: Mapping[str, str], workflows: frozenset[str] = frozenset()) -> list[CatalogEntry]:
+def entries_for(
+    skills: Sequence[Skill], files_roots: Mapping[str, str], workflows: frozenset[str] = frozenset()
+) -> list[CatalogEntry]:
     """Catalog entries for the visible (not hidden) skills, sorted by name."""
     return [
         CatalogEntry(

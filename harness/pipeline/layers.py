@@ -18,18 +18,26 @@ from pathlib import Path
 import anyio
 
 from filesystems import AbstractFilesystem
-from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository
-from repositories._layout import FILE, IGNORE_FILES, Child, Discovery, SkillLayout, discover, tree_from_paths
-from repositories._paths import VCS_FOLDERS
-from repositories.directory import discover_host, read_below, read_host_file
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
+from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository
+from repositories._layout import FILE, IGNORE_FILES, Child, Discovery, SkillLayout, discover, tree_from_paths
+from repositories._paths import VCS_FOLDERS
+from repositories.directory import discover_host, read_below, read_host_file
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FolderLayer", "LayerEntry", "LayerResult", "MarketLayer", "SkillSource", "describe_error", "unsafe_file_path"]
+__all__ = [
+    "FolderLayer",
+    "LayerEntry",
+    "LayerResult",
+    "MarketLayer",
+    "SkillSource",
+    "describe_error",
+    "unsafe_file_path",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -119,8 +127,7 @@ class FolderLayer(SkillSource):
         linked = {self._path(layout): layout.node for layout in found.skills if layout.link}
         self._linked = linked
         changed = [
-            layout for layout in found.skills
-            if self._parsed.get(self._path(layout), ("",))[0] != layout.main.token
+            layout for layout in found.skills if self._parsed.get(self._path(layout), ("",))[0] != layout.main.token
         ]
         contents, unreadable = await self._read_mains(changed)
         diagnostics += unreadable
@@ -183,7 +190,11 @@ class FolderLayer(SkillSource):
             (s.path[start:], Child(s.name, FILE, s.path, s.size, s.mode, s.version or f"{s.mtime}")) for s in stats
         )
         return discover(
-            "", list_dir, root_name=self.prefix.rsplit("/", 1)[-1] or self.source, read=ignore.__getitem__, by_folder=False
+            "",
+            list_dir,
+            root_name=self.prefix.rsplit("/", 1)[-1] or self.source,
+            read=ignore.__getitem__,
+            by_folder=False,
         )
 
     async def _read_mains(self, layouts: Sequence[SkillLayout[str]]) -> tuple[dict[str, bytes], list[Diagnostic]]:
@@ -271,7 +282,9 @@ class MarketLayer(SkillSource):
                 self._version = snapshot.version
         except Exception as exc:
             if self._version is None:
-                return self._with_failure(f"market {self.source!r} is unavailable and has no skills yet: {describe_error(exc)}")
+                return self._with_failure(
+                    f"market {self.source!r} is unavailable and has no skills yet: {describe_error(exc)}"
+                )
             return self._with_failure(
                 f"market {self.source!r} failed to refresh, serving its last good skills: {describe_error(exc)}"
             )
@@ -466,8 +479,12 @@ def _discover_host(host: Path, area: Path, follow: bool) -> Discovery[str]:
     link (or lies below one inside ``area``) is refused: its real path must be where it stands."""
     if not host.is_dir():
         return Discovery(skills=[], problems=[])
-    if not follow and os.path.realpath(host) != os.path.normpath(os.path.join(os.path.realpath(area), os.path.relpath(host, area))):
-        return Discovery(skills=[], problems=[f"symlink skipped: {host.name} (this folder is a link; links are not followed here)"])
+    if not follow and os.path.realpath(host) != os.path.normpath(
+        os.path.join(os.path.realpath(area), os.path.relpath(host, area))
+    ):
+        return Discovery(
+            skills=[], problems=[f"symlink skipped: {host.name} (this folder is a link; links are not followed here)"]
+        )
     return discover_host(host, follow=follow, skip_prefix=".tmp-", by_folder=False)
 
 

@@ -25,15 +25,15 @@ class Shadowing:
 
     def diagnostic(self) -> Diagnostic:
         """The shadowing as an ``info`` diagnostic."""
-        w, l = self.winner.skill, self.loser.skill
+        winner, loser = self.winner.skill, self.loser.skill
         return Diagnostic(
             severity="info",
             code="shadowed",
             message=(
-                f"skill {self.name!r} from {w.layer.value} layer ({w.source}, {w.location}) "
-                f"shadows the one from {l.layer.value} layer ({l.source}, {l.location})"
+                f"skill {self.name!r} from {winner.layer.value} layer ({winner.source}, {winner.location}) "
+                f"shadows the one from {loser.layer.value} layer ({loser.source}, {loser.location})"
             ),
-            location=w.location,
+            location=winner.location,
         )
 
 

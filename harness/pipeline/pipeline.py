@@ -21,18 +21,18 @@ import anyio
 from anyio.abc import TaskGroup
 
 from filesystems import AbstractFilesystem, FilesystemError, LocalFilesystem, ShellUnavailable
-from repositories import SkillRepository, disambiguate_sources
-from repositories._paths import SKILL_MD_NAMES
-from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, entries_for, render_catalog
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
-from harness.pipeline.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
 from harness.learning.scanner import MarketScanPolicy
+from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, entries_for, render_catalog
+from harness.pipeline.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
-from harness.skills.skill import Layer, is_workflow_package
-from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, StageResult, Stager
+from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.watch import TreeWatcher
+from harness.skills.skill import Layer, is_workflow_package
+from repositories import SkillRepository, disambiguate_sources
+from repositories._paths import SKILL_MD_NAMES
 
 __all__ = ["SkillPipeline"]
 
@@ -301,7 +301,9 @@ class SkillPipeline:
             for index, market in enumerate(self.markets):
                 group.start_soon(load_market, index, market)
         global_result = (
-            await self._global.current(self._is_watched(self._global)) if self._global is not None else self._global_missing
+            await self._global.current(self._is_watched(self._global))
+            if self._global is not None
+            else self._global_missing
         )
         workspace = await self._workspace.current(self._is_watched(self._workspace))
         return (global_result, *market_results, workspace)
@@ -312,7 +314,7 @@ class SkillPipeline:
         items: list[StageItem] = []
         unanswered: set[str] = set()
         readers: list[SkillSource] = [
-            *( [self._global.layer] if self._global is not None else [_EMPTY] ),
+            *([self._global.layer] if self._global is not None else [_EMPTY]),
             *self.markets,
             self._workspace.layer,
         ]
@@ -523,6 +525,8 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
     if len(kept) == len(result.entries):
         return result
     return LayerResult(entries=tuple(kept.values()), diagnostics=tuple(diagnostics))
+
+
 # One shared empty result: layers 1–3 are re-merged only when a result is a new object, so a
 # fresh empty one per turn would rebuild every user's view on every turn.
 _NO_SKILLS = LayerResult(entries=())

@@ -11,8 +11,8 @@ from harness.diagnostics import Diagnostic
 from harness.errors import SkillNotFound
 from harness.pipeline.layers import LayerEntry, SkillSource
 from harness.pipeline.merge import Shadowing
-from harness.skills.skill import Skill
 from harness.pipeline.staging import StageResult
+from harness.skills.skill import Skill
 
 __all__ = ["ResolvedSkill", "TurnPlan", "VisibilityPolicy"]
 
@@ -77,7 +77,8 @@ class TurnPlan:
         )
         if found is None:
             raise SkillNotFound(
-                f"no skill named {id_or_name!r}; available: " + ", ".join(sorted(s.skill.name for s in self.skills.values()))
+                f"no skill named {id_or_name!r}; available: "
+                + ", ".join(sorted(s.skill.name for s in self.skills.values()))
             )
         self.invoked.add(found.skill.skill_id)
         return found

@@ -161,11 +161,7 @@ class Stager:
                 self._last_items = items if isinstance(items, tuple) else None
                 return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
             manifest = await anyio.to_thread.run_sync(self._read_manifest)
-            needed = [
-                item
-                for item in items
-                if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
-            ]
+            needed = [item for item in items if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest]
             oversize = self._oversize(items)
             contents: dict[str, dict[str, _Fetched]] = {}
             try:
@@ -193,7 +189,10 @@ class Stager:
             if result.written or result.removed:
                 log.info(
                     "staged %s: %d written, %d unchanged, %d removed",
-                    self.cache_dir, result.written, result.unchanged, result.removed,
+                    self.cache_dir,
+                    result.written,
+                    result.unchanged,
+                    result.removed,
                 )
             for diagnostic in result.diagnostics:
                 if diagnostic.severity == "error":
@@ -469,8 +468,10 @@ class Stager:
                 lease = json.loads(path.read_bytes())
             except (OSError, ValueError):
                 continue
-            live = _pid_alive(lease.get("pid"), path.name) if lease.get("host") == host else (
-                time.time() - float(lease.get("time", 0)) < self.lease_grace
+            live = (
+                _pid_alive(lease.get("pid"), path.name)
+                if lease.get("host") == host
+                else (time.time() - float(lease.get("time", 0)) < self.lease_grace)
             )
             if live:
                 keys.update(str(k) for k in lease.get("keys", []))

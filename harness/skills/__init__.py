@@ -1,10 +1,36 @@
 """The SKILL.md model: frontmatter parsing, the spec's rules and validation. Pure: no I/O
 beyond reading the folders ``validate`` is pointed at."""
 
-from harness.skills.frontmatter import Frontmatter, FrontmatterError, MAX_ALIASES, MAX_DEPTH, MAX_FRONTMATTER_BYTES, TEXT_FIELDS, split_frontmatter
-from harness.skills.rules import ALLOWED_FIELDS, MAX_COMPATIBILITY_LENGTH, MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, Problem, check_fields, check_name, unsafe_name_reason, unsafe_segment_reason
+from harness.skills.frontmatter import (
+    MAX_ALIASES,
+    MAX_DEPTH,
+    MAX_FRONTMATTER_BYTES,
+    TEXT_FIELDS,
+    Frontmatter,
+    FrontmatterError,
+    split_frontmatter,
+)
+from harness.skills.rules import (
+    ALLOWED_FIELDS,
+    MAX_COMPATIBILITY_LENGTH,
+    MAX_DESCRIPTION_LENGTH,
+    MAX_NAME_LENGTH,
+    Problem,
+    check_fields,
+    check_name,
+    unsafe_name_reason,
+    unsafe_segment_reason,
+)
 from harness.skills.skill import Layer, Skill, load_skill
-from harness.skills.validation import FoundSkillDirs, SKILL_MD_NAMES, ValidationReport, discover_skill_dirs, find_skill_dirs, find_skill_md, validate_skill_dir
+from harness.skills.validation import (
+    SKILL_MD_NAMES,
+    FoundSkillDirs,
+    ValidationReport,
+    discover_skill_dirs,
+    find_skill_dirs,
+    find_skill_md,
+    validate_skill_dir,
+)
 
 __all__ = [
     "ALLOWED_FIELDS",

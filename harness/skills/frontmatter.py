@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 
 __all__ = [
-    "TEXT_FIELDS",
     "MAX_ALIASES",
     "MAX_DEPTH",
     "MAX_FRONTMATTER_BYTES",
+    "TEXT_FIELDS",
     "Frontmatter",
     "FrontmatterError",
     "split_frontmatter",
@@ -88,9 +88,7 @@ def split_frontmatter(data: bytes) -> Frontmatter:
     start = first_break + 1
     end, after = _closing_line(text, start)
     if end < 0:
-        raise FrontmatterError(
-            "unclosed-frontmatter", "SKILL.md frontmatter not properly closed with ---"
-        )
+        raise FrontmatterError("unclosed-frontmatter", "SKILL.md frontmatter not properly closed with ---")
     yaml_text = text[start:end]
     if len(yaml_text) > MAX_FRONTMATTER_BYTES:
         raise FrontmatterError(
@@ -200,9 +198,7 @@ def _check_flow_depth(yaml_text: str) -> None:
         elif char in "]}":
             depth = max(depth - 1, 0)
     if deepest > MAX_DEPTH:
-        raise FrontmatterError(
-            "yaml-too-deep", f"frontmatter nests deeper than {MAX_DEPTH} levels"
-        )
+        raise FrontmatterError("yaml-too-deep", f"frontmatter nests deeper than {MAX_DEPTH} levels")
 
 
 def _check_node(root: yaml.Node) -> None:

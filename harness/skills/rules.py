@@ -155,14 +155,15 @@ def check_name(name: object, folder: str | None) -> list[Problem]:
     if name.startswith("-") or name.endswith("-"):
         problems.append(Problem(code="name-hyphen-edge", message="Skill name cannot start or end with a hyphen"))
     if "--" in name:
-        problems.append(Problem(code="name-consecutive-hyphens", message="Skill name cannot contain consecutive hyphens"))
+        problems.append(
+            Problem(code="name-consecutive-hyphens", message="Skill name cannot contain consecutive hyphens")
+        )
     if not all(char.isalnum() or char == "-" for char in name):
         problems.append(
             Problem(
                 code="name-invalid-characters",
                 message=(
-                    f"Skill name '{name}' contains invalid characters. "
-                    "Only letters, digits, and hyphens are allowed."
+                    f"Skill name '{name}' contains invalid characters. Only letters, digits, and hyphens are allowed."
                 ),
             )
         )

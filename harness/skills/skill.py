@@ -129,7 +129,9 @@ def load_skill(
     if unsafe:
         return None, [
             *diagnostics,
-            Diagnostic(severity="error", code="unsafe-name", message=f"skipped: skill name {name!r} {unsafe}", location=where),
+            Diagnostic(
+                severity="error", code="unsafe-name", message=f"skipped: skill name {name!r} {unsafe}", location=where
+            ),
         ]
     description = fields.get("description")
     if not isinstance(description, str) or not description.strip():

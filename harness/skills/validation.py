@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from repositories.directory import discover_host
-
 from harness.skills.frontmatter import FrontmatterError, split_frontmatter
 from harness.skills.rules import check_fields
 from harness.skills.skill import Layer, load_skill
+from repositories.directory import discover_host
 
 __all__ = [
     "SKILL_MD_NAMES",

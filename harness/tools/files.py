@@ -16,8 +16,8 @@ from urllib.parse import unquote
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, FileStat, PathEscapeError, normalize_path
-from harness.tools.paging import looks_binary, page_lines
 from harness.tools.function import Tool, tool_from_function
+from harness.tools.paging import looks_binary, page_lines
 
 __all__ = ["MACHINE_OWNED", "MachineOwnedPath", "ModelView", "file_tools"]
 

@@ -38,9 +38,7 @@ __all__ = ["Tool", "ToolArgumentError", "ToolError", "tool", "tool_from_function
 ToolFunction = Callable[..., Awaitable[Any]]
 
 _JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Returns?|Raises|Yields?|Examples?|Notes?|See Also):\s*$"
-)
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns?|Raises|Yields?|Examples?|Notes?|See Also):\s*$")
 _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
@@ -124,9 +122,7 @@ def tool(
     return decorate
 
 
-def tool_from_function(
-    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
-) -> Tool:
+def tool_from_function(func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
     """Build a ``Tool`` from a function's signature, type hints and docstring.
 
     Supported hints: ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``tuple[X, ...]``,
@@ -279,8 +275,7 @@ def _check_object(value: dict[str, Any], schema: Mapping[str, Any], path: str) -
     unknown = sorted(set(value) - set(properties))
     if unknown and schema.get("additionalProperties", True) is False:
         return (
-            f"unknown argument(s) {', '.join(f'{path}{k}' for k in unknown)}; "
-            f"allowed: {', '.join(allowed) or 'none'}"
+            f"unknown argument(s) {', '.join(f'{path}{k}' for k in unknown)}; allowed: {', '.join(allowed) or 'none'}"
         )
     missing = [k for k in schema.get("required", ()) if k not in value]
     if missing:

@@ -15,14 +15,13 @@ from filesystems import CommandResult
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
-from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
 from harness.tools.function import Tool, tool_from_function
+from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
 
 if TYPE_CHECKING:
     from harness.pipeline.plan import ResolvedSkill, TurnPlan
 
 __all__ = ["MAX_LINES", "MAX_PAGE_BYTES", "UsageHooks", "load_skill_file", "skill_tools"]
-
 
 
 class UsageHooks(Protocol):

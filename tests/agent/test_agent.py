@@ -10,10 +10,10 @@ import pytest
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness, StepLimitExceeded
-from harness.errors import SkillNotFound
 from harness.agent.events import ShellRan, SkillLoaded, ToolReturned, TurnPrepared
-from harness.models import DemoModel, Message, ScriptedModel, ToolCall
 from harness.agent.sessions import InMemorySessionStore
+from harness.errors import SkillNotFound
+from harness.models import DemoModel, Message, ScriptedModel, ToolCall
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 
 ALICE = RuntimeContext(user_id="alice")
@@ -102,7 +102,12 @@ async def test_unknown_skill_raises_in_api_and_is_reported_in_message_form(tmp_p
 
 async def test_second_load_in_a_conversation_is_a_short_note(tmp_path: Path) -> None:
     model = ScriptedModel(
-        [_call("load_skill_through_path", skillId="weather_acme"), "a", _call("load_skill_through_path", skillId="weather"), "b"]
+        [
+            _call("load_skill_through_path", skillId="weather_acme"),
+            "a",
+            _call("load_skill_through_path", skillId="weather"),
+            "b",
+        ]
     )
     async with Harness(model=model, workspace=tmp_path, repositories=[_market()]) as agent:
         first = await agent.run("one", context=ALICE)
@@ -114,7 +119,9 @@ async def test_second_load_in_a_conversation_is_a_short_note(tmp_path: Path) -> 
 
 async def test_two_users_in_parallel_keep_separate_histories_and_catalogs(tmp_path: Path) -> None:
     (tmp_path / "alice" / "skills" / "private").mkdir(parents=True)
-    (tmp_path / "alice" / "skills" / "private" / "SKILL.md").write_text("---\nname: private\ndescription: Alice only.\n---\nx\n")
+    (tmp_path / "alice" / "skills" / "private" / "SKILL.md").write_text(
+        "---\nname: private\ndescription: Alice only.\n---\nx\n"
+    )
     seen: dict[str, list[str]] = {}
 
     def echo(messages: tuple[Message, ...], tools: object) -> str:
@@ -176,7 +183,9 @@ async def test_user_tools_from_plain_functions(tmp_path: Path) -> None:
 
 
 async def test_file_tools_work_in_the_users_area_only(tmp_path: Path) -> None:
-    model = ScriptedModel([_call("write_file", path="notes.txt", content="hi"), "ok", _call("read_file", path="notes.txt"), "no"])
+    model = ScriptedModel(
+        [_call("write_file", path="notes.txt", content="hi"), "ok", _call("read_file", path="notes.txt"), "no"]
+    )
     async with Harness(model=model, filesystem=LocalFilesystem(tmp_path, shell=True)) as agent:
         await agent.run("write", context=ALICE)
         bob = await agent.run("read", context=BOB)

@@ -40,12 +40,16 @@ orchestration:
 def _workspace(root: Path) -> None:
     digest = root / "skills" / "digest"
     (digest / "scripts").mkdir(parents=True)
-    (digest / "SKILL.md").write_text("---\nname: digest\ndescription: Use to build a digest of numbers.\n---\nA workflow.\n")
+    (digest / "SKILL.md").write_text(
+        "---\nname: digest\ndescription: Use to build a digest of numbers.\n---\nA workflow.\n"
+    )
     (digest / "workflow.yaml").write_text(WORKFLOW)
     (digest / "scripts" / "collect.py").write_text("import sys\nprint('collected 1 2 3 with', sys.argv[1])\n")
     writer = root / "skills" / "summary-writer"
     writer.mkdir(parents=True)
-    (writer / "SKILL.md").write_text("---\nname: summary-writer\ndescription: Writes summaries.\n---\nSummarise briefly.\n")
+    (writer / "SKILL.md").write_text(
+        "---\nname: summary-writer\ndescription: Writes summaries.\n---\nSummarise briefly.\n"
+    )
 
 
 async def test_workflow_skills_are_marked_and_their_tools_offered(tmp_path: Path) -> None:
@@ -73,7 +77,9 @@ async def test_run_workflow_performs_script_and_skill_actions(tmp_path: Path) ->
 
 async def test_model_drives_a_workflow_through_the_tools(tmp_path: Path) -> None:
     _workspace(tmp_path)
-    start = Message.assistant("", [ToolCall(id="w1", name="workflow_start", arguments={"skill": "digest", "run_id": "m1"})])
+    start = Message.assistant(
+        "", [ToolCall(id="w1", name="workflow_start", arguments={"skill": "digest", "run_id": "m1"})]
+    )
     model = ScriptedModel([start, "started"])
     async with Harness(model=model, workspace=tmp_path) as agent:
         await agent.run("make a digest", context=ALICE)

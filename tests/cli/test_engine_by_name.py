@@ -15,7 +15,19 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "code
 def test_engine_run_resolves_a_skill_name_from_the_users_layer(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLE, tmp_path / "alice" / "skills" / "code-review")
     result = subprocess.run(
-        [HARNESS, "engine", "run", "code-review", "--workspace", str(tmp_path), "--user", "alice", "--run-id", "r1", "--json"],
+        [
+            HARNESS,
+            "engine",
+            "run",
+            "code-review",
+            "--workspace",
+            str(tmp_path),
+            "--user",
+            "alice",
+            "--run-id",
+            "r1",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

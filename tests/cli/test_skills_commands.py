@@ -59,8 +59,12 @@ def test_stage_twice_writes_nothing_the_second_time(tmp_path: Path) -> None:
     first = json.loads(_cli("skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market)).stdout)
     second = json.loads(_cli("skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market)).stdout)
     assert first["written"] == 2 and second["written"] == 0 and second["unchanged"] == 2
-    (ws / ".skills-cache").joinpath(next(p.name for p in (ws / ".skills-cache").iterdir() if not p.name.startswith(".")), "tool", "SKILL.md").unlink()
-    repaired = json.loads(_cli("skills", "stage", "--json", "--verify", "--workspace", str(ws), "--repo", str(market)).stdout)
+    (ws / ".skills-cache").joinpath(
+        next(p.name for p in (ws / ".skills-cache").iterdir() if not p.name.startswith(".")), "tool", "SKILL.md"
+    ).unlink()
+    repaired = json.loads(
+        _cli("skills", "stage", "--json", "--verify", "--workspace", str(ws), "--repo", str(market)).stdout
+    )
     assert repaired["written"] == 1
     emptied = json.loads(_cli("skills", "stage", "--json", "--workspace", str(ws)).stdout)
     assert emptied["removed"] == 2 and (ws / "alice" / "skills" / "shared" / "SKILL.md").exists()
@@ -95,9 +99,7 @@ def test_market_publish_validates_then_uploads_to_mysql(tmp_path: Path, mysql_ds
         listed = json.loads(_cli("skills", "list", "--json", "--workspace", str(tmp_path / "ws"), "--repo", url).stdout)
         assert [s["name"] for s in listed["skills"]] == ["tool"]
     finally:
-        subprocess.run(
-            [sys.executable, "-c", _DROP, mysql_dsn, table], check=False, capture_output=True, timeout=60
-        )
+        subprocess.run([sys.executable, "-c", _DROP, mysql_dsn, table], check=False, capture_output=True, timeout=60)
 
 
 _DROP = """
@@ -139,7 +141,9 @@ def _down_markets(tmp_path: Path) -> list[str]:
 def test_stage_json_carries_the_diagnostics_of_markets_that_are_down_and_exits_1(tmp_path: Path) -> None:
     ws, market = _workspace(tmp_path)
     down = _down_markets(tmp_path)
-    result = _cli("skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market), "--repo", down[0], "--repo", down[1])
+    result = _cli(
+        "skills", "stage", "--json", "--workspace", str(ws), "--repo", str(market), "--repo", down[0], "--repo", down[1]
+    )
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     unavailable = [d for d in data["diagnostics"] if d["code"] == "market-unavailable"]

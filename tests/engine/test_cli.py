@@ -36,8 +36,20 @@ def test_cli_drives_the_review_workflow_to_completion(tmp_path: pathlib.Path) ->
     ]
     for status, extra in steps:
         action = run["pending"]["id"]
-        done = harness(tmp_path, "continue", "--run-id", "cli", "--status", status, "--summary", "ok",
-                       "--outcome-id", action, *extra, "--json")
+        done = harness(
+            tmp_path,
+            "continue",
+            "--run-id",
+            "cli",
+            "--status",
+            status,
+            "--summary",
+            "ok",
+            "--outcome-id",
+            action,
+            *extra,
+            "--json",
+        )
         assert done.returncode == 0, done.stderr
         run = json.loads(done.stdout)
     assert run["status"] == "blocked"
@@ -49,11 +61,35 @@ def test_cli_drives_the_review_workflow_to_completion(tmp_path: pathlib.Path) ->
     check = harness(tmp_path, "check", "--run-id", "cli", "--scope", "completion")
     assert check.returncode == 1 and "FAIL  posted" in check.stdout and "Next:" in check.stdout
     pending = json.loads(harness(tmp_path, "show", "--run-id", "cli", "--json").stdout)["pending"]["id"]
-    final = harness(tmp_path, "continue", "--run-id", "cli", "--status", "succeeded", "--summary", "posted",
-                    "--outcome-id", pending, "--state", "posted=true")
+    final = harness(
+        tmp_path,
+        "continue",
+        "--run-id",
+        "cli",
+        "--status",
+        "succeeded",
+        "--summary",
+        "posted",
+        "--outcome-id",
+        pending,
+        "--state",
+        "posted=true",
+    )
     assert final.returncode == 0 and "completed" in final.stdout and "Next: nothing" in final.stdout
-    again = harness(tmp_path, "continue", "--run-id", "cli", "--status", "succeeded", "--summary", "posted",
-                    "--outcome-id", pending, "--state", "posted=true")
+    again = harness(
+        tmp_path,
+        "continue",
+        "--run-id",
+        "cli",
+        "--status",
+        "succeeded",
+        "--summary",
+        "posted",
+        "--outcome-id",
+        pending,
+        "--state",
+        "posted=true",
+    )
     assert again.returncode == 0, again.stderr  # resubmitting the same outcome is a no-op
     assert harness(tmp_path, "check", "--run-id", "cli", "--scope", "completion").returncode == 0
     events = harness(tmp_path, "show", "--run-id", "cli", "--events")

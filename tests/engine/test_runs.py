@@ -179,7 +179,9 @@ async def test_retry_exhaustion_goes_to_on_failure(
 async def test_retry_exhaustion_without_on_failure_fails_the_run(
     engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]
 ) -> None:
-    skill = make_skill("fragile", {"workflow.yaml": RETRY_WORKFLOW % "", "guardrails.yaml": "max_retries_per_action: 0\n"})
+    skill = make_skill(
+        "fragile", {"workflow.yaml": RETRY_WORKFLOW % "", "guardrails.yaml": "max_retries_per_action: 0\n"}
+    )
     run = await engine.start(await SkillPackage.from_directory(skill), run_id="r2")
     run = await engine.resume("r2", answer(run, "failed", summary="disk full"))
     assert run.status == "failed"
@@ -188,9 +190,7 @@ async def test_retry_exhaustion_without_on_failure_fails_the_run(
         await engine.cancel("r2")
 
 
-async def test_max_iterations_blocks_the_run(
-    engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]
-) -> None:
+async def test_max_iterations_blocks_the_run(engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]) -> None:
     skill = make_skill("short", {"workflow.yaml": RETRY_WORKFLOW % "", "guardrails.yaml": "max_iterations: 2\n"})
     run = await engine.start(await SkillPackage.from_directory(skill), run_id="it")
     run = await engine.resume("it", answer(run, "failed"))
@@ -232,9 +232,7 @@ async def test_snapshot_tampering_is_detected(local_fs: LocalFilesystem) -> None
         await engine.inspect("tamper")
 
 
-async def test_run_is_pinned_to_its_snapshot(
-    engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]
-) -> None:
+async def test_run_is_pinned_to_its_snapshot(engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]) -> None:
     skill = make_skill("pinned", {"workflow.yaml": RETRY_WORKFLOW % ""})
     run = await engine.start(await SkillPackage.from_directory(skill), run_id="pin")
     (skill / "workflow.yaml").write_text((RETRY_WORKFLOW % "").replace("next: done", "next: rescue"))
@@ -252,11 +250,20 @@ async def test_upgrade_guards(engine: WorkflowEngine, make_skill: Callable[..., 
         await engine.upgrade("up", await SkillPackage.from_directory(other_name))
     adaptive = make_skill(
         "upgradable",
-        {"workflow.yaml": "goal: {statement: x}\ntools: [{id: build, kind: function, side_effect: write}]\norchestration: {mode: adaptive}\n"},
+        {
+            "workflow.yaml": "goal: {statement: x}\ntools: [{id: build, kind: function, side_effect: write}]\norchestration: {mode: adaptive}\n"
+        },
     )
     with pytest.raises(UpgradeRefused, match="adaptive"):
         await engine.upgrade("up", await SkillPackage.from_directory(adaptive))
-    no_step = make_skill("upgradable", {"workflow.yaml": (RETRY_WORKFLOW % "").replace("    - id: build\n", "    - id: compile\n").replace("entry: build", "entry: compile")})
+    no_step = make_skill(
+        "upgradable",
+        {
+            "workflow.yaml": (RETRY_WORKFLOW % "")
+            .replace("    - id: build\n", "    - id: compile\n")
+            .replace("entry: build", "entry: compile")
+        },
+    )
     with pytest.raises(UpgradeRefused, match="no step 'build'"):
         await engine.upgrade("up", await SkillPackage.from_directory(no_step))
     fixed = make_skill("upgradable", {"workflow.yaml": RETRY_WORKFLOW % ""})
@@ -346,7 +353,9 @@ async def test_comet_package_runs_end_to_end(engine: WorkflowEngine) -> None:
 async def test_executor_exception_becomes_a_failed_outcome(
     engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]
 ) -> None:
-    skill = make_skill("crashy", {"workflow.yaml": RETRY_WORKFLOW % "", "guardrails.yaml": "max_retries_per_action: 0\n"})
+    skill = make_skill(
+        "crashy", {"workflow.yaml": RETRY_WORKFLOW % "", "guardrails.yaml": "max_retries_per_action: 0\n"}
+    )
     await engine.start(await SkillPackage.from_directory(skill), run_id="ex")
     run = await engine.run_until_blocked("ex", ScriptedExecutor({}))
     assert run.status == "failed" and "AssertionError: no scripted outcome left" in (run.reason or "")

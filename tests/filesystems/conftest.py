@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from fs_cases import Case, drop_mysql_tables, mysql_table
 
 from filesystems import (
     AbstractFilesystem,
@@ -20,8 +21,6 @@ from filesystems import (
     SandboxFilesystem,
     SQLiteKeyValueStore,
 )
-
-from fs_cases import Case, drop_mysql_tables, mysql_table
 
 
 @pytest.fixture

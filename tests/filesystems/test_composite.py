@@ -82,9 +82,7 @@ async def test_move_across_routes_copies_then_deletes(
     assert await parts["default"].read_bytes("README") == b"read me"
 
 
-async def test_delete_covers_routes_below(
-    composite: CompositeFilesystem, parts: dict[str, AbstractFilesystem]
-) -> None:
+async def test_delete_covers_routes_below(composite: CompositeFilesystem, parts: dict[str, AbstractFilesystem]) -> None:
     await composite.write_text("data/b.txt", "x")
     await composite.write_text("data/deep/c.txt", "x")
     await composite.delete("data")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from fs_cases import Case, peer_result
 
 from filesystems import (
     FileStat,
@@ -11,8 +12,6 @@ from filesystems import (
     PathEscapeError,
     VersionConflict,
 )
-
-from fs_cases import Case, peer_result
 
 
 async def test_bytes_round_trip_exactly(case: Case) -> None:

@@ -21,9 +21,7 @@ async def workspace(sandbox_dir: Path) -> AsyncIterator[SandboxFilesystem]:
     async with SandboxFilesystem(sandbox_dir, output_limit=16384) as fs:
         await fs.write_text("AGENTS.md", "# agents\n")
         await fs.write_text("skills/shared/SKILL.md", "shared skill")
-        await fs.write_text(
-            "skills/shared/scripts/run.sh", "#!/bin/sh\necho ran shared\n", mode=0o755
-        )
+        await fs.write_text("skills/shared/scripts/run.sh", "#!/bin/sh\necho ran shared\n", mode=0o755)
         await fs.write_text("skills/both/SKILL.md", "workspace version")
         await fs.write_text("skills/both/only-in-workspace.txt", "w")
         await fs.write_text("knowledge/facts.md", "facts")
@@ -38,9 +36,7 @@ async def test_sandbox_runs_as_an_unprivileged_uid_when_root(workspace: SandboxF
     assert result.stdout.split() == ["65534", "65534"]
 
 
-async def test_etc_shadow_and_root_only_files_are_unreadable(
-    workspace: SandboxFilesystem, sandbox_dir: Path
-) -> None:
+async def test_etc_shadow_and_root_only_files_are_unreadable(workspace: SandboxFilesystem, sandbox_dir: Path) -> None:
     secret = sandbox_dir / "knowledge" / "root-only.txt"
     secret.write_text("top secret")
     secret.chmod(0o600)
@@ -70,9 +66,7 @@ async def test_another_users_area_is_unreachable_through_the_shell(
     assert (await alice.run("cat mine.txt")).stdout == "alice"
 
 
-async def test_a_symlink_to_a_host_file_leads_nowhere(
-    workspace: SandboxFilesystem, sandbox_dir: Path
-) -> None:
+async def test_a_symlink_to_a_host_file_leads_nowhere(workspace: SandboxFilesystem, sandbox_dir: Path) -> None:
     alice = workspace.scoped("alice")
     await alice.write_text("placeholder", "")
     os.symlink("/etc/hostname", sandbox_dir / "alice" / "host-link")
@@ -211,9 +205,7 @@ def test_harness_yaml_sets_the_sandbox_limits_and_timeout(sandbox_dir: Path) -> 
     fs = load_config(config).open_filesystem()
     assert isinstance(fs, SandboxFilesystem)
     assert fs.timeout_ceiling == 30
-    assert fs.limits == SandboxLimits(
-        processes=64, memory=2 << 30, file_size=512 << 20, tmp_size=None
-    )
+    assert fs.limits == SandboxLimits(processes=64, memory=2 << 30, file_size=512 << 20, tmp_size=None)
 
 
 def test_harness_yaml_limits_outside_sandbox_mode_are_a_config_error(sandbox_dir: Path) -> None:

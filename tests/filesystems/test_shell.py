@@ -6,9 +6,9 @@ import os
 import time
 
 import pytest
+from fs_cases import Case
 
 from filesystems import ShellUnavailable
-from fs_cases import Case
 
 
 async def test_stdout_stderr_and_exit_code_are_returned(shell_case: Case) -> None:
@@ -68,9 +68,7 @@ async def test_output_beyond_the_cap_is_dropped_and_flagged(shell_case: Case) ->
 async def test_timeout_kills_the_whole_process_group(shell_case: Case) -> None:
     marker = f"fs-timeout-{os.getpid()}-{time.monotonic_ns()}"
     started = time.monotonic()
-    result = await shell_case.fs.run(
-        f"sh -c 'sleep 30; echo {marker}' & sleep 30 & echo started; wait", timeout=0.5
-    )
+    result = await shell_case.fs.run(f"sh -c 'sleep 30; echo {marker}' & sleep 30 & echo started; wait", timeout=0.5)
     assert result.timed_out and not result.ok
     assert result.stdout == "started\n"
     assert time.monotonic() - started < 5

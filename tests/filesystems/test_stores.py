@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
 from fs_cases import drop_mysql_tables, mysql_table
+
 from filesystems import (
     KeyValueStore,
     MemoryKeyValueStore,

@@ -63,7 +63,9 @@ def test_review_records_a_later_decision(tmp_path: Path, capsys: pytest.CaptureF
 
     async def request() -> str:
         async with LocalFilesystem(tmp_path) as fs:
-            result = await SelfLearning(fs, gate=NotifyAndWaitGate()).request_promotion("one", context=RuntimeContext(user_id="alice"))
+            result = await SelfLearning(fs, gate=NotifyAndWaitGate()).request_promotion(
+                "one", context=RuntimeContext(user_id="alice")
+            )
             assert result.request_id is not None
             return result.request_id
 

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import anyio
-
 import pytest
 from learning_clock import ManualClock
 
@@ -18,7 +17,9 @@ from harness.learning import AuditLog, Curator, CuratorPolicy, Promoter, Sidecar
 POLICY = CuratorPolicy(stale_after_days=10, archive_after_days=30, interval_hours=24)
 
 
-def _curator(workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, **options: Any) -> Curator:
+def _curator(
+    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, **options: Any
+) -> Curator:
     return Curator(workspace, usage=usage, audit=audit, clock=clock, policy=POLICY, **options)
 
 
@@ -28,11 +29,21 @@ def _known(usage: SkillUsage | None) -> SkillUsage:
 
 
 async def _live_agent_skill(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, context: RuntimeContext, name: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    context: RuntimeContext,
+    name: str,
 ) -> None:
     shop = SkillWorkshop(
-        workspace.scoped(context.user_id), context=context, scope=context.user_id,
-        usage=usage.for_scope(context.user_id), audit=audit, clock=clock, auto_promote=True,
+        workspace.scoped(context.user_id),
+        context=context,
+        scope=context.user_id,
+        usage=usage.for_scope(context.user_id),
+        audit=audit,
+        clock=clock,
+        auto_promote=True,
     )
     await shop.propose_skill(name, "d", "b")
 
@@ -98,7 +109,14 @@ async def test_pinned_drafts_and_human_skills_are_never_touched(
     await usage.for_scope("alice").update(
         "pinned-one_workspace-namespaced", lambda u: dataclasses.replace(_known(u), pinned=True)
     )
-    shop = SkillWorkshop(workspace.scoped("alice"), context=alice, scope="alice", usage=usage.for_scope("alice"), audit=audit, clock=clock)
+    shop = SkillWorkshop(
+        workspace.scoped("alice"),
+        context=alice,
+        scope="alice",
+        usage=usage.for_scope("alice"),
+        audit=audit,
+        clock=clock,
+    )
     await shop.propose_skill("draft-one", "d", "b")
     await workspace.write_text("skills/human/SKILL.md", "---\nname: human\ndescription: d\n---\n")
     await usage.for_scope(None).record_view("human_workspace", clock.now)
@@ -106,13 +124,17 @@ async def test_pinned_drafts_and_human_skills_are_never_touched(
     report = await _curator(workspace, usage, audit, clock).run_once()
     assert report.transitions == ()
     assert report.areas == ("workspace", "users/alice")
-    assert await workspace.exists("alice/skills/pinned-one") and await workspace.exists("alice/skills/_drafts/draft-one")
+    assert await workspace.exists("alice/skills/pinned-one") and await workspace.exists(
+        "alice/skills/_drafts/draft-one"
+    )
 
 
 async def test_shared_workspace_skills_are_curated_too(
     workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext
 ) -> None:
-    shop = SkillWorkshop(workspace, context=alice, scope=None, usage=usage.for_scope(None), audit=audit, clock=clock, auto_promote=True)
+    shop = SkillWorkshop(
+        workspace, context=alice, scope=None, usage=usage.for_scope(None), audit=audit, clock=clock, auto_promote=True
+    )
     await shop.propose_skill("team-skill", "d", "b")
     clock.advance(days=40)
     report = await _curator(workspace, usage, audit, clock).run_once()
@@ -170,7 +192,14 @@ def test_policy_is_validated() -> None:
 async def test_promoted_skill_counts_from_its_promotion(
     workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext
 ) -> None:
-    shop = SkillWorkshop(workspace.scoped("alice"), context=alice, scope="alice", usage=usage.for_scope("alice"), audit=audit, clock=clock)
+    shop = SkillWorkshop(
+        workspace.scoped("alice"),
+        context=alice,
+        scope="alice",
+        usage=usage.for_scope("alice"),
+        audit=audit,
+        clock=clock,
+    )
     await shop.propose_skill("late", "d", "b")
     clock.advance(days=25)
     await Promoter(workspace, usage=usage, audit=audit, clock=clock).promote_skill("late", "carol", context=alice)

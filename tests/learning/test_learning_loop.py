@@ -32,7 +32,9 @@ async def test_visibility_is_off_unless_a_filter_is_given(workspace: LocalFilesy
     assert SelfLearning(workspace, visibility=CanaryFilter(5)).visibility is not None
 
 
-async def test_recorder_counts_into_the_sidecars(workspace: LocalFilesystem, alice: RuntimeContext, clock: ManualClock) -> None:
+async def test_recorder_counts_into_the_sidecars(
+    workspace: LocalFilesystem, alice: RuntimeContext, clock: ManualClock
+) -> None:
     loop = SelfLearning(workspace, clock=clock)
     await loop.recorder.record_view("x_workspace-namespaced", alice)
     record = await loop.usage.for_scope("alice").get("x_workspace-namespaced")

@@ -50,7 +50,9 @@ async def test_environment_filter_hides_agent_skills_elsewhere(
     loop, pipeline = loop_and_pipeline
     await loop.workshop(alice).propose_skill("dev-only", "Use in dev.", "b")
     await loop.promote_skill("dev-only", "carol", context=alice)
-    await workspace.write_text("alice/skills/by-hand/SKILL.md", "---\nname: by-hand\ndescription: Use always.\n---\nb\n")
+    await workspace.write_text(
+        "alice/skills/by-hand/SKILL.md", "---\nname: by-hand\ndescription: Use always.\n---\nb\n"
+    )
     assert (await pipeline.prepare(alice)).find("dev-only") is not None
     prod = await pipeline.prepare(dataclasses.replace(alice, environment="prod"))
     assert prod.find("dev-only") is None and prod.find("by-hand") is not None

@@ -36,21 +36,38 @@ async def drafted(
     workspace: LocalFilesystem, alice: RuntimeContext, usage: SidecarUsage, audit: AuditLog, clock: ManualClock
 ) -> str:
     shop = SkillWorkshop(
-        workspace.scoped("alice"), context=alice, scope="alice", usage=usage.for_scope("alice"), audit=audit, clock=clock
+        workspace.scoped("alice"),
+        context=alice,
+        scope="alice",
+        usage=usage.for_scope("alice"),
+        audit=audit,
+        clock=clock,
     )
     await shop.propose_skill(
-        "csv-report", "Use for CSV summaries.", "Run scripts/report.py.",
-        files=[{"path": "scripts/report.py", "content": "print('report')\n"}, {"path": "references/r.md", "content": "r"}],
+        "csv-report",
+        "Use for CSV summaries.",
+        "Run scripts/report.py.",
+        files=[
+            {"path": "scripts/report.py", "content": "print('report')\n"},
+            {"path": "references/r.md", "content": "r"},
+        ],
     )
     return "csv-report"
 
 
-def _promoter(workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, **options: Any) -> Promoter:
+def _promoter(
+    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, **options: Any
+) -> Promoter:
     return Promoter(workspace, usage=usage, audit=audit, clock=clock, **options)
 
 
 async def test_default_gate_rejects_and_keeps_the_draft(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     result = await _promoter(workspace, usage, audit, clock).request_promotion(drafted, context=alice)
     assert result.status == "rejected" and result.reviewer == "gate:reject-all"
@@ -60,7 +77,12 @@ async def test_default_gate_rejects_and_keeps_the_draft(
 
 
 async def test_operator_promotes_under_the_reject_all_default(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     changes: list[str | None] = []
     promoter = _promoter(workspace, usage, audit, clock, on_change=changes.append)
@@ -71,7 +93,12 @@ async def test_operator_promotes_under_the_reject_all_default(
     assert not await workspace.exists("alice/skills/_drafts/csv-report")
     record = await usage.for_scope("alice").get("csv-report_workspace-namespaced")
     assert record is not None
-    assert (record.state, record.created_by, record.promoted_by, record.promoted_at) == ("active", "agent", "carol", clock.now)
+    assert (record.state, record.created_by, record.promoted_by, record.promoted_at) == (
+        "active",
+        "agent",
+        "carol",
+        clock.now,
+    )
     [entry] = await audit.query(predicate=lambda e: e.op == "promotion.promote")
     assert entry.actor == "operator:carol" and entry.decision == "applied"
     assert changes == ["alice"]
@@ -85,7 +112,12 @@ async def test_promoting_a_missing_draft_fails(
 
 
 async def test_promotion_archives_a_live_skill_it_replaces(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     await workspace.write_text("alice/skills/csv-report/SKILL.md", "---\nname: csv-report\ndescription: old\n---\n")
     await _promoter(workspace, usage, audit, clock).promote_skill(drafted, "carol", context=alice)
@@ -95,7 +127,12 @@ async def test_promotion_archives_a_live_skill_it_replaces(
 
 
 async def test_local_approval_gate_asks_the_prompter(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     seen: list[ReviewRequest] = []
 
@@ -106,26 +143,44 @@ async def test_local_approval_gate_asks_the_prompter(
     promoter = _promoter(workspace, usage, audit, clock, gate=LocalApprovalGate(approve, reviewer="dana"))
     result = await promoter.request_promotion(drafted, context=alice, reason="used daily")
     assert result.status == "promoted" and result.reviewer == "dana"
-    assert seen[0].files == {"SKILL.md": len(await workspace.read_bytes("alice/skills/csv-report/SKILL.md")),
-                             "references/r.md": 1, "scripts/report.py": 16}
+    assert seen[0].files == {
+        "SKILL.md": len(await workspace.read_bytes("alice/skills/csv-report/SKILL.md")),
+        "references/r.md": 1,
+        "scripts/report.py": 16,
+    }
     assert seen[0].reason == "used daily"
 
 
 async def test_local_approval_gate_can_decline(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     async def decline(request: ReviewRequest) -> bool:
         return False
 
-    result = await _promoter(workspace, usage, audit, clock, gate=LocalApprovalGate(decline)).request_promotion(drafted, context=alice)
+    result = await _promoter(workspace, usage, audit, clock, gate=LocalApprovalGate(decline)).request_promotion(
+        drafted, context=alice
+    )
     assert result.status == "rejected"
     assert await workspace.exists("alice/skills/_drafts/csv-report")
 
 
-@pytest.mark.parametrize(("answer", "status"), [("y\n", "promoted"), ("yes\n", "promoted"), ("\n", "rejected"), ("no\n", "rejected")])
+@pytest.mark.parametrize(
+    ("answer", "status"), [("y\n", "promoted"), ("yes\n", "promoted"), ("\n", "rejected"), ("no\n", "rejected")]
+)
 async def test_stdin_prompter_reads_the_answer(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext,
-    drafted: str, answer: str, status: str,
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
+    answer: str,
+    status: str,
 ) -> None:
     output = io.StringIO()
     gate = LocalApprovalGate(StdinPrompter(input_stream=io.StringIO(answer), output_stream=output))
@@ -136,7 +191,12 @@ async def test_stdin_prompter_reads_the_answer(
 
 
 async def test_notify_and_wait_completes_when_a_decision_is_recorded_later(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     notified: list[ReviewRequest] = []
 
@@ -163,7 +223,12 @@ async def test_notify_and_wait_completes_when_a_decision_is_recorded_later(
 
 
 async def test_notify_and_wait_rejection_keeps_the_draft(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     promoter = _promoter(workspace, usage, audit, clock, gate=NotifyAndWaitGate())
     pending = await promoter.request_promotion(drafted, context=alice)
@@ -181,7 +246,12 @@ async def test_unknown_review_ids_are_reported(
 
 
 async def test_request_promotion_tool(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext, drafted: str
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
 ) -> None:
     tool = _promoter(workspace, usage, audit, clock).tool(alice)
     assert tool.name == "request_promotion"
@@ -196,8 +266,14 @@ async def market(mysql_dsn: str) -> AsyncIterator[MySQLRepository]:
             yield repo
     finally:
         args = parse_mysql_dsn(mysql_dsn)
-        conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
-                                      password=args["password"], db=args["db"], autocommit=True)
+        conn = await aiomysql.connect(
+            host=args["host"],
+            port=args["port"],
+            user=args["user"],
+            password=args["password"],
+            db=args["db"],
+            autocommit=True,
+        )
         async with conn.cursor() as cur:
             for suffix in ("", "_files", "_generation"):
                 await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
@@ -205,8 +281,13 @@ async def market(mysql_dsn: str) -> AsyncIterator[MySQLRepository]:
 
 
 async def test_promotion_into_a_mysql_market(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext,
-    drafted: str, market: MySQLRepository,
+    workspace: LocalFilesystem,
+    usage: SidecarUsage,
+    audit: AuditLog,
+    clock: ManualClock,
+    alice: RuntimeContext,
+    drafted: str,
+    market: MySQLRepository,
 ) -> None:
     promoter = _promoter(workspace, usage, audit, clock, target=RepositoryTarget(market))
     result = await promoter.promote_skill(drafted, "carol", context=alice)
@@ -218,6 +299,10 @@ async def test_promotion_into_a_mysql_market(
     assert await market.read_file("csv-report", "scripts/report.py") == b"print('report')\n"
     assert not await workspace.exists("alice/skills/_drafts/csv-report")
     shared = await usage.for_scope(None).get(f"csv-report_{market.source}")
-    assert shared is not None and (shared.state, shared.promoted_by, shared.environments) == ("active", "carol", ("dev",))
+    assert shared is not None and (shared.state, shared.promoted_by, shared.environments) == (
+        "active",
+        "carol",
+        ("dev",),
+    )
     draft = await usage.for_scope("alice").get("csv-report_workspace-namespaced")
     assert draft is not None and draft.state == "archived"

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -18,8 +19,6 @@ from harness.learning import (
     SkillAreaNotFound,
     SkillWorkshop,
 )
-
-from learning_clock import ManualClock
 
 
 def _workshop(
@@ -64,7 +63,9 @@ async def test_propose_writes_a_draft_in_the_callers_area(
     shop: SkillWorkshop, workspace: LocalFilesystem, changes: list[str | None]
 ) -> None:
     result = await shop.propose_skill(
-        "csv-report", "Use for CSV summaries.", "# Steps\nRun the script.",
+        "csv-report",
+        "Use for CSV summaries.",
+        "# Steps\nRun the script.",
         files=[{"path": "scripts/report.py", "content": "print('hi')\n"}],
     )
     assert result["path"] == "skills/_drafts/csv-report" and result["state"] == "draft"
@@ -95,7 +96,9 @@ async def test_two_users_drafts_stay_apart(
     assert "alice's" in await workspace.read_text("alice/skills/_drafts/notes/SKILL.md")
     assert "bob's" in await workspace.read_text("bob/skills/_drafts/notes/SKILL.md")
     with pytest.raises(SkillAreaNotFound):
-        await _workshop(workspace, bob, usage, audit, clock).skill_manage("patch", "other", old_string="a", new_string="b")
+        await _workshop(workspace, bob, usage, audit, clock).skill_manage(
+            "patch", "other", old_string="a", new_string="b"
+        )
 
 
 async def test_auto_promote_writes_the_live_folder(
@@ -106,7 +109,11 @@ async def test_auto_promote_writes_the_live_folder(
     assert result["state"] == "active"
     assert await workspace.exists("alice/skills/live-one/SKILL.md")
     record = await usage.for_scope("alice").get("live-one_workspace-namespaced")
-    assert record is not None and (record.created_by, record.state, record.promoted_by) == ("agent", "active", "auto-promote")
+    assert record is not None and (record.created_by, record.state, record.promoted_by) == (
+        "agent",
+        "active",
+        "auto-promote",
+    )
 
 
 @pytest.mark.parametrize("name", ["Bad", "a--b", "-a", "a_b", "../x", "", "x" * 65, "_drafts", ".archive"])
@@ -116,7 +123,9 @@ async def test_invalid_names_are_refused(shop: SkillWorkshop, workspace: LocalFi
     assert await workspace.walk("alice/skills") == []
 
 
-@pytest.mark.parametrize("path", ["SKILL2.md", "notes.txt", "scripts", "../x/y", "/etc/passwd", "scripts/.env", "bin/run.sh"])
+@pytest.mark.parametrize(
+    "path", ["SKILL2.md", "notes.txt", "scripts", "../x/y", "/etc/passwd", "scripts/.env", "bin/run.sh"]
+)
 async def test_files_outside_the_allowed_folders_are_refused(shop: SkillWorkshop, path: str) -> None:
     with pytest.raises(AuthoringRefused, match="refused"):
         await shop.propose_skill("x", "d", "b", files=[{"path": path, "content": "x"}])
@@ -136,7 +145,9 @@ async def test_size_limits_are_enforced(
         await shop.propose_skill("x", "d", "b", files=[{"path": "references/big.md", "content": "x" * 101}])
     with pytest.raises(AuthoringRefused, match="exceed the limit"):
         await shop.propose_skill(
-            "x", "d", "b",
+            "x",
+            "d",
+            "b",
             files=[{"path": "references/a.md", "content": "a"}, {"path": "references/b.md", "content": "b"}],
         )
 
@@ -189,8 +200,12 @@ async def test_patch_exact_match(shop: SkillWorkshop, workspace: LocalFilesystem
 
 
 async def test_patch_tolerates_whitespace_differences(shop: SkillWorkshop, workspace: LocalFilesystem) -> None:
-    await shop.propose_skill("x", "d", "b", files=[{"path": "references/a.md", "content": "def f():\n    return   1\n"}])
-    await shop.skill_manage("patch", "x", path="references/a.md", old_string="def f():\n  return 1", new_string="def f():\n    return 2")
+    await shop.propose_skill(
+        "x", "d", "b", files=[{"path": "references/a.md", "content": "def f():\n    return   1\n"}]
+    )
+    await shop.skill_manage(
+        "patch", "x", path="references/a.md", old_string="def f():\n  return 1", new_string="def f():\n    return 2"
+    )
     assert await workspace.read_text("alice/skills/_drafts/x/references/a.md") == "def f():\n    return 2\n"
 
 

@@ -59,9 +59,21 @@ async def test_concurrent_sidecar_updates_are_not_lost(usage: SidecarUsage, cloc
 
 async def test_records_round_trip_every_field(usage: SidecarUsage, clock: ManualClock) -> None:
     record = SkillUsage(
-        skill_id="x_workspace", name="x", created_by="agent", state="stale", views=3, uses=2, patches=1,
-        pinned=True, environments=("dev", "prod"), created_at=clock.now, last_viewed=clock.now,
-        last_used=clock.now, last_patched=clock.now, state_changed_at=clock.now, promoted_at=clock.now,
+        skill_id="x_workspace",
+        name="x",
+        created_by="agent",
+        state="stale",
+        views=3,
+        uses=2,
+        patches=1,
+        pinned=True,
+        environments=("dev", "prod"),
+        created_at=clock.now,
+        last_viewed=clock.now,
+        last_used=clock.now,
+        last_patched=clock.now,
+        state_changed_at=clock.now,
+        promoted_at=clock.now,
         promoted_by="carol",
     )
     await usage.for_scope(None).update("x_workspace", lambda _: record)
@@ -78,7 +90,10 @@ async def test_a_change_must_keep_the_skill_id(usage: SidecarUsage) -> None:
 def test_referenced_skills_match_whole_files_roots() -> None:
     roots = {"a_workspace": "/ws/skills/a", "ab_workspace": "/ws/skills/ab", "c_git": "/ws/.skills-cache/git/c"}
     assert referenced_skills("python3 /ws/skills/a/scripts/x.py", roots) == ["a_workspace"]
-    assert referenced_skills("ls '/ws/skills/ab'; cat /ws/.skills-cache/git/c/README", roots) == ["ab_workspace", "c_git"]
+    assert referenced_skills("ls '/ws/skills/ab'; cat /ws/.skills-cache/git/c/README", roots) == [
+        "ab_workspace",
+        "c_git",
+    ]
     assert referenced_skills("ls /ws/skills/abc", roots) == []
 
 
@@ -93,8 +108,14 @@ async def shared_stores(mysql_dsn: str) -> AsyncIterator[tuple[RemoteFilesystem,
             yield first, second
     finally:
         args = parse_mysql_dsn(mysql_dsn)
-        conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
-                                      password=args["password"], db=args["db"], autocommit=True)
+        conn = await aiomysql.connect(
+            host=args["host"],
+            port=args["port"],
+            user=args["user"],
+            password=args["password"],
+            db=args["db"],
+            autocommit=True,
+        )
         async with conn.cursor() as cur:
             for suffix in ("", "_meta"):
                 await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")

@@ -28,8 +28,15 @@ from harness.skills.skill import Layer, Skill
 def _skill(name: str, layer: Layer = Layer.USER) -> Skill:
     source = "workspace-namespaced" if layer is Layer.USER else "workspace"
     return Skill(
-        name=name, description="d", body="b", metadata={}, disable_model_invocation=False,
-        location=f"skills/{name}", folder=name, source=source, layer=layer,
+        name=name,
+        description="d",
+        body="b",
+        metadata={},
+        disable_model_invocation=False,
+        location=f"skills/{name}",
+        folder=name,
+        source=source,
+        layer=layer,
     )
 
 
@@ -96,7 +103,11 @@ def test_canary_buckets_are_stable_across_processes() -> None:
         "print(json.dumps([canary_bucket(f'user-{i}', 'rollout') for i in range(1000)]))"
     )
     other = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
         env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"},
     )
     assert json.loads(other.stdout) == here

@@ -18,8 +18,9 @@ WEATHER = ToolSpec(
 )
 
 
-def message(content: list[dict[str, Any]], stop: str = "end_turn", *, usage: tuple[int, int] = (0, 0)
-            ) -> dict[str, Any]:
+def message(
+    content: list[dict[str, Any]], stop: str = "end_turn", *, usage: tuple[int, int] = (0, 0)
+) -> dict[str, Any]:
     return {
         "id": "msg_1",
         "type": "message",
@@ -33,16 +34,22 @@ def message(content: list[dict[str, Any]], stop: str = "end_turn", *, usage: tup
 
 
 def make_model(server: WireServer, **kwargs: Any) -> AnthropicModel:
-    return AnthropicModel(model="claude-test", api_key="sk-ant-test", base_url=server.url,
-                          max_retries=0, timeout=10, **kwargs)
+    return AnthropicModel(
+        model="claude-test", api_key="sk-ant-test", base_url=server.url, max_retries=0, timeout=10, **kwargs
+    )
 
 
 async def test_tool_calling_round_trip(wire_server: WireServer) -> None:
-    wire_server.reply(message(
-        [{"type": "text", "text": "Checking."},
-         {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}],
-        "tool_use", usage=(30, 12),
-    ))
+    wire_server.reply(
+        message(
+            [
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+            ],
+            "tool_use",
+            usage=(30, 12),
+        )
+    )
     wire_server.reply(message([{"type": "text", "text": "3 °C and cloudy."}], usage=(60, 8)))
     conversation = [Message.system("You are terse."), Message.user("Weather in Oslo?")]
     async with make_model(wire_server) as model:
@@ -68,17 +75,23 @@ async def test_tool_calling_round_trip(wire_server: WireServer) -> None:
     assert first_request.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]}
     ]
-    assert first_request.body["tools"] == [{"name": "get_weather",
-                                            "description": "Current weather for a city.",
-                                            "input_schema": WEATHER.parameters}]
+    assert first_request.body["tools"] == [
+        {"name": "get_weather", "description": "Current weather for a city.", "input_schema": WEATHER.parameters}
+    ]
     assert second_request.body["messages"][1:] == [
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Checking."},
-            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "3 °C, cloudy"},
-        ]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "3 °C, cloudy"},
+            ],
+        },
     ]
 
 
@@ -99,22 +112,27 @@ async def test_parallel_tool_results_and_following_text_share_one_user_turn(
         await model.complete(conversation, [WEATHER])
     sent = wire_server.requests[0].body
     assert "system" not in sent
-    assert sent["messages"][1] == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Oslo"}},
-        {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Rome"}},
-    ]}
-    assert sent["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t1", "content": "cold"},
-        {"type": "tool_result", "tool_use_id": "t2", "content": "warm"},
-        {"type": "text", "text": "And tomorrow?"},
-    ]}
+    assert sent["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Oslo"}},
+            {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Rome"}},
+        ],
+    }
+    assert sent["messages"][2] == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "cold"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "warm"},
+            {"type": "text", "text": "And tomorrow?"},
+        ],
+    }
     assert len(sent["messages"]) == 3
 
 
 async def test_options_are_sent(wire_server: WireServer) -> None:
     wire_server.reply(message([{"type": "text", "text": "hi"}]))
-    async with make_model(wire_server, max_tokens=64, temperature=0.5,
-                          extra_body={"top_k": 5}) as model:
+    async with make_model(wire_server, max_tokens=64, temperature=0.5, extra_body={"top_k": 5}) as model:
         await model.complete([Message.user("hello")])
     body = wire_server.requests[0].body
     assert (body["max_tokens"], body["temperature"], body["top_k"]) == (64, 0.5, 5)
@@ -129,8 +147,7 @@ async def test_only_system_messages_are_refused_before_any_request(wire_server: 
 
 
 async def test_server_error_becomes_model_error(wire_server: WireServer) -> None:
-    wire_server.reply({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
-                      status=529)
+    wire_server.reply({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, status=529)
     async with make_model(wire_server) as model:
         with pytest.raises(ModelError, match="anthropic:claude-test at http://127.0.0.1:.* failed"):
             await model.complete([Message.user("hi")])

@@ -14,14 +14,12 @@ from harness.models.demo import DemoModel
 LOAD = ToolSpec(
     name="load_skill_through_path",
     description="Load a skill file.",
-    parameters={"type": "object", "properties": {"skillId": {"type": "string"}},
-                "required": ["skillId"]},
+    parameters={"type": "object", "properties": {"skillId": {"type": "string"}}, "required": ["skillId"]},
 )
 SHELL = ToolSpec(
     name="execute_shell_command",
     description="Run a shell command.",
-    parameters={"type": "object", "properties": {"command": {"type": "string"}},
-                "required": ["command"]},
+    parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
 )
 
 WEATHER_MD = """---
@@ -73,12 +71,22 @@ def skills_dir(tmp_path: Path) -> Path:
 
 
 def system_prompt(skills_dir: Path, *, roots: bool = True) -> Message:
-    return Message.system(catalog([
-        ("meeting-notes", "Turn a meeting transcript into notes & action items.",
-         skills_dir / "meeting-notes" if roots else None),
-        ("weather-report", "Use when the user asks about the weather or a forecast for a city.",
-         skills_dir / "weather-report" if roots else None),
-    ]))
+    return Message.system(
+        catalog(
+            [
+                (
+                    "meeting-notes",
+                    "Turn a meeting transcript into notes & action items.",
+                    skills_dir / "meeting-notes" if roots else None,
+                ),
+                (
+                    "weather-report",
+                    "Use when the user asks about the weather or a forecast for a city.",
+                    skills_dir / "weather-report" if roots else None,
+                ),
+            ]
+        )
+    )
 
 
 async def run_turn(
@@ -95,8 +103,7 @@ async def run_turn(
                 name = call.arguments["skillId"].removesuffix("_workspace")
                 result = (skills_dir / name / "SKILL.md").read_text()
             else:
-                done = subprocess.run(call.arguments["command"], shell=True, capture_output=True,
-                                      text=True, timeout=30)
+                done = subprocess.run(call.arguments["command"], shell=True, capture_output=True, text=True, timeout=30)
                 result = f"exit code {done.returncode}\n{done.stdout}{done.stderr}"
             conversation.append(Message.tool_result(call, result))
     raise AssertionError("the demo model did not finish within 6 steps")
@@ -106,12 +113,10 @@ async def test_chooses_loads_runs_and_summarises(skills_dir: Path) -> None:
     conversation = [system_prompt(skills_dir), Message.user("What's the weather forecast in Oslo?")]
     reply = await run_turn(DemoModel(), conversation, [LOAD, SHELL], skills_dir)
     load_call = conversation[2].tool_calls[0]
-    assert (load_call.name, load_call.arguments) == (
-        "load_skill_through_path", {"skillId": "weather-report_workspace"})
+    assert (load_call.name, load_call.arguments) == ("load_skill_through_path", {"skillId": "weather-report_workspace"})
     shell_call = conversation[4].tool_calls[0]
     assert shell_call.arguments["command"] == (
-        f"python3 {skills_dir}/weather-report/scripts/forecast.py --city "
-        "'What'\"'\"'s the weather forecast in Oslo?'"
+        f"python3 {skills_dir}/weather-report/scripts/forecast.py --city 'What'\"'\"'s the weather forecast in Oslo?'"
     )
     assert "Used the weather-report skill" in reply.message.content
     assert "forecast for What's the weather forecast in Oslo? : sunny, 21 C" in reply.message.content
@@ -127,8 +132,7 @@ async def test_skill_without_script_is_summarised_after_loading(skills_dir: Path
 
 async def test_without_a_match_it_answers_plainly(skills_dir: Path) -> None:
     model = DemoModel()
-    reply = await model.complete([system_prompt(skills_dir), Message.user("Tell me a joke")],
-                                 [LOAD, SHELL])
+    reply = await model.complete([system_prompt(skills_dir), Message.user("Tell me a joke")], [LOAD, SHELL])
     assert reply.message.tool_calls == ()
     assert reply.message.content == (
         "None of my skills fits that request. Skills I can use: meeting-notes, weather-report."
@@ -154,8 +158,7 @@ async def test_without_files_root_it_does_not_run_scripts(skills_dir: Path) -> N
 
 
 async def test_without_the_load_tool_it_only_names_the_skill(skills_dir: Path) -> None:
-    reply = await DemoModel().complete([system_prompt(skills_dir), Message.user("weather in Rome")],
-                                       [SHELL])
+    reply = await DemoModel().complete([system_prompt(skills_dir), Message.user("weather in Rome")], [SHELL])
     assert reply.message.tool_calls == ()
     assert reply.message.content.startswith("The skill weather-report fits")
 
@@ -186,14 +189,17 @@ async def test_explicit_invocation_runs_the_skill_without_loading(skills_dir: Pa
 
 
 async def test_command_in_a_code_block_wins_over_prose(skills_dir: Path, tmp_path: Path) -> None:
-    body = ("---\nname: tool\ndescription: d\n---\nThe helper scripts/old.sh is deprecated.\n\n"
-            "Run `bash {files-root}/scripts/new.sh --fast` to build.\n")
+    body = (
+        "---\nname: tool\ndescription: d\n---\nThe helper scripts/old.sh is deprecated.\n\n"
+        "Run `bash {files-root}/scripts/new.sh --fast` to build.\n"
+    )
     root = write_skill(tmp_path / "more", "builder", body, {"new.sh": "echo built fast\n"})
-    conversation = [Message.system(catalog([("builder", "Build the project", root)])),
-                    Message.user("build the project")]
+    conversation = [
+        Message.system(catalog([("builder", "Build the project", root)])),
+        Message.user("build the project"),
+    ]
     reply = await run_turn(DemoModel(), conversation, [LOAD, SHELL], tmp_path / "more")
-    assert conversation[4].tool_calls[0].arguments["command"] == (
-        f"bash {root}/scripts/new.sh --fast")
+    assert conversation[4].tool_calls[0].arguments["command"] == (f"bash {root}/scripts/new.sh --fast")
     assert "built fast" in reply.message.content
 
 

@@ -23,7 +23,10 @@ def test_message_constructors_set_roles() -> None:
     assert (reply.role, reply.tool_calls) == ("assistant", (call,))
     result = Message.tool_result(call, "found")
     assert (result.role, result.tool_call_id, result.name, result.content) == (
-        "tool", "c1", "lookup", "found",
+        "tool",
+        "c1",
+        "lookup",
+        "found",
     )
 
 
@@ -31,8 +34,10 @@ def test_message_constructors_set_roles() -> None:
     ("kwargs", "message"),
     [
         ({"role": "robot", "content": ""}, "unknown message role 'robot'"),
-        ({"role": "user", "content": "", "tool_calls": (ToolCall(id="c", name="t"),)},
-         "only assistant messages carry tool calls"),
+        (
+            {"role": "user", "content": "", "tool_calls": (ToolCall(id="c", name="t"),)},
+            "only assistant messages carry tool calls",
+        ),
         ({"role": "tool", "content": "x"}, "needs the tool_call_id"),
         ({"role": "user", "content": "x", "tool_call_id": "c"}, "only tool messages carry"),
     ],

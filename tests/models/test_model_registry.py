@@ -44,9 +44,7 @@ def test_demo_takes_no_model_name() -> None:
         open_model("demo:large")
 
 
-async def test_providers_from_installed_entry_points(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_providers_from_installed_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "acme_models.py").write_text(
         "from harness.models import ScriptedModel\n"
         "def build(model, **kwargs):\n"

@@ -6,11 +6,10 @@ import sys
 from typing import Any
 
 import pytest
+from model_wire import WireServer
 
 from harness.models import Message, ModelError, ModelUnavailable, ToolSpec
 from harness.models.openai import OpenAIModel
-
-from model_wire import WireServer
 
 WEATHER = ToolSpec(
     name="get_weather",
@@ -26,25 +25,33 @@ def completion(message: dict[str, Any], *, prompt: int = 0, completion: int = 0)
         "created": 0,
         "model": "gpt-test",
         "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }
 
 
 def make_model(server: WireServer) -> OpenAIModel:
-    return OpenAIModel(model="gpt-test", api_key="sk-test", base_url=f"{server.url}/v1",
-                       max_retries=0, timeout=10)
+    return OpenAIModel(model="gpt-test", api_key="sk-test", base_url=f"{server.url}/v1", max_retries=0, timeout=10)
 
 
 async def test_tool_calling_round_trip(wire_server: WireServer) -> None:
-    wire_server.reply(completion(
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
-        prompt=20, completion=7,
-    ))
-    wire_server.reply(completion({"role": "assistant", "content": "It is 3 °C in Oslo."},
-                                 prompt=40, completion=9))
+    wire_server.reply(
+        completion(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                    }
+                ],
+            },
+            prompt=20,
+            completion=7,
+        )
+    )
+    wire_server.reply(completion({"role": "assistant", "content": "It is 3 °C in Oslo."}, prompt=40, completion=9))
     conversation = [Message.system("You are terse."), Message.user("Weather in Oslo?")]
     async with make_model(wire_server) as model:
         first = await model.complete(conversation, [WEATHER])
@@ -64,21 +71,43 @@ async def test_tool_calling_round_trip(wire_server: WireServer) -> None:
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Weather in Oslo?"},
     ]
-    assert first_request.body["tools"] == [{"type": "function", "function": {
-        "name": "get_weather", "description": "Current weather for a city.",
-        "parameters": WEATHER.parameters}}]
+    assert first_request.body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": WEATHER.parameters,
+            },
+        }
+    ]
     assert second_request.body["messages"][2:] == [
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "3 °C, cloudy"},
     ]
 
 
 async def test_no_tools_means_no_tools_field_and_options_are_sent(wire_server: WireServer) -> None:
     wire_server.reply(completion({"role": "assistant", "content": "hi"}))
-    model = OpenAIModel(model="m", api_key="k", base_url=wire_server.url, max_tokens=50,
-                        temperature=0.0, extra_body={"top_p": 0.9}, max_retries=0)
+    model = OpenAIModel(
+        model="m",
+        api_key="k",
+        base_url=wire_server.url,
+        max_tokens=50,
+        temperature=0.0,
+        extra_body={"top_p": 0.9},
+        max_retries=0,
+    )
     async with model:
         await model.complete([Message.user("hello")])
     body = wire_server.requests[0].body
@@ -101,8 +130,17 @@ async def test_unreachable_server_becomes_model_error() -> None:
 
 
 async def test_tool_arguments_that_are_not_json_are_reported(wire_server: WireServer) -> None:
-    wire_server.reply(completion({"role": "assistant", "content": None, "tool_calls": [{
-        "id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{city"}}]}))
+    wire_server.reply(
+        completion(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{city"}}
+                ],
+            }
+        )
+    )
     async with make_model(wire_server) as model:
         with pytest.raises(ModelError, match="called get_weather with arguments that are not JSON"):
             await model.complete([Message.user("hi")], [WEATHER])
@@ -112,9 +150,7 @@ def test_from_env_reads_key_and_base_url_and_arguments_win() -> None:
     env = {"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
     assert OpenAIModel.from_env("m", environ=env).base_url == "http://127.0.0.1:1/v1"
     assert OpenAIModel.from_env("m", environ=env, base_url="http://x/v1").base_url == "http://x/v1"
-    assert OpenAIModel.from_env("m", environ={"OPENAI_API_KEY": "k"}).base_url == (
-        "https://api.openai.com/v1"
-    )
+    assert OpenAIModel.from_env("m", environ={"OPENAI_API_KEY": "k"}).base_url == ("https://api.openai.com/v1")
 
 
 def test_from_env_without_a_key_says_what_to_set() -> None:

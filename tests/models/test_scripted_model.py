@@ -7,8 +7,8 @@ import pytest
 from harness.models import (
     Message,
     ModelReply,
-    ScriptExhausted,
     ScriptedModel,
+    ScriptExhausted,
     ToolCall,
     ToolSpec,
     Usage,
@@ -19,11 +19,13 @@ LOOKUP = ToolSpec(name="lookup", description="Look something up.")
 
 async def test_replays_text_messages_and_replies_in_order() -> None:
     call = ToolCall(id="c1", name="lookup", arguments={"q": "x"})
-    model = ScriptedModel([
-        Message.assistant(tool_calls=[call]),
-        ModelReply(message=Message.assistant("done"), usage=Usage(input_tokens=5)),
-        "plain",
-    ])
+    model = ScriptedModel(
+        [
+            Message.assistant(tool_calls=[call]),
+            ModelReply(message=Message.assistant("done"), usage=Usage(input_tokens=5)),
+            "plain",
+        ]
+    )
     first = await model.complete([Message.user("go")], [LOOKUP])
     assert first.message.tool_calls == (call,)
     second = await model.complete([Message.user("go")])

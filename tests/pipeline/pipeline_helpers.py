@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import aiomysql
-
 import git_remote
+
 from filesystems import AbstractFilesystem, LocalFilesystem, RemoteFilesystem, SandboxFilesystem, SQLiteKeyValueStore
 from repositories import FileContents, MySQLRepository, SkillBundleContents
 from repositories.mysql import parse_mysql_dsn
@@ -27,7 +27,9 @@ def skill_text(name: str, description: str | None = None, extra: str = "") -> st
     return f"---\nname: {name}\ndescription: {description or f'Use for {name} tasks.'}\n{extra}---\n# {name}\nRun scripts/run.sh\n"
 
 
-def write_skill(root: Path, name: str, *, description: str | None = None, script: str | None = None, extra: str = "") -> Path:
+def write_skill(
+    root: Path, name: str, *, description: str | None = None, script: str | None = None, extra: str = ""
+) -> Path:
     folder = root / name
     (folder / "scripts").mkdir(parents=True, exist_ok=True)
     (folder / "SKILL.md").write_text(skill_text(name, description, extra))
@@ -36,14 +38,18 @@ def write_skill(root: Path, name: str, *, description: str | None = None, script
     return folder
 
 
-async def put_skill(fs: AbstractFilesystem, name: str, *, description: str | None = None, script: str | None = None) -> None:
+async def put_skill(
+    fs: AbstractFilesystem, name: str, *, description: str | None = None, script: str | None = None
+) -> None:
     """A skill folder ``skills/<name>`` written through ``fs`` (any mode, scoped or not)."""
     await fs.write_text(f"skills/{name}/SKILL.md", skill_text(name, description))
     if script is not None:
         await fs.write_text(f"skills/{name}/scripts/run.sh", script, mode=0o755)
 
 
-def bundle(name: str, *, description: str | None = None, script: str = "#!/bin/sh\necho market-{name}\n", extra: str = "") -> SkillBundleContents:
+def bundle(
+    name: str, *, description: str | None = None, script: str = "#!/bin/sh\necho market-{name}\n", extra: str = ""
+) -> SkillBundleContents:
     return SkillBundleContents(
         folder=name,
         skill_md=skill_text(name, description, extra).encode(),
@@ -110,7 +116,12 @@ async def mysql_market(dsn: str, bundles: Iterable[SkillBundleContents]) -> Asyn
 async def drop_tables(dsn: str, table: str) -> None:
     args = parse_mysql_dsn(dsn)
     conn = await aiomysql.connect(
-        host=args["host"], port=args["port"], user=args["user"], password=args["password"], db=args["db"], autocommit=True
+        host=args["host"],
+        port=args["port"],
+        user=args["user"],
+        password=args["password"],
+        db=args["db"],
+        autocommit=True,
     )
     try:
         async with conn.cursor() as cur:

@@ -6,12 +6,11 @@ import time
 from pathlib import Path
 
 import anyio
+from pipeline_helpers import write_skill
 
 from filesystems import LocalFilesystem
 from harness import RuntimeContext, SkillPipeline
 from repositories import DirectoryRepository
-
-from pipeline_helpers import write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 
@@ -29,7 +28,10 @@ async def test_warm_turns_skip_the_directory_market_until_it_changes(tmp_path: P
         return await original()
 
     repo.snapshot = counting_snapshot  # type: ignore[method-assign]
-    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[repo]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo]) as pipeline,
+    ):
         await pipeline.prepare(ALICE)
         for _ in range(5):
             await pipeline.prepare(ALICE)

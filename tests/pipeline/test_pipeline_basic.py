@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pipeline_helpers import bundle, write_skill
+
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
 from repositories import MemoryRepository
-
-from pipeline_helpers import bundle, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -38,7 +38,10 @@ async def test_user_layer_beats_workspace_beats_market(tmp_path: Path) -> None:
 
 async def test_second_stage_writes_nothing(tmp_path: Path) -> None:
     market = MemoryRepository([bundle("tool")], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[market]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market]) as pipeline,
+    ):
         first = await pipeline.prepare(ALICE)
         second = await pipeline.prepare(ALICE)
     assert first.staged is not None and first.staged.written == 2
@@ -47,7 +50,10 @@ async def test_second_stage_writes_nothing(tmp_path: Path) -> None:
 
 async def test_load_tool_and_shell_run_staged_script(tmp_path: Path) -> None:
     market = MemoryRepository([bundle("tool")], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[market]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market]) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         text = await load_skill_file(plan, "tool")
         assert text.startswith("---\nname: tool")

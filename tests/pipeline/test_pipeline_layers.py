@@ -10,15 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from filesystems import AbstractFilesystem
-from harness.context import RuntimeContext
-from harness.errors import SkillNotFound
-from harness.pipeline import SkillPipeline
-from harness.pipeline.plan import TurnPlan
-from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
-from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
-
 from pipeline_helpers import (
     MODES,
     GitRemote,
@@ -31,6 +22,14 @@ from pipeline_helpers import (
     write_skill,
     zipped_skill_package,
 )
+
+from filesystems import AbstractFilesystem
+from harness.context import RuntimeContext
+from harness.errors import SkillNotFound
+from harness.pipeline import SkillPipeline
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
+from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -77,7 +76,9 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
         market_dir = tmp_path / "dirmarket"
         write_skill(market_dir, "deploy", description="dir deploy", script=echo_script("dir-deploy"))
         write_skill(market_dir, "shared", description="dir shared", script=echo_script("dir-shared"))
-        package_name = dirs.enter_context(zipped_skill_package(tmp_path / "pkg", {"pack": "pkg-pack", "shared": "pkg-shared"}))
+        package_name = dirs.enter_context(
+            zipped_skill_package(tmp_path / "pkg", {"pack": "pkg-pack", "shared": "pkg-shared"})
+        )
         async with AsyncExitStack() as stack:
             git = await stack.enter_async_context(GitRepository(remote.url, cache_dir=tmp_path / "gitcache"))
             mysql = await stack.enter_async_context(
@@ -95,7 +96,9 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
             fs = await stack.enter_async_context(open_filesystem(mode, ws, bwrap=bwrap))
             await put_skill(fs, "shared", description="workspace shared", script=echo_script("ws-shared"))
             await put_skill(fs, "notes", description="workspace notes")
-            await put_skill(fs.scoped("alice"), "shared", description="alice shared", script=echo_script("alice-shared"))
+            await put_skill(
+                fs.scoped("alice"), "shared", description="alice shared", script=echo_script("alice-shared")
+            )
             await put_skill(fs.scoped("alice"), "secret", description="alice secret")
             await put_skill(fs.scoped("bob"), "bobby", description="bob only")
             yield World(

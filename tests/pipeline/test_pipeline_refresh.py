@@ -12,14 +12,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pipeline_helpers import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from repositories import GitRepository, MemoryRepository, MySQLRepository
-
-from pipeline_helpers import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -97,7 +96,10 @@ async def test_external_edits_show_after_the_watchers_debounce(tmp_path: Path) -
     write_skill(tmp_path / "alice" / "skills", "mine", description="alice first")
     glob = tmp_path / "global"
     write_skill(glob, "greet", description="hello once")
-    async with open_filesystem("local-shell", tmp_path) as fs, SkillPipeline(filesystem=fs, global_skills_dir=glob) as pipeline:
+    async with (
+        open_filesystem("local-shell", tmp_path) as fs,
+        SkillPipeline(filesystem=fs, global_skills_dir=glob) as pipeline,
+    ):
         assert "first words" in (await pipeline.prepare(ALICE)).catalog
         write_skill(tmp_path / "skills", "notes", description="second words")
         await _poll(pipeline, ALICE, "second words")
@@ -232,7 +234,9 @@ async def test_concurrent_turns_of_different_users_never_leak(tmp_path: Path) ->
         own = f"private to {plan.context.user_id}."
         assert own in plan.catalog
         assert plan.catalog.count("private to") == 1
-        assert plan.skills["mine_workspace-namespaced"].files_root == str(tmp_path / plan.context.user_id / "skills" / "mine")
+        assert plan.skills["mine_workspace-namespaced"].files_root == str(
+            tmp_path / plan.context.user_id / "skills" / "mine"
+        )
 
 
 async def test_an_edit_through_another_replica_of_the_store_shows_on_the_next_turn(tmp_path: Path) -> None:

@@ -10,12 +10,12 @@ import signal
 import sys
 from pathlib import Path
 
+from pipeline_helpers import GitRemote, bundle, echo_script, write_skill
+
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from repositories import DirectoryRepository, FileContents, GitRepository, MemoryRepository, SkillBundleContents
-
-from pipeline_helpers import GitRemote, bundle, echo_script, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -62,7 +62,10 @@ async def test_removing_a_market_from_the_configuration_removes_its_folder(tmp_p
 
 async def test_deleting_a_skill_upstream_removes_its_folder(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
+    ):
         await pipeline.prepare(ALICE)
         await acme.delete("lint")
         plan = await pipeline.prepare(ALICE)
@@ -73,7 +76,10 @@ async def test_deleting_a_skill_upstream_removes_its_folder(tmp_path: Path) -> N
 
 async def test_a_file_dropped_upstream_is_removed_from_the_staged_folder(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool")], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
+    ):
         await pipeline.prepare(ALICE)
         await acme.save(SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md))
         await pipeline.prepare(ALICE)
@@ -117,7 +123,10 @@ async def test_a_symlink_planted_in_the_cache_never_leads_outside(tmp_path: Path
     (tmp_path / ".skills-cache" / "beta").symlink_to(tmp_path / "alice")
     acme = MemoryRepository([bundle("tool")], name="acme")
     beta = MemoryRepository([bundle("skills")], name="beta")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme, beta]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme, beta]) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         verified = await pipeline.stage(verify=True)
     assert [p.name for p in victim.iterdir()] == ["notes.md"]
@@ -134,9 +143,17 @@ async def test_a_linked_subfolder_never_loses_files_when_upstream_drops_them(tmp
     victim = tmp_path / "alice" / "keep"
     victim.mkdir(parents=True)
     (victim / "old.sh").write_text("alice's")
-    files = (FileContents(path="scripts/run.sh", data=b"echo 1\n"), FileContents(path="scripts/old.sh", data=b"echo 2\n"))
-    acme = MemoryRepository([SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md, files=files)], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+    files = (
+        FileContents(path="scripts/run.sh", data=b"echo 1\n"),
+        FileContents(path="scripts/old.sh", data=b"echo 2\n"),
+    )
+    acme = MemoryRepository(
+        [SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md, files=files)], name="acme"
+    )
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
+    ):
         await pipeline.prepare(ALICE)
         scripts = tmp_path / ".skills-cache" / "acme" / "tool" / "scripts"
         for path in scripts.iterdir():
@@ -154,7 +171,10 @@ async def test_two_users_with_different_overrides_staging_concurrently_keep_ever
     write_skill(tmp_path / "alice" / "skills", "tool", description="alice tool")
     write_skill(tmp_path / "bob" / "skills", "lint", description="bob lint")
     acme = MemoryRepository([bundle("tool"), bundle("lint"), bundle("deploy")], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
+    ):
         for round_ in range(5):
             await acme.save(bundle("deploy", description=f"round {round_}"))
             alice, bob = await asyncio.gather(pipeline.prepare(ALICE), pipeline.prepare(BOB))
@@ -237,7 +257,10 @@ async def test_a_killed_process_lease_does_not_keep_folders_forever(tmp_path: Pa
 
 async def test_verify_repairs_files_changed_or_deleted_behind_the_stagers_back(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
+    ):
         await pipeline.prepare(ALICE)
         tool = tmp_path / ".skills-cache" / "acme" / "tool"
         (tool / "scripts" / "run.sh").write_text("#!/bin/sh\necho tampered\n")
@@ -292,7 +315,10 @@ async def test_nested_global_skills_sharing_a_folder_name_never_share_a_staged_f
     for team in ("team-a", "team-b"):
         folder = write_skill(glob / team, "tool", script=echo_script(team))
         (folder / "SKILL.md").write_text(f"---\nname: {team}-tool\ndescription: The tool of {team}.\n---\n")
-    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs, SkillPipeline(filesystem=fs, global_skills_dir=glob) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(filesystem=fs, global_skills_dir=glob) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         root = plan.skills["team-a-tool_global"].files_root
         run = await plan.filesystem.run(f"sh {root}/scripts/run.sh")

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pipeline_helpers import bundle, open_filesystem, put_skill, skill_text, write_skill
 
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
@@ -13,8 +14,6 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
-
-from pipeline_helpers import bundle, open_filesystem, put_skill, skill_text, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 HIDDEN = "disable-model-invocation: true\n"
@@ -43,7 +42,9 @@ def _docs_market() -> MemoryRepository:
         FileContents(path="references/wide.md", data=wide.encode()),
         FileContents(path="assets/logo.png", data=PNG),
     )
-    return MemoryRepository([SkillBundleContents(folder="docs", skill_md=skill_text("docs").encode(), files=files)], name="acme")
+    return MemoryRepository(
+        [SkillBundleContents(folder="docs", skill_md=skill_text("docs").encode(), files=files)], name="acme"
+    )
 
 
 # -- catalog ----------------------------------------------------------------------------------
@@ -62,7 +63,7 @@ async def test_catalog_text_is_xml_escaped(tmp_path: Path) -> None:
     ws = tmp_path / "a&b <ws>"
     market = MemoryRepository([bundle("tool", description='Use for <b>bold</b> & "quoted" text')], name="acme")
     plan = await _plan(ws, market)
-    assert "<description>Use for &lt;b&gt;bold&lt;/b&gt; &amp; \"quoted\" text</description>" in plan.catalog
+    assert '<description>Use for &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" text</description>' in plan.catalog
     assert f"<files-root>{tmp_path}/a&amp;b &lt;ws&gt;/.skills-cache/acme/tool</files-root>" in plan.catalog
     assert "<b>" not in plan.catalog
 
@@ -159,7 +160,10 @@ async def test_binary_files_are_described_not_dumped(tmp_path: Path) -> None:
     plan = await _plan(tmp_path, _docs_market())
     text = await _load(plan, skillId="docs", path="assets/logo.png")
     root = tmp_path / ".skills-cache" / "acme" / "docs"
-    assert text == f"assets/logo.png is a binary file (image/png, {len(PNG)} bytes) at {root}/assets/logo.png; it is not shown as text."
+    assert (
+        text
+        == f"assets/logo.png is a binary file (image/png, {len(PNG)} bytes) at {root}/assets/logo.png; it is not shown as text."
+    )
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../../x", "scripts/../../x", "~/x"])
@@ -169,7 +173,9 @@ async def test_absolute_and_escaping_paths_are_refused_with_the_real_paths(tmp_p
         await _load(plan, skillId="docs", path=path)
     message = str(refused.value)
     assert path in message
-    assert "available paths: SKILL.md, assets/logo.png, references/long.md, references/wide.md, scripts/run.sh" in message
+    assert (
+        "available paths: SKILL.md, assets/logo.png, references/long.md, references/wide.md, scripts/run.sh" in message
+    )
     assert "root:" not in message
 
 
@@ -223,7 +229,9 @@ async def test_loads_and_shell_uses_are_reported_with_the_real_skill_id(tmp_path
 async def test_a_single_5_mib_line_is_split_across_pages_that_stay_within_the_limit(tmp_path: Path) -> None:
     line = ("0123456789abcdé" * (5 * 1024 * 1024 // 16)).encode()
     files = (FileContents(path="data/one-line.txt", data=line + b"\nlast\n"),)
-    market = MemoryRepository([SkillBundleContents(folder="wide", skill_md=skill_text("wide").encode(), files=files)], name="acme")
+    market = MemoryRepository(
+        [SkillBundleContents(folder="wide", skill_md=skill_text("wide").encode(), files=files)], name="acme"
+    )
     plan = await _plan(tmp_path, market)
     pieces: list[str] = []
     offset = 1

@@ -22,7 +22,10 @@ from repositories import DirectoryRepository
 async def main(workspace: str, market: str, users: list[str]) -> None:
     repositories = [DirectoryRepository(Path(market))] if market else []
     result: dict[str, object] = {}
-    async with LocalFilesystem(workspace) as fs, SkillPipeline(filesystem=fs, repositories=repositories, watch=False) as pipeline:
+    async with (
+        LocalFilesystem(workspace) as fs,
+        SkillPipeline(filesystem=fs, repositories=repositories, watch=False) as pipeline,
+    ):
         for user in users:
             plan = await pipeline.prepare(RuntimeContext(user_id=user))
             result[user] = {"skills": sorted(plan.skills), "diagnostics": [d.message for d in plan.diagnostics]}

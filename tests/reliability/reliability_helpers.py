@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git_remote
+
 from repositories import BundleFile, SkillBundle, SkillRepository, Snapshot
 
 CACHE = ".skills-cache"
@@ -51,7 +52,9 @@ class HostileRepository(SkillRepository):
     """A custom market returning whatever folders and file paths it is told to, and (with
     ``extra``) answering ``read_files`` with additional unrequested, hostile paths."""
 
-    def __init__(self, skills: Sequence[HostileSkill], *, source: str = "hostile", extra: dict[str, bytes] | None = None) -> None:
+    def __init__(
+        self, skills: Sequence[HostileSkill], *, source: str = "hostile", extra: dict[str, bytes] | None = None
+    ) -> None:
         super().__init__(source=source)
         self._skills = {s.folder: s for s in skills}
         self._extra = dict(extra or {})
@@ -176,7 +179,15 @@ class PrivateMariaDB:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             probe = subprocess.run(
-                ["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{self.port}", "-uroot", "-e", "CREATE DATABASE IF NOT EXISTS test"],
+                [
+                    "mariadb",
+                    "--no-defaults",
+                    "-h127.0.0.1",
+                    f"-P{self.port}",
+                    "-uroot",
+                    "-e",
+                    "CREATE DATABASE IF NOT EXISTS test",
+                ],
                 capture_output=True,
             )
             if probe.returncode == 0:
@@ -224,5 +235,3 @@ class GitRemote(git_remote.GitRemote):
 
     def skill(self, name: str, *, description: str | None = None, files: dict[str, bytes] | None = None) -> None:
         write_skill(self.work / "skills", name, skill_md(name, description), files)
-
-

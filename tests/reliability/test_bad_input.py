@@ -8,25 +8,36 @@ import re
 from pathlib import Path
 
 import pytest
+from reliability_helpers import (
+    CACHE,
+    HostileRepository,
+    HostileSkill,
+    cache_problems,
+    skill_md,
+    tree_state,
+    write_skill,
+)
 
 from filesystems import InvalidUserId, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from harness.agent import Harness
-from harness.context import RuntimeContext
 from harness.agent.events import ToolReturned, TurnPrepared
-from harness.models import Message, ScriptedModel, ToolCall
+from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
+from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, InvalidRepositoryConfig, MemoryRepository, SkillBundleContents, check_source
 
-from reliability_helpers import CACHE, HostileRepository, HostileSkill, cache_problems, skill_md, tree_state, write_skill
-
 ALICE = RuntimeContext(user_id="alice")
 
-ALIAS_BOMB = b"---\nname: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n".encode()
-    for i in range(9)
-) + b"description: boom\n---\nbody\n"
+ALIAS_BOMB = (
+    b"---\nname: bomb\na: &a [x, x, x, x, x, x, x, x, x]\n"
+    + b"".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n".encode()
+        for i in range(9)
+    )
+    + b"description: boom\n---\nbody\n"
+)
 
 # folder -> (SKILL.md bytes, the diagnostic code that must name it)
 BROKEN: dict[str, tuple[bytes, str]] = {
@@ -44,10 +55,16 @@ BROKEN: dict[str, tuple[bytes, str]] = {
     "name-dotdot": (skill_md('".."'), "unsafe-name"),
     "name-nul": (skill_md('"evil\\0name"'), "unsafe-name"),
     "name-newline": (skill_md('"two\\nlines"'), "unsafe-name"),
-    "empty-description-trailing-space": (b"---\nname: empty-description-trailing-space\ndescription: \n---\nbody\n", "missing-description"),
+    "empty-description-trailing-space": (
+        b"---\nname: empty-description-trailing-space\ndescription: \n---\nbody\n",
+        "missing-description",
+    ),
     "name-c1-control": (skill_md('"a\\x85b"'), "unsafe-name"),
     "name-csi": (skill_md('"a\\x9b31mb"'), "unsafe-name"),
-    "folder-trailing-space ": (b"---\ndescription: the name comes from a folder ending in a space\n---\nbody\n", "unsafe-name"),
+    "folder-trailing-space ": (
+        b"---\ndescription: the name comes from a folder ending in a space\n---\nbody\n",
+        "unsafe-name",
+    ),
     "sp ace": (b"---\ndescription: the name comes from a folder with a space\n---\nbody\n", "unsafe-name"),
 }
 
@@ -55,8 +72,8 @@ BROKEN: dict[str, tuple[bytes, str]] = {
 def _python_tag(marker: Path) -> bytes:
     return (
         "---\nname: python-tag\n"
-        f"description: !!python/object/apply:os.system [\"touch {marker}\"]\n"
-        f"extra: !!python/object/new:os.system [\"touch {marker}\"]\n---\nbody\n"
+        f'description: !!python/object/apply:os.system ["touch {marker}"]\n'
+        f'extra: !!python/object/new:os.system ["touch {marker}"]\n---\nbody\n'
     ).encode()
 
 
@@ -72,7 +89,9 @@ def hostile_workspace(tmp_path: Path) -> Path:
     return ws
 
 
-async def test_broken_skills_are_skipped_with_a_diagnostic_and_good_ones_load(hostile_workspace: Path, tmp_path: Path) -> None:
+async def test_broken_skills_are_skipped_with_a_diagnostic_and_good_ones_load(
+    hostile_workspace: Path, tmp_path: Path
+) -> None:
     ws = hostile_workspace
     before = tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness"))
     async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
@@ -98,7 +117,10 @@ async def test_device_names_are_ordinary_names_that_stay_inside_their_folder(tmp
     )
     for folder in ("lpt1", "PRN"):
         write_skill(ws / "skills", folder, skill_md(folder))
-    async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     assert {"lpt1_workspace", "PRN_workspace", "nul_devices", "CON_devices", "aux_devices"} <= set(plan.skills)
     assert "name-not-lowercase" in {d.code for d in plan.diagnostics if "CON" in d.location}
@@ -112,7 +134,9 @@ async def test_device_names_are_ordinary_names_that_stay_inside_their_folder(tmp
 
 def _contents(name: str) -> SkillBundleContents:
     return SkillBundleContents(
-        folder=name, skill_md=skill_md(name), files=(FileContents(path="scripts/run.sh", data=f"echo {name}\n".encode()),)
+        folder=name,
+        skill_md=skill_md(name),
+        files=(FileContents(path="scripts/run.sh", data=f"echo {name}\n".encode()),),
     )
 
 
@@ -166,7 +190,9 @@ async def test_symlink_loops_and_escapes_in_skill_folders_are_never_followed(tmp
         (".git/config", FileNotFoundError),
     ],
 )
-async def test_load_tool_refuses_paths_outside_the_skill_and_lists_real_ones(tmp_path: Path, path: str, error: type[Exception]) -> None:
+async def test_load_tool_refuses_paths_outside_the_skill_and_lists_real_ones(
+    tmp_path: Path, path: str, error: type[Exception]
+) -> None:
     ws = tmp_path / "ws"
     write_skill(ws / "skills", "good", files={"references/guide.md": b"guide\n", ".env": b"TOKEN=1\n"})
     (tmp_path / "x").write_text("outside")
@@ -223,7 +249,10 @@ async def test_market_file_paths_escaping_the_cache_are_refused_per_file(tmp_pat
     )
     good = MemoryRepository([_contents("fine")], name="good")
     before = tree_state(tmp_path, skip=("ws/.skills-cache",))
-    async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[market, good], watch=False) as pipeline:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market, good], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         assert await load_skill_file(plan, "tricky", "ok.txt") == "fine\n"
         with pytest.raises(PermissionError):
@@ -237,7 +266,11 @@ async def test_market_file_paths_escaping_the_cache_are_refused_per_file(tmp_pat
         assert not list(tmp_path.rglob(name)), name
     assert not Path("/tmp/absolute.txt").exists() and not Path("/tmp/injected-abs").exists()
     assert tree_state(tmp_path, skip=("ws/.skills-cache",)) == before
-    staged = {p.relative_to(ws / CACHE / "hostile" / "tricky").as_posix() for p in (ws / CACHE / "hostile" / "tricky").rglob("*") if p.is_file()}
+    staged = {
+        p.relative_to(ws / CACHE / "hostile" / "tricky").as_posix()
+        for p in (ws / CACHE / "hostile" / "tricky").rglob("*")
+        if p.is_file()
+    }
     assert {"SKILL.md", "ok.txt", ".env", "scripts/.hidden/x"} <= staged  # dot-files inside a skill are its files
     assert staged <= {"SKILL.md", "ok.txt", "scripts/double.sh", ".env", "scripts/.hidden/x"}
     assert cache_problems(ws) == []
@@ -248,10 +281,16 @@ async def test_market_folder_names_that_are_not_one_safe_segment_are_skipped(tmp
     ws = tmp_path / "ws"
     ws.mkdir()
     market = HostileRepository(
-        [HostileSkill(folder=folder, skill_md=skill_md("sneaky"), files={"run.sh": b"echo hi\n"}), HostileSkill(folder="fine", skill_md=skill_md("fine"), files={})]
+        [
+            HostileSkill(folder=folder, skill_md=skill_md("sneaky"), files={"run.sh": b"echo hi\n"}),
+            HostileSkill(folder="fine", skill_md=skill_md("fine"), files={}),
+        ]
     )
     before = tree_state(tmp_path, skip=("ws/.skills-cache",))
-    async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     assert set(plan.skills) == {"fine_hostile"}
     assert any(d.code == "unsafe-market-folder" and d.severity == "error" for d in plan.diagnostics), plan.diagnostics
@@ -271,8 +310,27 @@ def test_market_source_slugs_that_could_leave_the_cache_are_refused(source: str)
 @pytest.mark.parametrize(
     "user_id",
     [
-        "../bob", "a/b", "skills", "Skills", ".hidden", "_drafts", "", "..", ".", "a\0b", "a\\b", "AGENTS.md", "knowledge", "x" * 256,
-        "a\x85b", "a\x9b31mb", "alice ", " alice", "alice\u200b", "a\u2028b", "e\u0301",
+        "../bob",
+        "a/b",
+        "skills",
+        "Skills",
+        ".hidden",
+        "_drafts",
+        "",
+        "..",
+        ".",
+        "a\0b",
+        "a\\b",
+        "AGENTS.md",
+        "knowledge",
+        "x" * 256,
+        "a\x85b",
+        "a\x9b31mb",
+        "alice ",
+        " alice",
+        "alice\u200b",
+        "a\u2028b",
+        "e\u0301",
     ],
 )
 async def test_unsafe_user_ids_are_refused_before_anything_is_touched(tmp_path: Path, user_id: str) -> None:
@@ -304,7 +362,9 @@ def _harness_dirs(ws: Path) -> list[str]:
     return [".harness"] if (ws / ".harness").exists() else []
 
 
-async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_outside(hostile_workspace: Path, tmp_path: Path) -> None:
+async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_outside(
+    hostile_workspace: Path, tmp_path: Path
+) -> None:
     ws = hostile_workspace
     write_skill(ws / "bob" / "skills", "bob-secret")
     (ws / "bob" / "note.txt").write_text("bob's note")
@@ -326,7 +386,9 @@ async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_ou
         ("list_files", {"path": ".."}),
     ]
     script = [
-        Message.assistant("", [ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(probes)]),
+        Message.assistant(
+            "", [ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(probes)]
+        ),
         "done",
     ]
     before = tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness"))
@@ -354,7 +416,9 @@ async def test_an_empty_description_with_a_trailing_space_in_a_market_fails_no_t
         ],
         name="acme",
     )
-    async with Harness(model=ScriptedModel(["done", "done"]), workspace=ws, repositories=[market], watch=False) as agent:
+    async with Harness(
+        model=ScriptedModel(["done", "done"]), workspace=ws, repositories=[market], watch=False
+    ) as agent:
         for user in ("alice", "bob"):
             result = await agent.run("go", context=RuntimeContext(user_id=user))
             assert result.reply == "done"

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from reliability_helpers import CACHE, GitRemote, PrivateMariaDB, cache_problems, private_mariadb, skill_md, write_skill
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem
 from harness.context import RuntimeContext
@@ -24,8 +25,6 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, GitRepository, MemoryRepository, MySQLRepository, SkillBundleContents
-
-from reliability_helpers import CACHE, GitRemote, PrivateMariaDB, cache_problems, private_mariadb, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -87,11 +86,17 @@ async def test_git_remote_gone_before_a_restart_serves_the_cached_clone(tmp_path
     remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
-    async with LocalFilesystem(ws, shell=True) as fs, GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
+    ):
         async with SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
             await pipeline.prepare(ALICE)
     shutil.rmtree(remote.bare)
-    async with LocalFilesystem(ws, shell=True) as fs, GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
+    ):
         async with SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
             restarted = await pipeline.prepare(ALICE)
     assert "deploy_team" in restarted.skills
@@ -121,7 +126,9 @@ def _bundle(name: str, tag: str) -> SkillBundleContents:
     )
 
 
-async def test_mysql_market_stopped_mid_run_serves_last_good_then_heals(mariadb: PrivateMariaDB, tmp_path: Path) -> None:
+async def test_mysql_market_stopped_mid_run_serves_last_good_then_heals(
+    mariadb: PrivateMariaDB, tmp_path: Path
+) -> None:
     ws = tmp_path / "ws"
     table = f"rel_{secrets.token_hex(4)}"
     async with (
@@ -185,7 +192,9 @@ def tiny_cache(tmp_path: Path) -> Iterator[Path]:
     ws = tmp_path / "ws"
     cache = ws / CACHE
     cache.mkdir(parents=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(cache)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(cache)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"mounting a tmpfs is not permitted here: {done.stderr.strip()}")
     try:
@@ -205,7 +214,10 @@ async def test_disk_full_during_staging_keeps_last_good_and_heals(tiny_cache: Pa
     ws = tiny_cache
     small = [_bundle(f"tool-{i}", "v1") for i in range(3)]
     market = MemoryRepository(small, name="acme")
-    async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline,
+    ):
         first = await pipeline.prepare(ALICE)
         await _user_writes(first)
         assert first.staged is not None and first.staged.written == 6
@@ -233,7 +245,9 @@ async def test_disk_full_during_staging_keeps_last_good_and_heals(tiny_cache: Pa
             await market.save(_bundle(f"tool-{i}", "v3"))
         no_room = await pipeline.prepare(ALICE)
         assert {s.skill.name for s in no_room.skills.values()} == {"tool-0", "tool-1", "tool-2"}
-        assert any("No space left" in d.message for d in no_room.diagnostics if d.severity == "error"), no_room.diagnostics
+        assert any("No space left" in d.message for d in no_room.diagnostics if d.severity == "error"), (
+            no_room.diagnostics
+        )
 
         filler.unlink()
         # A disk the kernel remounted read-only after errors: not even the manifest can be written.
@@ -242,7 +256,9 @@ async def test_disk_full_during_staging_keeps_last_good_and_heals(tiny_cache: Pa
             await market.save(_bundle("tool-0", "v4"))
             read_only = await pipeline.prepare(ALICE)
             assert {s.skill.name for s in read_only.skills.values()} == {"tool-0", "tool-1", "tool-2"}
-            assert any("Read-only" in d.message for d in read_only.diagnostics if d.severity == "error"), read_only.diagnostics
+            assert any("Read-only" in d.message for d in read_only.diagnostics if d.severity == "error"), (
+                read_only.diagnostics
+            )
         finally:
             subprocess.run(["mount", "-o", "remount,rw", str(ws / CACHE)], check=True)
         await market.save(_bundle("tool-0", "v3"))
@@ -271,7 +287,11 @@ def _fill(path: Path) -> None:
 def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None:
     market = tmp_path / "market"
     for i in range(150):
-        write_skill(market, f"skill-{i:03d}", files={f"references/part-{j}.md": os.urandom(2048).hex().encode() for j in range(12)})
+        write_skill(
+            market,
+            f"skill-{i:03d}",
+            files={f"references/part-{j}.md": os.urandom(2048).hex().encode() for j in range(12)},
+        )
     ws = tmp_path / "ws"
     write_skill(ws / "alice" / "skills", "mine")
     (ws / "alice" / "notes.md").parent.mkdir(parents=True, exist_ok=True)

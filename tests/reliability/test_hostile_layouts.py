@@ -23,15 +23,16 @@ from pathlib import Path
 
 import aiomysql
 import pytest
+from reliability_helpers import GitRemote, shared_dir, skill_md, write_skill
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
-from harness.pipeline.layers import FolderLayer
-from harness.skills.skill import Layer
 from harness.pipeline import SkillPipeline
+from harness.pipeline.layers import FolderLayer
 from harness.pipeline.plan import TurnPlan
-from harness.tools.skills import load_skill_file
+from harness.skills.skill import Layer
 from harness.skills.validation import discover_skill_dirs
+from harness.tools.skills import load_skill_file
 from repositories import (
     DirectoryRepository,
     FileContents,
@@ -43,8 +44,6 @@ from repositories import (
     SkillRepository,
 )
 from repositories.mysql import parse_mysql_dsn
-
-from reliability_helpers import GitRemote, shared_dir, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -76,7 +75,12 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
 async def drop_tables(dsn: str, table: str) -> None:
     args = parse_mysql_dsn(dsn)
     conn = await aiomysql.connect(
-        host=args["host"], port=args["port"], user=args["user"], password=args["password"], db=args["db"], autocommit=True
+        host=args["host"],
+        port=args["port"],
+        user=args["user"],
+        password=args["password"],
+        db=args["db"],
+        autocommit=True,
     )
     async with conn.cursor() as cur:
         for suffix in ("", "_files", "_generation"):
@@ -136,7 +140,9 @@ async def tree_market(kind: str, tmp_path: Path, files: dict[str, bytes]) -> Asy
 
 
 @pytest.mark.parametrize("kind", ["directory", "git", "package"])
-async def test_markets_serve_skills_in_dot_folders_with_their_dot_and_underscore_files(kind: str, tmp_path: Path) -> None:
+async def test_markets_serve_skills_in_dot_folders_with_their_dot_and_underscore_files(
+    kind: str, tmp_path: Path
+) -> None:
     async with tree_market(kind, tmp_path, CURATED) as repo:
         snap = await repo.snapshot()
         assert [b.folder for b in snap.bundles] == ["alpha", "beta"]
@@ -164,8 +170,13 @@ async def test_market_skill_md_at_the_top_does_not_hide_the_skills_below(kind: s
     assert any("loose file notes.md" in p for p in snap.problems)
 
 
-async def test_mysql_market_serves_dot_and_underscore_files_and_refuses_reserved_folders(mysql_dsn: str, tmp_path: Path) -> None:
-    files = (FileContents(path="assets/.env.example", data=b"TOKEN=\n"), FileContents(path="scripts/_common.py", data=b"x\n"))
+async def test_mysql_market_serves_dot_and_underscore_files_and_refuses_reserved_folders(
+    mysql_dsn: str, tmp_path: Path
+) -> None:
+    files = (
+        FileContents(path="assets/.env.example", data=b"TOKEN=\n"),
+        FileContents(path="scripts/_common.py", data=b"x\n"),
+    )
     table = f"layout_{secrets.token_hex(5)}"
     try:
         async with MySQLRepository(mysql_dsn, table=table, writable=True, create_if_missing=True) as repo:
@@ -206,12 +217,19 @@ async def test_workspace_loads_dot_folder_skills_and_delivers_every_file_of_a_sk
 
 
 async def test_global_layer_stages_underscore_helpers_a_script_imports(tmp_path: Path) -> None:
-    write_skill(tmp_path / "global", "tool", files={
-        "scripts/run.py": b"import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\nfrom _common import HELPER\nprint(HELPER)\n",
-        "scripts/_common.py": b"HELPER = 'helper-ok'\n",
-    })
+    write_skill(
+        tmp_path / "global",
+        "tool",
+        files={
+            "scripts/run.py": b"import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\nfrom _common import HELPER\nprint(HELPER)\n",
+            "scripts/_common.py": b"HELPER = 'helper-ok'\n",
+        },
+    )
     ws = tmp_path / "ws"
-    async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, global_skills_dir=tmp_path / "global", watch=False) as pipeline:
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        SkillPipeline(filesystem=fs, global_skills_dir=tmp_path / "global", watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         root = plan.skills["tool_global"].files_root
         run = await plan.filesystem.run(f"python3 {root}/scripts/run.py")
@@ -229,7 +247,7 @@ async def test_undecodable_names_in_a_skill_never_fail_the_turn(tmp_path: Path) 
     for plan in (alice, bob):
         assert sorted(plan.skills) == ["alpha_workspace", "beta_workspace"]
         assert plan.skills["alpha_workspace"].skill.files == ("ok.txt",)
-    assert f"workspace: name is not valid UTF-8, skipped: alpha/caf\\xe9.txt" in messages(alice)
+    assert "workspace: name is not valid UTF-8, skipped: alpha/caf\\xe9.txt" in messages(alice)
     assert any(d.location == str(skills) for d in alice.diagnostics if "UTF-8" in d.message)
 
 
@@ -250,7 +268,11 @@ async def test_skill_md_at_the_layer_root_and_loose_files_are_reported_not_hidin
 
 async def test_ignored_folders_are_neither_loaded_nor_listed(tmp_path: Path) -> None:
     skills = tmp_path / "skills"
-    write_skill(skills, "alpha", files={".gitignore": b"venv/\n*.log\n", "venv/bin/python": b"x", "run.log": b"x", "keep.py": b"x"})
+    write_skill(
+        skills,
+        "alpha",
+        files={".gitignore": b"venv/\n*.log\n", "venv/bin/python": b"x", "run.log": b"x", "keep.py": b"x"},
+    )
     write_skill(skills / "venv", "inside")
     (skills / ".ignore").write_text("venv/\n")
     async with LocalFilesystem(tmp_path) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
@@ -295,7 +317,10 @@ async def test_links_in_a_users_area_are_never_followed_and_each_is_named(tmp_pa
 
 async def test_missing_global_dir_is_a_warning_and_the_turn_goes_on(tmp_path: Path) -> None:
     write_skill(tmp_path / "ws" / "skills", "alpha")
-    async with LocalFilesystem(tmp_path / "ws") as fs, SkillPipeline(filesystem=fs, global_skills_dir=tmp_path / "glbal", watch=False) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path / "ws") as fs,
+        SkillPipeline(filesystem=fs, global_skills_dir=tmp_path / "glbal", watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     assert list(plan.skills) == ["alpha_workspace"]
     (problem,) = [d for d in plan.diagnostics if d.code == "global-dir-missing"]
@@ -306,7 +331,10 @@ async def test_missing_global_dir_is_a_warning_and_the_turn_goes_on(tmp_path: Pa
 async def test_global_dir_that_is_one_skill_folder_loads_that_skill(tmp_path: Path) -> None:
     single = write_skill(tmp_path, "solo", files={"scripts/run.sh": b"echo solo\n"})
     write_skill(tmp_path, "sibling")  # next to it, not part of the global layer
-    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs, SkillPipeline(filesystem=fs, global_skills_dir=single, watch=False) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(filesystem=fs, global_skills_dir=single, watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         assert list(plan.skills) == ["solo_global"]
         run = await plan.filesystem.run(f"sh {plan.skills['solo_global'].files_root}/scripts/run.sh")
@@ -336,7 +364,9 @@ def test_unreadable_entries_cost_only_their_own_skill_in_layers_and_markets() ->
     with shared_dir("hostile-layout-") as base:
         unreadable_tree(base / "ws" / "skills")
         unreadable_tree(base / "market", "m-")
-        done = run_as_nobody(sys.executable, str(HERE / "layout_driver.py"), str(base / "ws"), str(base / "market"), "alice,bob")
+        done = run_as_nobody(
+            sys.executable, str(HERE / "layout_driver.py"), str(base / "ws"), str(base / "market"), "alice,bob"
+        )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     for user in ("alice", "bob"):
@@ -377,7 +407,11 @@ async def test_validate_finds_the_skill_folders_the_runtime_loads(tmp_path: Path
     async with LocalFilesystem(tmp_path / "ws") as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
         plan = await pipeline.prepare(ALICE)
     runtime = sorted(r.entry.path.removeprefix("skills/") for r in plan.skills.values())
-    assert sorted(str(p.relative_to(skills)) for p in found.folders) == runtime == [".curated/alpha", "beta", "linked", "team/nested"]
+    assert (
+        sorted(str(p.relative_to(skills)) for p in found.folders)
+        == runtime
+        == [".curated/alpha", "beta", "linked", "team/nested"]
+    )
     assert [f"workspace: {p}" for p in found.problems] == [
         d.message for d in plan.diagnostics if d.message.startswith("workspace: ")
     ]

@@ -18,9 +18,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
-import pytest
-
 import git_remote
+import pytest
+from reliability_helpers import CACHE, skill_md, tree_state, write_skill
+
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
@@ -37,15 +38,18 @@ from repositories import (
     Snapshot,
 )
 
-from reliability_helpers import CACHE, skill_md, tree_state, write_skill
-
 ALICE = RuntimeContext(user_id="alice")
 BIG = 3 * 1024 * 1024  # above the size staging streams rather than reads in one batch
 
 
 def _git(bare: Path, *args: str, data: bytes | None = None) -> str:
     env = {**os.environ, "GIT_DIR": str(bare)}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    env.update(
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
     return subprocess.run(["git", *args], input=data, env=env, capture_output=True, check=True).stdout.decode().strip()
 
 
@@ -123,7 +127,9 @@ async def test_git_submodules_and_dot_dot_entries_are_skipped_and_the_rest_serve
         assert all(d.location == repo.source for d in plan.diagnostics if "submodule" in d.message)
     staged = ws / CACHE / repo.source
     assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()) == [
-        "evil/SKILL.md", "good/SKILL.md", "good/run.sh",
+        "evil/SKILL.md",
+        "good/SKILL.md",
+        "good/run.sh",
     ]
 
 
@@ -182,13 +188,21 @@ class RaisingRepository(SkillRepository):
 
 @pytest.mark.parametrize(
     "failure",
-    [AttributeError("no attribute 'name'"), ValueError("Invalid repository path 'tree/..'"),
-     ExceptionGroup("group", [OSError("first"), TypeError("second")])],
+    [
+        AttributeError("no attribute 'name'"),
+        ValueError("Invalid repository path 'tree/..'"),
+        ExceptionGroup("group", [OSError("first"), TypeError("second")]),
+    ],
     ids=["AttributeError", "ValueError", "ExceptionGroup"],
 )
-async def test_a_market_that_raises_anything_keeps_serving_its_last_good_skills(tmp_path: Path, failure: Exception) -> None:
+async def test_a_market_that_raises_anything_keeps_serving_its_last_good_skills(
+    tmp_path: Path, failure: Exception
+) -> None:
     repo = RaisingRepository(failure)
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
         first = await pipeline.prepare(ALICE)
         second = await pipeline.prepare(ALICE)
     assert [s.skill.name for s in first.skills.values()] == ["steady"]
@@ -211,9 +225,16 @@ async def test_a_load_from_a_market_whose_read_raises_names_the_market(tmp_path:
     repo = RaisingRepository(None)
     repo.read_failure = KeyError("crafted failure reading steady")
     repo._inner = MemoryRepository(
-        [SkillBundleContents(folder="steady", skill_md=skill_md("steady"), files=(FileContents(path="a.txt", data=b"a"),))]
+        [
+            SkillBundleContents(
+                folder="steady", skill_md=skill_md("steady"), files=(FileContents(path="a.txt", data=b"a"),)
+            )
+        ]
     )
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
         assert any(d.code == "stage-read-failed" and "raising" in d.message for d in plan.diagnostics)
         with pytest.raises(Exception, match="market 'raising' failed to read steady: KeyError"):
@@ -261,8 +282,11 @@ async def _package_market(base: Path, files: dict[str, tuple[bytes, int]]) -> Sk
     package = f"hostile_pkg_{os.urandom(4).hex()}"
     archive = base / f"{package}.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
-        for name, (data, mode) in {"__init__.py": (b"", 0o644), "skills/big/SKILL.md": (skill_md("big"), 0o644),
-                                   **{f"skills/big/{n}": v for n, v in files.items()}}.items():
+        for name, (data, mode) in {
+            "__init__.py": (b"", 0o644),
+            "skills/big/SKILL.md": (skill_md("big"), 0o644),
+            **{f"skills/big/{n}": v for n, v in files.items()},
+        }.items():
             info = zipfile.ZipInfo(f"{package}/{name}")
             info.external_attr = (stat.S_IFREG | mode) << 16
             zipped.writestr(info, data)
@@ -351,9 +375,19 @@ def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: 
         ws.chmod(0o777)
         before = tree_state(market)
         done = subprocess.run(
-            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-             sys.executable, str(Path(__file__).with_name("market_driver.py")), str(ws), str(market)],
-            capture_output=True, text=True, timeout=120,
+            [
+                "setpriv",
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                sys.executable,
+                str(Path(__file__).with_name("market_driver.py")),
+                str(ws),
+                str(market),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
         assert done.returncode == 0, done.stderr
@@ -362,7 +396,10 @@ def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: 
             got = report[user]
             assert "good" in got["skills"]
             assert "Permission denied" in got["loaded"]
-            assert any(d["severity"] == "error" and report["source"] in d["message"] + d["location"] for d in got["diagnostics"])
+            assert any(
+                d["severity"] == "error" and report["source"] in d["message"] + d["location"]
+                for d in got["diagnostics"]
+            )
             assert any("cannot read locked/SKILL.md, skill skipped" in d["message"] for d in got["diagnostics"])
         assert tree_state(market) == before
         # A skill is staged whole or not at all: no half-staged folder for the shell to run.
@@ -384,6 +421,8 @@ async def test_a_market_that_omits_requested_files_is_reported_and_stages_nothin
     repo = OmittingRepository(None)
     async with turn(tmp_path, repo) as plan:
         failed = [d for d in plan.diagnostics if d.code == "stage-read-failed"]
-        assert len(failed) == 1 and "raising/steady" in failed[0].message and "returned no SKILL.md" in failed[0].message
+        assert (
+            len(failed) == 1 and "raising/steady" in failed[0].message and "returned no SKILL.md" in failed[0].message
+        )
         assert [s.skill.name for s in plan.skills.values()] == ["steady"]
     assert not (tmp_path / CACHE / "raising" / "steady").exists()

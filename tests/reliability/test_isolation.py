@@ -14,16 +14,15 @@ from pathlib import Path
 
 import aiomysql
 import pytest
+from reliability_helpers import CACHE, cache_problems, shared_dir
+from turn_driver import COMMON, common_script, marker
+from turn_driver import market as turn_market
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from filesystems.stores.mysql import parse_mysql_dsn
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
-
-from reliability_helpers import CACHE, cache_problems, shared_dir
-from turn_driver import COMMON, common_script, marker
-from turn_driver import market as turn_market
 
 HERE = Path(__file__).parent
 GROUPS = ([f"p0u{i}" for i in range(10)], [f"p1u{i}" for i in range(10)])
@@ -34,8 +33,13 @@ async def _seed(fs: AbstractFilesystem) -> None:
     for user in [*GROUPS[0], *GROUPS[1]]:
         area = fs.scoped(user)
         tag = marker(user)
-        await area.write_text(f"skills/{user}-skill/SKILL.md", f"---\nname: {user}-skill\ndescription: Private tool of {tag}.\n---\n{tag}\n")
-        await area.write_text(f"skills/_drafts/{user}-draft/SKILL.md", f"---\nname: {user}-draft\ndescription: Draft {tag}.\n---\n{tag}\n")
+        await area.write_text(
+            f"skills/{user}-skill/SKILL.md",
+            f"---\nname: {user}-skill\ndescription: Private tool of {tag}.\n---\n{tag}\n",
+        )
+        await area.write_text(
+            f"skills/_drafts/{user}-draft/SKILL.md", f"---\nname: {user}-draft\ndescription: Draft {tag}.\n---\n{tag}\n"
+        )
         await area.write_text("note.txt", f"note of {tag}\n")
 
 
@@ -43,7 +47,16 @@ def _run_pair(mode: str, where: str, table: str = "-") -> list[dict[str, object]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     children = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "turn_driver.py"), mode, where, table, ",".join(mine), ",".join(theirs), f"p{index}"],
+            [
+                sys.executable,
+                str(HERE / "turn_driver.py"),
+                mode,
+                where,
+                table,
+                ",".join(mine),
+                ",".join(theirs),
+                f"p{index}",
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -128,7 +141,10 @@ async def test_a_sandboxed_shell_cannot_plant_links_to_others_or_tamper_with_sha
     with shared_dir("reliability-sandbox-") as base:
         ws = base / "ws"
         market = turn_market("p0")
-        async with SandboxFilesystem(ws, bwrap=bwrap) as fs, SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline:
+        async with (
+            SandboxFilesystem(ws, bwrap=bwrap) as fs,
+            SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline,
+        ):
             await _seed(fs)
             alice = await pipeline.prepare(RuntimeContext(user_id="p0u0"))
             staged = ws / CACHE / "acme" / "common-0" / "scripts" / "run.sh"

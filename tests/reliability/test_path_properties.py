@@ -7,27 +7,45 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import unicodedata
 import shutil
+import unicodedata
 from pathlib import Path
 
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reliability_helpers import skill_md, tree_state, write_skill
 
 from filesystems import InvalidUserId, LocalFilesystem, PathEscapeError, normalize_path, validate_user_id
 from harness.context import RuntimeContext
 from harness.engine.store import check_run_id
-from harness.pipeline.layers import unsafe_file_path
 from harness.pipeline import SkillPipeline
+from harness.pipeline.layers import unsafe_file_path
 from harness.pipeline.plan import TurnPlan
 from harness.skills.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.tools.skills import load_skill_file
 
-from reliability_helpers import skill_md, tree_state, write_skill
-
-SEGMENTS = ["..", ".", "", "a", "b", "link", "secret", "SKILL.md", ".env", "~", "C:", "\\", "..\\..", "\0", " ", "é", "a..b", "..."]
+SEGMENTS = [
+    "..",
+    ".",
+    "",
+    "a",
+    "b",
+    "link",
+    "secret",
+    "SKILL.md",
+    ".env",
+    "~",
+    "C:",
+    "\\",
+    "..\\..",
+    "\0",
+    " ",
+    "é",
+    "a..b",
+    "...",
+]
 paths = st.one_of(
     st.lists(st.sampled_from(SEGMENTS), max_size=8).map("/".join),
     st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts)),
@@ -120,7 +138,25 @@ def test_local_filesystem_writes_and_reads_never_leave_the_root(tmp_path: Path, 
 # -- identifiers ---------------------------------------------------------------------------
 
 IDENTIFIER_CHARS = st.sampled_from(
-    list("ab-_.Z09 ") + ["\t", "\n", "\r", "\x00", "\x1b", "\x7f", "\x85", "\x9b", "\xa0", "\u200b", "\u202e", "\u2028", "\ufeff", "é", "e\u0301", "ｄ"]
+    list("ab-_.Z09 ")
+    + [
+        "\t",
+        "\n",
+        "\r",
+        "\x00",
+        "\x1b",
+        "\x7f",
+        "\x85",
+        "\x9b",
+        "\xa0",
+        "\u200b",
+        "\u202e",
+        "\u2028",
+        "\ufeff",
+        "é",
+        "e\u0301",
+        "ｄ",
+    ]
 )
 identifiers = st.lists(IDENTIFIER_CHARS, max_size=12).map("".join)
 

@@ -42,7 +42,9 @@ def market(tag: str) -> MemoryRepository:
         for i in range(COMMON)
     ]
     bundles.append(
-        SkillBundleContents(folder=f"only-{tag}", skill_md=f"---\nname: only-{tag}\ndescription: Only in {tag}.\n---\n".encode())
+        SkillBundleContents(
+            folder=f"only-{tag}", skill_md=f"---\nname: only-{tag}\ndescription: Only in {tag}.\n---\n".encode()
+        )
     )
     return MemoryRepository(bundles, name="acme")
 
@@ -87,7 +89,9 @@ class ProbeModel(Model):
         ]
         if self.mode != "remote":
             index = turn % COMMON
-            calls.append(("staged", "execute_shell_command", {"command": f"sh {self.cache_root}/common-{index}/scripts/run.sh"}))
+            calls.append(
+                ("staged", "execute_shell_command", {"command": f"sh {self.cache_root}/common-{index}/scripts/run.sh"})
+            )
         if self.mode == "sandbox":
             command = (
                 f"cat /workspace/note.txt; ls -a /workspace /workspace/skills; cat {self.host_root}/{other}/note.txt; "
@@ -99,9 +103,17 @@ class ProbeModel(Model):
     def _check(self, user: str, turn: int, messages: tuple[Message, ...], last_user: int) -> None:
         own = marker(user)
         foreign = [marker(u) for u in self.everyone if u != user]
-        results = {m.tool_call_id.split(":")[0]: m.content for m in messages[last_user + 1 :] if m.role == "tool" and m.tool_call_id}
+        results = {
+            m.tool_call_id.split(":")[0]: m.content
+            for m in messages[last_user + 1 :]
+            if m.role == "tool" and m.tool_call_id
+        }
         where = f"{user} turn {turn}"
-        seen = {"catalog": messages[0].content, "history": "\n".join(m.content for m in messages[1:last_user]), **results}
+        seen = {
+            "catalog": messages[0].content,
+            "history": "\n".join(m.content for m in messages[1:last_user]),
+            **results,
+        }
         for name, text in seen.items():
             leaked = [f for f in foreign if f in text]
             if leaked:
@@ -137,7 +149,9 @@ async def main(mode: str, where: str, table: str, users: list[str], others: list
     filesystem = open_filesystem(mode, where, table)
     cache_root = filesystem.shell_path(".skills-cache/acme") if filesystem.has_shell else ""
     model = ProbeModel(users=users, others=others, mode=mode, cache_root=cache_root, host_root=where)
-    async with Harness(name="agent", model=model, filesystem=filesystem, repositories=[market(tag)], watch=False) as agent:
+    async with Harness(
+        name="agent", model=model, filesystem=filesystem, repositories=[market(tag)], watch=False
+    ) as agent:
 
         async def turn(user: str, session: str, number: int) -> None:
             await agent.run(f"probe {user} {number}", context=RuntimeContext(user_id=user, session_id=session))

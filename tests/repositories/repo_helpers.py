@@ -55,8 +55,6 @@ class SubprocessLog:
         self.active = False
 
 
-
-
 class TcpProxy:
     """A local TCP forwarder to ``host:port``; ``stop()`` is a real outage for its clients."""
 

@@ -162,7 +162,10 @@ async def test_read_skill_folder_reads_everything_for_publishing(tmp_path: Path)
     (skill / "evil").symlink_to("/etc/passwd")
     bundle, problems = await read_skill_folder(skill)
     assert bundle.folder == "pub"
-    assert [(f.path, f.data, f.mode) for f in bundle.files] == [(".env", b"x", 0o644), ("run.sh", b"#!/bin/sh\n", 0o755)]
+    assert [(f.path, f.data, f.mode) for f in bundle.files] == [
+        (".env", b"x", 0o644),
+        ("run.sh", b"#!/bin/sh\n", 0o755),
+    ]
     assert problems == ("symlink skipped: evil",)
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidBundle, match="no SKILL.md"):

@@ -8,10 +8,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from repo_helpers import PYTHON, GitRemote, SubprocessLog
 
 from repositories import GitRepository, RepositoryUnavailable, UnsafePath
-
-from repo_helpers import PYTHON, GitRemote, SubprocessLog
 
 
 async def test_clone_serves_skills_with_modes_from_the_tree(remote: GitRemote, cache_dir: Path) -> None:

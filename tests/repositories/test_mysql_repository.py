@@ -44,8 +44,14 @@ async def table(mysql_dsn: str) -> AsyncIterator[str]:
     name = f"skills_{secrets.token_hex(4)}"
     yield name
     args = parse_mysql_dsn(mysql_dsn)
-    conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
-                                  password=args["password"], db=args["db"], autocommit=True)
+    conn = await aiomysql.connect(
+        host=args["host"],
+        port=args["port"],
+        user=args["user"],
+        password=args["password"],
+        db=args["db"],
+        autocommit=True,
+    )
     async with conn.cursor() as cur:
         for suffix in ("", "_files", "_generation"):
             await cur.execute(f"DROP TABLE IF EXISTS `{name}{suffix}`")
@@ -113,9 +119,17 @@ async def test_edit_by_another_writer_is_detected(mysql_dsn: str, table: str, re
 async def test_unchanged_read_costs_one_query(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
     await repo.save(bundle("alpha"))
     args = parse_mysql_dsn(mysql_dsn)
-    pool = await aiomysql.create_pool(host=args["host"], port=args["port"], user=args["user"],
-                                      password=args["password"], db=args["db"], autocommit=True,
-                                      cursorclass=CountingCursor, minsize=0, maxsize=1)
+    pool = await aiomysql.create_pool(
+        host=args["host"],
+        port=args["port"],
+        user=args["user"],
+        password=args["password"],
+        db=args["db"],
+        autocommit=True,
+        cursorclass=CountingCursor,
+        minsize=0,
+        maxsize=1,
+    )
     try:
         async with MySQLRepository(pool=pool, table=table) as shared:
             first = await shared.snapshot()
@@ -139,12 +153,15 @@ async def test_read_only_repository_refuses_writes(mysql_dsn: str, table: str, r
     assert (await repo.snapshot()).bundles == ()
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"table": "skills; DROP TABLE x"},
-    {"table": "a" * 49},
-    {"table": "bad`name"},
-    {"database": "db-name"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"table": "skills; DROP TABLE x"},
+        {"table": "a" * 49},
+        {"table": "bad`name"},
+        {"database": "db-name"},
+    ],
+)
 def test_bad_identifiers_are_refused(mysql_dsn: str, kwargs: dict[str, str]) -> None:
     with pytest.raises(InvalidRepositoryConfig):
         MySQLRepository(mysql_dsn, **kwargs)
@@ -162,7 +179,9 @@ async def test_missing_tables_without_create_are_unavailable(mysql_dsn: str, tab
             await repo.snapshot()
 
 
-async def test_unreachable_server_serves_the_last_good_snapshot(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+async def test_unreachable_server_serves_the_last_good_snapshot(
+    mysql_dsn: str, table: str, repo: MySQLRepository
+) -> None:
     await repo.save(bundle("alpha"))
     args = parse_mysql_dsn(mysql_dsn)
     proxy = TcpProxy(args["host"], args["port"])
@@ -204,8 +223,14 @@ async def test_saving_a_name_a_store_could_fold_into_another_is_refused_and_the_
 
 async def _sql(mysql_dsn: str, *statements: str) -> list[Any]:
     args = parse_mysql_dsn(mysql_dsn)
-    conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
-                                  password=args["password"], db=args["db"], autocommit=True)
+    conn = await aiomysql.connect(
+        host=args["host"],
+        port=args["port"],
+        user=args["user"],
+        password=args["password"],
+        db=args["db"],
+        autocommit=True,
+    )
     rows: list[Any] = []
     try:
         async with conn.cursor() as cur:
@@ -217,10 +242,15 @@ async def _sql(mysql_dsn: str, *statements: str) -> list[Any]:
     return rows
 
 
-async def test_folder_names_are_compared_byte_for_byte_not_with_pad_space(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
+async def test_folder_names_are_compared_byte_for_byte_not_with_pad_space(
+    mysql_dsn: str, table: str, repo: MySQLRepository
+) -> None:
     await repo.save(bundle("deploy"))
     # Another writer that skips our checks: the column itself must keep the two apart.
-    await _sql(mysql_dsn, f"INSERT INTO `{table}` (folder, skill_md_name, skill_md, content_hash) VALUES ('deploy ', 'SKILL.md', 'x', 'h')")
+    await _sql(
+        mysql_dsn,
+        f"INSERT INTO `{table}` (folder, skill_md_name, skill_md, content_hash) VALUES ('deploy ', 'SKILL.md', 'x', 'h')",
+    )
     rows = await _sql(mysql_dsn, f"SELECT folder FROM `{table}` ORDER BY folder")
     assert [bytes(r[0]) for r in rows] == [b"deploy", b"deploy "]
 

@@ -66,9 +66,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = work / "src"
     shutil.copytree(EXAMPLE, source)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(work / "dist"), str(source)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (built,) = (work / "dist").glob("acme_skills-*.whl")
     return built
@@ -82,11 +95,15 @@ def venv_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     python = str(venv / "bin" / "python")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index", "--no-deps", str(wheel)],
-        check=True, capture_output=True, timeout=300,
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     (Path(site) / "harness_project.pth").write_text(f"{ROOT}\n{sysconfig.get_paths()['purelib']}\n")
     yield python
@@ -98,7 +115,9 @@ def test_wheel_installed_in_a_venv_serves_its_skill(venv_python: str) -> None:
     assert bundle["folder"] == "hello-acme"
     assert bundle["source"] == "pkg-acme_skills"
     assert bundle["skill_md"].startswith("---\nname: hello-acme\n")
-    assert bundle["files"] == [["scripts/greet.py", (EXAMPLE / "acme_skills/skills/hello-acme/scripts/greet.py").stat().st_size, 0o755]]
+    assert bundle["files"] == [
+        ["scripts/greet.py", (EXAMPLE / "acme_skills/skills/hello-acme/scripts/greet.py").stat().st_size, 0o755]
+    ]
     assert "site-packages" in bundle["location"]
     assert bundle["data"]["scripts/greet.py"].startswith("#!/usr/bin/env python3")
 

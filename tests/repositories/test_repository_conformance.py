@@ -12,7 +12,6 @@ import pytest
 from repo_helpers import GitRemote
 
 from filesystems import LocalFilesystem
-
 from repositories import (
     BundleNotFound,
     DirectoryRepository,
@@ -112,14 +111,21 @@ async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
 
     async def drop() -> None:
         args = parse_mysql_dsn(dsn)
-        conn = await aiomysql.connect(host=args["host"], port=args["port"], user=args["user"],
-                                      password=args["password"], db=args["db"], autocommit=True)
+        conn = await aiomysql.connect(
+            host=args["host"],
+            port=args["port"],
+            user=args["user"],
+            password=args["password"],
+            db=args["db"],
+            autocommit=True,
+        )
         async with conn.cursor() as cur:
             for suffix in ("", "_files", "_generation"):
                 await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
         conn.close()
 
     request.node.mysql_cleanup = drop
+
     async def add(folder: str) -> None:
         await repo.save(contents(folder, False))
 
@@ -151,7 +157,8 @@ async def test_snapshot_lists_bundles_sorted_with_main_file_and_listing(market: 
     alpha, beta = snap.bundles
     assert alpha.skill_md == skill_md("alpha") and alpha.skill_md_name == "SKILL.md"
     assert [(f.path, f.size, f.mode) for f in alpha.files] == [
-        ("data/blob.bin", 256, 0o644), ("scripts/run.sh", len(FILES["scripts/run.sh"][0]), 0o755)
+        ("data/blob.bin", 256, 0o644),
+        ("scripts/run.sh", len(FILES["scripts/run.sh"][0]), 0o755),
     ]
     assert beta.files == ()
     assert alpha.digest and alpha.digest != beta.digest

@@ -111,7 +111,10 @@ def test_entry_point_plugin_provides_a_scheme(tmp_path: Path) -> None:
     script = "from repositories import open_repository as o; r = o('vault:team'); print(type(r).__name__, r.source)"
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PYTHONPATH": f"{plugin}:{root}"},
     )
     assert done.returncode == 0, done.stderr

@@ -2,7 +2,7 @@
 (local, remote over memory / SQLite / MySQL, sandbox, composite) with two tenants, and a
 snapshot of everything stored so a test can prove an attack left no trace.
 
-Fixtures here are imported by the test modules (``from .attacker import arena``).
+Its fixtures reach the test modules through ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -151,11 +151,13 @@ def hostile_calls(spec: ToolSpec) -> list[dict[str, Any]]:
         attempts.append({name: _value(schema, hostile) for name, schema in properties.items() if name not in enums})
     ids = [name for name in properties if name in ID_PARAMS]
     for hostile in HOSTILE_IDS if ids else ():
-        attempts.append({
-            name: hostile if name in ids else _value(schema, "x")
-            for name, schema in properties.items()
-            if name not in enums and (name in ids or name in required)
-        })
+        attempts.append(
+            {
+                name: hostile if name in ids else _value(schema, "x")
+                for name, schema in properties.items()
+                if name not in enums and (name in ids or name in required)
+            }
+        )
     expanded = []
     for attempt in attempts:
         for values in itertools.product(*enums.values()):
@@ -178,7 +180,12 @@ def odd_type_calls(spec: ToolSpec) -> list[dict[str, Any]]:
 
 def _fits(value: Any, kind: str) -> bool:
     checks: dict[str, type | tuple[type, ...]] = {
-        "string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list,
+        "string": str,
+        "integer": int,
+        "number": (int, float),
+        "boolean": bool,
+        "object": dict,
+        "array": list,
     }
     return kind in checks and isinstance(value, checks[kind])
 
@@ -253,7 +260,7 @@ class Arena:
         harness_owned = ("skills/.audit/", ".skills-cache/", ".harness/engine.key")
         for base in self._bases():
             if key.startswith(base):
-                rest = key[len(base):]
+                rest = key[len(base) :]
                 if rest.startswith(harness_owned):
                     return True
                 if rest.startswith("alice/") and not rest.startswith(("alice/skills/", "alice/.harness/")):

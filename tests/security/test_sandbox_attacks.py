@@ -116,8 +116,7 @@ async def test_the_shell_cannot_plant_a_link_in_the_skills_folder(scene: Scene) 
 async def test_an_absolute_link_to_another_tenants_area_is_not_bound(scene: Scene) -> None:
     _plant_link(scene, "skills/steal", str(scene.bob_area))
     result = await scene.alice.run(
-        "cat /workspace/skills/steal/diary.txt; echo x > /workspace/skills/steal/planted; "
-        "ls -A /workspace/skills"
+        "cat /workspace/skills/steal/diary.txt; echo x > /workspace/skills/steal/planted; ls -A /workspace/skills"
     )
     assert SECRET not in result.stdout
     assert result.stdout.split() == ["own", "shared"]
@@ -126,9 +125,7 @@ async def test_an_absolute_link_to_another_tenants_area_is_not_bound(scene: Scen
 
 async def test_a_relative_link_to_another_tenants_area_is_not_bound(scene: Scene) -> None:
     _plant_link(scene, "skills/steal", "../../bob")
-    result = await scene.alice.run(
-        "cat /workspace/skills/steal/diary.txt; touch /workspace/skills/steal/planted"
-    )
+    result = await scene.alice.run("cat /workspace/skills/steal/diary.txt; touch /workspace/skills/steal/planted")
     assert not result.ok and SECRET not in result.stdout
     scene.assert_untouched()
 
@@ -138,8 +135,7 @@ async def test_links_to_host_tmp_and_etc_are_not_bound(scene: Scene) -> None:
     _plant_link(scene, "skills/tmp", "/tmp")
     _plant_link(scene, "skills/etc", "/etc")
     result = await scene.alice.run(
-        f"echo x > /workspace/skills/tmp/{marker}; cat /workspace/skills/etc/shadow; "
-        "ls /workspace/skills"
+        f"echo x > /workspace/skills/tmp/{marker}; cat /workspace/skills/etc/shadow; ls /workspace/skills"
     )
     assert "tmp/" + marker + ": Directory nonexistent" in result.stderr
     assert "etc/shadow: No such file or directory" in result.stderr
@@ -161,8 +157,7 @@ async def test_a_link_inside_a_nested_skill_folder_leads_nowhere(scene: Scene) -
     _plant_link(scene, "skills/own/data/absolute", str(scene.bob_area))
     _plant_link(scene, "skills/own/data/relative", "../../../../bob")
     result = await scene.alice.run(
-        "cat /workspace/skills/own/data/absolute/diary.txt "
-        "/workspace/skills/own/data/relative/diary.txt"
+        "cat /workspace/skills/own/data/absolute/diary.txt /workspace/skills/own/data/relative/diary.txt"
     )
     assert not result.ok and SECRET not in result.stdout
     scene.assert_untouched()
@@ -223,9 +218,7 @@ async def test_a_missing_dot_harness_cannot_be_created_from_the_shell(scene: Sce
 
 
 async def test_the_users_usage_sidecar_is_invisible_and_unwritable(scene: Scene) -> None:
-    result = await scene.alice.run(
-        "cat /workspace/skills/.usage.json; echo '{}' > /workspace/skills/.usage.json"
-    )
+    result = await scene.alice.run("cat /workspace/skills/.usage.json; echo '{}' > /workspace/skills/.usage.json")
     assert not result.ok and '"own"' not in result.stdout
     assert await scene.alice.read_text("skills/.usage.json") == '{"own": 1}'
 

@@ -12,14 +12,22 @@ import traceback
 from pathlib import Path
 
 import pytest
+from git_remote import GitRemote
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, redact_secrets, redact_url
-from git_remote import GitRemote
 from harness.config import load_config, open_store
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.pipeline import SkillPipeline
-from repositories import GitRepository, MySQLRepository, RepositoryError, RepositoryUnavailable, SkillRepository, Snapshot, open_repository
+from repositories import (
+    GitRepository,
+    MySQLRepository,
+    RepositoryError,
+    RepositoryUnavailable,
+    SkillRepository,
+    Snapshot,
+    open_repository,
+)
 
 PASSWORD = "s3cr3t-pw"
 TOKEN = "tok3n"
@@ -118,9 +126,10 @@ async def test_unreachable_mysql_market_hides_the_password(tmp_path: Path, caplo
     with pytest.raises(RepositoryError) as caught:
         await repo.snapshot()
     _assert_clean(_everything(caught.value))
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(
-        filesystem=fs, repositories=[repo], watch=False
-    ) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     assert any(d.code == "market-unavailable" for d in plan.diagnostics)
     _assert_clean(json.dumps([d.as_dict() for d in plan.diagnostics]) + caplog.text)
@@ -139,7 +148,11 @@ async def test_wrong_password_against_the_real_server_is_not_echoed(mysql_dsn: s
 
 
 def test_git_slug_and_repr_never_contain_the_token(tmp_path: Path) -> None:
-    for url in (UNREACHABLE_GIT, f"https://{TOKEN}@github.com/acme/skills.git", f"acme:{TOKEN}@host.example:acme/skills.git"):
+    for url in (
+        UNREACHABLE_GIT,
+        f"https://{TOKEN}@github.com/acme/skills.git",
+        f"acme:{TOKEN}@host.example:acme/skills.git",
+    ):
         repo = GitRepository(url, cache_dir=tmp_path)
         _assert_clean(f"{repo!r} {repo.source} {repo.clone_path} {repo.shown_url}")
 
@@ -153,9 +166,10 @@ async def test_git_market_with_credentials_in_its_url_keeps_them_out_of_location
     repo = GitRepository(url, cache_dir=tmp_path / "cache")
     snapshot = await repo.snapshot()
     assert [b.folder for b in snapshot.bundles] == ["notes"]
-    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs, SkillPipeline(
-        filesystem=fs, repositories=[repo], watch=False
-    ) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     [resolved] = plan.skills.values()
     assert resolved.entry.skill.location.startswith("file://***@localhost")
@@ -169,9 +183,10 @@ async def test_unreachable_git_market_hides_the_token(tmp_path: Path, caplog: py
     with pytest.raises(RepositoryError) as caught:
         await repo.snapshot()
     _assert_clean(_everything(caught.value))
-    async with LocalFilesystem(tmp_path / "ws", shell=True) as fs, SkillPipeline(
-        filesystem=fs, repositories=[repo], watch=False
-    ) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     [problem] = [d for d in plan.diagnostics if d.code == "market-unavailable"]
     assert "127.0.0.1:9" in problem.message
@@ -189,8 +204,15 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_skills_list_json_hides_market_credentials(tmp_path: Path) -> None:
     result = _cli(
-        "skills", "list", "--json", "--workspace", str(tmp_path / "ws"),
-        "--repo", f"git+{UNREACHABLE_GIT}", "--repo", f"{UNREACHABLE_DSN}?connect_timeout=2",
+        "skills",
+        "list",
+        "--json",
+        "--workspace",
+        str(tmp_path / "ws"),
+        "--repo",
+        f"git+{UNREACHABLE_GIT}",
+        "--repo",
+        f"{UNREACHABLE_DSN}?connect_timeout=2",
     )
     assert result.returncode == 1, result.stderr  # the markets are down: error diagnostics
     data = json.loads(result.stdout)
@@ -251,9 +273,10 @@ async def test_custom_market_errors_are_masked_in_diagnostics_and_logs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    async with LocalFilesystem(tmp_path, shell=True) as fs, SkillPipeline(
-        filesystem=fs, repositories=[_LeakyMarket()], watch=False
-    ) as pipeline:
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[_LeakyMarket()], watch=False) as pipeline,
+    ):
         plan = await pipeline.prepare(ALICE)
     [problem] = [d for d in plan.diagnostics if d.code == "market-unavailable"]
     assert "cannot reach http://***@127.0.0.1:9" in problem.message

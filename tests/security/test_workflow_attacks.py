@@ -15,8 +15,8 @@ import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from harness import Harness, RuntimeContext
-from harness.engine import RunTampered
 from harness.agent.events import ToolReturned
+from harness.engine import RunTampered
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.function import Tool, tool_from_function
 
@@ -76,7 +76,8 @@ class SideEffects:
 @pytest.fixture(params=["local", "memory"])
 async def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AbstractFilesystem]:
     fs: AbstractFilesystem = (
-        LocalFilesystem(tmp_path / "ws") if request.param == "local"
+        LocalFilesystem(tmp_path / "ws")
+        if request.param == "local"
         else RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent")
     )
     await fs.write_text("skills/ship/SKILL.md", "---\nname: ship\ndescription: Use to ship a release.\n---\nShip it.\n")
@@ -116,7 +117,9 @@ async def test_the_model_cannot_confirm_its_own_guarded_action(workspace: Abstra
     status, attempt = [e for e in result.events if isinstance(e, ToolReturned)]
     assert action_id not in status.content and "only the user or the operator" in status.content
     assert attempt.error and "confirm" in attempt.content and "ToolArgumentError" in attempt.content
-    assert "confirm" not in next(s for s in model.calls[1].tools if s.name == "workflow_continue").parameters["properties"]
+    assert (
+        "confirm" not in next(s for s in model.calls[1].tools if s.name == "workflow_continue").parameters["properties"]
+    )
     assert run.blocked is not None and run.confirmations == ()
     assert effects.calls == []
 
@@ -171,8 +174,14 @@ async def test_a_skill_step_is_offered_exactly_its_allowed_tools(workspace: Abst
 
 async def test_a_guarded_tool_is_refused_inside_a_skill_turn(workspace: AbstractFilesystem) -> None:
     effects = SideEffects()
-    both = Message.assistant("", [ToolCall(id="d", name="deploy", arguments={}), ToolCall(id="w", name="wipe", arguments={}),
-                                  ToolCall(id="n", name="take_note", arguments={"text": "v2"})])
+    both = Message.assistant(
+        "",
+        [
+            ToolCall(id="d", name="deploy", arguments={}),
+            ToolCall(id="w", name="wipe", arguments={}),
+            ToolCall(id="n", name="take_note", arguments={"text": "v2"}),
+        ],
+    )
     model = ScriptedModel([both, "prepared"])
     async with _agent(workspace, model, effects) as agent:
         run = await agent.run_workflow("ship", context=ALICE, run_id="r1")
@@ -187,8 +196,11 @@ async def test_the_operator_cli_refuses_a_tampered_record(tmp_path: Path, capsys
     from harness.cli import main as cli
     from harness.engine import SkillPackage, WorkflowEngine
 
-    files = {"SKILL.md": b"---\nname: ship\ndescription: Ship.\n---\n", "workflow.yaml": WORKFLOW.encode(),
-             "guardrails.yaml": b"confirmation_required_for: [deploy]\n"}
+    files = {
+        "SKILL.md": b"---\nname: ship\ndescription: Ship.\n---\n",
+        "workflow.yaml": WORKFLOW.encode(),
+        "guardrails.yaml": b"confirmation_required_for: [deploy]\n",
+    }
     async with LocalFilesystem(tmp_path) as fs:
         engine = WorkflowEngine(fs).for_user("alice")
         run = await engine.start(SkillPackage(name="ship", files=files), run_id="r1")

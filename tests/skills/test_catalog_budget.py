@@ -9,7 +9,9 @@ from harness.pipeline.catalog import CatalogEntry, render_catalog
 
 def _entries(count: int) -> list[CatalogEntry]:
     return [
-        CatalogEntry(name=f"skill-{i:05d}", description="Use when the task needs it. " * 4, skill_id=f"s{i}_m", files_root=None)
+        CatalogEntry(
+            name=f"skill-{i:05d}", description="Use when the task needs it. " * 4, skill_id=f"s{i}_m", files_root=None
+        )
         for i in range(count)
     ]
 

@@ -75,7 +75,10 @@ def test_a_few_aliases_are_fine() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["x: " + "[" * 5000 + "]" * 5000, "x:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 60)) + "  " * 60 + "end: 1"],
+    [
+        "x: " + "[" * 5000 + "]" * 5000,
+        "x:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 60)) + "  " * 60 + "end: 1",
+    ],
 )
 def test_deep_nesting_is_refused(text: str) -> None:
     with pytest.raises(FrontmatterError) as info:
@@ -131,7 +134,9 @@ def test_other_fields_keep_their_yaml_types() -> None:
         ("description: a\nmetadata:\n  v: 1\n  v: 2", ("metadata.v",), "a"),
     ],
 )
-def test_duplicate_keys_are_listed_and_the_last_value_wins(text: str, duplicates: tuple[str, ...], description: str) -> None:
+def test_duplicate_keys_are_listed_and_the_last_value_wins(
+    text: str, duplicates: tuple[str, ...], description: str
+) -> None:
     parsed = split_frontmatter(f"---\nname: a\n{text}\n---\n".encode())
     assert parsed.duplicate_keys == duplicates
     assert parsed.fields["description"] == description

@@ -24,9 +24,37 @@ _risky_values = st.one_of(
     st.text(_VALUE_CHARS, min_size=0, max_size=20),
     st.sampled_from(
         [
-            "", " ", "true", "False", "yes", "no", "off", "null", "~", "1", "1.0", "0x1f", "2024-01-01",
-            ".inf", "'q'", '"d"', "''", '""', "a: b", "a #c", "x:", "|", ">-", "'it''s'", '"a\\tb"',
-            "[a, b]", "{k: v}", "&x a", "*x", "!!str 1", "- a",
+            "",
+            " ",
+            "true",
+            "False",
+            "yes",
+            "no",
+            "off",
+            "null",
+            "~",
+            "1",
+            "1.0",
+            "0x1f",
+            "2024-01-01",
+            ".inf",
+            "'q'",
+            '"d"',
+            "''",
+            '""',
+            "a: b",
+            "a #c",
+            "x:",
+            "|",
+            ">-",
+            "'it''s'",
+            '"a\\tb"',
+            "[a, b]",
+            "{k: v}",
+            "&x a",
+            "*x",
+            "!!str 1",
+            "- a",
         ]
     ),
 )
@@ -38,11 +66,13 @@ _safe_values = st.one_of(
 # Mostly values the fast path may accept, so its answers are compared often.
 _values = st.integers(0, 9).flatmap(lambda i: _safe_values if i < 7 else _risky_values)
 _keys = st.integers(0, 9).flatmap(
-    lambda i: st.sampled_from(["name", "description", "license", "compatibility", "metadata", "version", "x"])
-    if i < 5
-    else st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,8}", fullmatch=True)
-    if i < 9
-    else st.sampled_from(["true", "null", "1", "a b", "-x", "no", "", "é"])
+    lambda i: (
+        st.sampled_from(["name", "description", "license", "compatibility", "metadata", "version", "x"])
+        if i < 5
+        else st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,8}", fullmatch=True)
+        if i < 9
+        else st.sampled_from(["true", "null", "1", "a b", "-x", "no", "", "é"])
+    )
 )
 _spaces = st.sampled_from(["", " ", "  ", "\t"])
 _extra_lines = st.sampled_from(
@@ -106,7 +136,7 @@ def test_crlf_and_lf_frontmatter_parse_the_same(text: str) -> None:
 
 
 def test_typical_frontmatter_takes_the_fast_path() -> None:
-    text = "name: pdf\ndescription: Use when reading PDFs, e.g. forms & scans.\nlicense: MIT\nmetadata:\n  author: docs-team\n  version: \"2.1\"\n"
+    text = 'name: pdf\ndescription: Use when reading PDFs, e.g. forms & scans.\nlicense: MIT\nmetadata:\n  author: docs-team\n  version: "2.1"\n'
     assert _simple_mapping(text) == _yaml_mapping(text)
     assert _simple_mapping(text) is not None
 

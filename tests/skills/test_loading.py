@@ -80,23 +80,25 @@ def test_spec_problems_load_with_a_warning(text: str, folder: str, code: str) ->
 
 def test_missing_name_falls_back_to_the_folder() -> None:
     skill, _ = _load("---\ndescription: d\n---\n", folder="from-folder")
-    assert skill is not None and getattr(skill, "name") == "from-folder"
+    assert skill is not None and skill.name == "from-folder"
 
 
 def test_a_name_of_the_wrong_type_says_must_be_a_string_and_falls_back_to_the_folder() -> None:
     skill, diags = _load("---\nname:\n  - a\ndescription: d\n---\n", folder="demo")
-    assert skill is not None and getattr(skill, "name") == "demo"
+    assert skill is not None and skill.name == "demo"
     assert diags == ["warning:name-not-string"]
 
 
 @pytest.mark.parametrize("name", ["no", "123", "2048", "null"])
 def test_names_that_yaml_1_1_would_type_load_as_written(name: str) -> None:
     skill, diags = _load(f"---\nname: {name}\ndescription: d\n---\n", folder=name)
-    assert skill is not None and getattr(skill, "name") == name
+    assert skill is not None and skill.name == name
     assert diags == []
 
 
-@pytest.mark.parametrize(("folder", "reason"), [("sp ace", "whitespace"), ("deploy ", "whitespace"), ("a\x85b", "control")])
+@pytest.mark.parametrize(
+    ("folder", "reason"), [("sp ace", "whitespace"), ("deploy ", "whitespace"), ("a\x85b", "control")]
+)
 def test_a_name_taken_from_the_folder_is_held_to_the_same_rules(folder: str, reason: str) -> None:
     skill, diags = _load("---\ndescription: d\n---\n", folder=folder)
     assert skill is None
@@ -111,5 +113,5 @@ def test_a_folder_name_that_breaks_a_spec_rule_warns_like_a_written_name() -> No
 
 def test_a_duplicate_key_loads_with_a_warning_and_the_last_value() -> None:
     skill, diags = _load("---\nname: demo\ndescription: first\ndescription: second\n---\n")
-    assert skill is not None and getattr(skill, "description") == "second"
+    assert skill is not None and skill.description == "second"
     assert diags == ["warning:duplicate-key"]

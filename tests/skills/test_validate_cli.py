@@ -59,7 +59,9 @@ def test_unicode_lowercase_names_and_nfkc_are_valid(tmp_path: Path) -> None:
 
 
 def test_disable_model_invocation_is_only_a_warning(tmp_path: Path) -> None:
-    report = validate_skill_dir(_skill(tmp_path, "x", "---\nname: x\ndescription: d\ndisable-model-invocation: true\n---\n"))
+    report = validate_skill_dir(
+        _skill(tmp_path, "x", "---\nname: x\ndescription: d\ndisable-model-invocation: true\n---\n")
+    )
     assert report.ok and len(report.warnings) == 1
 
 
@@ -132,7 +134,9 @@ def test_metadata_that_is_not_a_string_map_is_a_warning_as_the_reference_accepts
 
 @pytest.mark.parametrize("name", ["no", "2048", "on", "1e3"])
 def test_names_yaml_1_1_would_type_are_read_as_the_text_written(tmp_path: Path, name: str) -> None:
-    report = validate_skill_dir(_skill(tmp_path, name, f"---\nname: {name}\ndescription: d\nmetadata:\n  version: 1.0\n---\n"))
+    report = validate_skill_dir(
+        _skill(tmp_path, name, f"---\nname: {name}\ndescription: d\nmetadata:\n  version: 1.0\n---\n")
+    )
     assert report.ok and report.name == name
 
 
