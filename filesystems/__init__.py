@@ -3,6 +3,7 @@
 Start from :class:`AbstractFilesystem` (the contract); pick a mode — :class:`LocalFilesystem`,
 :class:`RemoteFilesystem` over a :class:`KeyValueStore`, :class:`SandboxFilesystem`,
 :class:`CompositeFilesystem` — and call ``scoped(user_id)`` for a user's own area.
+:func:`open_filesystem` and :func:`open_store` build them from a mode name and a store URL.
 """
 
 from ._redact import redact_secrets, redact_url, url_credentials
@@ -26,6 +27,14 @@ from .errors import (
     VersionConflict,
 )
 from .local import LocalFilesystem
+from .registry import (
+    known_filesystem_modes,
+    known_store_schemes,
+    open_filesystem,
+    open_store,
+    register_filesystem,
+    register_store,
+)
 from .remote import RemoteFilesystem
 from .sandbox import SandboxFilesystem, SandboxLimits
 from .stores import (
@@ -61,9 +70,15 @@ __all__ = [
     "StoreRecord",
     "StoreUnavailable",
     "VersionConflict",
+    "known_filesystem_modes",
+    "known_store_schemes",
     "normalize_path",
+    "open_filesystem",
+    "open_store",
     "redact_secrets",
     "redact_url",
+    "register_filesystem",
+    "register_store",
     "url_credentials",
     "validate_user_id",
 ]

@@ -1,4 +1,4 @@
-"""``harness.yaml``: the configuration file of an agent, and building a :class:`Harness` from it.
+"""``harness.yaml``: the options of an agent, read and checked; ``Harness.from_config`` builds it.
 
 Relative paths are resolved against the file's folder. Unknown keys are errors (typos must
 not be silently ignored). See the README for every key.
@@ -9,26 +9,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from filesystems import AbstractFilesystem, LocalFilesystem, SandboxLimits, redact_secrets, redact_url
+from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_modes, open_filesystem, redact_secrets
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
 
-if TYPE_CHECKING:
-    from harness.agent import Harness
-
-__all__ = ["FILESYSTEM_MODES", "HarnessConfig", "load_config", "open_filesystem", "open_store"]
-
-FILESYSTEM_MODES = ("local", "local-shell", "sandbox", "remote")
+__all__ = ["HarnessConfig", "load_config"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class HarnessConfig:
-    """Everything ``harness.yaml`` can say; ``build()`` makes the agent."""
+    """Everything ``harness.yaml`` can say; ``Harness.from_config(config)`` makes the agent."""
 
     name: str = "assistant"
     workspace: Path = Path("workspace")
@@ -49,8 +44,9 @@ class HarnessConfig:
     max_file_size: int = 50 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        if self.filesystem not in FILESYSTEM_MODES:
-            raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(FILESYSTEM_MODES)}")
+        if self.filesystem not in known_filesystem_modes():
+            modes = ", ".join(known_filesystem_modes())
+            raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {modes}")
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError(f"filesystem.timeout: {self.timeout!r} must be a positive number of seconds or null")
         if isinstance(self.max_file_size, bool) or not isinstance(self.max_file_size, int) or self.max_file_size < 1:
@@ -61,87 +57,22 @@ class HarnessConfig:
         return redact_secrets(f"HarnessConfig({fields})")  # the store DSN and market URLs
 
     def open_filesystem(self) -> AbstractFilesystem:
-        """The filesystem the configured mode names."""
-        return open_filesystem(
-            self.filesystem,
-            self.workspace,
-            store=self.store,
-            agent_id=self.name,
-            network=self.network,
-            timeout=self.timeout,
-            limits=self.sandbox_limits,
-        )
+        """The filesystem the configured mode names (``filesystems.open_filesystem``).
 
-    def build(self, **overrides: Any) -> Harness:
-        """The agent this configuration describes (keyword ``overrides`` win)."""
-        from harness.agent import Harness
-        from repositories import open_repository
-
-        options: dict[str, Any] = {
-            "name": self.name,
-            "model": self.model,
-            "filesystem": self.open_filesystem(),
-            "repositories": [open_repository(url) for url in self.repositories],
-            "global_skills_dir": self.global_skills_dir,
-            "dynamic_skills": self.dynamic_skills,
-            "system_prompt": self.system_prompt,
-            "max_steps": self.max_steps,
-            "catalog_budget": self.catalog_budget,
-            "market_timeout": self.market_timeout,
-            "market_scan": self.market_scan,
-            "max_file_size": self.max_file_size,
-        }
-        options.update(overrides)
-        return Harness(**options)
-
-
-def open_store(url: str) -> Any:
-    """A key-value store from ``memory:``, ``sqlite:///path`` or ``mysql://user:pass@host/db?table=t``."""
-    from filesystems import MemoryKeyValueStore, MySQLKeyValueStore, SQLiteKeyValueStore
-
-    if url in {"memory", "memory:"}:
-        return MemoryKeyValueStore()
-    if url.startswith("sqlite:///"):
-        return SQLiteKeyValueStore(Path(url[len("sqlite:///") :]))
-    if url.startswith("sqlite://"):
-        return SQLiteKeyValueStore(Path(url[len("sqlite://") :]))
-    if url.startswith("mysql://"):
+        Raises :class:`ConfigError` for a store URL or mode the registry refuses (passwords masked).
+        """
         try:
-            return MySQLKeyValueStore(url)
-        except ValueError as exc:  # the message already masks the password
-            raise ConfigError(f"filesystem.store: {exc}") from None
-    raise ConfigError(f"store {redact_url(url)!r}: expected memory:, sqlite:///path or mysql://user:pass@host:port/db")
-
-
-def open_filesystem(
-    mode: str,
-    workspace: Path,
-    *,
-    store: str = "",
-    agent_id: str = "assistant",
-    network: bool = False,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    limits: SandboxLimits = SandboxLimits(),
-) -> AbstractFilesystem:
-    """The filesystem for ``mode`` (one of :data:`FILESYSTEM_MODES`) rooted at ``workspace``.
-
-    ``timeout`` is the ceiling of every shell command; ``limits`` apply to sandboxed commands.
-    """
-    if mode == "local":
-        return LocalFilesystem(workspace)
-    if mode == "local-shell":
-        return LocalFilesystem(workspace, shell=True, timeout=timeout)
-    if mode == "sandbox":
-        from filesystems import SandboxFilesystem
-
-        return SandboxFilesystem(workspace, network=network, timeout=timeout, limits=limits)
-    if mode == "remote":
-        from filesystems import RemoteFilesystem
-
-        return RemoteFilesystem(
-            open_store(store or f"sqlite:///{workspace / '.harness' / 'store.db'}"), agent_id=agent_id
-        )
-    raise ConfigError(f"filesystem mode {mode!r} is not one of {', '.join(FILESYSTEM_MODES)}")
+            return open_filesystem(
+                self.filesystem,
+                self.workspace,
+                store=self.store,
+                agent_id=self.name,
+                network=self.network,
+                timeout=self.timeout,
+                limits=self.sandbox_limits,
+            )
+        except ValueError as exc:  # the registry's messages already mask passwords
+            raise ConfigError(f"filesystem: {redact_secrets(str(exc))}") from None
 
 
 _TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {"store", "network", "timeout", "sandbox_limits"}

@@ -16,6 +16,7 @@ from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, Too
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, resolver
+from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
 from harness.errors import HarnessError, SkillNotFound
@@ -27,7 +28,7 @@ from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
 from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.skills import UsageHooks, skill_tools
-from repositories import SkillRepository
+from repositories import SkillRepository, open_repository
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
@@ -135,11 +136,33 @@ class Harness:
         self._closed = False
 
     @classmethod
-    def from_config(cls, path: str | Path, **overrides: Any) -> Harness:
-        """Build from a ``harness.yaml`` (see the README); keyword ``overrides`` win."""
-        from harness.config import load_config
+    def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
+        """The agent a ``harness.yaml`` (a path, or a loaded :class:`HarnessConfig`) describes.
 
-        return load_config(path).build(**overrides)
+        Keyword ``overrides`` are constructor arguments and win over the file (``watch=False``,
+        ``model=...``, ``tools=[...]``). Raises :class:`ConfigError` for a bad file, store or mode.
+        """
+        if not isinstance(config, HarnessConfig):
+            config = load_config(config)
+        options: dict[str, Any] = {
+            "name": config.name,
+            "model": config.model,
+            "global_skills_dir": config.global_skills_dir,
+            "dynamic_skills": config.dynamic_skills,
+            "system_prompt": config.system_prompt,
+            "max_steps": config.max_steps,
+            "catalog_budget": config.catalog_budget,
+            "market_timeout": config.market_timeout,
+            "market_scan": config.market_scan,
+            "max_file_size": config.max_file_size,
+            **overrides,
+        }
+        # Open resources only for what the overrides leave to the file.
+        if "filesystem" not in options:
+            options["filesystem"] = config.open_filesystem()
+        if "repositories" not in options:
+            options["repositories"] = [open_repository(url) for url in config.repositories]
+        return cls(**options)
 
     async def __aenter__(self) -> Self:
         if self._owns_resources:

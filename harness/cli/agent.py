@@ -8,16 +8,20 @@ from pathlib import Path
 import anyio
 
 from harness.agent.events import ShellRan, SkillLoaded, ToolCalled
-from harness.cli.common import add_workspace_options, context_from_args, harness_from_args
+from harness.cli.common import WORKSPACE_OPTIONS, context_from_args, harness_from_args
 
 __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``run`` and ``demo``."""
-    run = sub.add_parser("run", help="run one turn of the agent", description="Run one turn and print the reply.")
+    run = sub.add_parser(
+        "run",
+        parents=[WORKSPACE_OPTIONS],
+        help="run one turn of the agent",
+        description="Run one turn as --user (default cli) and print the reply.",
+    )
     run.add_argument("message")
-    add_workspace_options(run)
     run.add_argument("--model", help="e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, demo (default from config)")
     run.add_argument("--verbose", "-v", action="store_true", help="print tool calls and skill loads")
     run.set_defaults(handler=_run)

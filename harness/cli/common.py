@@ -1,38 +1,70 @@
-"""Options shared by the commands that need a workspace: config file or explicit flags."""
+"""The options every workspace command takes, defined once, and the one JSON printer.
+
+``--config FILE`` reads ``harness.yaml``; the other options override what it says. The
+workspace is ``--workspace``, else the config's ``workspace``, else ``./workspace``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from filesystems import AbstractFilesystem, known_filesystem_modes
 from harness.agent import Harness
-from harness.config import FILESYSTEM_MODES, HarnessConfig, load_config
+from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 
-__all__ = ["add_workspace_options", "config_from_args", "context_from_args", "harness_from_args", "print_json"]
+__all__ = [
+    "DEFAULT_USER",
+    "JSON_OPTION",
+    "WORKSPACE_OPTIONS",
+    "config_from_args",
+    "context_from_args",
+    "filesystem_from_args",
+    "harness_from_args",
+    "print_json",
+]
+
+#: Whose merged view ``skills list|prompt|show`` and ``run`` show without ``--user``.
+DEFAULT_USER = "cli"
 
 
-def add_workspace_options(parser: argparse.ArgumentParser, *, user: bool = True) -> None:
-    """``--config`` or ``--workspace/--global-dir/--repo/--fs``, plus ``--user``."""
-    group = parser.add_argument_group("workspace")
-    group.add_argument("--config", type=Path, help="harness.yaml to read (flags below override it)")
-    group.add_argument("--workspace", type=Path, help="workspace folder (default ./workspace)")
-    group.add_argument("--global-dir", type=Path, help="global skills folder (layer 1)")
+def _workspace_options() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("workspace (common to every workspace command)")
+    group.add_argument("--config", type=Path, metavar="FILE", help="harness.yaml to read (the options below win)")
+    group.add_argument(
+        "--workspace", type=Path, metavar="DIR", help="workspace folder (default: the config's, else ./workspace)"
+    )
+    group.add_argument("--user", metavar="ID", help="a user's area (default: see the command)")
+    group.add_argument("--global-dir", type=Path, metavar="DIR", help="global skills folder (layer 1)")
     group.add_argument(
         "--repo", action="append", default=[], metavar="URL", help="a skill market URL; repeatable, later wins"
     )
-    group.add_argument("--fs", choices=FILESYSTEM_MODES, help="filesystem mode (default local-shell)")
-    group.add_argument("--store", help="key-value store URL for --fs remote (sqlite:///path, mysql://...)")
-    if user:
-        group.add_argument("--user", default="cli", help="user id whose layer is merged (default: cli)")
+    group.add_argument("--fs", choices=known_filesystem_modes(), help="filesystem mode (default: local-shell)")
+    group.add_argument("--store", metavar="URL", help="store of --fs remote (sqlite:///path, mysql://..., memory:)")
+    return parser
+
+
+def _json_option() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return parser
+
+
+#: Parent parser of every command that works on a workspace (``parents=[WORKSPACE_OPTIONS]``).
+WORKSPACE_OPTIONS = _workspace_options()
+#: Parent parser of every command that prints a result or lists things.
+JSON_OPTION = _json_option()
 
 
 def config_from_args(args: argparse.Namespace) -> HarnessConfig:
-    """The configuration the flags describe (a config file first, flags on top)."""
+    """The configuration the options describe: the config file (or the defaults), options on top."""
     config = load_config(args.config) if args.config else HarnessConfig(workspace=Path("workspace").resolve())
     changes: dict[str, Any] = {}
     if args.workspace:
@@ -43,27 +75,31 @@ def config_from_args(args: argparse.Namespace) -> HarnessConfig:
         changes["repositories"] = (*config.repositories, *args.repo)
     if args.fs:
         changes["filesystem"] = args.fs
-    if getattr(args, "store", None):
+    if args.store:
         changes["store"] = args.store
-    import dataclasses
-
     return dataclasses.replace(config, **changes) if changes else config
+
+
+def filesystem_from_args(args: argparse.Namespace) -> AbstractFilesystem:
+    """The configured workspace filesystem (local, sandbox, remote, ...), not yet opened."""
+    return config_from_args(args).open_filesystem()
 
 
 def harness_from_args(args: argparse.Namespace, **overrides: Any) -> Harness:
     """A harness for a CLI command (no file watchers: a command runs one turn)."""
-    return config_from_args(args).build(watch=False, **overrides)
+    return Harness.from_config(config_from_args(args), watch=False, **overrides)
 
 
 def context_from_args(args: argparse.Namespace) -> RuntimeContext:
-    """The runtime context of ``--user``."""
+    """The runtime context of ``--user`` (:data:`DEFAULT_USER` without it)."""
     try:
-        return RuntimeContext(user_id=args.user)
+        return RuntimeContext(user_id=args.user or DEFAULT_USER)
     except ValueError as exc:
         raise ConfigError(f"--user: {exc}") from None
 
 
 def print_json(value: object) -> None:
-    """Pretty JSON on stdout."""
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    """Indented JSON on stdout, non-ASCII and control characters escaped (text a model or a
+    market wrote must not reach the operator's terminal raw)."""
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=True, default=str)
     sys.stdout.write("\n")

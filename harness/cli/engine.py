@@ -1,7 +1,8 @@
 """``harness engine ...``: run, continue, check, show and cancel workflow runs.
 
-Runs are stored in the workspace (``--workspace``, default the current folder), in the user's
-area with ``--user``. Confirmations of guarded actions are given here (``continue --confirm``)
+Every command takes the common workspace options (``--config``, ``--workspace``, ``--user``,
+...; see ``harness.cli.common``) and ``--json``. Runs are stored in the configured workspace
+filesystem (local, sandbox or a remote store), in the user's area with ``--user``. Confirmations of guarded actions are given here (``continue --confirm``)
 or by the application, never by the model's tools. Text output always ends with what to do next; ``--json`` prints the run
 record (plus ``next``) instead.
 """
@@ -17,10 +18,16 @@ from typing import Any
 
 import anyio
 
-from filesystems import LocalFilesystem
+from filesystems import redact_url
 from harness.agent.workflows import package_for
-from harness.config import HarnessConfig
-from harness.context import RuntimeContext
+from harness.cli.common import (
+    JSON_OPTION,
+    WORKSPACE_OPTIONS,
+    context_from_args,
+    filesystem_from_args,
+    harness_from_args,
+    print_json,
+)
 from harness.engine import (
     CheckReport,
     Outcome,
@@ -35,24 +42,23 @@ from harness.terminal import escape_control
 
 __all__ = ["register"]
 
+_PARENTS = [WORKSPACE_OPTIONS, JSON_OPTION]
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``engine`` command group."""
     parser = sub.add_parser("engine", help="run workflow skills step by step")
     commands = parser.add_subparsers(dest="engine_command", metavar="SUBCOMMAND", required=True)
 
-    run = commands.add_parser("run", help="start a run of a workflow skill")
+    run = commands.add_parser("run", parents=_PARENTS, help="start a run of a workflow skill")
     run.add_argument(
         "skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers"
     )
-    run.add_argument("--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in")
-    run.add_argument("--global-dir", type=Path, help="global skills folder to look the skill name up in")
     run.add_argument("--run-id", help="id of the new run (default: generated)")
     run.add_argument("--input", action="append", default=[], metavar="KEY=VALUE", help="seed the run's vars")
-    _common(run)
     run.set_defaults(handler=lambda args: _handle(args, _run))
 
-    cont = commands.add_parser("continue", help="report the pending action's outcome and/or confirm")
+    cont = commands.add_parser("continue", parents=_PARENTS, help="report the pending action's outcome and/or confirm")
     cont.add_argument("--run-id", required=True)
     cont.add_argument("--status", choices=("succeeded", "failed"))
     cont.add_argument("--summary", default="")
@@ -60,46 +66,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cont.add_argument("--artifact", action="append", default=[], metavar="NAME=VALUE")
     cont.add_argument("--state", action="append", default=[], metavar="KEY=JSON", help="merged into the run's vars")
     cont.add_argument("--confirm", metavar="ACTION_ID", help="confirm the blocked action")
-    _common(cont)
     cont.set_defaults(handler=lambda args: _handle(args, _continue))
 
-    check = commands.add_parser("check", help="evaluate the run's checks of one scope")
+    check = commands.add_parser("check", parents=_PARENTS, help="evaluate the run's checks of one scope")
     check.add_argument("--run-id", required=True)
     check.add_argument("--scope", choices=("step", "completion", "progress"), default="completion")
-    _common(check)
     check.set_defaults(handler=lambda args: _handle(args, _check))
 
-    show = commands.add_parser("show", help="the run's state, pending action and what to do next")
+    show = commands.add_parser("show", parents=_PARENTS, help="the run's state, pending action and what to do next")
     show.add_argument("--run-id", required=True)
     show.add_argument("--events", action="store_true", help="also list the trajectory")
-    _common(show)
     show.set_defaults(handler=lambda args: _handle(args, _show))
 
     upgrade = commands.add_parser(
-        "upgrade", help="move a run to a new version of its skill (no pending action, same name and mode)"
+        "upgrade",
+        parents=_PARENTS,
+        help="move a run to a new version of its skill (no pending action, same name and mode)",
     )
     upgrade.add_argument("--run-id", required=True)
     upgrade.add_argument(
         "skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers"
     )
-    upgrade.add_argument(
-        "--repo", action="append", default=[], metavar="URL", help="a market to look the skill name up in"
-    )
-    upgrade.add_argument("--global-dir", type=Path, help="global skills folder to look the skill name up in")
-    _common(upgrade)
     upgrade.set_defaults(handler=lambda args: _handle(args, _upgrade))
 
-    cancel = commands.add_parser("cancel", help="cancel an unfinished run")
+    cancel = commands.add_parser("cancel", parents=_PARENTS, help="cancel an unfinished run")
     cancel.add_argument("--run-id", required=True)
     cancel.add_argument("--reason", default="")
-    _common(cancel)
     cancel.set_defaults(handler=lambda args: _handle(args, _cancel))
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=Path("."), help="workspace folder (default: .)")
-    parser.add_argument("--user", help="store the run in this user's area")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 Command = Callable[[WorkflowEngine, argparse.Namespace], Awaitable[int]]
@@ -107,7 +100,7 @@ Command = Callable[[WorkflowEngine, argparse.Namespace], Awaitable[int]]
 
 def _handle(args: argparse.Namespace, command: Command) -> int:
     async def main() -> int:
-        async with LocalFilesystem(args.workspace) as fs:
+        async with filesystem_from_args(args) as fs:
             engine = WorkflowEngine(fs)
             return await command(engine.for_user(args.user) if args.user else engine, args)
 
@@ -118,14 +111,8 @@ async def _package(args: argparse.Namespace) -> SkillPackage:
     """The skill folder at the path given, else the merged skill of that name (user layer included)."""
     if args.skill.is_dir():
         return await SkillPackage.from_directory(args.skill)
-    config = HarnessConfig(
-        workspace=args.workspace.resolve(),
-        filesystem="local",
-        global_skills_dir=args.global_dir.resolve() if args.global_dir else None,
-        repositories=tuple(args.repo),
-    )
-    async with config.build(watch=False) as agent:
-        plan = await agent.prepare(RuntimeContext(user_id=args.user or "cli"))
+    async with harness_from_args(args) as agent:
+        plan = await agent.prepare(context_from_args(args))
         return await package_for(plan.invoke(str(args.skill)))
 
 
@@ -158,15 +145,12 @@ async def _continue(engine: WorkflowEngine, args: argparse.Namespace) -> int:
 async def _check(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     report: CheckReport = await engine.check(args.run_id, args.scope)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "scope": report.scope,
-                    "passed": report.passed,
-                    "results": [{"id": r.id, "passed": r.passed, "detail": r.detail} for r in report.results],
-                },
-                indent=2,
-            )
+        print_json(
+            {
+                "scope": report.scope,
+                "passed": report.passed,
+                "results": [{"id": r.id, "passed": r.passed, "detail": r.detail} for r in report.results],
+            }
         )
     else:
         for result in report.results:
@@ -199,8 +183,7 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
     if args.json:
         document = run_to_json(run)
         document.pop("outbox")
-        # ASCII escapes: summaries and reasons may carry control characters a model wrote.
-        print(json.dumps({**document, "next": hint}, indent=2, ensure_ascii=True))
+        print_json({**document, "next": hint})
     else:
         where = f" at step {run.current_step}" if run.current_step and not run.done else ""
         print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
@@ -212,9 +195,7 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
 
 def _hint(run: Run, args: argparse.Namespace) -> str:
     """One sentence (with a command to copy) saying what to do next."""
-    scope = [f"--workspace {shlex.quote(str(args.workspace))}"] + (
-        [f"--user {shlex.quote(args.user)}"] if args.user else []
-    )
+    scope = [f"{flag} {shlex.quote(str(value))}" for flag, value in _scope(args)]
     base = " ".join(["harness engine continue --run-id", shlex.quote(run.run_id), *scope])
     if run.status == "completed":
         return "nothing: the run is completed."
@@ -232,6 +213,15 @@ def _hint(run: Run, args: argparse.Namespace) -> str:
         return "propose the next action of this adaptive run (the workflow tools or `WorkflowEngine.propose`)."
     report = f"`{base} --status succeeded|failed --summary '...' --outcome-id {pending.id}`"
     return f"{describe_action(pending)} — then report the outcome with {report}."
+
+
+def _scope(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """The options that locate the run, to repeat in the next command."""
+    store = redact_url(args.store) if args.store else None  # the password is the operator's to add
+    named = [("--config", args.config), ("--workspace", args.workspace), ("--fs", args.fs), ("--store", store)]
+    if args.config is None and args.workspace is None:  # the default ./workspace, spelled out
+        named[1] = ("--workspace", "workspace")
+    return [(flag, value) for flag, value in [*named, ("--user", args.user)] if value]
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:

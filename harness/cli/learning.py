@@ -1,22 +1,23 @@
 """``harness skills drafts|promote|review|audit|curate``: operating the self-learning loop.
 
-Every command takes ``--workspace DIR`` (default: the current folder), ``--user ID`` (a user's
-area; default: the shared workspace, or every area for ``drafts``) and ``--json``. Exit codes:
+Every command takes the common workspace options (``--config``, ``--workspace``, ``--user``,
+...; see ``harness.cli.common``) and ``--json``; without ``--user`` a command works on the shared
+workspace (``drafts``: every area). Exit codes:
 0 ok, 1 failure (the message goes to stderr), 2 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 
+from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, filesystem_from_args, print_json
 from harness.context import RuntimeContext
+from harness.errors import ConfigError
 from harness.learning import LearningError, SelfLearning
 from harness.learning._layout import area_label, discover_users
 from harness.terminal import escape_control
@@ -52,29 +53,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _command(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, action: _Action
 ) -> argparse.ArgumentParser:
-    parser = sub.add_parser(name, help=help, description=help)
-    parser.add_argument("--workspace", type=Path, default=Path("."), metavar="DIR", help="the workspace folder")
-    parser.add_argument("--user", metavar="ID", help="a user's area instead of the shared workspace")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser = sub.add_parser(name, parents=[WORKSPACE_OPTIONS, JSON_OPTION], help=help, description=help)
     parser.set_defaults(handler=lambda args: _run(args, action))
     return parser
 
 
 def _run(args: argparse.Namespace, action: _Action) -> int:
-    from filesystems import LocalFilesystem
-
     async def main() -> Any:
-        async with LocalFilesystem(args.workspace) as fs:
+        async with filesystem_from_args(args) as fs:
             return await action(args, SelfLearning(fs))
 
     try:
         result = anyio.run(main)
+    except ConfigError:
+        raise  # a usage error: main() reports it with exit code 2
     except (LearningError, FileNotFoundError, ValueError) as exc:
         print(escape_control(f"error: {exc}"), file=sys.stderr)
         return 1
     if args.json:
-        # ASCII escapes keep control characters a model wrote out of the operator's terminal.
-        print(json.dumps(result, indent=2, ensure_ascii=True))
+        print_json(result)
     else:
         _print_text(result)
     return 0

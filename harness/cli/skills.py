@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
@@ -11,7 +10,14 @@ import anyio
 
 from harness.agent import Harness
 from harness.cli import learning
-from harness.cli.common import add_workspace_options, context_from_args, harness_from_args, print_json
+from harness.cli.common import (
+    DEFAULT_USER,
+    JSON_OPTION,
+    WORKSPACE_OPTIONS,
+    context_from_args,
+    harness_from_args,
+    print_json,
+)
 from harness.diagnostics import Diagnostic
 from harness.pipeline.plan import TurnPlan
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
@@ -27,11 +33,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     validate = commands.add_parser(
         "validate",
+        parents=[JSON_OPTION],
         help="check skill folders against the Agent Skills specification",
         description="Validate skill folders (or folders of skill folders). Exit 0 when valid, 1 on any error.",
     )
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    validate.add_argument("--json", action="store_true", help="print a JSON list of reports")
     mode = validate.add_mutually_exclusive_group()
     mode.add_argument(
         "--strict", dest="strict", action="store_true", default=True, help="the specification's rules (default)"
@@ -39,23 +45,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mode.add_argument("--lenient", dest="strict", action="store_false", help="what runtime loading would do")
     validate.set_defaults(handler=_validate)
 
-    listing = commands.add_parser("list", help="the merged skills a user sees, with shadowing and diagnostics")
-    add_workspace_options(listing)
-    listing.add_argument("--json", action="store_true")
+    listing = commands.add_parser(
+        "list",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="the merged skills a user sees, with shadowing and diagnostics",
+        description=f"The merged skills --user (default {DEFAULT_USER}) sees, with shadowing and diagnostics.",
+    )
     listing.set_defaults(handler=lambda args: _with_plan(args, _list))
 
-    prompt = commands.add_parser("prompt", help="print the catalog block exactly as the model sees it")
-    add_workspace_options(prompt)
+    prompt = commands.add_parser(
+        "prompt", parents=[WORKSPACE_OPTIONS], help="print the catalog block exactly as the model sees it"
+    )
     prompt.set_defaults(handler=lambda args: _with_plan(args, _prompt))
 
-    stage = commands.add_parser("stage", help="stage market and global skill files into .skills-cache")
-    add_workspace_options(stage, user=False)
-    stage.add_argument("--json", action="store_true")
+    stage = commands.add_parser(
+        "stage",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="stage market and global skill files into .skills-cache",
+        description="Stage market and global skill files into .skills-cache. Staging is the same for every "
+        "user; --user only chooses whose turn is prepared afterwards, so its plan's diagnostics are reported too.",
+    )
     stage.add_argument("--verify", action="store_true", help="re-hash staged files and repair what changed")
     stage.set_defaults(handler=_stage)
 
-    show = commands.add_parser("show", help="what load_skill_through_path returns for a skill")
-    add_workspace_options(show)
+    show = commands.add_parser(
+        "show", parents=[WORKSPACE_OPTIONS], help="what load_skill_through_path returns for a skill"
+    )
     show.add_argument("name", help="skill id or name")
     show.add_argument("--path", default="SKILL.md")
     show.add_argument("--offset", type=int, default=1)
@@ -81,7 +96,7 @@ def _validate(args: argparse.Namespace) -> int:
             )
         reports += [validate_skill_dir(folder, strict=args.strict) for folder in found.folders]
     if args.json:
-        print(json.dumps([report.as_dict() for report in reports], indent=2, ensure_ascii=False))
+        print_json([report.as_dict() for report in reports])
     else:
         for report in reports:
             status = "ok" if report.ok else "invalid"
@@ -160,13 +175,17 @@ def _stage(args: argparse.Namespace) -> int:
         agent: Harness = harness_from_args(args)
         async with agent:
             result = await agent.pipeline.stage(verify=args.verify)
+            diagnostics = list(result.diagnostics)
+            if args.user:  # staging is shared; the user only adds what their turn would report
+                plan = await agent.prepare(context_from_args(args))
+                diagnostics += [d for d in plan.diagnostics if d not in diagnostics]
         if args.json:
-            print_json({**result.as_dict(), "diagnostics": [d.as_dict() for d in result.diagnostics]})
+            print_json({**result.as_dict(), "diagnostics": [d.as_dict() for d in diagnostics]})
         else:
             print(f"written {result.written}, unchanged {result.unchanged}, removed {result.removed}")
-            for diagnostic in result.diagnostics:
+            for diagnostic in diagnostics:
                 print(diagnostic)
-        return _exit_code(result.diagnostics)
+        return _exit_code(diagnostics)
 
     return anyio.run(main)
 

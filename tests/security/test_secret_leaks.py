@@ -15,7 +15,7 @@ import pytest
 from git_remote import GitRemote
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, redact_secrets, redact_url
-from harness.config import load_config, open_store
+from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.pipeline import SkillPipeline
@@ -92,7 +92,7 @@ def test_bad_store_dsn_errors_hide_the_password(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(BAD_STORE_DSNS))
 def test_bad_store_dsn_in_config_is_a_config_error_without_the_password(name: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        open_store(BAD_STORE_DSNS[name])
+        HarnessConfig(filesystem="remote", store=BAD_STORE_DSNS[name]).open_filesystem()
     _assert_clean(_everything(caught.value))
 
 
