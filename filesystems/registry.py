@@ -103,15 +103,15 @@ class _Registry(Generic[_F]):
     def known(self) -> list[str]:
         return sorted({*self._builtin, *self._registered, *self._advertised()})
 
-    def factory(self, name: str, shown: str) -> _F:
-        """The factory of ``name``; ``shown`` is what the user wrote (redacted) for messages."""
+    def factory(self, name: str) -> _F:
+        """The factory of ``name`` (messages show only the name: the rest may hold a password)."""
         name = name.lower()
         found = self._registered.get(name) or self._builtin.get(name)
         if found is not None:
             return found
         entry = self._advertised().get(name)
         if entry is None:
-            raise ValueError(f"{shown!r}: unknown {self._what}; known: {', '.join(self.known())}")
+            raise ValueError(f"unknown {self._what} {name!r}; known: {', '.join(self.known())}")
         try:
             loaded = entry.load()
         except Exception as exc:  # a broken plug-in must not look like a missing one
@@ -167,7 +167,7 @@ def open_store(url: str) -> KeyValueStore:
             f"store {redact_url(url)!r}: expected a URL such as memory:, sqlite:///path "
             "or mysql://user:pass@host:port/db"
         )
-    store = _STORES.factory(scheme, f"store {redact_url(url)}")(url)
+    store = _STORES.factory(scheme)(url)
     if not isinstance(store, KeyValueStore):
         raise ValueError(f"the factory for {redact_url(url)!r} did not return a KeyValueStore")
     return store
@@ -227,7 +227,7 @@ def open_filesystem(
     ceiling of every shell command; ``network`` and ``limits`` apply to sandboxed commands.
     Raises ``ValueError`` for an unknown mode or store URL.
     """
-    factory = _MODES.factory(mode, f"filesystem mode {mode}")
+    factory = _MODES.factory(mode)
     filesystem = factory(
         Path(workspace), store=store, agent_id=agent_id, network=network, timeout=timeout, limits=limits
     )

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
 
-from filesystems import LocalFilesystem, RemoteFilesystem
+from filesystems import (
+    AbstractFilesystem,
+    KeyValueStore,
+    LocalFilesystem,
+    MemoryKeyValueStore,
+    RemoteFilesystem,
+    SQLiteKeyValueStore,
+    open_store,
+    register_filesystem,
+    register_store,
+)
 from harness import ConfigError, Harness, RuntimeContext
 from harness.config import load_config
 
@@ -75,3 +86,56 @@ async def test_remote_mode_defaults_to_an_embedded_sqlite_store(tmp_path: Path) 
         plan = await agent.prepare(RuntimeContext(user_id="alice"))
     assert "x_workspace" in plan.skills and plan.skills["x_workspace"].files_root is None
     assert (tmp_path / "ws" / ".harness" / "store.db").exists()
+
+
+def test_from_config_takes_a_loaded_config_and_overrides_win(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("name: bot\nworkspace: ws\nmax_steps: 3\n")
+    config = load_config(tmp_path / "harness.yaml")
+    agent = Harness.from_config(config, max_steps=7)
+    assert (agent.name, agent.max_steps) == ("bot", 7)
+
+
+def test_a_filesystem_override_leaves_the_configured_store_unopened(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("workspace: ws\nfilesystem: {mode: remote, store: 'nosuch://x'}\n")
+    mine = LocalFilesystem(tmp_path / "mine")
+    assert Harness.from_config(tmp_path / "harness.yaml", filesystem=mine).filesystem is mine
+    with pytest.raises(ConfigError, match="unknown store scheme"):
+        Harness.from_config(tmp_path / "harness.yaml")
+
+
+def test_a_store_scheme_registered_by_a_third_party_works_in_the_config_file(tmp_path: Path) -> None:
+    opened: list[str] = []
+
+    def factory(url: str) -> KeyValueStore:
+        opened.append(url)
+        return MemoryKeyValueStore()
+
+    scheme = f"kv-{uuid.uuid4().hex[:8]}"
+    register_store(scheme, factory)
+    (tmp_path / "harness.yaml").write_text(f"workspace: ws\nfilesystem: {{mode: remote, store: '{scheme}:bucket'}}\n")
+    agent = Harness.from_config(tmp_path / "harness.yaml")
+    assert isinstance(agent.filesystem, RemoteFilesystem) and opened == [f"{scheme}:bucket"]
+
+
+def test_a_registered_filesystem_mode_is_a_valid_config_mode(tmp_path: Path) -> None:
+    mode = f"mode-{uuid.uuid4().hex[:8]}"
+
+    def factory(workspace: Path, **_: object) -> AbstractFilesystem:
+        return LocalFilesystem(workspace / "custom")
+
+    register_filesystem(mode, factory)
+    (tmp_path / "harness.yaml").write_text(f"workspace: ws\nfilesystem: {mode}\n")
+    agent = Harness.from_config(tmp_path / "harness.yaml")
+    assert isinstance(agent.filesystem, LocalFilesystem) and agent.filesystem.root == tmp_path / "ws" / "custom"
+
+
+def test_a_built_in_store_scheme_cannot_be_taken_by_accident() -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        register_store("sqlite", lambda url: MemoryKeyValueStore())
+    assert isinstance(open_store("sqlite:///:memory:"), SQLiteKeyValueStore)
+
+
+def test_a_malformed_store_url_is_refused_without_its_password() -> None:
+    with pytest.raises(ValueError) as caught:
+        open_store("admin:hunter2@db")
+    assert "hunter2" not in str(caught.value)
