@@ -305,7 +305,7 @@ def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and child.poll() is None:
-        if staged.is_dir() and any(staged.iterdir()):
+        if staged.is_dir() and any(p.is_file() for p in staged.rglob("*")):  # a file landed, not just a folder
             break
         time.sleep(0.002)
     assert child.poll() is None, f"the child finished before it could be killed: {child.communicate()}"
