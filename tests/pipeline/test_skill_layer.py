@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from pipeline_helpers import bundle, write_skill
 
 from harness.pipeline.layers import SkillLayer
@@ -60,30 +61,26 @@ async def test_an_unchanged_repository_gives_the_same_result_object(tmp_path: Pa
     assert await layer.load() is await layer.load()
 
 
-async def test_a_failing_folder_layer_serves_its_last_good_skills_with_one_diagnostic(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("layer", "code", "wording"),
+    [
+        (Layer.WORKSPACE, "layer-unavailable", "serving the last good ones"),
+        (Layer.MARKET, "market-unavailable", "failed to refresh, serving its last good skills"),
+    ],
+)
+async def test_a_failing_layer_serves_its_last_good_skills_with_one_diagnostic(
+    tmp_path: Path, layer: Layer, code: str, wording: str
+) -> None:
     root = tmp_path / "skills"
     write_skill(root, "alpha")
-    layer = _folder_layer(root)
-    await layer.load()
+    source = SkillLayer(DirectoryRepository(root, source="team", nested=True), layer=layer)
+    await source.load()
     shutil.rmtree(root)
-    down = await layer.load()
+    down = await source.load()
     assert down.failed and [e.skill.name for e in down.entries] == ["alpha"]
     [problem] = down.diagnostics
-    assert problem.code == "layer-unavailable" and problem.severity == "error"
-    assert "serving the last good ones" in problem.message and str(root) in problem.message
-
-
-async def test_a_failing_market_serves_its_last_good_skills_with_one_diagnostic(tmp_path: Path) -> None:
-    root = tmp_path / "market"
-    write_skill(root, "alpha")
-    layer = SkillLayer(DirectoryRepository(root, source="team"))
-    await layer.load()
-    shutil.rmtree(root)
-    down = await layer.load()
-    assert down.failed and [e.skill.name for e in down.entries] == ["alpha"]
-    [problem] = down.diagnostics
-    assert problem.code == "market-unavailable" and problem.location == "team"
-    assert "failed to refresh, serving its last good skills" in problem.message
+    assert problem.code == code and problem.severity == "error"
+    assert wording in problem.message and str(root) in problem.message
 
 
 async def test_a_failure_makes_a_watched_layer_ask_again_on_the_next_load(tmp_path: Path) -> None:
