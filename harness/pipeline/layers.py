@@ -124,6 +124,11 @@ class SkillLayer:
         """Whether a watcher reports this layer's changes (through :meth:`mark_stale`)."""
         return self._watched
 
+    @property
+    def fresh(self) -> bool:
+        """Whether :meth:`load` would return the last result without asking the repository."""
+        return self._watched and not self._stale and self._version is not None
+
     def watch(self, watched: bool) -> None:
         """Say whether a watcher now reports this layer's changes; either way it reloads once."""
         self._watched = watched
@@ -145,7 +150,7 @@ class SkillLayer:
         raises (a custom market is not trusted to raise only ``RepositoryError``) is reported
         the same way, never passed on to the turn.
         """
-        if self._watched and not self._stale and self._version is not None:
+        if self.fresh:
             return self._result
         self._stale = False
         try:

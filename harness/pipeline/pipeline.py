@@ -237,18 +237,25 @@ class SkillPipeline:
             return self._base
 
     async def _load_layers(self) -> tuple[LayerResult, ...]:
+        """Every layer's skills; the ones that must ask their repository ask concurrently."""
         results: list[LayerResult] = [layer.result for layer in self._layers]
+        asking = [(index, layer) for index, layer in enumerate(self._layers) if not layer.fresh]
 
         async def load(index: int, layer: SkillLayer) -> None:
             results[index] = await self._load(layer)
 
-        async with anyio.create_task_group() as group:
-            for index, layer in enumerate(self._layers):
-                group.start_soon(load, index, layer)
+        if len(asking) == 1:
+            await load(*asking[0])
+        elif asking:
+            async with anyio.create_task_group() as group:
+                for index, layer in asking:
+                    group.start_soon(load, index, layer)
         return tuple(results)
 
     async def _load(self, layer: SkillLayer) -> LayerResult:
         """The layer's skills, or its last good ones when it does not answer in time."""
+        if layer.fresh:
+            return layer.result
         with anyio.move_on_after(self.market_timeout):
             return await layer.load()
         return layer.failed(f"did not answer within {self.market_timeout:g}s (market_timeout)")
