@@ -46,7 +46,7 @@ from _common import make_skill_tree  # noqa: E402
 from filesystems import LocalFilesystem  # noqa: E402
 from harness import RuntimeContext, SkillPipeline  # noqa: E402
 from harness.pipeline.catalog import entries_for, render_catalog  # noqa: E402
-from harness.pipeline.layers import FolderLayer, LayerResult, MarketLayer  # noqa: E402
+from harness.pipeline.layers import LayerResult, SkillLayer  # noqa: E402
 from harness.skills.skill import Layer  # noqa: E402
 from harness.tools.skills import LOAD_TOOL, SHELL_TOOL  # noqa: E402
 from repositories import DirectoryRepository, MemoryRepository, SkillRepository, read_skill_folder  # noqa: E402
@@ -165,12 +165,12 @@ async def discover_figures(tree: Path, runs: int) -> None:
         return len(result.entries)
 
     async def folder_layer() -> int:
-        async with LocalFilesystem(tree) as fs:
-            return render(await FolderLayer(fs, "", source="dir-market", layer=Layer.MARKET).load())
+        repository = DirectoryRepository(tree, source="workspace", nested=True, follow_links=True)
+        return render(await SkillLayer(repository, layer=Layer.WORKSPACE).load())
 
     async def directory_market() -> int:
         async with DirectoryRepository(tree) as repository:
-            return render(await MarketLayer(repository).load())
+            return render(await SkillLayer(repository).load())
 
     print("cold discover + parse + render of directory skills (SKILL.md read, other files only listed)")
     for label, measure in (

@@ -59,6 +59,11 @@ class SkillBundle:
       ``mysql://host/db/table#folder``, ``pkg:package/folder``).
     - ``digest``: a content token that changes whenever any file of the bundle changes, so callers
       can skip re-parsing a bundle whose digest they have seen.
+    - ``path``: set only by a repository that keeps nested folders of one name apart
+      (``DirectoryRepository(nested=True)``): the folder's relative path, which then identifies
+      it in ``read_files`` instead of ``folder``.
+    - ``link``: the real host folder when the repository reached the folder through a link it
+      was told to follow (``DirectoryRepository(follow_links=True)``), else ``None``.
     """
 
     folder: str
@@ -67,6 +72,13 @@ class SkillBundle:
     files: tuple[BundleFile, ...]
     location: str
     digest: str
+    path: str = ""
+    link: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What names this bundle in ``read_files``: its ``path`` when set, else its ``folder``."""
+        return self.path or self.folder
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,13 +132,16 @@ class Snapshot:
 
     ``bundles`` are sorted by folder. ``problems`` lists what was skipped and why (e.g.
     ``"symlink skipped: x/scripts/link"``). ``error`` is set when the latest refresh failed and
-    this is the last good snapshot, still being served.
+    this is the last good snapshot, still being served. ``failures`` are the problems that cost a
+    skill or a folder (unreadable), ``top_level`` the names at the top of a folder market.
     """
 
     version: str
     bundles: tuple[SkillBundle, ...]
     problems: tuple[str, ...] = ()
     error: RepositoryError | None = None
+    failures: frozenset[str] = frozenset()
+    top_level: tuple[str, ...] = ()
 
     def bundle(self, folder: str) -> SkillBundle | None:
         """The bundle of ``folder``, or ``None``."""
@@ -259,10 +274,7 @@ class SkillRepository(ABC):
     async def read_files(self, folder: str, paths: Sequence[str]) -> dict[str, bytes]:
         """The bytes of several files of one skill folder, keyed by the paths as given."""
         self._check_open()
-        try:
-            check_folder(folder)
-        except InvalidBundle as exc:
-            raise BundleNotFound(str(exc)) from exc
+        _check_key(folder)
         clean = {path: normalise_file_path(path) for path in paths}
         if not clean:
             return {}
@@ -277,10 +289,7 @@ class SkillRepository(ABC):
         self._check_open()
         if chunk_size <= 0:
             raise ValueError(f"chunk_size must be > 0, not {chunk_size}")
-        try:
-            check_folder(folder)
-        except InvalidBundle as exc:
-            raise BundleNotFound(str(exc)) from exc
+        _check_key(folder)
         async for chunk in self._read_chunks(folder, normalise_file_path(path), chunk_size):
             yield chunk
 
@@ -354,3 +363,14 @@ class SkillRepository(ABC):
 
     async def _aclose(self) -> None:
         """Release backend resources; called once."""
+
+
+def _check_key(key: str) -> None:
+    """A bundle key is a folder name or, for nested folders, a relative path ending in one."""
+    *parents, folder = key.split("/")
+    try:
+        check_folder(folder)
+        if any(part in {"", ".", ".."} or "\\" in part for part in parents):
+            raise InvalidBundle(f"invalid skill folder path {key!r}: it is not a clean relative path")
+    except InvalidBundle as exc:
+        raise BundleNotFound(str(exc)) from exc

@@ -27,7 +27,6 @@ from repositories._layout import (
     Discovery,
     SkillLayout,
     discover,
-    find_skills,
     tree_from_paths,
 )
 from repositories.base import (
@@ -49,6 +48,22 @@ from repositories.sources import make_source
 
 __all__ = ["DirectoryRepository", "discover_host", "read_below", "read_host_file", "read_skill_folder"]
 
+# A writer's temporary files (atomic writes), never content.
+_TEMPORARY = ".tmp-"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Rules:
+    """How a folder is read: see the ``DirectoryRepository`` options of the same names."""
+
+    follow_links: bool = False
+    nested: bool = False
+    optional: bool = False
+
+    def key(self, layout: SkillLayout[str]) -> str:
+        """What names a skill in reads: its path when nested folders are kept apart, else its name."""
+        return (layout.root or layout.folder) if self.nested else layout.folder
+
 
 @dataclass(frozen=True, slots=True)
 class _Scan:
@@ -58,6 +73,8 @@ class _Scan:
     roots: dict[str, str]
     by_root: dict[str, SkillBundle]
     generation: int | None = None
+    failures: frozenset[str] = frozenset()
+    top_level: tuple[str, ...] = ()
 
 
 def _list_dir(folder: str, *, follow: bool = False, skip_prefix: str | None = None) -> list[Child[str]]:
@@ -129,62 +146,82 @@ def _find(base: Path) -> tuple[list[SkillLayout[str]], list[str]]:
     return found.skills, found.problems
 
 
-def _bundle(layout: SkillLayout[str], digest: str) -> SkillBundle:
+def _discover(base: Path, rules: _Rules) -> Discovery[str]:
+    """The skills below ``base``; when links are not followed, ``base`` being a link is refused
+    too (its real path must be where it stands)."""
+    if not rules.follow_links and base.is_symlink():
+        return Discovery(
+            skills=[], problems=[f"symlink skipped: {base.name} (this folder is a link; links are not followed here)"]
+        )
+    return discover_host(base, follow=rules.follow_links, skip_prefix=_TEMPORARY, by_folder=not rules.nested)
+
+
+def _bundle(layout: SkillLayout[str], digest: str, skill_md: bytes, location: str, rules: _Rules) -> SkillBundle:
     return SkillBundle(
         folder=layout.folder,
-        skill_md=read_host_file(layout.main.node),
+        skill_md=skill_md,
         skill_md_name=layout.skill_md_name,
         files=tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files),
-        location=layout.node,
+        location=location,
         digest=digest,
+        path=rules.key(layout) if rules.nested else "",
+        link=layout.node if layout.link else None,
     )
 
 
-def _scan(base: Path, previous: dict[str, SkillBundle]) -> _Scan:
+def _scan(base: Path, previous: dict[str, SkillBundle], rules: _Rules = _Rules()) -> _Scan:
     """Walk ``base`` once, re-reading SKILL.md only for skills whose entries changed.
 
     A SKILL.md that cannot be read costs only its own skill (reported in the problems)."""
     if not base.is_dir():
+        if rules.optional:
+            return _assemble([], Discovery(skills=[], problems=[]), {}, rules)
         raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: it is not a folder")
     try:
-        layouts, problems = _find(base)
+        found = _discover(base, rules)
     except OSError as exc:
         raise RepositoryUnavailable(f"cannot read skill directory {str(base)!r}: {exc}") from exc
     by_root: dict[str, SkillBundle] = {}
-    for layout in layouts:
+    for layout in found.skills:
         digest = layout.digest()
         old = previous.get(layout.root)
         if old is not None and old.digest == digest:
             by_root[layout.root] = old
             continue
         try:
-            by_root[layout.root] = _bundle(layout, digest)
+            by_root[layout.root] = _bundle(layout, digest, read_host_file(layout.main.node), layout.node, rules)
         except OSError as exc:  # one unreadable SKILL.md costs its own skill (or keeps its last read)
-            problems.append(f"cannot read {layout.main.path}, skill skipped: {exc.strerror or exc}")
+            shown = f"{base.name}/{layout.main.path}" if rules.nested else layout.main.path  # a layer names its folder
+            problem = f"cannot read {shown}, skill skipped: {exc.strerror or exc}"
+            found.problems.append(problem)
+            found.failures |= {problem}
             if old is not None:
                 by_root[layout.root] = old
-    kept = [layout for layout in layouts if layout.root in by_root]
-    return _assemble(kept, sorted(problems), by_root)
+    return _assemble([layout for layout in found.skills if layout.root in by_root], found, by_root, rules)
 
 
 def _assemble(
     layouts: list[SkillLayout[str]],
-    problems: list[str],
+    found: Discovery[str],
     by_root: dict[str, SkillBundle],
+    rules: _Rules,
     generation: int | None = None,
 ) -> _Scan:
     bundles = tuple(by_root[layout.root] for layout in layouts)
+    problems = sorted(found.problems)
     token = hashlib.sha256()
     for bundle in bundles:
         token.update(f"{bundle.location}\0{bundle.digest}\n".encode())
-    token.update("\n".join(problems).encode())
+    token.update("\n".join([*problems, "", *found.top_level]).encode())
     return _Scan(
         version=token.hexdigest(),
         bundles=bundles,
         problems=tuple(problems),
-        roots={layout.folder: layout.node for layout in layouts},
+        roots={rules.key(layout): layout.node for layout in layouts},
         by_root=by_root,
         generation=generation,
+        failures=frozenset(found.failures),
+        top_level=found.top_level,
     )
 
 
@@ -224,6 +261,13 @@ class DirectoryRepository(SkillRepository):
     changed SKILL.md files; when the filesystem has a cheap ``generation()`` counter an unchanged
     one skips the walk. Symlinks are whatever the filesystem exposes (it refuses escaping ones).
     This variant is read-only. Slug: ``dir-<folder name>``.
+
+    The options that make the same class serve the harness's own skill layers (global folder,
+    workspace, a user's area): ``follow_links`` follows links to skill folders (never links
+    inside one), deduplicated by real path — only for folders the operator controls; without it
+    the folder itself being a link is refused too. ``nested`` keeps skills of one folder name in
+    different nested folders apart (each bundle carries its relative ``path``, which names it in
+    reads). ``optional`` makes a missing folder an empty market instead of an error.
     """
 
     def __init__(
@@ -233,8 +277,12 @@ class DirectoryRepository(SkillRepository):
         filesystem: AbstractFilesystem | None = None,
         source: str | None = None,
         writable: bool = False,
+        follow_links: bool = False,
+        nested: bool = False,
+        optional: bool = False,
     ) -> None:
         self.filesystem = filesystem
+        self._rules = _Rules(follow_links=follow_links, nested=nested, optional=optional)
         if filesystem is None:
             self.path = Path(path).expanduser().absolute()
             name = self.path.name
@@ -255,7 +303,7 @@ class DirectoryRepository(SkillRepository):
     async def _scan(self) -> _Scan:
         previous = self._last.by_root if self._last is not None else {}
         if self.filesystem is None:
-            scan = await anyio.to_thread.run_sync(_scan, self.path, previous)
+            scan = await anyio.to_thread.run_sync(_scan, self.path, previous, self._rules)
         else:
             scan = await self._scan_filesystem(self.filesystem, previous)
         self._last = scan
@@ -277,47 +325,51 @@ class DirectoryRepository(SkillRepository):
                 )
                 for st in stats
             )
-            layouts, problems = find_skills(
-                "", list_dir, root_name=self.path.name or "root", read=ignore_files.__getitem__
+            found = discover(
+                "",
+                list_dir,
+                root_name=self.path.name or "root",
+                read=ignore_files.__getitem__,
+                by_folder=not self._rules.nested,
             )
-            digests = {layout.root: layout.digest() for layout in layouts}
+            digests = {layout.root: layout.digest() for layout in found.skills}
             changed = [
                 layout
-                for layout in layouts
+                for layout in found.skills
                 if (old := previous.get(layout.root)) is None or old.digest != digests[layout.root]
             ]
             texts = await fs.read_many([layout.main.node for layout in changed])
         except (OSError, FilesystemError) as exc:
             raise RepositoryUnavailable(f"cannot read skill directory {where}: {exc}") from exc
         by_root: dict[str, SkillBundle] = {}
-        for layout in layouts:
+        for layout in found.skills:
             old = previous.get(layout.root)
             if old is not None and old.digest == digests[layout.root]:
                 by_root[layout.root] = old
                 continue
             text = texts.get(layout.main.node)
             if text is None:
-                problems.append(f"{layout.main.node}: vanished while reading, skipped")
+                found.problems.append(f"{layout.main.node}: vanished while reading, skipped")
                 continue
             folder_path = f"{prefix}{layout.root}" if layout.root else self.fs_path
             host = fs.host_path(folder_path)
-            by_root[layout.root] = SkillBundle(
-                folder=layout.folder,
-                skill_md=text,
-                skill_md_name=layout.skill_md_name,
-                files=tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files),
-                location=str(host) if host is not None else f"{type(fs).__name__}:{folder_path}",
-                digest=digests[layout.root],
-            )
-        kept = [layout for layout in layouts if layout.root in by_root]
-        return _assemble(kept, sorted(problems), by_root, generation)
+            location = str(host) if host is not None else f"{type(fs).__name__}:{folder_path}"
+            by_root[layout.root] = _bundle(layout, digests[layout.root], text, location, self._rules)
+        kept = [layout for layout in found.skills if layout.root in by_root]
+        return _assemble(kept, found, by_root, self._rules, generation)
 
     async def _version(self) -> str:
         return (await self._scan()).version
 
     async def _load(self, version: str) -> Snapshot:
         scan = self._last if self._last is not None and self._last.version == version else await self._scan()
-        return Snapshot(version=scan.version, bundles=scan.bundles, problems=scan.problems)
+        return Snapshot(
+            version=scan.version,
+            bundles=scan.bundles,
+            problems=scan.problems,
+            failures=scan.failures,
+            top_level=scan.top_level,
+        )
 
     def _invalidate(self) -> None:
         self._last = None

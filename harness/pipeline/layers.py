@@ -1,40 +1,33 @@
-"""The sources a turn's skills come from: folders read through a filesystem, and markets.
+"""The sources a turn's skills come from: one :class:`SkillLayer` per repository.
 
-A layer turns raw files or bundles into parsed :class:`Skill` values and remembers what it
-parsed, so an unchanged SKILL.md is never parsed twice. Deciding *when* to look again
-(watchers, generation counters, market versions) is the pipeline's job.
+The global folder, the workspace's ``skills/``, a user's area and every market are all
+repositories; a layer turns their bundles into parsed :class:`Skill` values, remembers what it
+parsed (an unchanged SKILL.md is never parsed twice), knows whether it must look again, and
+serves its last good skills when its repository fails.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import logging
-import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import anyio
 
 from filesystems import AbstractFilesystem
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
-from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository
-from repositories._layout import FILE, IGNORE_FILES, Child, Discovery, SkillLayout, discover, tree_from_paths
+from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository, Snapshot
 from repositories._paths import VCS_FOLDERS
-from repositories.directory import discover_host, read_below, read_host_file
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "FolderLayer",
     "LayerEntry",
     "LayerResult",
-    "MarketLayer",
-    "SkillSource",
+    "SkillLayer",
     "describe_error",
     "unsafe_file_path",
 ]
@@ -47,7 +40,8 @@ class LayerEntry:
     skill: Skill
     digest: str
     files: tuple[BundleFile, ...]
-    path: str  # the folder's path inside the layer's filesystem or market
+    path: str  # the folder's path inside the layer's filesystem (its folder name in a market)
+    key: str  # what names the folder in the repository's reads (``SkillBundle.key``)
     link: str | None = None  # the real host folder when an operator's layer reached it through a link
 
 
@@ -63,201 +57,56 @@ class LayerResult:
     top_level: tuple[str, ...] = ()  # the names at the top of a folder layer (for a sandbox's merge)
 
 
-class SkillSource:
-    """Common interface of folder layers and markets: read a skill's files on demand."""
+class SkillLayer:
+    """One source of a turn's skills: a repository plus what the pipeline needs of it.
 
-    source: str
-    layer: Layer
-    modes_given = False  # see SkillRepository.modes_given
+    Every layer is a :class:`SkillRepository` — a market, or a ``DirectoryRepository`` over the
+    global folder, the workspace's ``skills/`` or a user's area — and this one type adds the
+    policy they share:
 
-    async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
-        """Bytes of ``paths`` (relative to the skill folder) in one batched call."""
-        raise NotImplementedError
+    - **freshness**: while :attr:`watched` (the pipeline watches :attr:`watch_root`) and not
+      marked stale, :meth:`load` returns the last result without asking the repository, so a
+      warm turn costs nothing; :meth:`mark_stale` (watchers, ``invalidate()``, ``refresh()``)
+      makes the next load ask. An unwatched layer asks every time (the repository answers
+      cheaply when unchanged: a generation counter, a change token).
+    - **parse once**: each bundle is parsed (and scanned, see ``scan_policy``) once per digest.
+    - **last good with a diagnostic**: a repository that fails keeps serving its last good
+      skills; the failure becomes one ``market-unavailable`` (markets) or ``layer-unavailable``
+      (folder layers) diagnostic, and the next load tries again.
+    - **the size cap** (``max_file_size``) on every file read through it.
 
-    async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
-        """The bytes of one file in pieces (default: one whole read), for streaming to disk."""
-        yield (await self.read_files(entry, [path]))[path]
-
-
-class FolderLayer(SkillSource):
-    """Skill folders below ``prefix`` of a filesystem (global dir, workspace, a user's area).
-
-    Skills are found with the discovery rules every layer and market shares (README, "Discovery
-    rules"): nested and dot-folders are searched, a folder with a SKILL.md is a skill and
-    everything below it is its files; the reserved names (``_drafts``, ``.archive``, …) at the
-    top are never read. On a host folder the walk lists the host tree itself, so links,
-    unreadable folders and undecodable names are seen and reported (each costs at most its own
-    skill); on a store without host files it is one batched ``walk()``. ``follow_links``
-    (default: the operator's global and workspace layers) follows links to skill folders (never
-    links inside one), deduplicated by real path; a user's area never follows any.
+    ``prefix`` is the repository's folder inside ``filesystem`` (``"skills"`` for the workspace
+    and a user's area): entries' ``path`` is the folder's path there. ``filesystem`` is where the
+    shell finds the folders in place (``None`` for staged layers, whose files-roots live in the
+    staging cache); ``staged`` says the layer is staged (layers 1–2).
     """
-
-    def __init__(
-        self,
-        fs: AbstractFilesystem,
-        prefix: str,
-        *,
-        source: str,
-        layer: Layer,
-        follow_links: bool | None = None,
-    ) -> None:
-        self.fs = fs
-        self.prefix = prefix.strip("/")
-        self.source = source
-        self.layer = layer
-        self.follow_links = layer in (Layer.GLOBAL, Layer.WORKSPACE) if follow_links is None else follow_links
-        self._parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
-        # Skills reached through a followed link: their path in the layer -> their real host folder.
-        self._linked: dict[str, str] = {}
-
-    async def load(self) -> LayerResult:
-        """Walk the folder, parse new or changed SKILL.md files; every problem is a diagnostic."""
-        found = await self._discover()
-        root = self.fs.host_path(self.prefix)
-        where = str(root) if root is not None else (self.prefix or self.source)
-        diagnostics = [
-            Diagnostic(
-                severity="error" if problem in found.failures else "warning",
-                code="unreadable-skill" if problem in found.failures else "layer-problem",
-                message=f"{self.source}: {problem}",
-                location=where,
-            )
-            for problem in found.problems
-        ]
-        linked = {self._path(layout): layout.node for layout in found.skills if layout.link}
-        self._linked = linked
-        changed = [
-            layout for layout in found.skills if self._parsed.get(self._path(layout), ("",))[0] != layout.main.token
-        ]
-        contents, unreadable = await self._read_mains(changed)
-        diagnostics += unreadable
-        entries: list[LayerEntry] = []
-        parsed: dict[str, tuple[str, Skill | None, tuple[Diagnostic, ...]]] = {}
-        for layout in found.skills:
-            folder_path = self._path(layout)
-            bundle_files = tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files)
-            cached = self._parsed.get(folder_path)
-            if cached is not None and cached[0] == layout.main.token:
-                skill, problems = cached[1], cached[2]
-            elif folder_path in contents:
-                skill, problem_list = load_skill(
-                    contents[folder_path],
-                    folder=layout.folder,
-                    location=_location(root, self.prefix, folder_path),
-                    source=self.source,
-                    layer=self.layer,
-                    files=tuple(f.path for f in bundle_files),
-                    skill_md_name=layout.skill_md_name,
-                )
-                problems = tuple(problem_list)
-            else:
-                continue
-            parsed[folder_path] = (layout.main.token, skill, problems)
-            diagnostics.extend(problems)
-            if skill is not None:
-                entries.append(
-                    LayerEntry(
-                        skill=_with_files(skill, bundle_files),
-                        digest=layout.digest()[:32],
-                        files=bundle_files,
-                        path=folder_path,
-                        link=linked.get(folder_path),
-                    )
-                )
-        self._parsed = parsed
-        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics), top_level=found.top_level)
-
-    async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
-        linked = self._linked.get(entry.path)
-        if linked is not None:
-            # The skill folder is the link's real target; nothing below it may cross another link.
-            return await anyio.to_thread.run_sync(read_below, linked, tuple(paths))
-        data = await self.fs.read_many([_join(entry.path, p) for p in paths])
-        return {p: data[_join(entry.path, p)] for p in paths}
-
-    def _path(self, layout: SkillLayout[str]) -> str:
-        return _join(self.prefix, layout.root)
-
-    async def _discover(self) -> Discovery[str]:
-        host = self.fs.host_path(self.prefix)
-        if host is not None:
-            area = self.fs.host_path("") or host
-            return await anyio.to_thread.run_sync(_discover_host, host, area, self.follow_links)
-        stats = await self.fs.walk(self.prefix)
-        start = len(self.prefix) + 1 if self.prefix else 0
-        ignore = await self.fs.read_many([s.path for s in stats if s.name in IGNORE_FILES])
-        list_dir = tree_from_paths(
-            (s.path[start:], Child(s.name, FILE, s.path, s.size, s.mode, s.version or f"{s.mtime}")) for s in stats
-        )
-        return discover(
-            "",
-            list_dir,
-            root_name=self.prefix.rsplit("/", 1)[-1] or self.source,
-            read=ignore.__getitem__,
-            by_folder=False,
-        )
-
-    async def _read_mains(self, layouts: Sequence[SkillLayout[str]]) -> tuple[dict[str, bytes], list[Diagnostic]]:
-        """The SKILL.md bytes of ``layouts`` keyed by folder path; one that cannot be read is a
-        diagnostic and costs only its own skill."""
-        contents: dict[str, bytes] = {}
-        problems: list[Diagnostic] = []
-        plain: dict[str, str] = {}
-        for layout in layouts:
-            folder_path = self._path(layout)
-            if layout.link:
-                try:
-                    contents[folder_path] = await anyio.to_thread.run_sync(read_host_file, layout.main.node)
-                except OSError as exc:
-                    problems.append(self._unreadable(folder_path, layout.skill_md_name, exc))
-            else:
-                plain[_join(folder_path, layout.skill_md_name)] = folder_path
-        try:
-            data = await self.fs.read_many(list(plain)) if plain else {}
-        except OSError:
-            data = {}
-            for path, folder_path in plain.items():
-                try:
-                    data[path] = await self.fs.read_bytes(path)
-                except OSError as exc:
-                    problems.append(self._unreadable(folder_path, path.rsplit("/", 1)[-1], exc))
-        contents.update((plain[path], text) for path, text in data.items())
-        return contents, problems
-
-    def _unreadable(self, folder_path: str, name: str, exc: OSError) -> Diagnostic:
-        return Diagnostic(
-            severity="error",
-            code="unreadable-skill",
-            message=f"{self.source}: cannot read {folder_path}/{name}, skill skipped: {exc.strerror or exc}",
-            location=folder_path,
-        )
-
-
-class MarketLayer(SkillSource):
-    """A skill market (layer 2): parses each bundle once per digest."""
 
     def __init__(
         self,
         repository: SkillRepository,
         *,
+        layer: Layer = Layer.MARKET,
         source: str | None = None,
+        prefix: str = "",
+        filesystem: AbstractFilesystem | None = None,
         scan_policy: MarketScanPolicy | None = None,
         max_file_size: int | None = None,
     ) -> None:
         self.repository = repository
+        self.layer = layer
         self.source = source or repository.source
+        self.prefix = prefix.strip("/")
+        self.filesystem = filesystem
+        self.staged = layer in (Layer.GLOBAL, Layer.MARKET)
         # Scanned once per bundle digest, with the parse: the verdict is cached with the entry.
         self.scan_policy = scan_policy
         self.max_file_size = max_file_size
-        self.modes_given = repository.modes_given
-        self.layer = Layer.MARKET
+        self.modes_given = repository.modes_given  # see SkillRepository.modes_given
+        self._watched = False
+        self._stale = True
+        self._failing = False
         self._version: str | None = None
         self._result = LayerResult(entries=())
-        # Set by a caller that watches ``repository.watch_root``: while not dirty, a load
-        # returns the last result without asking the market.
-        self.watched = False
-        self.dirty = True
-        self._failing = False
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
 
     @property
@@ -265,66 +114,111 @@ class MarketLayer(SkillSource):
         """The last good result (empty before the first successful load)."""
         return self._result
 
-    async def load(self) -> LayerResult:
-        """Ask the market for its snapshot (cheap when unchanged) and parse what changed.
+    @property
+    def watch_root(self) -> Path | None:
+        """The host folder whose changes are the only way this layer changes, or ``None``."""
+        return self.repository.watch_root
 
-        A failing market keeps serving its last good skills; the failure becomes a diagnostic.
-        Whatever the market raises (a custom market is not trusted to raise only
-        ``RepositoryError``) is reported the same way, never passed on to the turn.
+    @property
+    def watched(self) -> bool:
+        """Whether a watcher reports this layer's changes (through :meth:`mark_stale`)."""
+        return self._watched
+
+    @property
+    def fresh(self) -> bool:
+        """Whether :meth:`load` would return the last result without asking the repository."""
+        return self._watched and not self._stale and self._version is not None
+
+    def watch(self, watched: bool) -> None:
+        """Say whether a watcher now reports this layer's changes; either way it reloads once."""
+        self._watched = watched
+        self._stale = True
+
+    def mark_stale(self) -> None:
+        """Make the next :meth:`load` ask the repository again (something may have changed)."""
+        self._stale = True
+
+    async def refresh(self) -> None:
+        """Drop the repository's cached state and re-read on the next load."""
+        self._stale = True
+        await self.repository.refresh()
+
+    async def load(self) -> LayerResult:
+        """The layer's skills, parsing only bundles with a new digest.
+
+        A failing repository keeps serving its last good skills with a diagnostic. Whatever it
+        raises (a custom market is not trusted to raise only ``RepositoryError``) is reported
+        the same way, never passed on to the turn.
         """
-        if self.watched and not self.dirty and self._version is not None:
+        if self.fresh:
             return self._result
-        self.dirty = False
+        self._stale = False
         try:
             snapshot = await self.repository.snapshot()
             if snapshot.version != self._version:
-                self._result = self._parse(snapshot.bundles, snapshot.problems)
+                self._result = self._parse(snapshot)
                 self._version = snapshot.version
         except Exception as exc:
-            if self._version is None:
-                return self._with_failure(
-                    f"market {self.source!r} is unavailable and has no skills yet: {describe_error(exc)}"
-                )
-            return self._with_failure(
-                f"market {self.source!r} failed to refresh, serving its last good skills: {describe_error(exc)}"
-            )
-        if snapshot.error is None and self._failing:
-            log.info("market %r answers again (version %s)", self.source, snapshot.version)
-            self._failing = False
+            return self.failed(describe_error(exc))
         if snapshot.error is not None:
-            return self._with_failure(
-                f"market {self.source!r} failed to refresh, serving its last good skills: {snapshot.error}"
-            )
+            return self.failed(describe_error(snapshot.error))
+        if self._failing:
+            log.info("%s %r answers again (version %s)", self.layer.value, self.source, snapshot.version)
+            self._failing = False
         return self._result
 
     def failed(self, reason: str) -> LayerResult:
-        """The last good result plus a diagnostic saying why it is stale (e.g. a timeout)."""
-        return self._with_failure(reason)
+        """The last good result plus a diagnostic saying why it is stale (e.g. a timeout); the
+        next load asks the repository again."""
+        self._stale = True
+        if self.layer is Layer.MARKET:
+            code = "market-unavailable"
+            if self._version is None:
+                message = f"market {self.source!r} is unavailable and has no skills yet: {reason}"
+            else:
+                message = f"market {self.source!r} failed to refresh, serving its last good skills: {reason}"
+            location = self.source
+        else:
+            code = "layer-unavailable"
+            message = f"cannot read the {self.layer.value} skills, serving the last good ones: {reason}"
+            location = self.prefix or self.source
+        problem = Diagnostic(severity="error", code=code, message=message, location=location)
+        if not self._failing:
+            log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
+            self._failing = True
+        return LayerResult(
+            entries=self._result.entries,
+            diagnostics=(*self._result.diagnostics, problem),
+            failed=True,
+            top_level=self._result.top_level,
+        )
 
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
-        """The files' bytes; a file over ``max_file_size`` raises ``OSError(EFBIG)`` unread, and
-        anything else the market raises becomes ``RepositoryUnavailable`` naming the market."""
+        """The files' bytes (relative to the skill folder) in one batched call; a file over
+        ``max_file_size`` raises ``OSError(EFBIG)`` unread, and anything else the repository
+        raises becomes ``RepositoryUnavailable`` naming the layer."""
         for path in paths:
             self._check_size(entry, path)
         try:
-            return await self.repository.read_files(entry.path, list(paths))
+            return await self.repository.read_files(entry.key, list(paths))
         except (RepositoryError, OSError):
             raise
         except Exception as exc:
             raise RepositoryUnavailable(
-                f"market {self.source!r} failed to read {entry.path}: {describe_error(exc)}"
+                f"{self.layer.value} {self.source!r} failed to read {entry.key}: {describe_error(exc)}"
             ) from exc
 
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
+        """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""
         self._check_size(entry, path)
         try:
-            async for chunk in self.repository.read_chunks(entry.path, path):
+            async for chunk in self.repository.read_chunks(entry.key, path):
                 yield chunk
         except (RepositoryError, OSError):
             raise
         except Exception as exc:
             raise RepositoryUnavailable(
-                f"market {self.source!r} failed to read {entry.path}/{path}: {describe_error(exc)}"
+                f"{self.layer.value} {self.source!r} failed to read {entry.key}/{path}: {describe_error(exc)}"
             ) from exc
 
     def _check_size(self, entry: LayerEntry, path: str) -> None:
@@ -334,42 +228,45 @@ class MarketLayer(SkillSource):
         if size > self.max_file_size:
             raise OSError(
                 errno.EFBIG,
-                f"{self.source}/{entry.path}/{path} is {size} bytes, over the {self.max_file_size}-byte "
+                f"{self.source}/{entry.key}/{path} is {size} bytes, over the {self.max_file_size}-byte "
                 "limit for market files (max_file_size); it is not staged or read",
             )
 
-    def _with_failure(self, message: str) -> LayerResult:
-        problem = Diagnostic(severity="error", code="market-unavailable", message=message, location=self.source)
-        if not self._failing:
-            log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
-            self._failing = True
-        return LayerResult(entries=self._result.entries, diagnostics=(*self._result.diagnostics, problem), failed=True)
-
-    def _parse(self, bundles: Sequence[SkillBundle], problems: Sequence[str]) -> LayerResult:
+    def _parse(self, snapshot: Snapshot) -> LayerResult:
         entries: list[LayerEntry] = []
-        diagnostics = [
-            Diagnostic(severity="warning", code="market-problem", message=problem, location=self.source)
-            for problem in problems
-        ]
+        diagnostics = [self._problem(problem, problem in snapshot.failures) for problem in snapshot.problems]
         parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
-        for bundle in bundles:
-            cached = self._parsed.get(bundle.folder)
+        for bundle in snapshot.bundles:
+            cached = self._parsed.get(bundle.key)
             if cached is not None and cached[0] == bundle.digest:
                 entry, found = cached[1], cached[2]
             else:
                 entry, found = self._parse_bundle(bundle)
-            parsed[bundle.folder] = (bundle.digest, entry, found)
+            parsed[bundle.key] = (bundle.digest, entry, found)
             diagnostics.extend(found)
             if entry is not None:
                 entries.append(entry)
         self._parsed = parsed
-        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics))
+        return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics), top_level=snapshot.top_level)
+
+    def _problem(self, problem: str, failure: bool) -> Diagnostic:
+        """A repository's problem as a diagnostic: one that cost a skill is an error."""
+        if self.layer is Layer.MARKET:
+            return Diagnostic(severity="warning", code="market-problem", message=problem, location=self.source)
+        watched = self.watch_root
+        return Diagnostic(
+            severity="error" if failure else "warning",
+            code="unreadable-skill" if failure else "layer-problem",
+            message=f"{self.source}: {problem}",
+            location=str(watched) if watched is not None else (self.prefix or self.source),
+        )
 
     def _parse_bundle(self, bundle: SkillBundle) -> tuple[LayerEntry | None, tuple[Diagnostic, ...]]:
         """One bundle as an entry. A custom market is not trusted to keep the repository
-        contract: a folder that is not one safe segment skips the skill, and unsafe file paths
-        are dropped, so neither staging nor the load tool ever sees them."""
-        unsafe_folder = unsafe_segment_reason(bundle.folder) or ("is hidden" if bundle.folder.startswith(".") else None)
+        contract: a folder that is not one safe, visible segment skips the skill, and unsafe
+        file paths are dropped, so neither staging nor the load tool ever sees them. (A folder
+        layer's unsafe folder name is reported by the parse, at the skill's location.)"""
+        unsafe_folder = _unsafe_market_folder(bundle.folder) if self.layer is Layer.MARKET else None
         if unsafe_folder:
             return None, (
                 Diagnostic(
@@ -399,13 +296,20 @@ class MarketLayer(SkillSource):
             folder=bundle.folder,
             location=bundle.location,
             source=self.source,
-            layer=Layer.MARKET,
+            layer=self.layer,
             files=tuple(f.path for f in files),
             skill_md_name=bundle.skill_md_name,
         )
         admitted, scanned = self._scan(bundle) if skill is not None else (False, ())
         entry = (
-            LayerEntry(skill=skill, digest=bundle.digest, files=tuple(files), path=bundle.folder)
+            LayerEntry(
+                skill=skill,
+                digest=bundle.digest,
+                files=tuple(files),
+                path=_join(self.prefix, bundle.key),
+                key=bundle.key,
+                link=bundle.link,
+            )
             if skill is not None and admitted
             else None
         )
@@ -470,34 +374,9 @@ def unsafe_file_path(path: str) -> str | None:
     return None
 
 
+def _unsafe_market_folder(folder: str) -> str | None:
+    return unsafe_segment_reason(folder) or ("is hidden" if folder.startswith(".") else None)
+
+
 def _join(folder: str, path: str) -> str:
     return f"{folder}/{path}" if folder and path else folder or path
-
-
-def _discover_host(host: Path, area: Path, follow: bool) -> Discovery[str]:
-    """Discover below ``host``; when links are not followed, a layer folder that is itself a
-    link (or lies below one inside ``area``) is refused: its real path must be where it stands."""
-    if not host.is_dir():
-        return Discovery(skills=[], problems=[])
-    if not follow and os.path.realpath(host) != os.path.normpath(
-        os.path.join(os.path.realpath(area), os.path.relpath(host, area))
-    ):
-        return Discovery(
-            skills=[], problems=[f"symlink skipped: {host.name} (this folder is a link; links are not followed here)"]
-        )
-    return discover_host(host, follow=follow, skip_prefix=".tmp-", by_folder=False)
-
-
-def _location(root: Path | None, prefix: str, folder_path: str) -> str:
-    """The host folder of a skill when the layer is on this host, else its path in the layer."""
-    if root is None:
-        return folder_path
-    relative = folder_path[len(prefix) + 1 :] if prefix else folder_path
-    return f"{root}/{relative}"
-
-
-def _with_files(skill: Skill, files: tuple[BundleFile, ...]) -> Skill:
-    paths = tuple(f.path for f in files)
-    if skill.files == paths:
-        return skill
-    return dataclasses.replace(skill, files=paths)

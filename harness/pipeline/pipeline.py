@@ -20,19 +20,18 @@ from typing import Self
 import anyio
 from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, FilesystemError, LocalFilesystem, ShellUnavailable
+from filesystems import AbstractFilesystem, ShellUnavailable
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, entries_for, render_catalog
-from harness.pipeline.layers import FolderLayer, LayerEntry, LayerResult, MarketLayer, SkillSource
+from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import Layer, is_workflow_package
-from repositories import SkillRepository, disambiguate_sources
-from repositories._paths import SKILL_MD_NAMES
+from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
 __all__ = ["SkillPipeline"]
 
@@ -46,7 +45,7 @@ class _Base:
     """Layers 1–3 merged, plus what staging needs (the union of layers 1–2)."""
 
     merged: Merged
-    sources: dict[str, SkillSource]  # skill_id -> source
+    sources: dict[str, SkillLayer]  # skill_id -> layer
     stage_items: tuple[StageItem, ...]
     diagnostics: tuple[Diagnostic, ...]
     unanswered: frozenset[str]  # layer 1–2 sources that did not answer: their staged folders stay
@@ -60,48 +59,6 @@ class _UserView:
     shadowed: tuple[Shadowing, ...]
     catalog: str
     diagnostics: tuple[Diagnostic, ...] = ()
-
-
-class _Tracked:
-    """A folder layer plus what says whether it must be re-read."""
-
-    def __init__(self, layer: FolderLayer) -> None:
-        self.layer = layer
-        self.result: LayerResult | None = None
-        self.dirty = True
-        self.generation: int | None = None
-        self.host = layer.fs.host_path(layer.prefix)
-
-    async def current(self, watched: bool) -> LayerResult:
-        """The layer's skills, re-read when they may have changed. When the filesystem fails
-        (a remote store down) the last good result is served with a diagnostic, and the next
-        turn tries again."""
-        try:
-            return await self._current(watched)
-        except (FilesystemError, OSError) as exc:
-            self.dirty = True
-            last = self.result or LayerResult(entries=())
-            problem = Diagnostic(
-                severity="error",
-                code="layer-unavailable",
-                message=f"cannot read the {self.layer.layer.value} skills, serving the last good ones: {exc}",
-                location=self.layer.prefix or self.layer.source,
-            )
-            return LayerResult(entries=last.entries, diagnostics=(*last.diagnostics, problem), failed=True)
-
-    async def _current(self, watched: bool) -> LayerResult:
-        if self.result is not None and not self.dirty:
-            if watched:
-                return self.result
-            generation = await self.layer.fs.generation()
-            if generation is not None and generation == self.generation:
-                return self.result
-            self.generation = generation
-        elif not watched:
-            self.generation = await self.layer.fs.generation()
-        self.dirty = False
-        self.result = await self.layer.load()
-        return self.result
 
 
 class SkillPipeline:
@@ -142,19 +99,20 @@ class SkillPipeline:
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
         scan_policy = market_scan or MarketScanPolicy()
-        self.markets = [
-            MarketLayer(repo, source=slug, scan_policy=scan_policy, max_file_size=max_file_size)
+        markets = [
+            SkillLayer(repo, source=slug, scan_policy=scan_policy, max_file_size=max_file_size)
             for repo, slug in zip(repositories, slugs)
         ]
-        self._global: _Tracked | None = None
-        self._global_fs: LocalFilesystem | None = None
-        self._global_missing = _NO_SKILLS
-        if global_skills_dir is not None:
-            self._global_fs, prefix, self._global_missing = _global_layer(Path(global_skills_dir).expanduser())
-            if self._global_fs is not None:
-                self._global = _Tracked(FolderLayer(self._global_fs, prefix, source="global", layer=Layer.GLOBAL))
-        self._workspace = _Tracked(FolderLayer(filesystem, SKILLS_DIR, source="workspace", layer=Layer.WORKSPACE))
-        self._users: collections.OrderedDict[str, _Tracked] = collections.OrderedDict()
+        global_layer, self._global_missing = (
+            _global_layer(Path(global_skills_dir).expanduser()) if global_skills_dir is not None else (None, ())
+        )
+        # Layers 1–3 in ascending priority: a later layer wins a name clash.
+        self._layers = [
+            *([global_layer] if global_layer is not None else []),
+            *markets,
+            _folder_layer(filesystem, Layer.WORKSPACE, "workspace"),
+        ]
+        self._users: collections.OrderedDict[str, SkillLayer] = collections.OrderedDict()
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
         self._resolved: dict[str, ResolvedSkill] = {}
@@ -175,18 +133,14 @@ class SkillPipeline:
         if self._watch:
             group: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
             self._stack.callback(self._stop_watchers)
-            roots = [self.filesystem.host_path("")]
-            if self._global is not None:
-                roots.append(self._global.host)
-            roots += [market.repository.watch_root for market in self.markets]
-            for root in dict.fromkeys(roots):
-                if root is not None and root.is_dir():
+            for root in [self.filesystem.host_path(""), *(layer.watch_root for layer in self._layers)]:
+                if root is not None and not self._is_watched(root) and root.is_dir():
                     watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
                     await group.start(watcher.run)
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
-            for market in self.markets:
-                market.watched = market.repository.watch_root in self._watched_roots
+            for layer in self._layers:
+                layer.watch(self._is_watched(layer.watch_root))
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -202,19 +156,17 @@ class SkillPipeline:
         finally:
             if self.stager is not None:
                 await self.stager.aclose()
-            if self._global_fs is not None:
-                await self._global_fs.aclose()
 
     # -- the turn ----------------------------------------------------------------------------
 
     async def prepare(self, context: RuntimeContext) -> TurnPlan:
         """Merge, filter, stage and render for one turn of ``context.user_id``."""
         base = await self._current_base()
-        tracked = self._user(context.user_id)
-        user = await tracked.current(self._is_watched(tracked))
+        layer = self._user(context.user_id)
+        user = await self._load(layer)
         view = self._views.get(context.user_id)
         if view is None or view.base is not base or view.user is not user:
-            view = self._build_view(context, base, user, tracked.layer)
+            view = self._build_view(context, base, user, layer)
             self._views[context.user_id] = view
         skills, catalog = view.skills, view.catalog
         if self.visibility is not None:
@@ -235,7 +187,7 @@ class SkillPipeline:
         )
         return TurnPlan(
             context=context,
-            filesystem=tracked.layer.fs,  # the user's scoped view, built once (scoped() stats the host)
+            filesystem=_shown_in(layer),  # the user's scoped view, built once (scoped() stats the host)
             skills=skills,
             catalog=catalog,
             shadowed=view.shadowed,
@@ -258,20 +210,18 @@ class SkillPipeline:
         The harness calls this after its own writes so they show on the next turn at once.
         """
         if user_id is None:
-            self._workspace.dirty = True
-            if self._global is not None:
-                self._global.dirty = True
+            for layer in self._layers:
+                if layer.layer is not Layer.MARKET:
+                    layer.mark_stale()
         elif user_id in self._users:
-            self._users[user_id].dirty = True
+            self._users[user_id].mark_stale()
 
     async def refresh(self) -> None:
         """Re-read every layer and market on the next turn (even with ``dynamic_skills=False``)."""
-        self.invalidate()
-        for tracked in self._users.values():
-            tracked.dirty = True
-        for market in self.markets:
-            market.dirty = True
-            await market.repository.refresh()
+        for user in self._users.values():
+            user.mark_stale()
+        for layer in self._layers:
+            await layer.refresh()
         self._base = None
 
     # -- layers 1–3 ------------------------------------------------------------------------
@@ -287,46 +237,46 @@ class SkillPipeline:
             return self._base
 
     async def _load_layers(self) -> tuple[LayerResult, ...]:
-        market_results: list[LayerResult] = [market.result for market in self.markets]
+        """Every layer's skills; the ones that must ask their repository ask concurrently."""
+        results: list[LayerResult] = [layer.result for layer in self._layers]
+        asking = [(index, layer) for index, layer in enumerate(self._layers) if not layer.fresh]
 
-        async def load_market(index: int, market: MarketLayer) -> None:
-            with anyio.move_on_after(self.market_timeout) as scope:
-                market_results[index] = await market.load()
-            if scope.cancelled_caught:
-                market_results[index] = market.failed(
-                    f"market {market.source!r} did not answer within {self.market_timeout:g}s; serving its last good skills"
-                )
+        async def load(index: int, layer: SkillLayer) -> None:
+            results[index] = await self._load(layer)
 
-        async with anyio.create_task_group() as group:
-            for index, market in enumerate(self.markets):
-                group.start_soon(load_market, index, market)
-        global_result = (
-            await self._global.current(self._is_watched(self._global))
-            if self._global is not None
-            else self._global_missing
-        )
-        workspace = await self._workspace.current(self._is_watched(self._workspace))
-        return (global_result, *market_results, workspace)
+        if len(asking) == 1:
+            await load(*asking[0])
+        elif asking:
+            async with anyio.create_task_group() as group:
+                for index, layer in asking:
+                    group.start_soon(load, index, layer)
+        return tuple(results)
+
+    async def _load(self, layer: SkillLayer) -> LayerResult:
+        """The layer's skills, or its last good ones when it does not answer in time."""
+        if layer.fresh:
+            return layer.result
+        with anyio.move_on_after(self.market_timeout):
+            return await layer.load()
+        return layer.failed(f"did not answer within {self.market_timeout:g}s (market_timeout)")
 
     def _merge_base(self, results: tuple[LayerResult, ...]) -> _Base:
-        results = (_one_per_folder(results[0], "global"), *results[1:])
-        sources: dict[str, SkillSource] = {}
+        results = tuple(
+            _one_per_folder(result, layer.source) if layer.staged else result
+            for layer, result in zip(self._layers, results, strict=True)
+        )
+        sources: dict[str, SkillLayer] = {}
         items: list[StageItem] = []
         unanswered: set[str] = set()
-        readers: list[SkillSource] = [
-            *([self._global.layer] if self._global is not None else [_EMPTY]),
-            *self.markets,
-            self._workspace.layer,
-        ]
-        for reader, result in zip(readers, results, strict=True):
-            if result.failed and reader.layer in (Layer.GLOBAL, Layer.MARKET):
-                unanswered.add(reader.source)
+        for layer, result in zip(self._layers, results, strict=True):
+            if result.failed and layer.staged:
+                unanswered.add(layer.source)
             for entry in result.entries:
-                sources[entry.skill.skill_id] = reader
-                if reader.layer in (Layer.GLOBAL, Layer.MARKET):
-                    items.append(StageItem(entry=entry, reader=reader))
+                sources[entry.skill.skill_id] = layer
+                if layer.staged:
+                    items.append(StageItem(entry=entry, reader=layer))
         merged = merge_layers(results)
-        diagnostics = tuple(d for result in results for d in result.diagnostics)
+        diagnostics = (*self._global_missing, *(d for result in results for d in result.diagnostics))
         return _Base(
             merged=merged,
             sources=sources,
@@ -337,20 +287,20 @@ class SkillPipeline:
 
     # -- layer 4 ---------------------------------------------------------------------------
 
-    def _user(self, user_id: str) -> _Tracked:
-        tracked = self._users.get(user_id)
-        if tracked is None:
-            scoped = self.filesystem.scoped(user_id)
-            tracked = _Tracked(FolderLayer(scoped, SKILLS_DIR, source="workspace-namespaced", layer=Layer.USER))
-            self._users[user_id] = tracked
+    def _user(self, user_id: str) -> SkillLayer:
+        layer = self._users.get(user_id)
+        if layer is None:
+            layer = _folder_layer(self.filesystem.scoped(user_id), Layer.USER, "workspace-namespaced")
+            layer.watch(self._is_watched(layer.watch_root))
+            self._users[user_id] = layer
             while len(self._users) > self._max_users:
                 evicted, _ = self._users.popitem(last=False)
                 self._views.pop(evicted, None)
         else:
             self._users.move_to_end(user_id)
-        return tracked
+        return layer
 
-    def _build_view(self, context: RuntimeContext, base: _Base, user: LayerResult, layer: FolderLayer) -> _UserView:
+    def _build_view(self, context: RuntimeContext, base: _Base, user: LayerResult, layer: SkillLayer) -> _UserView:
         """The merged skills and catalog of one user. Users without skills or folders of their
         own share one view; the others share every layer 1–3 ``ResolvedSkill`` and differ only
         in theirs."""
@@ -377,7 +327,7 @@ class SkillPipeline:
                 skills.pop(replaced.skill.skill_id, None)
         for entry in merged.entries.values():
             if entry.skill.layer is Layer.USER:
-                skills[entry.skill.skill_id] = self._resolve(entry, layer, layer)
+                skills[entry.skill.skill_id] = self._resolve(entry, layer)
         hidden = self._hidden_roots(skills, user, layer)
         for skill_id in hidden:
             skills[skill_id] = dataclasses.replace(skills[skill_id], files_root=None)
@@ -390,7 +340,7 @@ class SkillPipeline:
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
         )
 
-    def _hidden_roots(self, skills: dict[str, ResolvedSkill], user: LayerResult, layer: FolderLayer) -> dict[str, str]:
+    def _hidden_roots(self, skills: dict[str, ResolvedSkill], user: LayerResult, layer: SkillLayer) -> dict[str, str]:
         """Layer 1–3 skills whose folder the user's shell does not show, with the reason.
 
         A sandbox merges the user's top-level folders under ``skills/`` over the workspace's by
@@ -399,7 +349,8 @@ class SkillPipeline:
         if not self.filesystem.has_shell:
             return {}
         shown = self.filesystem.shell_path(SKILLS_DIR)
-        merged = layer.fs.has_shell and layer.fs.shell_path(SKILLS_DIR) == shown
+        user_fs = _shown_in(layer)
+        merged = user_fs.has_shell and user_fs.shell_path(layer.prefix) == shown
         covered = [f"{shown}/{name}" for name in user.top_level] if merged else []
         hidden: dict[str, str] = {}
         for skill_id, s in skills.items():
@@ -426,32 +377,32 @@ class SkillPipeline:
         """Layers 1–3 resolved once per merge, shared by every user's view."""
         if self._resolved_for is not base:
             self._resolved = {
-                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id], None)
+                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
                 for entry in base.merged.entries.values()
             }
             self._resolved_for = base
         return self._resolved
 
-    def _resolve(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer | None) -> ResolvedSkill:
+    def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
         return ResolvedSkill(
             entry=entry,
             source=source,
-            files_root=self._files_root(entry, source, user_layer),
+            files_root=self._files_root(entry, source),
             workflow=is_workflow_package(entry.skill.files),
         )
 
-    def _files_root(self, entry: LayerEntry, source: SkillSource, user_layer: FolderLayer | None) -> str | None:
-        """Always the skill's real folder, as the shell sees it (DESIGN §6); ``None`` for a
-        linked workspace folder the shell does not show (see :meth:`_hidden_roots`)."""
+    def _files_root(self, entry: LayerEntry, source: SkillLayer) -> str | None:
+        """Always the skill's real folder, as the shell sees it (DESIGN §6): the staging cache
+        for staged layers, the folder in place otherwise; ``None`` for a linked folder the shell
+        does not show (see :meth:`_hidden_roots`)."""
         if not self.filesystem.has_shell:
             return None
-        if source.layer in (Layer.GLOBAL, Layer.MARKET):
+        if source.staged:
             folder = entry.path.rsplit("/", 1)[-1]
             return self.filesystem.shell_path(f"{CACHE_DIR}/{source.source}/{folder}")
-        if source.layer is Layer.WORKSPACE and entry.link is not None and not self._link_shown(entry):
+        if entry.link is not None and not self._link_shown(entry):
             return None
-        fs = user_layer.fs if source.layer is Layer.USER and user_layer is not None else self.filesystem
-        return fs.shell_path(entry.path)
+        return _shown_in(source).shell_path(entry.path)
 
     def render(self, skills: dict[str, ResolvedSkill]) -> str:
         """The catalog text for ``skills`` with this pipeline's tools and budget."""
@@ -466,39 +417,23 @@ class SkillPipeline:
 
     # -- watching ----------------------------------------------------------------------------
 
-    def _is_watched(self, tracked: _Tracked) -> bool:
-        host = tracked.host
+    def _is_watched(self, host: Path | None) -> bool:
         return host is not None and any(host == root or root in host.parents for root in self._watched_roots)
 
     def _on_change(self, paths: set[Path]) -> None:
-        trackers = [self._workspace, *self._users.values()]
-        if self._global is not None:
-            trackers.append(self._global)
-        for tracked in trackers:
-            host = tracked.host
+        for layer in (*self._layers, *self._users.values()):
+            host = layer.watch_root
             if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
-                tracked.dirty = True
-        for market in self.markets:
-            root = market.repository.watch_root
-            if root is not None and any(p == root or root in p.parents for p in paths):
-                market.dirty = True
+                layer.mark_stale()
 
     def _on_watch_failure(self, reason: str) -> None:
         self._watched_roots.clear()
-        for market in self.markets:
-            market.watched = False
+        for layer in (*self._layers, *self._users.values()):
+            layer.watch(False)
 
     def _stop_watchers(self) -> None:
         for watcher in self._watchers:
             watcher.stop()
-
-
-class _NoSource(SkillSource):
-    source = "global"
-    layer = Layer.GLOBAL
-
-
-_EMPTY = _NoSource()
 
 
 def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
@@ -527,11 +462,6 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
     return LayerResult(entries=tuple(kept.values()), diagnostics=tuple(diagnostics))
 
 
-# One shared empty result: layers 1–3 are re-merged only when a result is a new object, so a
-# fresh empty one per turn would rebuild every user's view on every turn.
-_NO_SKILLS = LayerResult(entries=())
-
-
 def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnostic, ...]:
     return tuple(
         Diagnostic(severity="warning", code="files-root-hidden", message=f"{skill_id}: {reason}", location=user_id)
@@ -539,9 +469,30 @@ def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnosti
     )
 
 
-def _global_layer(path: Path) -> tuple[LocalFilesystem | None, str, LayerResult]:
-    """The global layer's filesystem and prefix: ``path`` itself, or its parent and its name when
-    ``path`` is one skill folder. A missing folder gives no filesystem and a warning instead."""
+def _folder_layer(fs: AbstractFilesystem, kind: Layer, source: str) -> SkillLayer:
+    """The ``skills/`` folder of a workspace or a user's area as a layer: read on the host when
+    the filesystem has host files, through the filesystem otherwise. Only the operator's
+    workspace follows links."""
+    host = fs.host_path(SKILLS_DIR)
+    follow = kind is Layer.WORKSPACE
+    repository = (
+        DirectoryRepository(host, source=source, nested=True, follow_links=follow, optional=True)
+        if host is not None
+        else DirectoryRepository(SKILLS_DIR, filesystem=fs, source=source, nested=True)
+    )
+    return SkillLayer(repository, layer=kind, source=source, prefix=SKILLS_DIR, filesystem=fs)
+
+
+def _shown_in(layer: SkillLayer) -> AbstractFilesystem:
+    """The filesystem whose shell shows an in-place layer's folders."""
+    if layer.filesystem is None:
+        raise ValueError(f"the {layer.layer.value} layer {layer.source!r} is staged, not shown in place")
+    return layer.filesystem
+
+
+def _global_layer(path: Path) -> tuple[SkillLayer | None, tuple[Diagnostic, ...]]:
+    """The global layer over ``path`` (a folder of skills, or one skill folder). A missing folder
+    gives no layer and a warning instead."""
     if not path.is_dir():
         problem = Diagnostic(
             severity="warning",
@@ -552,7 +503,6 @@ def _global_layer(path: Path) -> tuple[LocalFilesystem | None, str, LayerResult]
             ),
             location=str(path),
         )
-        return None, "", LayerResult(entries=(), diagnostics=(problem,))
-    if any((path / name).is_file() for name in SKILL_MD_NAMES):
-        return LocalFilesystem(path.parent), path.name, _NO_SKILLS
-    return LocalFilesystem(path), "", _NO_SKILLS
+        return None, (problem,)
+    repository = DirectoryRepository(path, source="global", follow_links=True, nested=True)
+    return SkillLayer(repository, layer=Layer.GLOBAL, source="global"), ()

@@ -9,7 +9,7 @@ from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.errors import SkillNotFound
-from harness.pipeline.layers import LayerEntry, SkillSource
+from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.staging import StageResult
 from harness.skills.skill import Skill
@@ -29,7 +29,7 @@ class ResolvedSkill:
     ``workflow`` says it carries a workflow definition (``harness.engine``)."""
 
     entry: LayerEntry
-    source: SkillSource
+    source: SkillLayer
     files_root: str | None
     workflow: bool = False
 

@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 
 from harness.diagnostics import Diagnostic
-from harness.pipeline.layers import LayerEntry, SkillSource, describe_error, unsafe_file_path
+from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error, unsafe_file_path
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class StageItem:
     """One skill to stage: its entry and the source that can read its files."""
 
     entry: LayerEntry
-    reader: SkillSource
+    reader: SkillLayer
 
     @property
     def key(self) -> str:

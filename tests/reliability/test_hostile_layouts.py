@@ -28,7 +28,7 @@ from reliability_helpers import GitRemote, shared_dir, skill_md, write_skill
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.pipeline.layers import FolderLayer
+from harness.pipeline.layers import SkillLayer
 from harness.pipeline.plan import TurnPlan
 from harness.skills.skill import Layer
 from harness.skills.validation import discover_skill_dirs
@@ -472,7 +472,7 @@ async def test_a_store_without_host_files_applies_the_same_rules(tmp_path: Path)
 async def test_a_folder_layer_at_the_root_of_its_filesystem_loads_without_following_links(tmp_path: Path) -> None:
     write_skill(tmp_path / "tree", "alpha")
     (tmp_path / "tree" / "linked").symlink_to(write_skill(tmp_path / "src", "beta"), target_is_directory=True)
-    async with LocalFilesystem(tmp_path / "tree") as fs:
-        result = await FolderLayer(fs, "", source="user", layer=Layer.USER).load()
+    repository = DirectoryRepository(tmp_path / "tree", source="user", nested=True)
+    result = await SkillLayer(repository, layer=Layer.USER).load()
     assert [e.skill.name for e in result.entries] == ["alpha"]
     assert [d.message for d in result.diagnostics] == ["user: symlink skipped: linked"]
