@@ -11,7 +11,6 @@ from .base import (
     AbstractFilesystem,
     CommandResult,
     FileStat,
-    normalize_path,
     validate_user_id,
 )
 from .composite import CompositeFilesystem
@@ -26,6 +25,14 @@ from .errors import (
     VersionConflict,
 )
 from .local import LocalFilesystem
+from .paths import (
+    VCS_FOLDERS,
+    has_control,
+    identifier_problem,
+    normalize_path,
+    relative_path_problem,
+    segment_problem,
+)
 from .remote import RemoteFilesystem
 from .sandbox import SandboxFilesystem, SandboxLimits
 from .stores import (
@@ -39,6 +46,7 @@ from .stores import (
 
 __all__ = [
     "RESERVED_USER_IDS",
+    "VCS_FOLDERS",
     "AbstractFilesystem",
     "CommandResult",
     "CompositeFilesystem",
@@ -61,9 +69,13 @@ __all__ = [
     "StoreRecord",
     "StoreUnavailable",
     "VersionConflict",
+    "has_control",
+    "identifier_problem",
     "normalize_path",
     "redact_secrets",
     "redact_url",
+    "relative_path_problem",
+    "segment_problem",
     "url_credentials",
     "validate_user_id",
 ]

@@ -72,9 +72,9 @@ class HarnessConfig:
             limits=self.sandbox_limits,
         )
 
-    def build(self, **overrides: Any) -> Harness:
-        """The agent this configuration describes (keyword ``overrides`` win)."""
-        from harness.agent import Harness
+    def options(self, **overrides: Any) -> dict[str, Any]:
+        """The keyword arguments of :class:`harness.Harness` this configuration describes
+        (keyword ``overrides`` win); ``Harness(**config.options())`` builds the agent."""
         from repositories import open_repository
 
         options: dict[str, Any] = {
@@ -92,7 +92,13 @@ class HarnessConfig:
             "max_file_size": self.max_file_size,
         }
         options.update(overrides)
-        return Harness(**options)
+        return options
+
+    def build(self, **overrides: Any) -> Harness:
+        """The agent this configuration describes (keyword ``overrides`` win)."""
+        from harness.agent import Harness
+
+        return Harness(**self.options(**overrides))
 
 
 def open_store(url: str) -> Any:

@@ -41,9 +41,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from filesystems import redact_secrets, redact_url
-from filesystems.base import identifier_problem
-from repositories._paths import SKILL_MD_NAMES, check_folder, normalise_file_path
+from filesystems.paths import identifier_problem
 from repositories.base import BundleFile, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
+from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
     InvalidBundle,

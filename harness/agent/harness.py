@@ -139,7 +139,7 @@ class Harness:
         """Build from a ``harness.yaml`` (see the README); keyword ``overrides`` win."""
         from harness.config import load_config
 
-        return load_config(path).build(**overrides)
+        return cls(**load_config(path).options(**overrides))
 
     async def __aenter__(self) -> Self:
         if self._owns_resources:

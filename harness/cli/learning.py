@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 
 from harness.context import RuntimeContext
-from harness.learning import LearningError, SelfLearning
-from harness.learning._layout import area_label, discover_users
+from harness.learning import LearningError, SelfLearning, area_label, discover_users
 from harness.terminal import escape_control
 
 __all__ = ["register"]

@@ -18,14 +18,14 @@ from pathlib import Path
 import anyio
 
 from filesystems import AbstractFilesystem
+from filesystems.paths import VCS_FOLDERS
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository
-from repositories._layout import FILE, IGNORE_FILES, Child, Discovery, SkillLayout, discover, tree_from_paths
-from repositories._paths import VCS_FOLDERS
 from repositories.directory import discover_host, read_below, read_host_file
+from repositories.discovery import FILE, IGNORE_FILES, Child, Discovery, SkillLayout, discover, tree_from_paths
 
 log = logging.getLogger(__name__)
 

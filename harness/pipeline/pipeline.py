@@ -31,8 +31,7 @@ from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import Layer, is_workflow_package
-from repositories import SkillRepository, disambiguate_sources
-from repositories._paths import SKILL_MD_NAMES
+from repositories import SKILL_MD_NAMES, SkillRepository, disambiguate_sources
 
 __all__ = ["SkillPipeline"]
 
