@@ -97,8 +97,7 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
     elif COMET_FILES[0] in files:
         dialect = COMET
     else:
-        missing = Diagnostic(
-            severity="error",
+        missing = Diagnostic.error(
             code="workflow-missing",
             message=f"document not found (expected {NATIVE_FILES[0]} or {COMET_FILES[0]})",
             location=NATIVE_FILES[0],
@@ -107,8 +106,7 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
     diagnostics: list[Diagnostic] = []
     if dialect is NATIVE and COMET_FILES[0] in files:
         diagnostics.append(
-            Diagnostic(
-                severity="warning",
+            Diagnostic.warning(
                 code="workflow-comet-ignored",
                 message=f"document ignored: {NATIVE_FILES[0]} takes precedence",
                 location=COMET_FILES[0],
@@ -167,14 +165,10 @@ class _Parser:
     # -- reporting ----------------------------------------------------------------------------
 
     def error(self, path: str, problem: str, code: str = "workflow-invalid") -> None:
-        self.diagnostics.append(
-            Diagnostic(severity="error", code=code, message=f"{path} {problem}", location=self.file)
-        )
+        self.diagnostics.append(Diagnostic.error(code=code, message=f"{path} {problem}", location=self.file))
 
     def warn(self, path: str, problem: str, code: str) -> None:
-        self.diagnostics.append(
-            Diagnostic(severity="warning", code=code, message=f"{path} {problem}", location=self.file)
-        )
+        self.diagnostics.append(Diagnostic.warning(code=code, message=f"{path} {problem}", location=self.file))
 
     def unused(self, path: str, kind: str) -> None:
         """A key the action type does not use: an error natively, a warning for Comet."""

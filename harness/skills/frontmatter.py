@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from harness.errors import SkillError
+
 __all__ = [
     "MAX_ALIASES",
     "MAX_DEPTH",
@@ -46,7 +48,7 @@ _BOM = "\ufeff"
 TEXT_FIELDS = frozenset({"name", "description", "license", "compatibility"})
 
 
-class FrontmatterError(ValueError):
+class FrontmatterError(SkillError, ValueError):
     """The SKILL.md cannot be parsed; ``code`` is the diagnostic code."""
 
     def __init__(self, code: str, message: str) -> None:
