@@ -5,7 +5,9 @@ words its own error around the reason they return.
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from typing import Literal
 
 from .errors import PathEscapeError
 
@@ -13,6 +15,8 @@ __all__ = [
     "VCS_FOLDERS",
     "has_control",
     "identifier_problem",
+    "loose_path_parts",
+    "loose_path_problem",
     "normalize_path",
     "relative_path_problem",
     "segment_problem",
@@ -80,6 +84,31 @@ def relative_path_problem(path: str) -> str | None:
     if any(part in VCS_FOLDERS for part in parts):
         return "is version-control metadata"
     return None
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_SEPARATORS = re.compile(r"[\\/]")
+
+
+def loose_path_problem(path: str) -> Literal["nul", "absolute", "parent"] | None:
+    """Why ``path``, written the way people and models write relative paths (``/`` or ``\\``
+    between segments), does not stay inside its folder: ``"nul"`` (a NUL character),
+    ``"absolute"`` (starts with ``/``, ``\\``, ``~`` or a drive letter) or ``"parent"`` (a ``..``
+    segment); ``None`` when it stays inside. Callers word their own error from the answer.
+    """
+    if "\x00" in path:
+        return "nul"
+    if path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
+        return "absolute"
+    if ".." in _SEPARATORS.split(path):
+        return "parent"
+    return None
+
+
+def loose_path_parts(path: str) -> list[str]:
+    """The segments of a loosely written relative path: split on ``/`` and ``\\``, empty and
+    ``.`` segments dropped (check it with :func:`loose_path_problem` first)."""
+    return [part for part in _SEPARATORS.split(path) if part not in ("", ".")]
 
 
 def normalize_path(path: str) -> str:

@@ -29,12 +29,12 @@ whose message is ``<field path> <problem>``, the path spelled as in the file.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import yaml
 
+from filesystems import loose_path_problem
 from harness.diagnostics import Diagnostic
 from harness.engine.definition import (
     ACTION_TYPES,
@@ -609,13 +609,10 @@ class _Parser:
 
 
 _INVALID = object()
-_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def _inside_package(source: str | None) -> bool:
-    if not source or source.startswith(("/", "\\", "~")) or _DRIVE.match(source):
-        return False
-    return ".." not in re.split(r"[\\/]", source)
+    return bool(source) and loose_path_problem(source or "") is None
 
 
 def _is_json(value: Any) -> bool:

@@ -41,8 +41,9 @@ from typing import Any
 
 import anyio
 
+from filesystems import relative_path_problem
 from harness.diagnostics import Diagnostic
-from harness.pipeline.layers import LayerEntry, SkillSource, describe_error, unsafe_file_path
+from harness.pipeline.layers import LayerEntry, SkillSource, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -375,7 +376,7 @@ class Stager:
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
         for path, fetched in sorted(files.items()):
-            problem = unsafe_file_path(path)
+            problem = relative_path_problem(path)
             if problem:
                 diagnostics.append(
                     Diagnostic.warning(
