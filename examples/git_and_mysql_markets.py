@@ -23,9 +23,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from filesystems.stores.mysql import parse_mysql_dsn
 from harness import DemoModel, Harness, RuntimeContext
 from repositories import FileContents, GitRepository, MySQLRepository, SkillBundleContents
-from repositories.mysql import parse_mysql_dsn
 
 WEATHER_MD = """---
 name: weather
@@ -79,7 +79,6 @@ async def drop_tables(dsn: str, table: str) -> None:
     import aiomysql
 
     params = parse_mysql_dsn(dsn)
-    params.pop("options")
     connection = await aiomysql.connect(**params)
     try:
         async with connection.cursor() as cursor:

@@ -12,7 +12,6 @@ from .base import (
     AbstractFilesystem,
     CommandResult,
     FileStat,
-    normalize_path,
     validate_user_id,
 )
 from .composite import CompositeFilesystem
@@ -27,6 +26,16 @@ from .errors import (
     VersionConflict,
 )
 from .local import LocalFilesystem
+from .paths import (
+    VCS_FOLDERS,
+    has_control,
+    identifier_problem,
+    loose_path_parts,
+    loose_path_problem,
+    normalize_path,
+    relative_path_problem,
+    segment_problem,
+)
 from .registry import (
     known_filesystem_modes,
     known_store_schemes,
@@ -48,6 +57,7 @@ from .stores import (
 
 __all__ = [
     "RESERVED_USER_IDS",
+    "VCS_FOLDERS",
     "AbstractFilesystem",
     "CommandResult",
     "CompositeFilesystem",
@@ -70,8 +80,12 @@ __all__ = [
     "StoreRecord",
     "StoreUnavailable",
     "VersionConflict",
+    "has_control",
+    "identifier_problem",
     "known_filesystem_modes",
     "known_store_schemes",
+    "loose_path_parts",
+    "loose_path_problem",
     "normalize_path",
     "open_filesystem",
     "open_store",
@@ -79,6 +93,8 @@ __all__ = [
     "redact_url",
     "register_filesystem",
     "register_store",
+    "relative_path_problem",
+    "segment_problem",
     "url_credentials",
     "validate_user_id",
 ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import builtins
 import pathlib
 import stat as stat_module
-import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -19,7 +18,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-from .errors import InvalidUserId, PathEscapeError, ShellUnavailable
+from .errors import InvalidUserId, ShellUnavailable
+from .paths import identifier_problem, normalize_path
 
 __all__ = [
     "RESERVED_USER_IDS",
@@ -86,31 +86,6 @@ class CommandResult:
         return self.exit_code == 0 and not self.timed_out
 
 
-# Cc: C0 and C1 controls; Cf: invisible format characters (zero-width, bidi); Cs: lone
-# surrogates; Zl/Zp: line and paragraph separators.
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def identifier_problem(text: str) -> str | None:
-    """Why ``text`` cannot be an exact identifier (user id, skill or folder name), else ``None``.
-
-    Refuses C0 and C1 control characters, invisible format characters, lone surrogates, line
-    separators, leading or trailing whitespace (stores with ``PAD SPACE`` collations and many
-    tools fold ``"a "`` into ``"a"``) and text not in Unicode NFC (filesystems that normalise
-    would fold the two spellings into one name). Plain ASCII, the common case, is checked with
-    one scan.
-    """
-    if text.isascii() and text.isprintable():
-        return "must not start or end with whitespace" if text != text.strip() else None
-    if any(unicodedata.category(char) in _UNSAFE_CATEGORIES for char in text):
-        return "must not contain control, format or line-separator characters"
-    if text != text.strip():
-        return "must not start or end with whitespace"
-    if not unicodedata.is_normalized("NFC", text):
-        return "must be in Unicode NFC form"
-    return None
-
-
 def validate_user_id(user_id: str) -> str:
     """Return ``user_id`` if it is a safe, unreserved path segment.
 
@@ -136,33 +111,6 @@ def validate_user_id(user_id: str) -> str:
     if len(user_id.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES:
         raise InvalidUserId(f"user id {user_id[:32]!r}... is longer than 255 bytes")
     return user_id
-
-
-def normalize_path(path: str) -> str:
-    """Normalise a filesystem path: POSIX, relative to the root, ``""`` for the root.
-
-    ``./x``, ``x/``, ``x//y`` and ``x/./y`` are tidied; ``a/../b`` becomes ``b``. Refused with
-    :class:`PathEscapeError` (a :class:`PermissionError`): non-strings, absolute paths, a ``..``
-    that climbs above the root, and NUL characters. Symlinks are not looked at here — backends
-    with real folders check where a path resolves.
-    """
-    if not isinstance(path, str):
-        raise PathEscapeError(f"path {path!r} must be a string")
-    if "\x00" in path:
-        raise PathEscapeError(f"path {path!r} contains a NUL character")
-    if path.startswith("/"):
-        raise PathEscapeError(f"path {path!r} is absolute; paths are relative to the root")
-    parts: list[str] = []
-    for segment in path.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if not parts:
-                raise PathEscapeError(f"path {path!r} escapes the root with '..'")
-            parts.pop()
-            continue
-        parts.append(segment)
-    return "/".join(parts)
 
 
 def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -1,60 +1,71 @@
-"""agent-skill-harness: an asyncio agent harness with pluggable skill markets."""
+"""agent-skill-harness: an asyncio agent harness with pluggable skill markets.
+
+The names here are what applications use: the agent, its context and events, session stores,
+models, tools, the skill loader and validator, and the errors worth catching. Building blocks
+(catalog rendering, staging, merging) stay in their subpackages.
+"""
 
 from harness.agent import Harness, RunResult, StepLimitExceeded
 from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.context import RuntimeContext
-from harness.diagnostics import Diagnostic, Severity
+from harness.diagnostics import Diagnostic
+from harness.engine import EngineError
 from harness.errors import ConfigError, HarnessError, SkillError, SkillNotFound
-from harness.models import DemoModel, Message, Model, ScriptedModel, ToolCall, Usage, open_model
+from harness.learning import LearningError
+from harness.models import (
+    DemoModel,
+    Message,
+    Model,
+    ModelError,
+    ModelUnavailable,
+    ScriptedModel,
+    ToolCall,
+    Usage,
+    open_model,
+)
 from harness.pipeline import SkillPipeline
-from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, CatalogEntry, render_catalog
-from harness.pipeline.merge import Shadowing
-from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
-from harness.pipeline.staging import Stager, StageResult
-from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
+from harness.pipeline.plan import TurnPlan, VisibilityPolicy
+from harness.skills.frontmatter import FrontmatterError
 from harness.skills.skill import Layer, Skill, load_skill
-from harness.skills.validation import ValidationReport, find_skill_dirs, validate_skill_dir
-from harness.tools.function import Tool, tool, tool_from_function
+from harness.skills.validation import ValidationReport, validate_skill_dir
+from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
 from harness.tools.skills import UsageHooks
 
 __all__ = [
-    "LOAD_TOOL",
-    "SHELL_TOOL",
-    "CatalogEntry",
     "ConfigError",
     "DemoModel",
     "Diagnostic",
+    "EngineError",
     "Event",
-    "Frontmatter",
     "FrontmatterError",
     "Harness",
     "HarnessError",
     "InMemorySessionStore",
     "Layer",
+    "LearningError",
     "Message",
     "Model",
+    "ModelError",
     "ModelReplied",
-    "ResolvedSkill",
+    "ModelUnavailable",
     "RunResult",
     "RuntimeContext",
     "ScriptedModel",
     "Session",
     "SessionStore",
-    "Severity",
-    "Shadowing",
     "ShellRan",
     "Skill",
     "SkillError",
     "SkillLoaded",
     "SkillNotFound",
     "SkillPipeline",
-    "StageResult",
-    "Stager",
     "StepLimitExceeded",
     "Tool",
+    "ToolArgumentError",
     "ToolCall",
     "ToolCalled",
+    "ToolError",
     "ToolReturned",
     "TurnPlan",
     "TurnPrepared",
@@ -62,11 +73,8 @@ __all__ = [
     "UsageHooks",
     "ValidationReport",
     "VisibilityPolicy",
-    "find_skill_dirs",
     "load_skill",
     "open_model",
-    "render_catalog",
-    "split_frontmatter",
     "tool",
     "tool_from_function",
     "validate_skill_dir",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Self
 
 from filesystems import redact_secrets
 
@@ -30,6 +30,21 @@ class Diagnostic:
         # credentials here so no diagnostic (CLI, logs, events) can carry one.
         object.__setattr__(self, "message", redact_secrets(self.message))
         object.__setattr__(self, "location", redact_secrets(self.location))
+
+    @classmethod
+    def error(cls, code: str, message: str, location: str = "") -> Self:
+        """An ``error``: the thing it names was skipped or cannot be used."""
+        return cls(severity="error", code=code, message=message, location=location)
+
+    @classmethod
+    def warning(cls, code: str, message: str, location: str = "") -> Self:
+        """A ``warning``: used anyway, but someone should look."""
+        return cls(severity="warning", code=code, message=message, location=location)
+
+    @classmethod
+    def info(cls, code: str, message: str, location: str = "") -> Self:
+        """An ``info``: worth knowing, nothing is wrong."""
+        return cls(severity="info", code=code, message=message, location=location)
 
     def __str__(self) -> str:
         where = f"{self.location}: " if self.location else ""

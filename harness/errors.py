@@ -2,6 +2,29 @@
 
 ``HarnessError`` is the root; every error the harness raises on purpose derives from it (or
 from a builtin whose meaning matches, such as ``FileNotFoundError`` or ``PermissionError``).
+Each subpackage defines its own branch and exports it; the errors users catch are also
+exported from :mod:`harness`::
+
+    HarnessError
+    ├── ConfigError (ValueError)            a configuration value or file is invalid
+    │   ├── engine.WorkflowDefinitionError  (also EngineError)
+    │   └── models.UnknownModel             (also ModelError)
+    ├── SkillError                          a skill could not be parsed or used
+    │   ├── SkillNotFound (LookupError)
+    │   └── skills.FrontmatterError (ValueError)
+    ├── agent.StepLimitExceeded             a turn used up its model steps
+    ├── tools.ToolError                     a tool failed; the model sees the message
+    │   └── tools.ToolArgumentError (ValueError)
+    ├── models.ModelError                   ModelUnavailable, ScriptExhausted, UnknownModel
+    ├── engine.EngineError                  RunNotFound, RunExists, RunStateError, RunConflict,
+    │                                       OutcomeConflict, ChecksFailed, UpgradeRefused,
+    │                                       SnapshotIntegrityError, RunTampered
+    └── learning.LearningError              AuthoringRefused (DangerousContent, LinkRefused),
+                                            SkillAreaNotFound, UsageConflict, PromotionError
+                                            (ReviewNotFound, ReviewAlreadyDecided)
+
+Paths outside what a tool may touch raise :class:`filesystems.PathEscapeError` (a
+``PermissionError``); ``tools.MachineOwnedPath`` is one of those.
 """
 
 from __future__ import annotations

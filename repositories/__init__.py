@@ -15,6 +15,7 @@ from repositories.base import (
     Snapshot,
 )
 from repositories.directory import DirectoryRepository, read_skill_folder
+from repositories.discovery import SKILL_MD_NAMES
 from repositories.errors import (
     BundleNotFound,
     InvalidBundle,
@@ -40,6 +41,7 @@ from repositories.sources import check_source, disambiguate_sources, make_source
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "SKILL_MD_NAMES",
     "BundleFile",
     "BundleNotFound",
     "DirectoryRepository",

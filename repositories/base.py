@@ -12,7 +12,7 @@ from typing import Self
 
 import anyio
 
-from repositories._paths import SKILL_MD_NAMES, check_folder, normalise_file_path
+from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
     InvalidBundle,

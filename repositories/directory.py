@@ -17,7 +17,15 @@ import anyio
 
 from filesystems import AbstractFilesystem, FilesystemError
 from filesystems.base import normalize_path
-from repositories._layout import (
+from repositories.base import (
+    BundleFile,
+    FileContents,
+    SkillBundle,
+    SkillBundleContents,
+    SkillRepository,
+    Snapshot,
+)
+from repositories.discovery import (
     DIR,
     FILE,
     IGNORE_FILES,
@@ -29,14 +37,6 @@ from repositories._layout import (
     discover,
     tree_from_paths,
 )
-from repositories.base import (
-    BundleFile,
-    FileContents,
-    SkillBundle,
-    SkillBundleContents,
-    SkillRepository,
-    Snapshot,
-)
 from repositories.errors import (
     BundleNotFound,
     InvalidBundle,
@@ -46,7 +46,15 @@ from repositories.errors import (
 )
 from repositories.sources import make_source
 
-__all__ = ["DirectoryRepository", "discover_host", "read_below", "read_host_file", "read_skill_folder"]
+__all__ = [
+    "DirectoryRepository",
+    "FolderScan",
+    "discover_host",
+    "read_below",
+    "read_host_file",
+    "read_skill_folder",
+    "scan_folder",
+]
 
 # A writer's temporary files (atomic writes), never content.
 _TEMPORARY = ".tmp-"
@@ -66,7 +74,9 @@ class _Rules:
 
 
 @dataclass(frozen=True, slots=True)
-class _Scan:
+class FolderScan:
+    """One walk of a skills folder: its version, bundles, problems and where each skill lies."""
+
     version: str
     bundles: tuple[SkillBundle, ...]
     problems: tuple[str, ...]
@@ -124,7 +134,7 @@ def read_host_file(path: str) -> bytes:
 def discover_host(
     base: Path, *, follow: bool = False, skip_prefix: str | None = None, by_folder: bool = True
 ) -> Discovery[str]:
-    """Discover the skills below a host folder with the shared rules (see ``repositories._layout``).
+    """Discover the skills below a host folder with the shared rules (see ``repositories.discovery``).
 
     ``follow`` follows links (for trusted folders only); nodes are then real paths; ``by_folder``
     keeps one skill per folder name (see ``discover``). Raises
@@ -169,7 +179,7 @@ def _bundle(layout: SkillLayout[str], digest: str, skill_md: bytes, location: st
     )
 
 
-def _scan(base: Path, previous: dict[str, SkillBundle], rules: _Rules = _Rules()) -> _Scan:
+def scan_folder(base: Path, previous: dict[str, SkillBundle], rules: _Rules = _Rules()) -> FolderScan:
     """Walk ``base`` once, re-reading SKILL.md only for skills whose entries changed.
 
     A SKILL.md that cannot be read costs only its own skill (reported in the problems)."""
@@ -206,14 +216,14 @@ def _assemble(
     by_root: dict[str, SkillBundle],
     rules: _Rules,
     generation: int | None = None,
-) -> _Scan:
+) -> FolderScan:
     bundles = tuple(by_root[layout.root] for layout in layouts)
     problems = sorted(found.problems)
     token = hashlib.sha256()
     for bundle in bundles:
         token.update(f"{bundle.location}\0{bundle.digest}\n".encode())
     token.update("\n".join([*problems, "", *found.top_level]).encode())
-    return _Scan(
+    return FolderScan(
         version=token.hexdigest(),
         bundles=bundles,
         problems=tuple(problems),
@@ -293,23 +303,23 @@ class DirectoryRepository(SkillRepository):
             self.path = Path(self.fs_path)
             name = self.fs_path.rsplit("/", 1)[-1] or "root"
         super().__init__(source=source or make_source("dir", name), writable=writable)
-        self._last: _Scan | None = None
+        self._last: FolderScan | None = None
 
     @property
     def watch_root(self) -> Path | None:
         """The market's host folder (``None`` when it is read through a filesystem)."""
         return self.path if self.filesystem is None else None
 
-    async def _scan(self) -> _Scan:
+    async def _scan(self) -> FolderScan:
         previous = self._last.by_root if self._last is not None else {}
         if self.filesystem is None:
-            scan = await anyio.to_thread.run_sync(_scan, self.path, previous, self._rules)
+            scan = await anyio.to_thread.run_sync(scan_folder, self.path, previous, self._rules)
         else:
             scan = await self._scan_filesystem(self.filesystem, previous)
         self._last = scan
         return scan
 
-    async def _scan_filesystem(self, fs: AbstractFilesystem, previous: dict[str, SkillBundle]) -> _Scan:
+    async def _scan_filesystem(self, fs: AbstractFilesystem, previous: dict[str, SkillBundle]) -> FolderScan:
         where = f"{type(fs).__name__}:{self.fs_path or '/'}"
         try:
             generation = await fs.generation()

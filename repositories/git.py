@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import anyio
 
 from filesystems import redact_secrets, redact_url, url_credentials
-from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
+from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.errors import (
     BundleNotFound,
     InvalidRepositoryConfig,

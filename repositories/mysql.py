@@ -34,16 +34,16 @@ transaction as their change; the version token is ``<epoch>:<generation>``.
 from __future__ import annotations
 
 import re
-import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from filesystems import redact_secrets, redact_url
-from filesystems.base import identifier_problem
-from repositories._paths import SKILL_MD_NAMES, check_folder, normalise_file_path
+from filesystems import redact_secrets
+from filesystems.paths import identifier_problem
+from filesystems.stores.mysql import parse_mysql_dsn
 from repositories.base import BundleFile, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
+from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
     InvalidBundle,
@@ -67,28 +67,11 @@ def _check_identifier(value: str, what: str, pattern: re.Pattern[str]) -> str:
     return value
 
 
-def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
-    """Split ``mysql://user:pass@host:port/db?table=..`` into aiomysql connect arguments.
-
-    Returns ``host``, ``port``, ``user``, ``password``, ``db`` and the remaining query
-    parameters under ``options`` (strings, e.g. ``table``, ``writable``).
-    """
-    shown = redact_url(dsn)
+def _connect_args(dsn: str) -> dict[str, Any]:
     try:
-        parts = urllib.parse.urlsplit(dsn)
-        port = parts.port or 3306
-    except ValueError:
-        raise InvalidRepositoryConfig(f"invalid MySQL DSN {shown}: the port must be a number") from None
-    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname:
-        raise InvalidRepositoryConfig(f"not a MySQL DSN: {shown} (expected mysql://user:pass@host:port/db)")
-    return {
-        "host": parts.hostname,
-        "port": port,
-        "user": urllib.parse.unquote(parts.username or "root"),
-        "password": urllib.parse.unquote(parts.password or ""),
-        "db": parts.path.lstrip("/") or None,
-        "options": dict(urllib.parse.parse_qsl(parts.query)),
-    }
+        return parse_mysql_dsn(dsn, database_required=False)
+    except ValueError as exc:
+        raise InvalidRepositoryConfig(str(exc)) from None
 
 
 def _text(value: str | bytes) -> str:
@@ -137,8 +120,7 @@ class MySQLRepository(SkillRepository):
             raise InvalidRepositoryConfig("MySQLRepository needs exactly one of dsn= or pool=")
         self._connect: dict[str, Any] = {}
         if dsn is not None:
-            self._connect = parse_mysql_dsn(dsn)
-            self._connect.pop("options")
+            self._connect = _connect_args(dsn)
             database = database or self._connect["db"]
         if database is None and pool is not None:
             database = getattr(pool, "_conn_kwargs", {}).get("db")

@@ -14,9 +14,9 @@ from typing import Any
 
 import anyio
 
-from repositories._layout import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
-from repositories.directory import _scan, read_below
+from repositories.directory import read_below, scan_folder
+from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
 from repositories.errors import (
     BundleNotFound,
     InvalidRepositoryConfig,
@@ -94,7 +94,7 @@ class PackageRepository(SkillRepository):
         if not root.is_dir():
             raise RepositoryUnavailable(f"package {self.package!r} has no folder {self.folder!r}")
         if isinstance(root, pathlib.Path):
-            scan = _scan(root, {})
+            scan = scan_folder(root, {})
             snapshot = Snapshot(version=scan.version, bundles=scan.bundles, problems=scan.problems)
             return _PackageScan(snapshot=snapshot, nodes={k: pathlib.Path(v) for k, v in scan.roots.items()})
         try:

@@ -35,7 +35,7 @@ from repositories.base import SkillRepository
 from repositories.directory import DirectoryRepository
 from repositories.errors import InvalidRepositoryConfig, UnknownScheme
 from repositories.git import GitRepository
-from repositories.mysql import MySQLRepository, parse_mysql_dsn
+from repositories.mysql import MySQLRepository
 from repositories.package import EntryPointRepository, PackageRepository
 
 __all__ = ["SCHEME_ENTRY_POINT_GROUP", "RepositoryFactory", "known_schemes", "open_repository", "register_scheme"]
@@ -112,7 +112,8 @@ def _open_git(url: str) -> SkillRepository:
 
 
 def _open_mysql(url: str) -> SkillRepository:
-    options = parse_mysql_dsn(url)["options"]
+    # MySQLRepository checks the DSN itself; the query holds the registry's options.
+    options = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
     dsn = urllib.parse.urlunsplit(urllib.parse.urlsplit(url)._replace(query="", fragment=""))
     repo = MySQLRepository(
         dsn,

@@ -84,7 +84,6 @@ def _tables_like(dsn: str, table: str) -> list[str]:
     from repositories.mysql import parse_mysql_dsn
 
     params = parse_mysql_dsn(dsn)
-    params.pop("options")
     params["database"] = params.pop("db")
     connection = pymysql.connect(**params)
     try:

@@ -34,10 +34,14 @@ _FOREVER = 365 * 24 * 3600
 DEFAULT_TABLE = "harness_kv"
 
 
-def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
+def parse_mysql_dsn(dsn: str, *, database_required: bool = True) -> dict[str, Any]:
     """``mysql://user:password@host:port/database`` as aiomysql connection arguments.
 
-    Raises ``ValueError`` for anything else; the message shows the DSN with its password masked.
+    Returns ``host``, ``port`` (3306 by default), ``user`` (``root`` by default), ``password``
+    and ``db`` (``None`` when the DSN names no database and ``database_required`` is false).
+    Query parameters are not connection arguments and are left to the caller. Raises
+    ``ValueError`` for anything else; the message shows the DSN with its password masked
+    (:func:`filesystems.redact_url`).
     """
     shown = redact_url(dsn)
     try:
@@ -46,14 +50,14 @@ def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
     except ValueError:
         raise ValueError(f"invalid MySQL DSN {shown}: the port must be a number") from None
     database = parts.path.lstrip("/")
-    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not database:
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or (database_required and not database):
         raise ValueError(f"expected mysql://user:password@host:port/database, got {shown}")
     return {
         "host": parts.hostname,
         "port": port,
         "user": urllib.parse.unquote(parts.username or "root"),
         "password": urllib.parse.unquote(parts.password or ""),
-        "db": urllib.parse.unquote(database),
+        "db": urllib.parse.unquote(database) or None,
     }
 
 

@@ -19,7 +19,7 @@ from harness.agent.workflows import AgentExecutor, package_for, resolver
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
-from harness.errors import HarnessError, SkillNotFound
+from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
@@ -134,6 +134,7 @@ class Harness:
         # owner opens and closes them.
         self._owns_resources = pipeline is None
         self._closed = False
+        self._check_tool_names()
 
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
@@ -356,6 +357,25 @@ class Harness:
         engine = self.workflow_engine(context)
         run = await engine.resume(run_id, outcome, confirm=confirm)
         return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=run.skill))
+
+    def _check_tool_names(self) -> None:
+        """Refuse (:class:`ConfigError`) two tools with one name: the model would be offered
+        both and one would silently shadow the other. The built-in tools are listed for an
+        empty turn, so the check touches no file."""
+        context = RuntimeContext(user_id="tool-names")
+        probe = TurnPlan(
+            context=context, filesystem=self.filesystem, skills={}, catalog="", shadowed=(), diagnostics=(), staged=None
+        )
+        learning = self.learning.tools(context) if self.learning is not None else []
+        workflows = workflow_tools(self.workflow_engine(context), resolver(probe))
+        builtin = {t.name for t in [*skill_tools(probe), *file_tools(self.filesystem), *learning, *workflows]}
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool.name in builtin:
+                raise ConfigError(f"tools: {tool.name!r} is the name of a built-in tool; rename your tool")
+            if tool.name in seen:
+                raise ConfigError(f"tools: two tools are named {tool.name!r}; give each tool its own name")
+            seen.add(tool.name)
 
     def _tools(self, plan: TurnPlan, session: Session, pending: list[Event]) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:

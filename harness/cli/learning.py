@@ -18,8 +18,7 @@ import anyio
 from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, filesystem_from_args, print_json
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
-from harness.learning import LearningError, SelfLearning
-from harness.learning._layout import area_label, discover_users
+from harness.learning import LearningError, SelfLearning, area_label, discover_users
 from harness.terminal import escape_control
 
 __all__ = ["register"]

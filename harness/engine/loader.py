@@ -29,12 +29,12 @@ whose message is ``<field path> <problem>``, the path spelled as in the file.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import yaml
 
+from filesystems import loose_path_problem
 from harness.diagnostics import Diagnostic
 from harness.engine.definition import (
     ACTION_TYPES,
@@ -53,6 +53,7 @@ from harness.engine.definition import (
 from harness.engine.errors import WorkflowDefinitionError
 from harness.engine.spelling import COMET, COMET_FILES, NATIVE, NATIVE_FILES, Spelling
 from harness.engine.validation import validate_workflow
+from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
 from harness.skills.skill import is_workflow_package
 
 __all__ = [
@@ -66,7 +67,6 @@ __all__ = [
 
 _COMET_API_VERSION = "comet/v1alpha1"
 _MAX_FILE_BYTES = 256 * 1024
-_MAX_DEPTH = 32
 
 
 def definition_files(paths: Iterable[str]) -> tuple[str, ...]:
@@ -97,8 +97,7 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
     elif COMET_FILES[0] in files:
         dialect = COMET
     else:
-        missing = Diagnostic(
-            severity="error",
+        missing = Diagnostic.error(
             code="workflow-missing",
             message=f"document not found (expected {NATIVE_FILES[0]} or {COMET_FILES[0]})",
             location=NATIVE_FILES[0],
@@ -107,8 +106,7 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
     diagnostics: list[Diagnostic] = []
     if dialect is NATIVE and COMET_FILES[0] in files:
         diagnostics.append(
-            Diagnostic(
-                severity="warning",
+            Diagnostic.warning(
                 code="workflow-comet-ignored",
                 message=f"document ignored: {NATIVE_FILES[0]} takes precedence",
                 location=COMET_FILES[0],
@@ -167,14 +165,10 @@ class _Parser:
     # -- reporting ----------------------------------------------------------------------------
 
     def error(self, path: str, problem: str, code: str = "workflow-invalid") -> None:
-        self.diagnostics.append(
-            Diagnostic(severity="error", code=code, message=f"{path} {problem}", location=self.file)
-        )
+        self.diagnostics.append(Diagnostic.error(code=code, message=f"{path} {problem}", location=self.file))
 
     def warn(self, path: str, problem: str, code: str) -> None:
-        self.diagnostics.append(
-            Diagnostic(severity="warning", code=code, message=f"{path} {problem}", location=self.file)
-        )
+        self.diagnostics.append(Diagnostic.warning(code=code, message=f"{path} {problem}", location=self.file))
 
     def unused(self, path: str, kind: str) -> None:
         """A key the action type does not use: an error natively, a warning for Comet."""
@@ -241,15 +235,12 @@ class _Parser:
             self.error("document", f"is larger than {_MAX_FILE_BYTES} bytes", "workflow-too-large")
             return None
         try:
-            text = data.decode("utf-8")
-            node = yaml.compose(text, Loader=_SAFE_LOADER)
-            if node is None:
-                return {}
-            _check_tree(node)
-            return yaml.load(text, Loader=_SAFE_LOADER)
+            # Workflow files may not share nodes: no aliases at all.
+            value = load_bounded_yaml(data.decode("utf-8"), max_aliases=0)
+            return {} if value is None else value
         except UnicodeDecodeError:
             self.error("document", "is not UTF-8 text", "workflow-yaml")
-        except _TreeError as exc:
+        except YAMLLimitExceeded as exc:
             self.error("document", str(exc), "workflow-yaml")
         except yaml.YAMLError as exc:
             self.error("document", f"is not valid YAML: {_one_line(exc)}", "workflow-yaml")
@@ -618,14 +609,10 @@ class _Parser:
 
 
 _INVALID = object()
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def _inside_package(source: str | None) -> bool:
-    if not source or source.startswith(("/", "\\", "~")) or _DRIVE.match(source):
-        return False
-    return ".." not in re.split(r"[\\/]", source)
+    return bool(source) and loose_path_problem(source or "") is None
 
 
 def _is_json(value: Any) -> bool:
@@ -634,28 +621,6 @@ def _is_json(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-class _TreeError(ValueError):
-    pass
-
-
-def _check_tree(node: yaml.Node) -> None:
-    """Refuse aliases (shared nodes) and deep nesting before constructing Python values."""
-    seen: set[int] = set()
-    stack: list[tuple[yaml.Node, int]] = [(node, 0)]
-    while stack:
-        current, depth = stack.pop()
-        if id(current) in seen:
-            raise _TreeError("uses YAML aliases, which workflow files do not allow")
-        seen.add(id(current))
-        if depth > _MAX_DEPTH:
-            raise _TreeError(f"is nested deeper than {_MAX_DEPTH} levels")
-        if isinstance(current, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in current.value)
-        elif isinstance(current, yaml.MappingNode):
-            for key, child in current.value:
-                stack.extend(((key, depth + 1), (child, depth + 1)))
 
 
 def _kind(value: Any) -> str:

@@ -14,21 +14,21 @@ from dataclasses import dataclass, field
 
 import anyio.to_thread
 
-from filesystems import AbstractFilesystem, normalize_path
+from filesystems import AbstractFilesystem, normalize_path, segment_problem
 from harness.engine.loader import definition_files, is_workflow_package
 from harness.engine.spelling import COMET_FILES, NATIVE_FILES
+from repositories import SKILL_MD_NAMES
 
 __all__ = ["SkillPackage", "is_package_file"]
 
 _DEFINITION_FILES = frozenset(NATIVE_FILES) | frozenset(COMET_FILES)
-_SKILL_MD = ("SKILL.md", "skill.md")
 
 
 def is_package_file(path: str) -> bool:
     """Whether the skill-relative ``path`` belongs in a workflow package snapshot."""
     if any(part.startswith(".") for part in path.split("/")):
         return False
-    return path in _DEFINITION_FILES or path in _SKILL_MD or path.startswith("scripts/")
+    return path in _DEFINITION_FILES or path in SKILL_MD_NAMES or path.startswith("scripts/")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +39,7 @@ class SkillPackage:
     files: Mapping[str, bytes] = field(repr=False)
 
     def __post_init__(self) -> None:
-        if not self.name or "/" in self.name or self.name in (".", ".."):
+        if segment_problem(self.name):
             raise ValueError(f"skill package name {self.name!r} must be a folder name")
         for path in self.files:
             if normalize_path(path) != path or not is_package_file(path):

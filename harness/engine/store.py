@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from filesystems import AbstractFilesystem, PathEscapeError, VersionConflict
+from filesystems import AbstractFilesystem, PathEscapeError, VersionConflict, loose_path_parts, loose_path_problem
 from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunTampered
 from harness.engine.run import Event, Run, event_from_json, run_from_json, run_to_json
 from harness.engine.snapshot import Snapshot
@@ -47,7 +47,6 @@ _ROOT = ".harness"
 _KEY_FILE = f"{_ROOT}/engine.key"
 _MAC = "mac"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def check_run_id(run_id: str) -> str:
@@ -66,12 +65,12 @@ def run_relative(path: str) -> str:
     """
     if not isinstance(path, str) or not path or "\x00" in path:
         raise PathEscapeError(f"run path {path!r} must be a non-empty string without NUL")
-    if path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
+    problem = loose_path_problem(path)
+    if problem == "absolute":
         raise PathEscapeError(f"run path {path!r} must be relative to the run (no /, ~ or drive)")
-    parts = re.split(r"[\\/]", path)
-    if ".." in parts:
+    if problem == "parent":
         raise PathEscapeError(f"run path {path!r} must not contain '..'")
-    return "/".join(part for part in parts if part not in ("", "."))
+    return "/".join(loose_path_parts(path))
 
 
 class RunKey:

@@ -5,6 +5,7 @@ Every part works on its own and on any :class:`~filesystems.AbstractFilesystem`,
 safe across replicas when the filesystem is shared.
 """
 
+from harness.learning._layout import area_label, discover_users
 from harness.learning.audit import AuditLog, AuditRecord
 from harness.learning.curator import Curator, CuratorPolicy, CuratorReport, Transition
 from harness.learning.errors import (
@@ -136,7 +137,9 @@ __all__ = [
     "UsageStore",
     "VisibilityFilter",
     "VisibilityPolicy",
+    "area_label",
     "canary_bucket",
+    "discover_users",
     "referenced_skills",
     "rules_from_data",
     "scan",

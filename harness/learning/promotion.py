@@ -47,7 +47,7 @@ from harness.learning._layout import (
 from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_stamp
 from harness.learning.audit import AuditLog
 from harness.learning.errors import PromotionError, ReviewAlreadyDecided, ReviewNotFound, SkillAreaNotFound
-from harness.learning.tools import OnChange, _check_name, ignore_change
+from harness.learning.tools import OnChange, check_skill_name, ignore_change
 from harness.learning.usage import SkillUsage, UsageScopes
 from harness.terminal import escape_control
 from harness.tools.function import Tool, tool_from_function
@@ -349,7 +349,7 @@ class Promoter:
         Raises :class:`SkillAreaNotFound` when the caller has no such draft.
         """
         scope = context.user_id
-        _check_name(name)
+        check_skill_name(name)
         request = await self._new_request(name, scope, context, reason)
         target = f"{area_label(scope)}/{name}"
         decision = await self._gate.decide(request)
@@ -387,7 +387,7 @@ class Promoter:
         if not reviewer:
             raise ValueError("an operator promotion needs the reviewer's name")
         scope = context.user_id if context is not None else None
-        _check_name(name)
+        check_skill_name(name)
         await self._draft_files(name, scope)
         return await self._promote(name, scope, actor=f"operator:{reviewer}", reviewer=reviewer, context=context)
 

@@ -42,7 +42,15 @@ from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_fron
 from harness.skills.rules import check_fields, unsafe_segment_reason
 from harness.tools.function import Tool, tool_from_function
 
-__all__ = ["AUTHORING_FOLDERS", "AuthoringLimits", "ManageAction", "OnChange", "SkillWorkshop", "ignore_change"]
+__all__ = [
+    "AUTHORING_FOLDERS",
+    "AuthoringLimits",
+    "ManageAction",
+    "OnChange",
+    "SkillWorkshop",
+    "check_skill_name",
+    "ignore_change",
+]
 
 AUTHORING_FOLDERS = ("references", "scripts", "templates", "assets")
 """The only folders of a skill the agent may put files in (besides ``SKILL.md``)."""
@@ -241,7 +249,7 @@ class SkillWorkshop:
     # -- the shared write path ----------------------------------------------------------------
 
     async def _run(self, op: str, name: str, plan: Callable[[], Awaitable[_Plan]]) -> dict[str, Any]:
-        _check_name(name)
+        check_skill_name(name)
         target = self._target(name)
         async with self._fs.lock(f"learning:skill:{name}"):
             try:
@@ -290,7 +298,7 @@ class SkillWorkshop:
         }
 
     async def _delete(self, name: str) -> dict[str, Any]:
-        _check_name(name)
+        check_skill_name(name)
         target = self._target(name)
         async with self._fs.lock(f"learning:skill:{name}"):
             try:
@@ -468,7 +476,8 @@ def _patched(current: SkillUsage | None, sid: str, name: str, now: datetime) -> 
     return dataclasses.replace(usage, name=usage.name or name, patches=usage.patches + 1, last_patched=now)
 
 
-def _check_name(name: str) -> None:
+def check_skill_name(name: str) -> None:
+    """Refuse (:class:`AuthoringRefused`) a name the agent may not give a skill it writes."""
     if not isinstance(name, str):
         raise AuthoringRefused(f"refused: skill name {name!r} must be a string")
     unsafe = unsafe_segment_reason(name)

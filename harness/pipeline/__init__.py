@@ -14,7 +14,6 @@ from harness.pipeline.layers import (
     LayerResult,
     SkillLayer,
     describe_error,
-    unsafe_file_path,
 )
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.pipeline import SkillPipeline
@@ -48,5 +47,4 @@ __all__ = [
     "merge_layers",
     "render_catalog",
     "staged_mode",
-    "unsafe_file_path",
 ]

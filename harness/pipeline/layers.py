@@ -14,13 +14,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filesystems import AbstractFilesystem
+from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository, Snapshot
-from repositories._paths import VCS_FOLDERS
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,6 @@ __all__ = [
     "LayerResult",
     "SkillLayer",
     "describe_error",
-    "unsafe_file_path",
 ]
 
 
@@ -279,7 +277,7 @@ class SkillLayer:
         files: list[BundleFile] = []
         found: list[Diagnostic] = []
         for file in bundle.files:
-            problem = unsafe_file_path(file.path)
+            problem = relative_path_problem(file.path)
             if problem is None:
                 files.append(file)
                 continue
@@ -357,21 +355,6 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, RepositoryError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def unsafe_file_path(path: str) -> str | None:
-    """Why ``path`` is not a clean relative path inside a skill folder (``None`` when it is):
-    absolute, ``..``/empty/``.`` segments, VCS metadata, backslashes, NUL or control characters."""
-    if not path or any(ord(c) < 32 or ord(c) == 127 for c in path):
-        return "is empty or contains NUL or control characters"
-    if path.startswith("/") or "\\" in path:
-        return "is absolute or contains a backslash"
-    parts = path.split("/")
-    if any(part in {"..", "", "."} for part in parts):
-        return "escapes its folder or is not normalised"
-    if any(part in VCS_FOLDERS for part in parts):
-        return "is version-control metadata"
-    return None
 
 
 def _unsafe_market_folder(folder: str) -> str | None:

@@ -26,8 +26,7 @@ class Shadowing:
     def diagnostic(self) -> Diagnostic:
         """The shadowing as an ``info`` diagnostic."""
         winner, loser = self.winner.skill, self.loser.skill
-        return Diagnostic(
-            severity="info",
+        return Diagnostic.info(
             code="shadowed",
             message=(
                 f"skill {self.name!r} from {winner.layer.value} layer ({winner.source}, {winner.location}) "

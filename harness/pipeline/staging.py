@@ -41,8 +41,9 @@ from typing import Any
 
 import anyio
 
+from filesystems import relative_path_problem
 from harness.diagnostics import Diagnostic
-from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error, unsafe_file_path
+from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +171,7 @@ class Stager:
             except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
                 result = StageResult(
                     diagnostics=(
-                        Diagnostic(
-                            severity="error",
+                        Diagnostic.error(
                             code="stage-failed",
                             message=f"could not update {self.cache_dir}: {_os_reason(exc)}; what was staged before is served",
                             location=str(self.cache_dir),
@@ -217,8 +217,7 @@ class Stager:
     def _oversize(self, items: Sequence[StageItem]) -> tuple[Diagnostic, ...]:
         """A warning per listed file over the cap (no I/O: sizes come from the listing)."""
         return tuple(
-            Diagnostic(
-                severity="warning",
+            Diagnostic.warning(
                 code="file-too-large",
                 message=(
                     f"not staged: {item.key}/{f.path} is {f.size} bytes, over the {self.max_file_size}-byte "
@@ -257,8 +256,7 @@ class Stager:
                     complete = True
                 except Exception as exc:  # one bad skill must not stop the others
                     diagnostics.append(
-                        Diagnostic(
-                            severity="error",
+                        Diagnostic.error(
                             code="stage-read-failed",
                             message=(
                                 f"could not read files of {item.key} to stage them, what was staged "
@@ -355,8 +353,7 @@ class Stager:
                 removed += self._remove_folder(key)
                 manifest.pop(key, None)
             diagnostics.extend(
-                Diagnostic(
-                    severity="warning",
+                Diagnostic.warning(
                     code="stage-kept",
                     message=f"kept {count} staged folder(s) of {source}: it did not answer, so what it offered before stays",
                     location=source,
@@ -379,11 +376,10 @@ class Stager:
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
         for path, fetched in sorted(files.items()):
-            problem = unsafe_file_path(path)
+            problem = relative_path_problem(path)
             if problem:
                 diagnostics.append(
-                    Diagnostic(
-                        severity="warning",
+                    Diagnostic.warning(
                         code="unsafe-market-path",
                         message=f"refused to stage {path!r} of {item.key}: {problem}",
                         location=item.entry.skill.location,
@@ -406,8 +402,7 @@ class Stager:
                     _atomic_write(target, fetched.data or b"", mode)
             except OSError as exc:
                 diagnostics.append(
-                    Diagnostic(
-                        severity="error",
+                    Diagnostic.error(
                         code="stage-write-failed",
                         message=f"could not stage {item.key}/{path}: {_os_reason(exc)}",
                         location=str(target),

@@ -1,6 +1,7 @@
 """The SKILL.md model: frontmatter parsing, the spec's rules and validation. Pure: no I/O
 beyond reading the folders ``validate`` is pointed at."""
 
+from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
 from harness.skills.frontmatter import (
     MAX_ALIASES,
     MAX_DEPTH,
@@ -49,11 +50,13 @@ __all__ = [
     "Problem",
     "Skill",
     "ValidationReport",
+    "YAMLLimitExceeded",
     "check_fields",
     "check_name",
     "discover_skill_dirs",
     "find_skill_dirs",
     "find_skill_md",
+    "load_bounded_yaml",
     "load_skill",
     "split_frontmatter",
     "unsafe_name_reason",

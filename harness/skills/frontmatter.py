@@ -23,6 +23,9 @@ from typing import Any
 
 import yaml
 
+from harness.errors import SkillError
+from harness.skills.bounded_yaml import MAX_ALIASES, MAX_DEPTH, YAMLLimitExceeded, load_bounded_yaml
+
 __all__ = [
     "MAX_ALIASES",
     "MAX_DEPTH",
@@ -33,20 +36,13 @@ __all__ = [
     "split_frontmatter",
 ]
 
-try:
-    _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
-
 MAX_FRONTMATTER_BYTES = 64 * 1024
-MAX_ALIASES = 64
-MAX_DEPTH = 32
 _BOM = "\ufeff"
 #: Frontmatter fields whose scalar values are always read as the text the author wrote.
 TEXT_FIELDS = frozenset({"name", "description", "license", "compatibility"})
 
 
-class FrontmatterError(ValueError):
+class FrontmatterError(SkillError, ValueError):
     """The SKILL.md cannot be parsed; ``code`` is the diagnostic code."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -125,20 +121,18 @@ def _load_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
 
 def _yaml_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The reference path: PyYAML within limits, spec text fields read as text."""
-    _check_flow_depth(yaml_text)
-    loader = _Loader(yaml_text)
     duplicates: list[str] = []
+
+    def prepare(node: yaml.Node) -> None:
+        if isinstance(node, yaml.MappingNode):
+            duplicates.extend(_mark_text_fields(node))
+
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            _check_node(node)
-            if isinstance(node, yaml.MappingNode):
-                duplicates = _mark_text_fields(node)
-        value = loader.construct_document(node) if node is not None else None
+        value = load_bounded_yaml(yaml_text, prepare=prepare)
+    except YAMLLimitExceeded as exc:
+        raise FrontmatterError(exc.code, f"frontmatter {exc}") from None
     except yaml.YAMLError as exc:
         raise FrontmatterError("invalid-yaml", f"Invalid YAML in frontmatter: {_describe(exc)}") from None
-    finally:
-        loader.dispose()
     if not isinstance(value, dict):
         raise FrontmatterError("frontmatter-not-mapping", "SKILL.md frontmatter must be a YAML mapping")
     return {str(key): val for key, val in value.items()}, tuple(duplicates)
@@ -184,46 +178,6 @@ def _as_text(node: yaml.Node) -> None:
     """A scalar with a standard YAML type (bool, int, null, ...) becomes its source text."""
     if isinstance(node, yaml.ScalarNode) and node.tag.startswith(_YAML_TAGS):
         node.tag = _STR_TAG
-
-
-def _check_flow_depth(yaml_text: str) -> None:
-    """Refuse deep ``[[[[...`` nesting before the parser recurses into it."""
-    if yaml_text.count("[") + yaml_text.count("{") <= MAX_DEPTH:
-        return
-    depth = deepest = 0
-    for char in yaml_text:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth = max(depth - 1, 0)
-    if deepest > MAX_DEPTH:
-        raise FrontmatterError("yaml-too-deep", f"frontmatter nests deeper than {MAX_DEPTH} levels")
-
-
-def _check_node(root: yaml.Node) -> None:
-    """Count aliases (a node reached twice) and nesting depth without expanding anything."""
-    seen: set[int] = set()
-    aliases = 0
-    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in seen:
-            aliases += 1
-            if aliases > MAX_ALIASES:
-                raise FrontmatterError(
-                    "yaml-too-many-aliases", f"frontmatter uses more than {MAX_ALIASES} YAML aliases"
-                )
-            continue
-        seen.add(id(node))
-        if depth > MAX_DEPTH:
-            raise FrontmatterError("yaml-too-deep", f"frontmatter nests deeper than {MAX_DEPTH} levels")
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, val in node.value:
-                stack.append((key, depth + 1))
-                stack.append((val, depth + 1))
 
 
 def _describe(exc: yaml.YAMLError) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from filesystems.base import identifier_problem
+from filesystems.paths import segment_problem
 
 __all__ = [
     "ALLOWED_FIELDS",
@@ -53,19 +53,12 @@ _PLAIN_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 def unsafe_segment_reason(name: str) -> str | None:
     """Why ``name`` cannot be a path segment (``None`` when it can).
 
-    Refused: the empty string, ``.`` and ``..``, path separators, and what
-    :func:`filesystems.base.identifier_problem` refuses (controls, format characters, leading
-    or trailing whitespace, non-NFC).
+    The rules of :func:`filesystems.paths.segment_problem`: the empty string, ``.`` and ``..``,
+    path separators, controls, format characters, leading or trailing whitespace, non-NFC.
     """
     if _PLAIN_NAME.fullmatch(name):
         return None
-    if not name:
-        return "is empty"
-    if name in {".", ".."}:
-        return "is a relative path component"
-    if "/" in name or "\\" in name:
-        return "contains a path separator"
-    return identifier_problem(name)
+    return segment_problem(name)
 
 
 def unsafe_name_reason(name: str) -> str | None:

@@ -98,8 +98,7 @@ def _name(fields: Mapping[str, Any], folder: str, where: str) -> tuple[str, list
         return name.strip(), []
     problem = next(p for p in check_fields(fields, folder=None) if p.code in _NAME_CODES)
     return folder, [
-        Diagnostic(
-            severity="warning",
+        Diagnostic.warning(
             code=problem.code,
             message=f"{problem.message} (using the folder name {folder!r})",
             location=where,
@@ -122,29 +121,27 @@ def load_skill(
     try:
         parsed = split_frontmatter(data)
     except FrontmatterError as exc:
-        return None, [Diagnostic(severity="error", code=exc.code, message=f"skipped: {exc}", location=where)]
+        return None, [Diagnostic.error(code=exc.code, message=f"skipped: {exc}", location=where)]
     fields = parsed.fields
     name, diagnostics = _name(fields, folder, where)
     unsafe = unsafe_name_reason(name)
     if unsafe:
         return None, [
             *diagnostics,
-            Diagnostic(
-                severity="error", code="unsafe-name", message=f"skipped: skill name {name!r} {unsafe}", location=where
-            ),
+            Diagnostic.error(code="unsafe-name", message=f"skipped: skill name {name!r} {unsafe}", location=where),
         ]
     description = fields.get("description")
     if not isinstance(description, str) or not description.strip():
         problem = next(p for p in check_fields(fields, folder=None) if p.code in _DESCRIPTION_CODES)
         return None, [
             *diagnostics,
-            Diagnostic(severity="error", code=problem.code, message=f"skipped: {problem.message}", location=where),
+            Diagnostic.error(code=problem.code, message=f"skipped: {problem.message}", location=where),
         ]
     problems = check_fields(fields, folder=folder, duplicate_keys=parsed.duplicate_keys)
     if diagnostics:  # the name came from the folder: hold it to the same rules
         problems += check_name(name, None)
     diagnostics += [
-        Diagnostic(severity="warning", code=p.code, message=p.message, location=where)
+        Diagnostic.warning(code=p.code, message=p.message, location=where)
         for p in problems
         if p.code not in _NOT_WARNED
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from harness.skills.frontmatter import FrontmatterError, split_frontmatter
 from harness.skills.rules import check_fields
 from harness.skills.skill import Layer, load_skill
+from repositories import SKILL_MD_NAMES
 from repositories.directory import discover_host
 
 __all__ = [
@@ -19,8 +20,6 @@ __all__ = [
     "find_skill_md",
     "validate_skill_dir",
 ]
-
-SKILL_MD_NAMES = ("SKILL.md", "skill.md")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import mimetypes
 from collections.abc import Awaitable, Callable
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
-from filesystems import CommandResult
+from filesystems import CommandResult, loose_path_parts, loose_path_problem
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
@@ -150,12 +149,13 @@ def format_command_result(result: CommandResult) -> str:
 
 
 def _clean_path(path: str, resolved: ResolvedSkill) -> str:
-    if "\0" in path or path.startswith(("/", "\\", "~")) or (len(path) > 1 and path[1] == ":"):
+    problem = loose_path_problem(path)
+    if problem in ("nul", "absolute"):
         raise PermissionError(f"path {path!r} must be relative to the skill folder; {_listing(resolved)}")
-    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "")]
+    parts = loose_path_parts(path)
     if not parts:
         return resolved.skill.skill_md_name
-    if ".." in parts:
+    if problem == "parent":
         raise PermissionError(f"path {path!r} escapes the skill folder; {_listing(resolved)}")
     return "/".join(parts)
 

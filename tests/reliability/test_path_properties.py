@@ -17,11 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_helpers import skill_md, tree_state, write_skill
 
-from filesystems import InvalidUserId, LocalFilesystem, PathEscapeError, normalize_path, validate_user_id
+from filesystems import (
+    InvalidUserId,
+    LocalFilesystem,
+    PathEscapeError,
+    normalize_path,
+    relative_path_problem,
+    validate_user_id,
+)
 from harness.context import RuntimeContext
 from harness.engine.store import check_run_id
 from harness.pipeline import SkillPipeline
-from harness.pipeline.layers import unsafe_file_path
 from harness.pipeline.plan import TurnPlan
 from harness.skills.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.tools.skills import load_skill_file
@@ -72,7 +78,7 @@ def test_normalize_path_never_leaves_the_root(path: str) -> None:
 
 @given(paths)
 def test_the_skill_file_path_check_accepts_only_paths_inside_the_folder(path: str) -> None:
-    if unsafe_file_path(path) is None:
+    if relative_path_problem(path) is None:
         assert _inside(ROOT, path) and posixpath.normpath(posixpath.join(ROOT, path)) != ROOT
         assert not any(part in {".git", ".hg", ".svn"} for part in path.split("/"))
 
