@@ -33,15 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("harness.skills", ("harness",), ("harness.skills", "harness.diagnostics", "harness.errors")),
 )
 
-# Cycles that remain for now, each with the reason.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        # ``HarnessConfig.build()`` (used by the CLI) imports ``Harness`` in a function while
-        # ``Harness.from_config`` reads the configuration. The agent is built from
-        # ``HarnessConfig.options()``; the cycle ends when the CLI does the same and ``build()`` goes.
-        frozenset({"harness.config", "harness.agent.harness"}),
-    }
-)
+# Cycles that remain for now, each with the reason (none today; keep it that way).
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
