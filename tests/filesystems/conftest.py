@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from fs_cases import Case, drop_mysql_tables, mysql_table
 
 from filesystems import (
     AbstractFilesystem,
@@ -21,6 +20,7 @@ from filesystems import (
     SandboxFilesystem,
     SQLiteKeyValueStore,
 )
+from tests.support.fs_cases import Case, drop_mysql_tables, mysql_table
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import os
 import time
 
 import pytest
-from fs_cases import Case
 
 from filesystems import ShellUnavailable
+from tests.support.fs_cases import Case
 
 
 async def test_stdout_stderr_and_exit_code_are_returned(shell_case: Case) -> None:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from fs_cases import drop_mysql_tables, mysql_table
 
 from filesystems import (
     KeyValueStore,
@@ -18,6 +17,7 @@ from filesystems import (
     StoreUnavailable,
     VersionConflict,
 )
+from tests.support.fs_cases import drop_mysql_tables, mysql_table
 
 
 @pytest.fixture(params=["memory", "sqlite", "mysql"])

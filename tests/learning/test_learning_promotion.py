@@ -9,7 +9,6 @@ from typing import Any
 
 import aiomysql
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -29,6 +28,7 @@ from harness.learning import (
 )
 from repositories import MySQLRepository
 from repositories.mysql import parse_mysql_dsn
+from tests.support.clock import ManualClock
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 import aiomysql
 import anyio
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem, RemoteFilesystem
 from filesystems.stores import MySQLKeyValueStore
 from harness.context import RuntimeContext
 from harness.learning import ScopedUsageRecorder, SharedUsage, SidecarUsage, SkillUsage, referenced_skills
 from repositories.mysql import parse_mysql_dsn
+from tests.support.clock import ManualClock
 
 
 async def test_views_and_uses_are_counted_under_the_real_skill_id(

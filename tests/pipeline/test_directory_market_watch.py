@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 import anyio
-from pipeline_helpers import write_skill
 
 from filesystems import LocalFilesystem
 from harness import RuntimeContext, SkillPipeline
 from repositories import DirectoryRepository
+from tests.support.pipeline import write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pipeline_helpers import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from repositories import GitRepository, MemoryRepository, MySQLRepository
+from tests.support.pipeline import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")

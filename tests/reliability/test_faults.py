@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_helpers import CACHE, GitRemote, PrivateMariaDB, cache_problems, private_mariadb, skill_md, write_skill
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem
 from harness.context import RuntimeContext
@@ -25,6 +24,15 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, GitRepository, MemoryRepository, MySQLRepository, SkillBundleContents
+from tests.support.reliability import (
+    CACHE,
+    GitRemote,
+    PrivateMariaDB,
+    cache_problems,
+    private_mariadb,
+    skill_md,
+    write_skill,
+)
 
 ALICE = RuntimeContext(user_id="alice")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

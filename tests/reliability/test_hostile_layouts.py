@@ -23,7 +23,6 @@ from pathlib import Path
 
 import aiomysql
 import pytest
-from reliability_helpers import GitRemote, shared_dir, skill_md, write_skill
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
@@ -44,6 +43,8 @@ from repositories import (
     SkillRepository,
 )
 from repositories.mysql import parse_mysql_dsn
+from tests.support.filesystems import shared_dir
+from tests.support.reliability import GitRemote, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")

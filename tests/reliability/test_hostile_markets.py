@@ -18,9 +18,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
-import git_remote
 import pytest
-from reliability_helpers import CACHE, skill_md, tree_state, write_skill
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -37,6 +35,8 @@ from repositories import (
     SkillRepository,
     Snapshot,
 )
+from tests.support.git import GitRemote as PlainGitRemote
+from tests.support.reliability import CACHE, skill_md, tree_state, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BIG = 3 * 1024 * 1024  # above the size staging streams rather than reads in one batch
@@ -250,7 +250,7 @@ def _directory_market(root: Path, files: dict[str, tuple[bytes, int]]) -> Direct
 
 
 async def _git_market(base: Path, files: dict[str, tuple[bytes, int]]) -> GitRepository:
-    remote = git_remote.GitRemote(base / "remote")
+    remote = PlainGitRemote(base / "remote")
     write_skill(remote.work / "skills", "big")
     for name, (data, mode) in files.items():
         (remote.work / "skills" / "big" / name).write_bytes(data)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import aiomysql
 import pytest
-from reliability_helpers import CACHE, cache_problems, shared_dir
 from turn_driver import COMMON, common_script, marker
 from turn_driver import market as turn_market
 
@@ -23,6 +22,8 @@ from filesystems.stores.mysql import parse_mysql_dsn
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
+from tests.support.filesystems import shared_dir
+from tests.support.reliability import CACHE, cache_problems
 
 HERE = Path(__file__).parent
 GROUPS = ([f"p0u{i}" for i in range(10)], [f"p1u{i}" for i in range(10)])

@@ -15,7 +15,6 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_helpers import skill_md, tree_state, write_skill
 
 from filesystems import InvalidUserId, LocalFilesystem, PathEscapeError, normalize_path, validate_user_id
 from harness.context import RuntimeContext
@@ -25,6 +24,7 @@ from harness.pipeline.layers import unsafe_file_path
 from harness.pipeline.plan import TurnPlan
 from harness.skills.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.tools.skills import load_skill_file
+from tests.support.reliability import skill_md, tree_state, write_skill
 
 SEGMENTS = [
     "..",

@@ -9,7 +9,6 @@ from typing import Any
 
 import aiomysql
 import pytest
-from repo_helpers import TcpProxy, write_skill
 
 from repositories import (
     FileContents,
@@ -22,6 +21,7 @@ from repositories import (
     read_skill_folder,
 )
 from repositories.mysql import parse_mysql_dsn
+from tests.support.repositories import TcpProxy, write_skill
 
 
 class CountingCursor(aiomysql.Cursor):  # type: ignore[misc]

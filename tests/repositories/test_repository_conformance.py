@@ -9,7 +9,6 @@ from pathlib import Path
 
 import aiomysql
 import pytest
-from repo_helpers import GitRemote
 
 from filesystems import LocalFilesystem
 from repositories import (
@@ -25,6 +24,7 @@ from repositories import (
     UnsafePath,
 )
 from repositories.mysql import parse_mysql_dsn
+from tests.support.repositories import GitRemote
 
 FILES = {"scripts/run.sh": (b"#!/bin/sh\necho run\n", 0o755), "data/blob.bin": (bytes(range(256)), 0o644)}
 

@@ -12,7 +12,6 @@ import traceback
 from pathlib import Path
 
 import pytest
-from git_remote import GitRemote
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, redact_secrets, redact_url
 from harness.config import load_config, open_store
@@ -28,6 +27,7 @@ from repositories import (
     Snapshot,
     open_repository,
 )
+from tests.support.git import GitRemote
 
 PASSWORD = "s3cr3t-pw"
 TOKEN = "tok3n"

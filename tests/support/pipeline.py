@@ -1,4 +1,5 @@
-"""Helpers to build skill folders, market bundles, git remotes and workspaces for pipeline tests."""
+"""Pipeline-suite helpers: skills with a ``scripts/run.sh``, market bundles, a git remote with
+executable skills, a zipped skill package and a MySQL market."""
 
 from __future__ import annotations
 
@@ -7,34 +8,52 @@ import secrets
 import shutil
 import stat
 import sys
-import tempfile
 import zipfile
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import aiomysql
-import git_remote
 
-from filesystems import AbstractFilesystem, LocalFilesystem, RemoteFilesystem, SandboxFilesystem, SQLiteKeyValueStore
+from filesystems import AbstractFilesystem
 from repositories import FileContents, MySQLRepository, SkillBundleContents
 from repositories.mysql import parse_mysql_dsn
+from tests.support import git
+from tests.support.filesystems import MODES, open_filesystem, shared_dir
+from tests.support.skills import make_skill, skill_md
 
-MODES = ("local", "local-shell", "remote", "sandbox")
+__all__ = [
+    "MODES",
+    "GitRemote",
+    "bundle",
+    "drop_tables",
+    "echo_script",
+    "mysql_market",
+    "open_filesystem",
+    "put_skill",
+    "shared_dir",
+    "skill_text",
+    "write_skill",
+    "zipped_skill_package",
+]
 
 
 def skill_text(name: str, description: str | None = None, extra: str = "") -> str:
-    return f"---\nname: {name}\ndescription: {description or f'Use for {name} tasks.'}\n{extra}---\n# {name}\nRun scripts/run.sh\n"
+    """SKILL.md text whose body points at ``scripts/run.sh``."""
+    return skill_md(name, description, extra=extra, body=f"# {name}\nRun scripts/run.sh\n")
 
 
 def write_skill(
     root: Path, name: str, *, description: str | None = None, script: str | None = None, extra: str = ""
 ) -> Path:
-    folder = root / name
-    (folder / "scripts").mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text(skill_text(name, description, extra))
-    if script is not None:
-        (folder / "scripts" / "run.sh").write_text(script)
+    """``root/name`` with :func:`skill_text` and, given ``script``, a ``scripts/run.sh``."""
+    folder = make_skill(
+        root,
+        name,
+        text=skill_text(name, description, extra),
+        files={"scripts/run.sh": script} if script is not None else None,
+    )
+    (folder / "scripts").mkdir(exist_ok=True)
     return folder
 
 
@@ -61,13 +80,13 @@ def echo_script(tag: str) -> str:
     return f"#!/bin/sh\necho {tag}\n"
 
 
-class GitRemote(git_remote.GitRemote):
+class GitRemote(git.GitRemote):
     """The shared git remote, plus skills with an executable ``scripts/run.sh``."""
 
     def skill(self, name: str, *, description: str | None = None, script: str | None = None) -> None:
-        folder = write_skill(self.work / "skills", name, description=description, script=script)
+        write_skill(self.work / "skills", name, description=description, script=script)
         if script is not None:
-            (folder / "scripts" / "run.sh").chmod(0o755)
+            (self.work / "skills" / name / "scripts" / "run.sh").chmod(0o755)
 
     def remove(self, name: str) -> None:
         shutil.rmtree(self.work / "skills" / name)
@@ -129,29 +148,3 @@ async def drop_tables(dsn: str, table: str) -> None:
                 await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
     finally:
         conn.close()
-
-
-@contextmanager
-def shared_dir() -> Iterator[Path]:
-    """A folder the sandbox's unprivileged user can reach (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="pipeline-sandbox-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def open_filesystem(mode: str, root: Path, *, bwrap: str | None = None) -> AbstractFilesystem:
-    """The shared workspace at ``root`` in one of :data:`MODES` (remote: a SQLite file in it)."""
-    if mode == "local":
-        return LocalFilesystem(root)
-    if mode == "local-shell":
-        return LocalFilesystem(root, shell=True)
-    if mode == "remote":
-        root.mkdir(parents=True, exist_ok=True)
-        return RemoteFilesystem(SQLiteKeyValueStore(root / "store.db"), agent_id="agent")
-    if mode == "sandbox":
-        assert bwrap is not None
-        return SandboxFilesystem(root, bwrap=bwrap)
-    raise ValueError(mode)

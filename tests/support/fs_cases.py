@@ -1,4 +1,4 @@
-"""Helpers shared by the filesystem tests (a module name no other test folder uses)."""
+"""The filesystem conformance cases: a filesystem under test and how a peer process opens it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from filesystems import AbstractFilesystem
 from filesystems.stores.mysql import parse_mysql_dsn
 
-PEER = Path(__file__).with_name("peer.py")
+PEER = Path(__file__).parents[1] / "filesystems" / "peer.py"
 
 
 @dataclass
