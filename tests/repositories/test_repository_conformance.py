@@ -24,13 +24,14 @@ from repositories import (
     UnsafePath,
 )
 from repositories.mysql import parse_mysql_dsn
+from tests.support import skills
 from tests.support.repositories import GitRemote
 
 FILES = {"scripts/run.sh": (b"#!/bin/sh\necho run\n", 0o755), "data/blob.bin": (bytes(range(256)), 0o644)}
 
 
 def skill_md(folder: str) -> bytes:
-    return f"---\nname: {folder}\ndescription: The {folder} skill.\n---\nBody of {folder}.\n".encode()
+    return skills.skill_md(folder, f"The {folder} skill.", body=f"Body of {folder}.\n").encode()
 
 
 def contents(folder: str, with_files: bool = True) -> SkillBundleContents:
@@ -39,14 +40,15 @@ def contents(folder: str, with_files: bool = True) -> SkillBundleContents:
 
 
 def write_tree(root: Path, folder: str, with_files: bool = True) -> None:
-    (root / folder).mkdir(parents=True)
-    (root / folder / "SKILL.md").write_bytes(skill_md(folder))
+    files = {p: d for p, (d, _) in FILES.items()} if with_files else {}
+    skills.make_skill(
+        root,
+        folder,
+        text=skill_md(folder),
+        files=files,
+        executable=[p for p, (_, m) in FILES.items() if with_files and m == 0o755],
+    )
     if with_files:
-        for path, (data, mode) in FILES.items():
-            target = root / folder / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            target.chmod(mode)
         (root / folder / "build").mkdir()
         (root / folder / "build" / "out.o").write_text("ignored\n")
         (root / folder / "build" / ".gitignore").write_text("*\n")
