@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-import aiomysql
 import pytest
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
@@ -42,8 +41,8 @@ from repositories import (
     SkillBundleContents,
     SkillRepository,
 )
-from repositories.mysql import parse_mysql_dsn
 from tests.support.filesystems import shared_dir
+from tests.support.mysql import drop_tables
 from tests.support.reliability import GitRemote, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
@@ -71,22 +70,6 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
-
-
-async def drop_tables(dsn: str, table: str) -> None:
-    args = parse_mysql_dsn(dsn)
-    conn = await aiomysql.connect(
-        host=args["host"],
-        port=args["port"],
-        user=args["user"],
-        password=args["password"],
-        db=args["db"],
-        autocommit=True,
-    )
-    async with conn.cursor() as cur:
-        for suffix in ("", "_files", "_generation"):
-            await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-    conn.close()
 
 
 def write_bytes_at(path: bytes, data: bytes) -> None:

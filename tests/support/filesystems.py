@@ -11,6 +11,7 @@ from pathlib import Path
 from filesystems import (
     AbstractFilesystem,
     CompositeFilesystem,
+    KeyValueStore,
     LocalFilesystem,
     MemoryKeyValueStore,
     MySQLKeyValueStore,
@@ -33,11 +34,13 @@ def open_filesystem(
     mysql_dsn: str | None = None,
     table: str | None = None,
     output_limit: int | None = None,
+    store: KeyValueStore | None = None,
 ) -> AbstractFilesystem:
     """The workspace at ``root`` as ``mode``: ``local``, ``local-shell``, ``sandbox`` (needs
     ``bwrap``), ``memory``, ``sqlite`` or ``remote`` (a SQLite file in ``root``), ``mysql``
     (needs ``mysql_dsn`` and ``table``), or ``composite`` (local with an in-memory remote
-    mounted at ``mnt/remote``). Not entered yet: use it as ``async with``."""
+    mounted at ``mnt/remote``). ``memory`` and ``composite`` use ``store`` when given (to look
+    into it afterwards). Not entered yet: use it as ``async with``."""
     limit = {} if output_limit is None else {"output_limit": output_limit}
     if mode in ("local", "local-shell"):
         return LocalFilesystem(root, shell=mode == "local-shell", **limit)
@@ -45,7 +48,7 @@ def open_filesystem(
         assert bwrap is not None, "the sandbox mode needs the bwrap fixture"
         return SandboxFilesystem(root, bwrap=bwrap, **limit)
     if mode == "memory":
-        return RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent")
+        return RemoteFilesystem(store or MemoryKeyValueStore(), agent_id="agent")
     if mode in ("sqlite", "remote"):
         root.mkdir(parents=True, exist_ok=True)
         return RemoteFilesystem(SQLiteKeyValueStore(root / "store.db"), agent_id="agent")
@@ -53,7 +56,7 @@ def open_filesystem(
         assert mysql_dsn is not None and table is not None, "the mysql mode needs a DSN and a table"
         return RemoteFilesystem(MySQLKeyValueStore(mysql_dsn, table=table, pool_size=4), agent_id="agent")
     if mode == "composite":
-        routed = RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent")
+        routed = RemoteFilesystem(store or MemoryKeyValueStore(), agent_id="agent")
         return CompositeFilesystem(LocalFilesystem(root), {"mnt/remote": routed})
     raise ValueError(f"unknown filesystem mode {mode!r}")
 

@@ -13,20 +13,17 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-import aiomysql
-
 from filesystems import AbstractFilesystem
 from repositories import FileContents, MySQLRepository, SkillBundleContents
-from repositories.mysql import parse_mysql_dsn
 from tests.support import git
 from tests.support.filesystems import MODES, open_filesystem, shared_dir
+from tests.support.mysql import drop_tables, unique_table
 from tests.support.skills import make_skill, skill_md
 
 __all__ = [
     "MODES",
     "GitRemote",
     "bundle",
-    "drop_tables",
     "echo_script",
     "mysql_market",
     "open_filesystem",
@@ -122,7 +119,7 @@ def zipped_skill_package(base: Path, skills: dict[str, str]) -> Iterator[str]:
 @asynccontextmanager
 async def mysql_market(dsn: str, bundles: Iterable[SkillBundleContents]) -> AsyncIterator[MySQLRepository]:
     """A writable MySQL market in fresh uniquely named tables, dropped afterwards."""
-    table = f"pipe_{secrets.token_hex(5)}"
+    table = unique_table("pipe")
     try:
         async with MySQLRepository(dsn, table=table, writable=True, create_if_missing=True) as repo:
             for item in bundles:
@@ -130,21 +127,3 @@ async def mysql_market(dsn: str, bundles: Iterable[SkillBundleContents]) -> Asyn
             yield repo
     finally:
         await drop_tables(dsn, table)
-
-
-async def drop_tables(dsn: str, table: str) -> None:
-    args = parse_mysql_dsn(dsn)
-    conn = await aiomysql.connect(
-        host=args["host"],
-        port=args["port"],
-        user=args["user"],
-        password=args["password"],
-        db=args["db"],
-        autocommit=True,
-    )
-    try:
-        async with conn.cursor() as cur:
-            for suffix in ("", "_files", "_generation"):
-                await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-    finally:
-        conn.close()
