@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, GitRepository, MemoryRepository, MySQLRepository, SkillBundleContents
+from tests.support.polling import eventually
 from tests.support.reliability import (
     CACHE,
     GitRemote,
@@ -292,7 +292,7 @@ def _fill(path: Path) -> None:
 # -- killed mid-stage --------------------------------------------------------------------------
 
 
-def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None:
+async def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None:
     market = tmp_path / "market"
     for i in range(150):
         write_skill(
@@ -311,11 +311,11 @@ def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and child.poll() is None:
-        if staged.is_dir() and any(staged.iterdir()):
-            break
-        time.sleep(0.002)
+
+    async def finished_or_staging() -> bool:
+        return child.poll() is not None or (staged.is_dir() and any(staged.iterdir()))
+
+    await eventually(finished_or_staging, within=60, every=0.002, what="the child staging its first files")
     assert child.poll() is None, f"the child finished before it could be killed: {child.communicate()}"
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=30)

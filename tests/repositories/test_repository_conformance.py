@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiomysql
 import pytest
 
 from filesystems import LocalFilesystem
@@ -23,8 +22,8 @@ from repositories import (
     SkillRepository,
     UnsafePath,
 )
-from repositories.mysql import parse_mysql_dsn
 from tests.support import skills
+from tests.support.mysql import drop_tables
 from tests.support.repositories import GitRemote
 
 FILES = {"scripts/run.sh": (b"#!/bin/sh\necho run\n", 0o755), "data/blob.bin": (bytes(range(256)), 0o644)}
@@ -112,19 +111,7 @@ async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
     await repo.save(contents("beta", False))
 
     async def drop() -> None:
-        args = parse_mysql_dsn(dsn)
-        conn = await aiomysql.connect(
-            host=args["host"],
-            port=args["port"],
-            user=args["user"],
-            password=args["password"],
-            db=args["db"],
-            autocommit=True,
-        )
-        async with conn.cursor() as cur:
-            for suffix in ("", "_files", "_generation"):
-                await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-        conn.close()
+        await drop_tables(dsn, table)
 
     request.node.mysql_cleanup = drop
 
