@@ -13,12 +13,10 @@ import json
 import os
 import secrets
 import shutil
-import stat
 import subprocess
 import sys
-import zipfile
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -43,6 +41,7 @@ from repositories import (
 )
 from tests.support.filesystems import shared_dir
 from tests.support.mysql import drop_tables
+from tests.support.packages import zipped_package
 from tests.support.reliability import GitRemote, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
@@ -82,24 +81,6 @@ def messages(plan: TurnPlan) -> str:
     return "\n".join(d.message for d in plan.diagnostics)
 
 
-@contextmanager
-def zipped_package(base: Path, files: dict[str, bytes]) -> Iterator[str]:
-    package = f"layout_pkg_{os.getpid()}_{len(files)}"
-    archive = base / f"{package}.zip"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.writestr(f"{package}/__init__.py", "")
-        for path, data in files.items():
-            info = zipfile.ZipInfo(f"{package}/skills/{path}")
-            info.external_attr = (stat.S_IFREG | 0o644) << 16
-            zipped.writestr(info, data)
-    sys.path.insert(0, str(archive))
-    try:
-        yield package
-    finally:
-        sys.path.remove(str(archive))
-        sys.modules.pop(package, None)
-
-
 @asynccontextmanager
 async def tree_market(kind: str, tmp_path: Path, files: dict[str, bytes]) -> AsyncIterator[SkillRepository]:
     """A market of ``kind`` holding the tree ``files``."""
@@ -115,7 +96,7 @@ async def tree_market(kind: str, tmp_path: Path, files: dict[str, bytes]) -> Asy
         async with GitRepository(remote.url, cache_dir=tmp_path / "cache") as repo:
             yield repo
     else:
-        with zipped_package(tmp_path, files) as package:
+        with zipped_package(tmp_path, {f"skills/{p}": d for p, d in files.items()}, prefix="layout_pkg") as package:
             async with PackageRepository(package) as repo:
                 yield repo
 

@@ -3,14 +3,9 @@ executable skills, a zipped skill package and a MySQL market."""
 
 from __future__ import annotations
 
-import importlib
-import secrets
 import shutil
-import stat
-import sys
-import zipfile
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Iterable
+from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 
 from filesystems import AbstractFilesystem
@@ -18,6 +13,7 @@ from repositories import FileContents, MySQLRepository, SkillBundleContents
 from tests.support import git
 from tests.support.filesystems import MODES, open_filesystem, shared_dir
 from tests.support.mysql import drop_tables, unique_table
+from tests.support.packages import zipped_package
 from tests.support.skills import make_skill, skill_md
 
 __all__ = [
@@ -89,31 +85,14 @@ class GitRemote(git.GitRemote):
         shutil.rmtree(self.work / "skills" / name)
 
 
-@contextmanager
-def zipped_skill_package(base: Path, skills: dict[str, str]) -> Iterator[str]:
-    """An importable package inside a zip on ``sys.path`` (as a wheel would be) whose ``skills/``
-    folder holds one skill per ``skills`` item (name -> the tag its executable script echoes)."""
-    package = f"pipe_pkg_{secrets.token_hex(4)}"
-    archive = base / f"{package}.zip"
-    base.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(archive, "w") as zipped:
-
-        def add(path: str, text: str, mode: int = 0o644) -> None:
-            info = zipfile.ZipInfo(f"{package}/{path}")
-            info.external_attr = (stat.S_IFREG | mode) << 16  # a regular file, as wheel builders record it
-            zipped.writestr(info, text)
-
-        add("__init__.py", "")
-        for name, tag in skills.items():
-            add(f"skills/{name}/SKILL.md", skill_text(name, f"pkg {name}"))
-            add(f"skills/{name}/scripts/run.sh", echo_script(tag), 0o755)
-    sys.path.insert(0, str(archive))
-    importlib.invalidate_caches()
-    try:
-        yield package
-    finally:
-        sys.path.remove(str(archive))
-        sys.modules.pop(package, None)
+def zipped_skill_package(base: Path, skills: dict[str, str]) -> AbstractContextManager[str]:
+    """An importable zipped package (see :func:`tests.support.packages.zipped_package`) whose
+    ``skills/`` folder holds one skill per ``skills`` item (name -> the tag its executable script echoes)."""
+    files: dict[str, str | tuple[str, int]] = {}
+    for name, tag in skills.items():
+        files[f"skills/{name}/SKILL.md"] = skill_text(name, f"pkg {name}")
+        files[f"skills/{name}/scripts/run.sh"] = (echo_script(tag), 0o755)
+    return zipped_package(base, files, prefix="pipe_pkg")
 
 
 @asynccontextmanager
