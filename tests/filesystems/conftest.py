@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.filesystems import open_filesystem
+from tests.support.filesystems import build_filesystem
 from tests.support.fs_cases import Case
-from tests.support.mysql import STORE_TABLES, drop_tables, unique_table
 
 MODES = [
     "local",
@@ -31,34 +30,21 @@ SHARED = {"local", "local-scoped", "sqlite", "sqlite-scoped", "mysql"}
 async def case(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Case]:
     mode: str = request.param
     kind = mode.removesuffix("-scoped")
-    table = unique_table("fs_test") if kind == "mysql" else ""
-    dsn: str | None = request.getfixturevalue("mysql_dsn") if table else None
-    bwrap: str | None = request.getfixturevalue("bwrap") if kind == "sandbox" else None
-    host: Path | None = request.getfixturevalue("sandbox_dir") if kind == "sandbox" else tmp_path / "ws"
-    root = open_filesystem(
-        kind,
-        host if kind != "sqlite" else tmp_path,
-        bwrap=bwrap,
-        mysql_dsn=dsn,
-        table=table,
-        output_limit=4096 if kind in ("local", "local-shell", "sandbox") else None,
-    )
-    specs: dict[str, dict[str, str]] = {
-        "local": {"kind": "local", "root": str(host)},
-        "sqlite": {"kind": "sqlite", "path": str(tmp_path / "store.db"), "agent": "agent"},
-        "mysql": {"kind": "mysql", "dsn": dsn or "", "table": table, "agent": "agent"},
-    }
-    on_host = kind in ("local", "local-shell", "sandbox", "composite")
-    built = Case(mode, root, specs.get(kind), host if on_host else None)
-    if mode.endswith("-scoped"):
-        built.fs = root.scoped("alice")
-        built.spec = None if built.spec is None else {**built.spec, "user": "alice"}
-        built.host_root = None if built.host_root is None else built.host_root / "alice"
-    owner = root if kind == "sqlite" else built.fs  # a scoped remote view shares its owner's store
-    async with owner:
-        yield built
-    if table:
-        await drop_tables(request.getfixturevalue("mysql_dsn"), table, STORE_TABLES)
+    limit = 4096 if kind in ("local", "local-shell", "sandbox") else None
+    async with build_filesystem(request, kind, tmp_path, output_limit=limit) as made:
+        specs: dict[str, dict[str, str]] = {
+            "local": {"kind": "local", "root": str(made.host)},
+            "sqlite": {"kind": "sqlite", "path": str(made.sqlite), "agent": "agent"},
+            "mysql": {"kind": "mysql", "dsn": made.mysql_dsn or "", "table": made.table, "agent": "agent"},
+        }
+        built = Case(mode, made.fs, specs.get(kind), made.host)
+        if mode.endswith("-scoped"):
+            built.fs = made.fs.scoped("alice")
+            built.spec = None if built.spec is None else {**built.spec, "user": "alice"}
+            built.host_root = None if built.host_root is None else built.host_root / "alice"
+        owner = made.fs if kind == "sqlite" else built.fs  # a scoped remote view shares its owner's store
+        async with owner:
+            yield built
 
 
 @pytest.fixture

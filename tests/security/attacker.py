@@ -27,8 +27,7 @@ from harness import Harness, RuntimeContext
 from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
-from tests.support.filesystems import open_filesystem
-from tests.support.mysql import STORE_TABLES, drop_tables, unique_table
+from tests.support.filesystems import build_filesystem
 
 ALICE = RuntimeContext(user_id="alice", session_id="attack")
 BOB_SECRET = "BOB-SECRET-7f3a"
@@ -308,30 +307,12 @@ async def arena(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "host-secret.txt").write_text(HOST_SECRET)
-    table = unique_table("sec") if mode == "mysql" else ""
-    dsn: str | None = request.getfixturevalue("mysql_dsn") if table else None
-    bwrap: str | None = request.getfixturevalue("bwrap") if mode == "sandbox" else None
-    host: Path = request.getfixturevalue("sandbox_dir") if mode == "sandbox" else tmp_path / "ws"
     watched = MemoryKeyValueStore()  # the store of the memory mode and of the composite's mount
-    fs = open_filesystem(
-        mode,
-        host if mode != "sqlite" else tmp_path,
-        bwrap=bwrap,
-        mysql_dsn=dsn,
-        table=table,
-        output_limit=4096 if mode == "sandbox" else None,
-        store=watched,
-    )
-    built = Arena(
-        mode,
-        fs,
-        host=host if mode in ("local", "sandbox", "composite") else None,
-        store=fs.store if isinstance(fs, RemoteFilesystem) else watched if mode == "composite" else None,
-        outside=outside,
-        extra={"dsn": dsn} if dsn else {},
-    )
-    async with built.fs:
-        await seed(built.fs)
-        yield built
-    if table:
-        await drop_tables(built.extra["dsn"], table, STORE_TABLES)
+    limit = 4096 if mode == "sandbox" else None
+    async with build_filesystem(request, mode, tmp_path, output_limit=limit, store=watched) as made:
+        fs = made.fs
+        store = fs.store if isinstance(fs, RemoteFilesystem) else watched if mode == "composite" else None
+        built = Arena(mode, fs, host=made.host, store=store, outside=outside)
+        async with built.fs:
+            await seed(built.fs)
+            yield built
