@@ -33,6 +33,7 @@ from tests.support.reliability import (
     skill_md,
     write_skill,
 )
+from tests.support.skills import make_bundle
 
 ALICE = RuntimeContext(user_id="alice")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -127,11 +128,7 @@ def mariadb() -> Iterator[PrivateMariaDB]:
 
 
 def _bundle(name: str, tag: str) -> SkillBundleContents:
-    return SkillBundleContents(
-        folder=name,
-        skill_md=skill_md(name),
-        files=(FileContents(path="scripts/run.sh", data=f"#!/bin/sh\necho {tag}\n".encode(), mode=0o755),),
-    )
+    return make_bundle(name, text=skill_md(name), files={"scripts/run.sh": (f"#!/bin/sh\necho {tag}\n", 0o755)})
 
 
 async def test_mysql_market_stopped_mid_run_serves_last_good_then_heals(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from repositories import (
 from repositories.mysql import parse_mysql_dsn
 from tests.support.mysql import drop_tables
 from tests.support.repositories import TcpProxy, write_skill
-from tests.support.skills import skill_md
+from tests.support.skills import make_bundle
 
 
 class CountingCursor(aiomysql.Cursor):  # type: ignore[misc]
@@ -37,7 +38,7 @@ class CountingCursor(aiomysql.Cursor):  # type: ignore[misc]
 
 
 def bundle(folder: str, text: str = "hello", *files: FileContents) -> SkillBundleContents:
-    return SkillBundleContents(folder=folder, skill_md=skill_md(folder, text, body="Body\n").encode(), files=files)
+    return replace(make_bundle(folder, description=text, body="Body\n"), files=files)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from filesystems import LocalFilesystem
 from repositories import (
     BundleNotFound,
     DirectoryRepository,
-    FileContents,
     GitRepository,
     MemoryRepository,
     MySQLRepository,
@@ -34,8 +33,7 @@ def skill_md(folder: str) -> bytes:
 
 
 def contents(folder: str, with_files: bool = True) -> SkillBundleContents:
-    files = tuple(FileContents(path=p, data=d, mode=m) for p, (d, m) in FILES.items()) if with_files else ()
-    return SkillBundleContents(folder=folder, skill_md=skill_md(folder), files=files)
+    return skills.make_bundle(folder, text=skill_md(folder), files=FILES if with_files else None)
 
 
 def write_tree(root: Path, folder: str, with_files: bool = True) -> None:

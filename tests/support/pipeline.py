@@ -9,12 +9,12 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 
 from filesystems import AbstractFilesystem
-from repositories import FileContents, MySQLRepository, SkillBundleContents
+from repositories import MySQLRepository, SkillBundleContents
 from tests.support import git
 from tests.support.filesystems import MODES, open_filesystem, shared_dir
 from tests.support.mysql import drop_tables, unique_table
 from tests.support.packages import zipped_package
-from tests.support.skills import make_skill, skill_md
+from tests.support.skills import make_bundle, make_skill, skill_md
 
 __all__ = [
     "MODES",
@@ -62,10 +62,9 @@ async def put_skill(
 def bundle(
     name: str, *, description: str | None = None, script: str = "#!/bin/sh\necho market-{name}\n", extra: str = ""
 ) -> SkillBundleContents:
-    return SkillBundleContents(
-        folder=name,
-        skill_md=skill_text(name, description, extra).encode(),
-        files=(FileContents(path="scripts/run.sh", data=script.format(name=name).encode(), mode=0o644),),
+    """A market bundle with :func:`skill_text` and a ``scripts/run.sh`` (``{name}`` filled in)."""
+    return make_bundle(
+        name, text=skill_text(name, description, extra), files={"scripts/run.sh": script.format(name=name)}
     )
 
 

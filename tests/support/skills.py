@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["make_skill", "skill_md"]
+from repositories import FileContents, SkillBundleContents
+
+__all__ = ["make_bundle", "make_skill", "skill_md"]
 
 
 def skill_md(name: str, description: str | None = None, *, extra: str = "", body: str | None = None) -> str:
@@ -39,7 +41,30 @@ def make_skill(
     for path, content in {"SKILL.md": main, **(files or {})}.items():
         file = target / path
         file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_bytes(content.encode() if isinstance(content, str) else content)
+        file.write_bytes(_bytes(content))
     for path in executable:
         (target / path).chmod(0o755)
     return target
+
+
+def make_bundle(
+    folder: str,
+    *,
+    description: str | None = None,
+    extra: str = "",
+    body: str | None = None,
+    text: str | bytes | None = None,
+    files: Mapping[str, str | bytes | tuple[str | bytes, int]] | None = None,
+) -> SkillBundleContents:
+    """The market bundle of :func:`make_skill`'s folder: ``files`` map paths to content or to
+    ``(content, mode)`` (default mode 0644)."""
+    main = skill_md(folder, description, extra=extra, body=body) if text is None else text
+    contents = []
+    for path, given in (files or {}).items():
+        data, mode = given if isinstance(given, tuple) else (given, 0o644)
+        contents.append(FileContents(path=path, data=_bytes(data), mode=mode))
+    return SkillBundleContents(folder=folder, skill_md=_bytes(main), files=tuple(contents))
+
+
+def _bytes(content: str | bytes) -> bytes:
+    return content.encode() if isinstance(content, str) else content
