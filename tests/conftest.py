@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MariaDB server and bubblewrap the test command set up.
+"""Shared fixtures: the real MariaDB server and bubblewrap the test command set up, and a
+folder the sandbox can reach.
 
 Outside CI a missing service skips the tests that need it; with ``CI=true`` it is a failure,
 so a broken setup can never pass as a green run.
@@ -9,8 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from tests.support.filesystems import shared_dir
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -41,3 +46,10 @@ def bwrap() -> str:
     if probe.returncode != 0:
         _missing(f"a working bubblewrap ({probe.stderr.strip()})")
     return path
+
+
+@pytest.fixture
+def sandbox_dir() -> Iterator[Path]:
+    """A folder the unprivileged sandbox uid can traverse (pytest's tmp root is 0700)."""
+    with shared_dir() as path:
+        yield path

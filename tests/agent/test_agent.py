@@ -15,6 +15,7 @@ from harness.agent.sessions import InMemorySessionStore
 from harness.errors import SkillNotFound
 from harness.models import DemoModel, Message, ScriptedModel, ToolCall
 from repositories import FileContents, MemoryRepository, SkillBundleContents
+from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -118,10 +119,7 @@ async def test_second_load_in_a_conversation_is_a_short_note(tmp_path: Path) -> 
 
 
 async def test_two_users_in_parallel_keep_separate_histories_and_catalogs(tmp_path: Path) -> None:
-    (tmp_path / "alice" / "skills" / "private").mkdir(parents=True)
-    (tmp_path / "alice" / "skills" / "private" / "SKILL.md").write_text(
-        "---\nname: private\ndescription: Alice only.\n---\nx\n"
-    )
+    make_skill(tmp_path / "alice" / "skills", "private", description="Alice only.", body="x\n")
     seen: dict[str, list[str]] = {}
 
     def echo(messages: tuple[Message, ...], tools: object) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness import Harness, RuntimeContext
 from harness.models import Message, ScriptedModel, ToolCall
+from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice")
 
@@ -38,18 +39,17 @@ orchestration:
 
 
 def _workspace(root: Path) -> None:
-    digest = root / "skills" / "digest"
-    (digest / "scripts").mkdir(parents=True)
-    (digest / "SKILL.md").write_text(
-        "---\nname: digest\ndescription: Use to build a digest of numbers.\n---\nA workflow.\n"
+    make_skill(
+        root / "skills",
+        "digest",
+        description="Use to build a digest of numbers.",
+        body="A workflow.\n",
+        files={
+            "workflow.yaml": WORKFLOW,
+            "scripts/collect.py": "import sys\nprint('collected 1 2 3 with', sys.argv[1])\n",
+        },
     )
-    (digest / "workflow.yaml").write_text(WORKFLOW)
-    (digest / "scripts" / "collect.py").write_text("import sys\nprint('collected 1 2 3 with', sys.argv[1])\n")
-    writer = root / "skills" / "summary-writer"
-    writer.mkdir(parents=True)
-    (writer / "SKILL.md").write_text(
-        "---\nname: summary-writer\ndescription: Writes summaries.\n---\nSummarise briefly.\n"
-    )
+    make_skill(root / "skills", "summary-writer", description="Writes summaries.", body="Summarise briefly.\n")
 
 
 async def test_workflow_skills_are_marked_and_their_tools_offered(tmp_path: Path) -> None:

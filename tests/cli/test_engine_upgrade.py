@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.skills import make_skill
+
 HARNESS = str(Path(sys.executable).with_name("harness"))
 
 WORKFLOW = """\
@@ -26,12 +28,8 @@ orchestration:
 
 
 def _skill(root: Path, allowed: list[str]) -> Path:
-    folder = root / "sync"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text("---\nname: sync\ndescription: Sync data.\n---\nA workflow.\n")
-    (folder / "workflow.yaml").write_text(WORKFLOW)
-    (folder / "guardrails.yaml").write_text(f"allowed_tools: {json.dumps(allowed)}\n")
-    return folder
+    files = {"workflow.yaml": WORKFLOW, "guardrails.yaml": f"allowed_tools: {json.dumps(allowed)}\n"}
+    return make_skill(root, "sync", description="Sync data.", body="A workflow.\n", files=files)
 
 
 def _engine(*args: str) -> subprocess.CompletedProcess[str]:

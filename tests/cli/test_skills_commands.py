@@ -8,6 +8,8 @@ import sys
 import uuid
 from pathlib import Path
 
+from tests.support.skills import make_skill
+
 HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
@@ -16,9 +18,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _skill(root: Path, name: str, description: str) -> None:
-    (root / name / "scripts").mkdir(parents=True)
-    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\nRun scripts/go.sh\n")
-    (root / name / "scripts" / "go.sh").write_text("#!/bin/sh\necho go\n")
+    make_skill(
+        root, name, description=description, body="Run scripts/go.sh\n", files={"scripts/go.sh": "#!/bin/sh\necho go\n"}
+    )
 
 
 def _workspace(tmp_path: Path) -> tuple[Path, Path]:

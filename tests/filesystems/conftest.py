@@ -3,34 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from fs_cases import Case, drop_mysql_tables, mysql_table
 
-from filesystems import (
-    AbstractFilesystem,
-    CompositeFilesystem,
-    LocalFilesystem,
-    MemoryKeyValueStore,
-    MySQLKeyValueStore,
-    RemoteFilesystem,
-    SandboxFilesystem,
-    SQLiteKeyValueStore,
-)
-
-
-@pytest.fixture
-def sandbox_dir() -> Iterator[Path]:
-    """A folder the unprivileged sandbox uid can traverse (pytest's tmp root is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="fs-sandbox-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
+from tests.support.filesystems import build_filesystem
+from tests.support.fs_cases import Case
 
 MODES = [
     "local",
@@ -50,54 +29,22 @@ SHARED = {"local", "local-scoped", "sqlite", "sqlite-scoped", "mysql"}
 @pytest.fixture(params=MODES)
 async def case(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Case]:
     mode: str = request.param
-    table = ""
-    if mode.startswith("local"):
-        root = LocalFilesystem(tmp_path / "ws", shell=mode == "local-shell", output_limit=4096)
-        built = Case(mode, root, {"kind": "local", "root": str(tmp_path / "ws")}, tmp_path / "ws")
-        if mode == "local-scoped":
-            built.fs = root.scoped("alice")
-            built.spec = {**(built.spec or {}), "user": "alice"}
-            built.host_root = tmp_path / "ws" / "alice"
-    elif mode == "memory":
-        built = Case(mode, RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent"))
-    elif mode.startswith("sqlite"):
-        db = str(tmp_path / "store.db")
-        root = RemoteFilesystem(SQLiteKeyValueStore(db), agent_id="agent")
-        built = Case(mode, root, {"kind": "sqlite", "path": db, "agent": "agent"})
-        if mode == "sqlite-scoped":
-            built.fs = root.scoped("alice")
-            built.spec = {**(built.spec or {}), "user": "alice"}
-            built.extra["owner"] = root
-    elif mode == "mysql":
-        dsn: str = request.getfixturevalue("mysql_dsn")
-        table = mysql_table()
-        store = MySQLKeyValueStore(dsn, table=table, pool_size=4)
-        built = Case(
-            mode,
-            RemoteFilesystem(store, agent_id="agent"),
-            {"kind": "mysql", "dsn": dsn, "table": table, "agent": "agent"},
-        )
-    elif mode.startswith("sandbox"):
-        request.getfixturevalue("bwrap")
-        ws: Path = request.getfixturevalue("sandbox_dir")
-        root = SandboxFilesystem(ws, output_limit=4096)
-        built = Case(mode, root, host_root=ws)
-        if mode == "sandbox-scoped":
-            built.fs = root.scoped("alice")
-            built.host_root = ws / "alice"
-    else:
-        routed = RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent")
-        built = Case(
-            mode,
-            CompositeFilesystem(LocalFilesystem(tmp_path / "ws"), {"mnt/remote": routed}),
-            host_root=tmp_path / "ws",
-        )
-    owner = built.extra.get("owner", built.fs)
-    assert isinstance(owner, AbstractFilesystem)
-    async with owner:
-        yield built
-    if table:
-        await drop_mysql_tables(request.getfixturevalue("mysql_dsn"), table)
+    kind = mode.removesuffix("-scoped")
+    limit = 4096 if kind in ("local", "local-shell", "sandbox") else None
+    async with build_filesystem(request, kind, tmp_path, output_limit=limit) as made:
+        specs: dict[str, dict[str, str]] = {
+            "local": {"kind": "local", "root": str(made.host)},
+            "sqlite": {"kind": "sqlite", "path": str(made.sqlite), "agent": "agent"},
+            "mysql": {"kind": "mysql", "dsn": made.mysql_dsn or "", "table": made.table, "agent": "agent"},
+        }
+        built = Case(mode, made.fs, specs.get(kind), made.host)
+        if mode.endswith("-scoped"):
+            built.fs = made.fs.scoped("alice")
+            built.spec = None if built.spec is None else {**built.spec, "user": "alice"}
+            built.host_root = None if built.host_root is None else built.host_root / "alice"
+        owner = made.fs if kind == "sqlite" else built.fs  # a scoped remote view shares its owner's store
+        async with owner:
+            yield built
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from fs_cases import Case, peer_result
 
 from filesystems import (
     FileStat,
@@ -12,6 +11,7 @@ from filesystems import (
     PathEscapeError,
     VersionConflict,
 )
+from tests.support.fs_cases import Case, peer_result
 
 
 async def test_bytes_round_trip_exactly(case: Case) -> None:

@@ -6,9 +6,10 @@ import os
 import time
 
 import pytest
-from fs_cases import Case
 
 from filesystems import ShellUnavailable
+from tests.support.fs_cases import Case
+from tests.support.polling import eventually
 
 
 async def test_stdout_stderr_and_exit_code_are_returned(shell_case: Case) -> None:
@@ -72,11 +73,17 @@ async def test_timeout_kills_the_whole_process_group(shell_case: Case) -> None:
     assert result.timed_out and not result.ok
     assert result.stdout == "started\n"
     assert time.monotonic() - started < 5
+
     # Nothing the command started survives it (sandbox helpers get a moment to exit).
-    deadline = time.monotonic() + 3
-    while _processes_mentioning(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _processes_mentioning(marker) == []
+    async def survivors() -> list[str]:
+        return _processes_mentioning(marker)
+
+    assert (
+        await eventually(
+            survivors, lambda left: left == [], within=3, every=0.05, what="the command's processes exiting"
+        )
+        == []
+    )
 
 
 def _processes_mentioning(text: str) -> list[str]:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from fs_cases import drop_mysql_tables, mysql_table
 
 from filesystems import (
     KeyValueStore,
@@ -18,6 +17,7 @@ from filesystems import (
     StoreUnavailable,
     VersionConflict,
 )
+from tests.support.mysql import STORE_TABLES, drop_tables, unique_table
 
 
 @pytest.fixture(params=["memory", "sqlite", "mysql"])
@@ -30,12 +30,12 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             yield sqlite
     else:
         dsn: str = request.getfixturevalue("mysql_dsn")
-        table = mysql_table()
+        table = unique_table("fs_test")
         try:
             async with MySQLKeyValueStore(dsn, table=table, pool_size=2) as mysql:
                 yield mysql
         finally:
-            await drop_mysql_tables(dsn, table)
+            await drop_tables(dsn, table, STORE_TABLES)
 
 
 async def test_generation_grows_with_every_write_and_only_then(store: KeyValueStore) -> None:
@@ -102,7 +102,7 @@ async def test_an_unreachable_mysql_server_raises_store_unavailable() -> None:
 
 
 async def test_the_dsn_can_name_the_table(mysql_dsn: str) -> None:
-    table = mysql_table()
+    table = unique_table("fs_test")
     try:
         async with MySQLKeyValueStore(f"{mysql_dsn}?table={table}") as store:
             await store.put("k", b"v")
@@ -110,7 +110,7 @@ async def test_the_dsn_can_name_the_table(mysql_dsn: str) -> None:
             record = await same.get("k")
             assert record is not None and record.data == b"v"
     finally:
-        await drop_mysql_tables(mysql_dsn, table)
+        await drop_tables(mysql_dsn, table, STORE_TABLES)
 
 
 def test_bad_dsn_and_table_names_are_refused() -> None:

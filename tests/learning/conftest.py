@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import AuditLog, SidecarUsage
+from tests.support.clock import ManualClock
 
 
 @pytest.fixture

@@ -8,11 +8,10 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from learning_clock import ManualClock
-
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import AuditLog, scan
+from tests.support.clock import ManualClock
 
 
 async def test_records_land_in_one_file_per_utc_day(

@@ -8,11 +8,11 @@ from typing import Any
 
 import anyio
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import AuditLog, Curator, CuratorPolicy, Promoter, SidecarUsage, SkillUsage, SkillWorkshop
+from tests.support.clock import ManualClock
 
 POLICY = CuratorPolicy(stale_after_days=10, archive_after_days=30, interval_hours=24)
 

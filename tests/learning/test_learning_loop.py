@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from learning_clock import ManualClock
-
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import CanaryFilter, SelfLearning
+from tests.support.clock import ManualClock
 
 
 async def test_tools_act_in_the_callers_area_and_report_changes(

@@ -7,12 +7,12 @@ import dataclasses
 from collections.abc import AsyncIterator
 
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import EnvironmentFilter, SelfLearning
 from harness.pipeline import SkillPipeline
+from tests.support.clock import ManualClock
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiomysql
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -28,7 +26,8 @@ from harness.learning import (
     StdinPrompter,
 )
 from repositories import MySQLRepository
-from repositories.mysql import parse_mysql_dsn
+from tests.support.clock import ManualClock
+from tests.support.mysql import drop_tables
 
 
 @pytest.fixture
@@ -265,19 +264,7 @@ async def market(mysql_dsn: str) -> AsyncIterator[MySQLRepository]:
         async with MySQLRepository(mysql_dsn, table=table, writable=True, create_if_missing=True) as repo:
             yield repo
     finally:
-        args = parse_mysql_dsn(mysql_dsn)
-        conn = await aiomysql.connect(
-            host=args["host"],
-            port=args["port"],
-            user=args["user"],
-            password=args["password"],
-            db=args["db"],
-            autocommit=True,
-        )
-        async with conn.cursor() as cur:
-            for suffix in ("", "_files", "_generation"):
-                await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-        conn.close()
+        await drop_tables(mysql_dsn, table)
 
 
 async def test_promotion_into_a_mysql_market(

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -19,6 +18,7 @@ from harness.learning import (
     SkillAreaNotFound,
     SkillWorkshop,
 )
+from tests.support.clock import ManualClock
 
 
 def _workshop(

@@ -5,16 +5,15 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 
-import aiomysql
 import anyio
 import pytest
-from learning_clock import ManualClock
 
 from filesystems import LocalFilesystem, RemoteFilesystem
 from filesystems.stores import MySQLKeyValueStore
 from harness.context import RuntimeContext
 from harness.learning import ScopedUsageRecorder, SharedUsage, SidecarUsage, SkillUsage, referenced_skills
-from repositories.mysql import parse_mysql_dsn
+from tests.support.clock import ManualClock
+from tests.support.mysql import STORE_TABLES, drop_tables
 
 
 async def test_views_and_uses_are_counted_under_the_real_skill_id(
@@ -107,19 +106,7 @@ async def shared_stores(mysql_dsn: str) -> AsyncIterator[tuple[RemoteFilesystem,
         ):
             yield first, second
     finally:
-        args = parse_mysql_dsn(mysql_dsn)
-        conn = await aiomysql.connect(
-            host=args["host"],
-            port=args["port"],
-            user=args["user"],
-            password=args["password"],
-            db=args["db"],
-            autocommit=True,
-        )
-        async with conn.cursor() as cur:
-            for suffix in ("", "_meta"):
-                await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-        conn.close()
+        await drop_tables(mysql_dsn, table, STORE_TABLES)
 
 
 async def test_replicas_share_usage_through_a_mysql_store(

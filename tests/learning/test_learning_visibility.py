@@ -9,7 +9,6 @@ import sys
 from typing import Any
 
 import pytest
-from learning_clock import ManualClock
 
 from harness.context import RuntimeContext
 from harness.learning import (
@@ -23,6 +22,7 @@ from harness.learning import (
     canary_bucket,
 )
 from harness.skills.skill import Layer, Skill
+from tests.support.clock import ManualClock
 
 
 def _skill(name: str, layer: Layer = Layer.USER) -> Skill:

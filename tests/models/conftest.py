@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from model_wire import WireServer, serving
+
+from tests.support.model_wire import WireServer, serving
 
 
 @pytest.fixture

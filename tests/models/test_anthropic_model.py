@@ -6,10 +6,10 @@ import sys
 from typing import Any
 
 import pytest
-from model_wire import WireServer
 
 from harness.models import Message, ModelError, ModelUnavailable, ToolCall, ToolSpec
 from harness.models.anthropic import AnthropicModel
+from tests.support.model_wire import WireServer
 
 WEATHER = ToolSpec(
     name="get_weather",

@@ -10,6 +10,7 @@ import pytest
 
 from harness.models import Message, ModelReply, ToolSpec, open_model
 from harness.models.demo import DemoModel
+from tests.support.skills import make_skill
 
 LOAD = ToolSpec(
     name="load_skill_through_path",
@@ -44,11 +45,10 @@ Summarise the transcript as bullet points, then list action items with owners.
 
 
 def write_skill(root: Path, name: str, body: str, scripts: dict[str, str] | None = None) -> Path:
-    folder = root / name
-    (folder / "scripts").mkdir(parents=True)
-    (folder / "SKILL.md").write_text(body)
-    for file, text in (scripts or {}).items():
-        (folder / "scripts" / file).write_text(text)
+    folder = make_skill(
+        root, name, text=body, files={f"scripts/{file}": text for file, text in (scripts or {}).items()}
+    )
+    (folder / "scripts").mkdir(exist_ok=True)
     return folder
 
 

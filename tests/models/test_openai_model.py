@@ -6,10 +6,10 @@ import sys
 from typing import Any
 
 import pytest
-from model_wire import WireServer
 
 from harness.models import Message, ModelError, ModelUnavailable, ToolSpec
 from harness.models.openai import OpenAIModel
+from tests.support.model_wire import WireServer
 
 WEATHER = ToolSpec(
     name="get_weather",

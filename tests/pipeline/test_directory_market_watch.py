@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-
-import anyio
-from pipeline_helpers import write_skill
 
 from filesystems import LocalFilesystem
 from harness import RuntimeContext, SkillPipeline
 from repositories import DirectoryRepository
+from tests.support.pipeline import write_skill
+from tests.support.polling import eventually
 
 ALICE = RuntimeContext(user_id="alice")
 
@@ -37,10 +35,5 @@ async def test_warm_turns_skip_the_directory_market_until_it_changes(tmp_path: P
             await pipeline.prepare(ALICE)
         assert calls == 1
         (market_dir / "tool" / "SKILL.md").write_text("---\nname: tool\ndescription: second\n---\nx\n")
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            plan = await pipeline.prepare(ALICE)
-            if "second" in plan.catalog:
-                break
-            await anyio.sleep(0.05)
+        plan = await eventually(lambda: pipeline.prepare(ALICE), lambda plan: "second" in plan.catalog, within=3)
     assert "<description>second</description>" in plan.catalog

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline_helpers import bundle, write_skill
-
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
 from repositories import MemoryRepository
+from tests.support.pipeline import bundle, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import (
+
+from filesystems import AbstractFilesystem
+from harness.context import RuntimeContext
+from harness.errors import SkillNotFound
+from harness.pipeline import SkillPipeline
+from harness.pipeline.plan import TurnPlan
+from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
+from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
+from tests.support.pipeline import (
     MODES,
     GitRemote,
     bundle,
@@ -22,14 +30,6 @@ from pipeline_helpers import (
     write_skill,
     zipped_skill_package,
 )
-
-from filesystems import AbstractFilesystem
-from harness.context import RuntimeContext
-from harness.errors import SkillNotFound
-from harness.pipeline import SkillPipeline
-from harness.pipeline.plan import TurnPlan
-from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
-from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")

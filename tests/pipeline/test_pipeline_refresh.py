@@ -5,41 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
-from pipeline_helpers import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from repositories import GitRepository, MemoryRepository, MySQLRepository
+from tests.support.io import IORecorder
+from tests.support.pipeline import GitRemote, bundle, echo_script, open_filesystem, put_skill, write_skill
+from tests.support.polling import eventually
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
-
-
-class _FileEvents:
-    """Counts this process's file opens, folder listings and writes while ``active``."""
-
-    _WATCHED = {"open", "os.listdir", "os.scandir", "os.rename", "os.remove", "os.mkdir", "os.chmod"}
-
-    def __init__(self) -> None:
-        self.active = False
-        self.seen: list[tuple[str, object]] = []
-        sys.addaudithook(self._hook)
-
-    def _hook(self, event: str, args: tuple[object, ...]) -> None:
-        if self.active and event in self._WATCHED:
-            self.seen.append((event, args[0] if args else None))
-
-
-FILE_EVENTS = _FileEvents()
 
 
 class StallingRepository(MemoryRepository):
@@ -80,15 +63,9 @@ async def test_frozen_skills_still_read_each_users_own_layer(mode: str, tmp_path
             assert names(await pipeline.prepare(ALICE)) == {"greet", "wave", "tool", "lint", "notes", "todo", "mine"}
 
 
-async def _poll(pipeline: SkillPipeline, context: RuntimeContext, wanted: str, *, within: float = 2.0) -> float:
-    """Seconds until ``wanted`` shows in the catalog (fails after ``within``)."""
-    start = time.monotonic()
-    while True:
-        plan = await pipeline.prepare(context)
-        if wanted in plan.catalog:
-            return time.monotonic() - start
-        assert time.monotonic() - start < within, f"{wanted!r} did not show within {within}s"
-        await anyio.sleep(0.02)
+async def _poll(pipeline: SkillPipeline, context: RuntimeContext, wanted: str) -> None:
+    """Wait until ``wanted`` shows in the catalog."""
+    await eventually(lambda: pipeline.prepare(context), lambda plan: wanted in plan.catalog, what=f"{wanted!r} showing")
 
 
 async def test_external_edits_show_after_the_watchers_debounce(tmp_path: Path) -> None:
@@ -108,10 +85,11 @@ async def test_external_edits_show_after_the_watchers_debounce(tmp_path: Path) -
         write_skill(glob, "greet", description="hello twice")
         await _poll(pipeline, ALICE, "hello twice")
         shutil.rmtree(tmp_path / "skills" / "notes")
-        start = time.monotonic()
-        while "notes_workspace" in (await pipeline.prepare(ALICE)).skills:
-            assert time.monotonic() - start < 2.0, "a deleted workspace skill stayed"
-            await anyio.sleep(0.02)
+        await eventually(
+            lambda: pipeline.prepare(ALICE),
+            lambda plan: "notes_workspace" not in plan.skills,
+            what="the deleted workspace skill going",
+        )
 
 
 async def test_a_warm_turn_opens_lists_and_writes_nothing(tmp_path: Path) -> None:
@@ -124,16 +102,12 @@ async def test_a_warm_turn_opens_lists_and_writes_nothing(tmp_path: Path) -> Non
         open_filesystem("local-shell", tmp_path) as fs,
         SkillPipeline(filesystem=fs, repositories=[market], global_skills_dir=glob) as pipeline,
     ):
-        FILE_EVENTS.active = True
-        try:
+        with IORecorder() as cold_events:
             cold = await pipeline.prepare(ALICE)
-            cold_events = list(FILE_EVENTS.seen)
-            FILE_EVENTS.seen.clear()
+        with IORecorder() as warm_events:
             warm = await pipeline.prepare(ALICE)
-        finally:
-            FILE_EVENTS.active = False
     assert any(event == "os.rename" for event, _ in cold_events)  # the hook does see staging
-    assert FILE_EVENTS.seen == []
+    assert warm_events == []
     assert warm.catalog == cold.catalog
     assert all(warm.skills[k].skill is v.skill for k, v in cold.skills.items())  # nothing re-parsed
     assert warm.staged is not None and warm.staged.written == 0

@@ -10,12 +10,11 @@ import signal
 import sys
 from pathlib import Path
 
-from pipeline_helpers import GitRemote, bundle, echo_script, write_skill
-
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from repositories import DirectoryRepository, FileContents, GitRepository, MemoryRepository, SkillBundleContents
+from tests.support.pipeline import GitRemote, bundle, echo_script, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")

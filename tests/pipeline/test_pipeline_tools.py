@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import bundle, open_filesystem, put_skill, skill_text, write_skill
 
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
@@ -14,6 +13,7 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
+from tests.support.pipeline import bundle, open_filesystem, put_skill, skill_text, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 HIDDEN = "disable-model-invocation: true\n"

@@ -3,10 +3,9 @@ whose folder is covered that way (under a different skill name) gets no files-ro
 
 from __future__ import annotations
 
-from pipeline_helpers import shared_dir, write_skill
-
 from filesystems import SandboxFilesystem
 from harness import RuntimeContext, SkillPipeline
+from tests.support.pipeline import shared_dir, write_skill
 
 
 async def test_a_covered_workspace_folder_loses_its_files_root_with_a_diagnostic(bwrap: str) -> None:

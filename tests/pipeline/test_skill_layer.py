@@ -6,11 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import bundle, write_skill
 
 from harness.pipeline.layers import SkillLayer
 from harness.skills.skill import Layer
 from repositories import DirectoryRepository, MemoryRepository
+from tests.support.pipeline import bundle, write_skill
 
 
 def _folder_layer(root: Path) -> SkillLayer:

@@ -8,15 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-from reliability_helpers import (
-    CACHE,
-    HostileRepository,
-    HostileSkill,
-    cache_problems,
-    skill_md,
-    tree_state,
-    write_skill,
-)
 
 from filesystems import InvalidUserId, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from harness.agent import Harness
@@ -27,6 +18,15 @@ from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, InvalidRepositoryConfig, MemoryRepository, SkillBundleContents, check_source
+from tests.support.reliability import (
+    CACHE,
+    HostileRepository,
+    HostileSkill,
+    cache_problems,
+    skill_md,
+    tree_state,
+    write_skill,
+)
 
 ALICE = RuntimeContext(user_id="alice")
 

@@ -12,12 +12,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_helpers import CACHE, GitRemote, PrivateMariaDB, cache_problems, private_mariadb, skill_md, write_skill
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem
 from harness.context import RuntimeContext
@@ -25,6 +23,17 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, GitRepository, MemoryRepository, MySQLRepository, SkillBundleContents
+from tests.support.polling import eventually
+from tests.support.reliability import (
+    CACHE,
+    GitRemote,
+    PrivateMariaDB,
+    cache_problems,
+    private_mariadb,
+    skill_md,
+    write_skill,
+)
+from tests.support.skills import make_bundle
 
 ALICE = RuntimeContext(user_id="alice")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -119,11 +128,7 @@ def mariadb() -> Iterator[PrivateMariaDB]:
 
 
 def _bundle(name: str, tag: str) -> SkillBundleContents:
-    return SkillBundleContents(
-        folder=name,
-        skill_md=skill_md(name),
-        files=(FileContents(path="scripts/run.sh", data=f"#!/bin/sh\necho {tag}\n".encode(), mode=0o755),),
-    )
+    return make_bundle(name, text=skill_md(name), files={"scripts/run.sh": (f"#!/bin/sh\necho {tag}\n", 0o755)})
 
 
 async def test_mysql_market_stopped_mid_run_serves_last_good_then_heals(
@@ -284,7 +289,7 @@ def _fill(path: Path) -> None:
 # -- killed mid-stage --------------------------------------------------------------------------
 
 
-def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None:
+async def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None:
     market = tmp_path / "market"
     for i in range(150):
         write_skill(
@@ -303,11 +308,13 @@ def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and child.poll() is None:
-        if staged.is_dir() and any(p.is_file() for p in staged.rglob("*")):  # a file landed, not just a folder
-            break
-        time.sleep(0.002)
+
+    async def finished_or_staging() -> bool:
+        return child.poll() is not None or (
+            staged.is_dir() and any(p.is_file() for p in staged.rglob("*"))
+        )  # a file landed, not just a folder
+
+    await eventually(finished_or_staging, within=60, every=0.002, what="the child staging its first files")
     assert child.poll() is None, f"the child finished before it could be killed: {child.communicate()}"
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=30)

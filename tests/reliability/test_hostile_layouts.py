@@ -13,17 +13,13 @@ import json
 import os
 import secrets
 import shutil
-import stat
 import subprocess
 import sys
-import zipfile
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-import aiomysql
 import pytest
-from reliability_helpers import GitRemote, shared_dir, skill_md, write_skill
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
@@ -43,7 +39,10 @@ from repositories import (
     SkillBundleContents,
     SkillRepository,
 )
-from repositories.mysql import parse_mysql_dsn
+from tests.support.filesystems import shared_dir
+from tests.support.mysql import drop_tables
+from tests.support.packages import zipped_package
+from tests.support.reliability import GitRemote, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -72,22 +71,6 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
         (root / path).write_bytes(data)
 
 
-async def drop_tables(dsn: str, table: str) -> None:
-    args = parse_mysql_dsn(dsn)
-    conn = await aiomysql.connect(
-        host=args["host"],
-        port=args["port"],
-        user=args["user"],
-        password=args["password"],
-        db=args["db"],
-        autocommit=True,
-    )
-    async with conn.cursor() as cur:
-        for suffix in ("", "_files", "_generation"):
-            await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-    conn.close()
-
-
 def write_bytes_at(path: bytes, data: bytes) -> None:
     """Write a file whose name is not valid UTF-8 (``Path`` only takes text)."""
     with open(path, "wb") as handle:
@@ -96,24 +79,6 @@ def write_bytes_at(path: bytes, data: bytes) -> None:
 
 def messages(plan: TurnPlan) -> str:
     return "\n".join(d.message for d in plan.diagnostics)
-
-
-@contextmanager
-def zipped_package(base: Path, files: dict[str, bytes]) -> Iterator[str]:
-    package = f"layout_pkg_{os.getpid()}_{len(files)}"
-    archive = base / f"{package}.zip"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.writestr(f"{package}/__init__.py", "")
-        for path, data in files.items():
-            info = zipfile.ZipInfo(f"{package}/skills/{path}")
-            info.external_attr = (stat.S_IFREG | 0o644) << 16
-            zipped.writestr(info, data)
-    sys.path.insert(0, str(archive))
-    try:
-        yield package
-    finally:
-        sys.path.remove(str(archive))
-        sys.modules.pop(package, None)
 
 
 @asynccontextmanager
@@ -131,7 +96,7 @@ async def tree_market(kind: str, tmp_path: Path, files: dict[str, bytes]) -> Asy
         async with GitRepository(remote.url, cache_dir=tmp_path / "cache") as repo:
             yield repo
     else:
-        with zipped_package(tmp_path, files) as package:
+        with zipped_package(tmp_path, {f"skills/{p}": d for p, d in files.items()}, prefix="layout_pkg") as package:
             async with PackageRepository(package) as repo:
                 yield repo
 

@@ -4,7 +4,6 @@ outside ``.skills-cache`` changes."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -12,15 +11,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-import zipfile
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
-import git_remote
 import pytest
-from reliability_helpers import CACHE, skill_md, tree_state, write_skill
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -37,6 +33,9 @@ from repositories import (
     SkillRepository,
     Snapshot,
 )
+from tests.support.git import GitRemote as PlainGitRemote
+from tests.support.packages import zipped_package
+from tests.support.reliability import CACHE, skill_md, tree_state, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BIG = 3 * 1024 * 1024  # above the size staging streams rather than reads in one batch
@@ -250,7 +249,7 @@ def _directory_market(root: Path, files: dict[str, tuple[bytes, int]]) -> Direct
 
 
 async def _git_market(base: Path, files: dict[str, tuple[bytes, int]]) -> GitRepository:
-    remote = git_remote.GitRemote(base / "remote")
+    remote = PlainGitRemote(base / "remote")
     write_skill(remote.work / "skills", "big")
     for name, (data, mode) in files.items():
         (remote.work / "skills" / "big" / name).write_bytes(data)
@@ -279,31 +278,18 @@ async def _mysql_market(base: Path, files: dict[str, tuple[bytes, int]]) -> Skil
 
 async def _package_market(base: Path, files: dict[str, tuple[bytes, int]]) -> SkillRepository:
     """A package inside a zip on ``sys.path`` (as a wheel would be), modes in the archive index."""
-    package = f"hostile_pkg_{os.urandom(4).hex()}"
-    archive = base / f"{package}.zip"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        for name, (data, mode) in {
-            "__init__.py": (b"", 0o644),
-            "skills/big/SKILL.md": (skill_md("big"), 0o644),
-            **{f"skills/big/{n}": v for n, v in files.items()},
-        }.items():
-            info = zipfile.ZipInfo(f"{package}/{name}")
-            info.external_attr = (stat.S_IFREG | mode) << 16
-            zipped.writestr(info, data)
-    sys.path.insert(0, str(archive))
-    importlib.invalidate_caches()
-    _CLEANUPS.append(lambda: (sys.path.remove(str(archive)), sys.modules.pop(package, None)))
+    layout = {"skills/big/SKILL.md": (skill_md("big"), 0o644), **{f"skills/big/{n}": v for n, v in files.items()}}
+    package = _PACKAGES.enter_context(zipped_package(base, layout, prefix="hostile_pkg"))
     return PackageRepository(package, "skills")
 
 
-_CLEANUPS: list[Callable[[], object]] = []
+_PACKAGES = ExitStack()
 
 
 @pytest.fixture(autouse=True)
 def _remove_packages() -> Iterator[None]:
     yield
-    while _CLEANUPS:
-        _CLEANUPS.pop()()
+    _PACKAGES.close()
 
 
 MARKETS = {

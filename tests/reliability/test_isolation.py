@@ -12,17 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import aiomysql
 import pytest
-from reliability_helpers import CACHE, cache_problems, shared_dir
 from turn_driver import COMMON, common_script, marker
 from turn_driver import market as turn_market
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SandboxFilesystem
-from filesystems.stores.mysql import parse_mysql_dsn
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
+from tests.support.filesystems import shared_dir
+from tests.support.mysql import STORE_TABLES, drop_tables
+from tests.support.reliability import CACHE, cache_problems
 
 HERE = Path(__file__).parent
 GROUPS = ([f"p0u{i}" for i in range(10)], [f"p1u{i}" for i in range(10)])
@@ -123,18 +123,7 @@ async def test_two_processes_on_one_mysql_store(mysql_dsn: str) -> None:
                 written = await area.read_many([s.path for s in await area.walk("turns")])
                 assert len(written) == 6 and set(written.values()) == {marker(user).encode()}, user
     finally:
-        await _drop(mysql_dsn, table)
-
-
-async def _drop(dsn: str, table: str) -> None:
-    args = parse_mysql_dsn(dsn)
-    conn = await aiomysql.connect(**args, autocommit=True)
-    try:
-        async with conn.cursor() as cur:
-            for name in (table, f"{table}_meta"):
-                await cur.execute(f"DROP TABLE IF EXISTS `{name}`")
-    finally:
-        conn.close()
+        await drop_tables(mysql_dsn, table, STORE_TABLES)
 
 
 async def test_a_sandboxed_shell_cannot_plant_links_to_others_or_tamper_with_shared_files(bwrap: str) -> None:

@@ -15,7 +15,6 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_helpers import skill_md, tree_state, write_skill
 
 from filesystems import (
     InvalidUserId,
@@ -31,6 +30,7 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.skills.rules import unsafe_name_reason, unsafe_segment_reason
 from harness.tools.skills import load_skill_file
+from tests.support.reliability import skill_md, tree_state, write_skill
 
 SEGMENTS = [
     "..",

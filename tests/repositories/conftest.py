@@ -1,18 +1,14 @@
-"""Fixtures for the repository tests: real git remotes in tmp_path, subprocess counting."""
+"""Fixtures for the repository tests: real git remotes in tmp_path, subprocess and open recording."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_helpers import GitRemote, OpenLog, SubprocessLog
 
-_SUBPROCESSES = SubprocessLog()
-sys.addaudithook(_SUBPROCESSES.hook)
-_OPENS = OpenLog()
-sys.addaudithook(_OPENS.hook)
+from tests.support.io import IORecorder, opened_paths, started_subprocesses
+from tests.support.repositories import GitRemote
 
 
 @pytest.fixture
@@ -26,10 +22,10 @@ def cache_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def subprocesses() -> SubprocessLog:
-    return _SUBPROCESSES
+def subprocesses() -> IORecorder:
+    return started_subprocesses()
 
 
 @pytest.fixture
-def opens() -> OpenLog:
-    return _OPENS
+def opens() -> IORecorder:
+    return opened_paths()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_helpers import write_skill
 
 from filesystems import LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from repositories import BundleNotFound, DirectoryRepository, InvalidRepositoryConfig, UnsafePath
+from tests.support.repositories import write_skill
 
 
 async def test_local_filesystem_tree_is_served_with_modes(tmp_path: Path) -> None:

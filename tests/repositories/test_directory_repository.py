@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from repo_helpers import OpenLog, write_skill
 
 from repositories import (
     DirectoryRepository,
@@ -18,6 +17,8 @@ from repositories import (
     UnsafePath,
     read_skill_folder,
 )
+from tests.support.io import IORecorder
+from tests.support.repositories import write_skill
 
 
 async def test_nested_and_dot_folders_are_searched_and_skipped_names_are_not(tmp_path: Path) -> None:
@@ -82,7 +83,7 @@ async def test_duplicate_folder_names_keep_the_first_in_path_order(tmp_path: Pat
 
 
 async def test_unchanged_tree_opens_no_file_and_a_change_rereads_only_that_skill(
-    tmp_path: Path, opens: OpenLog
+    tmp_path: Path, opens: IORecorder
 ) -> None:
     for i in range(20):
         write_skill(tmp_path, f"skill-{i:02d}")

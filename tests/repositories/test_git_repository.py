@@ -8,9 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from repo_helpers import PYTHON, GitRemote, SubprocessLog
 
 from repositories import GitRepository, RepositoryUnavailable, UnsafePath
+from tests.support.io import IORecorder
+from tests.support.repositories import PYTHON, GitRemote
 
 
 async def test_clone_serves_skills_with_modes_from_the_tree(remote: GitRemote, cache_dir: Path) -> None:
@@ -46,7 +47,7 @@ async def test_new_commit_is_picked_up_on_the_next_read(remote: GitRemote, cache
 
 
 async def test_unchanged_remote_costs_one_ls_remote_and_no_fetch(
-    remote: GitRemote, cache_dir: Path, subprocesses: SubprocessLog
+    remote: GitRemote, cache_dir: Path, subprocesses: IORecorder
 ) -> None:
     remote.skill("skills/alpha")
     remote.commit()
@@ -60,7 +61,7 @@ async def test_unchanged_remote_costs_one_ls_remote_and_no_fetch(
 
 
 async def test_check_interval_skips_the_remote_check(
-    remote: GitRemote, cache_dir: Path, subprocesses: SubprocessLog
+    remote: GitRemote, cache_dir: Path, subprocesses: IORecorder
 ) -> None:
     remote.skill("skills/alpha")
     remote.commit()
@@ -147,7 +148,7 @@ async def test_unreachable_remote_without_cache_is_unavailable(tmp_path: Path, c
             await repo.snapshot()
 
 
-async def test_auto_sync_off_waits_for_sync(remote: GitRemote, cache_dir: Path, subprocesses: SubprocessLog) -> None:
+async def test_auto_sync_off_waits_for_sync(remote: GitRemote, cache_dir: Path, subprocesses: IORecorder) -> None:
     remote.skill("skills/alpha")
     remote.commit()
     async with GitRepository(remote.url, cache_dir=cache_dir, auto_sync=False) as repo:

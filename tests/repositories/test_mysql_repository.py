@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import aiomysql
 import pytest
-from repo_helpers import TcpProxy, write_skill
 
 from repositories import (
     FileContents,
@@ -22,6 +22,9 @@ from repositories import (
     read_skill_folder,
 )
 from repositories.mysql import parse_mysql_dsn
+from tests.support.mysql import drop_tables
+from tests.support.repositories import TcpProxy, write_skill
+from tests.support.skills import make_bundle
 
 
 class CountingCursor(aiomysql.Cursor):  # type: ignore[misc]
@@ -35,27 +38,14 @@ class CountingCursor(aiomysql.Cursor):  # type: ignore[misc]
 
 
 def bundle(folder: str, text: str = "hello", *files: FileContents) -> SkillBundleContents:
-    skill_md = f"---\nname: {folder}\ndescription: {text}\n---\nBody\n".encode()
-    return SkillBundleContents(folder=folder, skill_md=skill_md, files=files)
+    return replace(make_bundle(folder, description=text, body="Body\n"), files=files)
 
 
 @pytest.fixture
 async def table(mysql_dsn: str) -> AsyncIterator[str]:
     name = f"skills_{secrets.token_hex(4)}"
     yield name
-    args = parse_mysql_dsn(mysql_dsn)
-    conn = await aiomysql.connect(
-        host=args["host"],
-        port=args["port"],
-        user=args["user"],
-        password=args["password"],
-        db=args["db"],
-        autocommit=True,
-    )
-    async with conn.cursor() as cur:
-        for suffix in ("", "_files", "_generation"):
-            await cur.execute(f"DROP TABLE IF EXISTS `{name}{suffix}`")
-    conn.close()
+    await drop_tables(mysql_dsn, name)
 
 
 @pytest.fixture

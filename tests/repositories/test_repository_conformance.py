@@ -7,15 +7,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiomysql
 import pytest
-from repo_helpers import GitRemote
 
 from filesystems import LocalFilesystem
 from repositories import (
     BundleNotFound,
     DirectoryRepository,
-    FileContents,
     GitRepository,
     MemoryRepository,
     MySQLRepository,
@@ -24,29 +21,31 @@ from repositories import (
     SkillRepository,
     UnsafePath,
 )
-from repositories.mysql import parse_mysql_dsn
+from tests.support import skills
+from tests.support.mysql import drop_tables
+from tests.support.repositories import GitRemote
 
 FILES = {"scripts/run.sh": (b"#!/bin/sh\necho run\n", 0o755), "data/blob.bin": (bytes(range(256)), 0o644)}
 
 
 def skill_md(folder: str) -> bytes:
-    return f"---\nname: {folder}\ndescription: The {folder} skill.\n---\nBody of {folder}.\n".encode()
+    return skills.skill_md(folder, f"The {folder} skill.", body=f"Body of {folder}.\n").encode()
 
 
 def contents(folder: str, with_files: bool = True) -> SkillBundleContents:
-    files = tuple(FileContents(path=p, data=d, mode=m) for p, (d, m) in FILES.items()) if with_files else ()
-    return SkillBundleContents(folder=folder, skill_md=skill_md(folder), files=files)
+    return skills.make_bundle(folder, text=skill_md(folder), files=FILES if with_files else None)
 
 
 def write_tree(root: Path, folder: str, with_files: bool = True) -> None:
-    (root / folder).mkdir(parents=True)
-    (root / folder / "SKILL.md").write_bytes(skill_md(folder))
+    files = {p: d for p, (d, _) in FILES.items()} if with_files else {}
+    skills.make_skill(
+        root,
+        folder,
+        text=skill_md(folder),
+        files=files,
+        executable=[p for p, (_, m) in FILES.items() if with_files and m == 0o755],
+    )
     if with_files:
-        for path, (data, mode) in FILES.items():
-            target = root / folder / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            target.chmod(mode)
         (root / folder / "build").mkdir()
         (root / folder / "build" / "out.o").write_text("ignored\n")
         (root / folder / "build" / ".gitignore").write_text("*\n")
@@ -110,19 +109,7 @@ async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
     await repo.save(contents("beta", False))
 
     async def drop() -> None:
-        args = parse_mysql_dsn(dsn)
-        conn = await aiomysql.connect(
-            host=args["host"],
-            port=args["port"],
-            user=args["user"],
-            password=args["password"],
-            db=args["db"],
-            autocommit=True,
-        )
-        async with conn.cursor() as cur:
-            for suffix in ("", "_files", "_generation"):
-                await cur.execute(f"DROP TABLE IF EXISTS `{table}{suffix}`")
-        conn.close()
+        await drop_tables(dsn, table)
 
     request.node.mysql_cleanup = drop
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-import secrets
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,19 +19,15 @@ import pytest
 
 from filesystems import (
     AbstractFilesystem,
-    CompositeFilesystem,
     KeyValueStore,
-    LocalFilesystem,
     MemoryKeyValueStore,
-    MySQLKeyValueStore,
     RemoteFilesystem,
-    SandboxFilesystem,
-    SQLiteKeyValueStore,
 )
 from harness import Harness, RuntimeContext
 from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
+from tests.support.filesystems import build_filesystem
 
 ALICE = RuntimeContext(user_id="alice", session_id="attack")
 BOB_SECRET = "BOB-SECRET-7f3a"
@@ -307,15 +300,6 @@ async def seed(fs: AbstractFilesystem) -> None:
     await fs.write_text("skills/team/SKILL.md", "---\nname: team\ndescription: Team conventions.\n---\nBe kind.\n")
 
 
-@pytest.fixture
-def sandbox_dir() -> Iterator[Path]:
-    """A folder the unprivileged sandbox uid can traverse (pytest's tmp root is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="sec-sandbox-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 @pytest.fixture(params=MODES)
 async def arena(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Arena]:
     """A seeded two-tenant workspace in each filesystem mode."""
@@ -323,46 +307,12 @@ async def arena(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "host-secret.txt").write_text(HOST_SECRET)
-    table = ""
-    built: Arena
-    if mode == "local":
-        built = Arena(mode, LocalFilesystem(tmp_path / "ws"), host=tmp_path / "ws", outside=outside)
-    elif mode == "memory":
-        store: KeyValueStore = MemoryKeyValueStore()
-        built = Arena(mode, RemoteFilesystem(store, agent_id="agent"), store=store, outside=outside)
-    elif mode == "sqlite":
-        store = SQLiteKeyValueStore(str(tmp_path / "store.db"))
-        built = Arena(mode, RemoteFilesystem(store, agent_id="agent"), store=store, outside=outside)
-    elif mode == "mysql":
-        dsn: str = request.getfixturevalue("mysql_dsn")
-        table = f"sec_{secrets.token_hex(6)}"
-        store = MySQLKeyValueStore(dsn, table=table, pool_size=4)
-        built = Arena(mode, RemoteFilesystem(store, agent_id="agent"), store=store, outside=outside)
-        built.extra["dsn"] = dsn
-    elif mode == "sandbox":
-        request.getfixturevalue("bwrap")
-        ws: Path = request.getfixturevalue("sandbox_dir")
-        built = Arena(mode, SandboxFilesystem(ws, output_limit=4096), host=ws, outside=outside)
-    else:
-        remote_store = MemoryKeyValueStore()
-        routed = RemoteFilesystem(remote_store, agent_id="agent")
-        composite = CompositeFilesystem(LocalFilesystem(tmp_path / "ws"), {"mnt/remote": routed})
-        built = Arena(mode, composite, host=tmp_path / "ws", store=remote_store, outside=outside)
-    async with built.fs:
-        await seed(built.fs)
-        yield built
-    if table:
-        await _drop_table(built.extra["dsn"], table)
-
-
-async def _drop_table(dsn: str, table: str) -> None:
-    import aiomysql
-
-    from filesystems.stores.mysql import parse_mysql_dsn
-
-    connection = await aiomysql.connect(autocommit=True, **parse_mysql_dsn(dsn))
-    try:
-        async with connection.cursor() as cursor:
-            await cursor.execute(f"DROP TABLE IF EXISTS `{table}`, `{table}_meta`")
-    finally:
-        connection.close()
+    watched = MemoryKeyValueStore()  # the store of the memory mode and of the composite's mount
+    limit = 4096 if mode == "sandbox" else None
+    async with build_filesystem(request, mode, tmp_path, output_limit=limit, store=watched) as made:
+        fs = made.fs
+        store = fs.store if isinstance(fs, RemoteFilesystem) else watched if mode == "composite" else None
+        built = Arena(mode, fs, host=made.host, store=store, outside=outside)
+        async with built.fs:
+            await seed(built.fs)
+            yield built

@@ -12,7 +12,6 @@ import traceback
 from pathlib import Path
 
 import pytest
-from git_remote import GitRemote
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, redact_secrets, redact_url
 from harness.config import HarnessConfig, load_config
@@ -28,6 +27,8 @@ from repositories import (
     Snapshot,
     open_repository,
 )
+from tests.support.git import GitRemote
+from tests.support.skills import make_skill
 
 PASSWORD = "s3cr3t-pw"
 TOKEN = "tok3n"
@@ -159,8 +160,7 @@ def test_git_slug_and_repr_never_contain_the_token(tmp_path: Path) -> None:
 
 async def test_git_market_with_credentials_in_its_url_keeps_them_out_of_locations(tmp_path: Path) -> None:
     remote = GitRemote(tmp_path / "remote")
-    (remote.work / "notes").mkdir()
-    (remote.work / "notes" / "SKILL.md").write_text("---\nname: notes\ndescription: Use for notes.\n---\nBody\n")
+    make_skill(remote.work, "notes", description="Use for notes.", body="Body\n")
     remote.commit()
     url = f"file://acme:{TOKEN}@localhost{remote.bare}"
     repo = GitRepository(url, cache_dir=tmp_path / "cache")

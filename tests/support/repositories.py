@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
-import git_remote
+from tests.support import git
+from tests.support.skills import make_skill
 
 PYTHON = sys.executable
 
 
 def write_skill(root: Path, folder: str, *, description: str = "A test skill.", body: str = "Do it.\n") -> Path:
     """Create ``root/folder/SKILL.md`` with frontmatter naming the folder; returns the folder."""
-    path = root / folder
-    path.mkdir(parents=True, exist_ok=True)
-    name = folder.rsplit("/", 1)[-1]
-    (path / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}")
-    return path
+    return make_skill(root, folder, description=description, body=body)
 
 
-class GitRemote(git_remote.GitRemote):
+class GitRemote(git.GitRemote):
     """The shared git remote, plus writing files and skills into its work tree."""
 
     def write(self, path: str, text: str, mode: int = 0o644) -> None:
@@ -32,27 +28,6 @@ class GitRemote(git_remote.GitRemote):
 
     def skill(self, folder: str, description: str = "A test skill.") -> None:
         write_skill(self.work, folder, description=description)
-
-
-class SubprocessLog:
-    """Records the argv of every subprocess this process starts (through an audit hook)."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.active = False
-
-    def hook(self, event: str, args: tuple[object, ...]) -> None:
-        if self.active and event == "subprocess.Popen":
-            argv = args[1]
-            self.calls.append([str(a) for a in argv] if isinstance(argv, (list, tuple)) else [str(argv)])
-
-    def __enter__(self) -> list[list[str]]:
-        self.calls = []
-        self.active = True
-        return self.calls
-
-    def __exit__(self, *exc: object) -> None:
-        self.active = False
 
 
 class TcpProxy:
@@ -100,23 +75,3 @@ class TcpProxy:
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         self._writers -= {writer, up_writer}
-
-
-class OpenLog:
-    """Records the paths this process opens for reading or writing (through an audit hook)."""
-
-    def __init__(self) -> None:
-        self.paths: list[str] = []
-        self.active = False
-
-    def hook(self, event: str, args: tuple[object, ...]) -> None:
-        if self.active and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-            self.paths.append(os.fsdecode(args[0]))
-
-    def __enter__(self) -> list[str]:
-        self.paths = []
-        self.active = True
-        return self.paths
-
-    def __exit__(self, *exc: object) -> None:
-        self.active = False

@@ -16,27 +16,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import git_remote
-
 from repositories import BundleFile, SkillBundle, SkillRepository, Snapshot
+from tests.support import git, skills
 
 CACHE = ".skills-cache"
 
 
 def skill_md(name: str, description: str | None = None, extra: str = "", body: str = "") -> bytes:
-    text = f"---\nname: {name}\ndescription: {description or f'Use for {name} tasks.'}\n{extra}---\n# {name}\n{body}"
-    return text.encode()
+    """:func:`tests.support.skills.skill_md` as bytes, ``body`` after the heading."""
+    return skills.skill_md(name, description, extra=extra, body=f"# {name}\n{body}").encode()
 
 
 def write_skill(root: Path, folder: str, data: bytes | None = None, files: dict[str, bytes] | None = None) -> Path:
     """``root/folder/SKILL.md`` (``data`` or a valid skill named ``folder``) plus ``files``."""
-    target = root / folder
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "SKILL.md").write_bytes(skill_md(folder) if data is None else data)
-    for path, content in (files or {}).items():
-        (target / path).parent.mkdir(parents=True, exist_ok=True)
-        (target / path).write_bytes(content)
-    return target
+    return skills.make_skill(root, folder, text=skill_md(folder) if data is None else data, files=files)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,18 +212,7 @@ def private_mariadb() -> Iterator[PrivateMariaDB]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@contextmanager
-def shared_dir(prefix: str) -> Iterator[Path]:
-    """A folder the sandbox's unprivileged user can reach (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-class GitRemote(git_remote.GitRemote):
+class GitRemote(git.GitRemote):
     """The shared git remote, plus hostile or ordinary skills in its work tree."""
 
     def skill(self, name: str, *, description: str | None = None, files: dict[str, bytes] | None = None) -> None:

@@ -1,18 +1,16 @@
-"""Helpers shared by the filesystem tests (a module name no other test folder uses)."""
+"""The filesystem conformance cases: a filesystem under test and how a peer process opens it."""
 
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from filesystems import AbstractFilesystem
-from filesystems.stores.mysql import parse_mysql_dsn
 
-PEER = Path(__file__).with_name("peer.py")
+PEER = Path(__file__).parents[1] / "filesystems" / "peer.py"
 
 
 @dataclass
@@ -40,18 +38,3 @@ def peer_result(process: subprocess.Popen[str], timeout: float = 60) -> str:
     out, err = process.communicate(timeout=timeout)
     assert process.returncode == 0, err
     return out.strip()
-
-
-async def drop_mysql_tables(dsn: str, table: str) -> None:
-    import aiomysql
-
-    connection = await aiomysql.connect(autocommit=True, **parse_mysql_dsn(dsn))
-    try:
-        async with connection.cursor() as cursor:
-            await cursor.execute(f"DROP TABLE IF EXISTS `{table}`, `{table}_meta`")
-    finally:
-        connection.close()
-
-
-def mysql_table() -> str:
-    return f"fs_test_{secrets.token_hex(6)}"
