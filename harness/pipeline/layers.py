@@ -180,7 +180,7 @@ class SkillLayer:
             code = "layer-unavailable"
             message = f"cannot read the {self.layer.value} skills, serving the last good ones: {reason}"
             location = self.prefix or self.source
-        problem = Diagnostic(severity="error", code=code, message=message, location=location)
+        problem = Diagnostic.error(code=code, message=message, location=location)
         if not self._failing:
             log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
             self._failing = True
@@ -250,7 +250,7 @@ class SkillLayer:
     def _problem(self, problem: str, failure: bool) -> Diagnostic:
         """A repository's problem as a diagnostic: one that cost a skill is an error."""
         if self.layer is Layer.MARKET:
-            return Diagnostic(severity="warning", code="market-problem", message=problem, location=self.source)
+            return Diagnostic.warning(code="market-problem", message=problem, location=self.source)
         watched = self.watch_root
         return Diagnostic(
             severity="error" if failure else "warning",
@@ -267,8 +267,7 @@ class SkillLayer:
         unsafe_folder = _unsafe_market_folder(bundle.folder) if self.layer is Layer.MARKET else None
         if unsafe_folder:
             return None, (
-                Diagnostic(
-                    severity="error",
+                Diagnostic.error(
                     code="unsafe-market-folder",
                     message=f"skipped: market folder {bundle.folder!r} {unsafe_folder}",
                     location=self.source,
@@ -282,8 +281,7 @@ class SkillLayer:
                 files.append(file)
                 continue
             found.append(
-                Diagnostic(
-                    severity="warning",
+                Diagnostic.warning(
                     code="unsafe-market-path",
                     message=f"refused {file.path!r} of {self.source}/{bundle.folder}: {problem}",
                     location=bundle.location,

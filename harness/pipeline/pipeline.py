@@ -445,8 +445,7 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
         folder = entry.path.rpartition("/")[2]
         if folder in kept:
             diagnostics.append(
-                Diagnostic(
-                    severity="warning",
+                Diagnostic.warning(
                     code="duplicate-folder",
                     message=(
                         f"duplicate skill folder {folder!r} in the {source} skills: {entry.path} skipped, "
@@ -464,7 +463,7 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
 
 def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnostic, ...]:
     return tuple(
-        Diagnostic(severity="warning", code="files-root-hidden", message=f"{skill_id}: {reason}", location=user_id)
+        Diagnostic.warning(code="files-root-hidden", message=f"{skill_id}: {reason}", location=user_id)
         for skill_id, reason in hidden.items()
     )
 
@@ -494,8 +493,7 @@ def _global_layer(path: Path) -> tuple[SkillLayer | None, tuple[Diagnostic, ...]
     """The global layer over ``path`` (a folder of skills, or one skill folder). A missing folder
     gives no layer and a warning instead."""
     if not path.is_dir():
-        problem = Diagnostic(
-            severity="warning",
+        problem = Diagnostic.warning(
             code="global-dir-missing",
             message=(
                 f"global skills folder {str(path)!r} does not exist or is not a folder: no global skills "
