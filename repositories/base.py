@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import types
 from abc import ABC, abstractmethod
@@ -232,6 +233,13 @@ class SkillRepository(ABC):
     async def snapshot(self) -> Snapshot:
         """The bundles at the current version (see the class docstring for the failure policy)."""
         self._check_open()
+        current = self._snapshot
+        if current is not None and not self._stale:
+            # The common case, nothing changed: concurrent turns ask for the version side by side
+            # instead of queueing on the lock; a failure falls through to the locked path.
+            with contextlib.suppress(RepositoryError):
+                if await self._version() == current.version:
+                    return current
         async with self._lock:
             try:
                 version = await self._version()
