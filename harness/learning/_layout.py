@@ -39,6 +39,8 @@ __all__ = [
     "scope_source",
     "scoped",
     "skill_id",
+    "skill_label",
+    "skill_lock",
 ]
 
 SKILLS = "skills"
@@ -159,3 +161,13 @@ def scoped(fs: AbstractFilesystem, scope: str | None) -> AbstractFilesystem:
 def area_label(scope: str | None) -> str:
     """How audit records and reports name a scope: ``users/<id>`` or ``workspace``."""
     return f"users/{scope}" if scope is not None else "workspace"
+
+
+def skill_label(name: str, scope: str | None) -> str:
+    """How audit records and messages name a skill: ``<area>/<name>``."""
+    return f"{area_label(scope)}/{name}"
+
+
+def skill_lock(name: str) -> str:
+    """The lock every writer of skill ``name`` holds while it changes the skill's folders."""
+    return f"learning:skill:{name}"

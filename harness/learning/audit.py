@@ -20,7 +20,7 @@ from harness.learning._layout import AUDIT
 from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_day
 from harness.learning.scanner import ScanVerdict
 
-__all__ = ["AuditLog", "AuditRecord"]
+__all__ = ["AuditLog", "AuditRecord", "context_fields"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +82,8 @@ class AuditRecord:
         )
 
 
-def _context_dict(context: RuntimeContext | None) -> dict[str, str]:
+def context_fields(context: RuntimeContext | None) -> dict[str, str]:
+    """The caller's ``user_id``, ``session_id`` and ``environment`` (empty for operators)."""
     if context is None:
         return {}
     return {
@@ -122,7 +123,7 @@ class AuditLog:
             scan=scan.as_dict() if scan is not None else None,
             before_hash=before_hash,
             after_hash=after_hash,
-            context=_context_dict(context),
+            context=context_fields(context),
             detail=detail,
         )
         await self.append(entry)

@@ -31,11 +31,13 @@ from harness.learning._layout import (
     live_folder,
     scope_source,
     scoped,
+    skill_label,
+    skill_lock,
 )
 from harness.learning._time import Clock, from_iso, system_clock, to_iso
 from harness.learning.audit import AuditLog
 from harness.learning.tools import OnChange, ignore_change
-from harness.learning.usage import SkillState, SkillUsage, UsageScopes
+from harness.learning.usage import SkillState, SkillUsage, UsageScopes, with_state
 
 __all__ = ["Curator", "CuratorPolicy", "CuratorReport", "Transition"]
 
@@ -200,23 +202,19 @@ class Curator:
         scope, name = transition.scope, transition.name
         fs = scoped(self._fs, scope)
         if transition.to_state == "archived":
-            async with fs.lock(f"learning:skill:{name}"):
+            async with fs.lock(skill_lock(name)):
                 if await fs.exists(live_folder(name)):
                     transition = dataclasses.replace(
                         transition, archived_to=await archive_folder(fs, live_folder(name), name, now)
                     )
         await self._usage.for_scope(scope).update(
             transition.skill_id,
-            lambda current: dataclasses.replace(
-                current or SkillUsage(skill_id=transition.skill_id, name=name),
-                state=transition.to_state,
-                state_changed_at=now,
-            ),
+            lambda current: with_state(current, transition.to_state, now, skill_id=transition.skill_id, name=name),
         )
         await self._audit.record(
             actor="curator",
             op=_OPS[transition.to_state],
-            target=f"{area_label(scope)}/{name}",
+            target=skill_label(name, scope),
             decision="applied",
             detail=f"{transition.from_state} -> {transition.to_state} after {transition.idle_days:.1f} idle days"
             + (f"; archived to {transition.archived_to}" if transition.archived_to else ""),

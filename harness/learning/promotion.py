@@ -43,12 +43,14 @@ from harness.learning._layout import (
     refuse_links,
     scoped,
     skill_id,
+    skill_label,
+    skill_lock,
 )
 from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_stamp
-from harness.learning.audit import AuditLog
+from harness.learning.audit import AuditLog, context_fields
 from harness.learning.errors import PromotionError, ReviewAlreadyDecided, ReviewNotFound, SkillAreaNotFound
 from harness.learning.tools import OnChange, check_skill_name, ignore_change
-from harness.learning.usage import SkillUsage, UsageScopes
+from harness.learning.usage import SkillUsage, UsageScopes, with_state
 from harness.terminal import escape_control
 from harness.tools.function import Tool, tool_from_function
 from repositories import FileContents, RepositoryError, SkillBundleContents, SkillRepository
@@ -351,13 +353,12 @@ class Promoter:
         scope = context.user_id
         check_skill_name(name)
         request = await self._new_request(name, scope, context, reason)
-        target = f"{area_label(scope)}/{name}"
         decision = await self._gate.decide(request)
         if decision is None:
             await self._audit.record(
                 actor="agent",
                 op="promotion.request",
-                target=target,
+                target=skill_label(name, scope),
                 decision="pending",
                 context=context,
                 before_hash=request.content_hash,
@@ -431,11 +432,10 @@ class Promoter:
         current = content_hash(files)
         if current == request.content_hash:
             return
-        target = f"{area_label(request.scope)}/{request.name}"
         await self._audit.record(
             actor="harness",
             op="promotion.promote",
-            target=target,
+            target=skill_label(request.name, request.scope),
             decision="refused",
             before_hash=request.content_hash,
             after_hash=current,
@@ -463,11 +463,7 @@ class Promoter:
             name=name,
             scope=scope,
             requested_at=now,
-            requested_by={
-                "user_id": context.user_id,
-                "session_id": context.session_id,
-                "environment": context.environment,
-            },
+            requested_by=context_fields(context),
             files={path: len(data) for path, data in sorted(files.items())},
             previews={
                 path: data[:_PREVIEW_CHARS].decode("utf-8", errors="replace")
@@ -512,17 +508,16 @@ class Promoter:
             await self._fs.compare_and_set(_review_path(request.id), _encode(document), review.version)
         except VersionConflict:
             raise ReviewAlreadyDecided(f"review request {request.id} was decided by someone else meanwhile") from None
-        target = f"{area_label(request.scope)}/{request.name}"
+        await self._audit.record(
+            actor=decision.reviewer,
+            op="promotion.request",
+            target=skill_label(request.name, request.scope),
+            decision="approved" if decision.approved else "rejected",
+            context=context,
+            before_hash=request.content_hash,
+            detail=f"review {request.id}: {decision.reason}",
+        )
         if not decision.approved:
-            await self._audit.record(
-                actor=decision.reviewer,
-                op="promotion.request",
-                target=target,
-                decision="rejected",
-                context=context,
-                before_hash=request.content_hash,
-                detail=f"review {request.id}: {decision.reason}",
-            )
             return PromotionResult(
                 status="rejected",
                 name=request.name,
@@ -530,15 +525,6 @@ class Promoter:
                 reviewer=decision.reviewer,
                 reason=decision.reason,
             )
-        await self._audit.record(
-            actor=decision.reviewer,
-            op="promotion.request",
-            target=target,
-            decision="approved",
-            context=context,
-            before_hash=request.content_hash,
-            detail=f"review {request.id}: {decision.reason}",
-        )
         result = await self._promote(
             request.name,
             request.scope,
@@ -561,7 +547,7 @@ class Promoter:
     ) -> PromotionResult:
         fs = scoped(self._fs, scope)
         now = self._clock()
-        async with fs.lock(f"learning:skill:{name}"):
+        async with fs.lock(skill_lock(name)):
             before = await self._draft_files(name, scope)
             if reviewed is not None:
                 await self._check_unchanged(reviewed, before)
@@ -575,16 +561,14 @@ class Promoter:
         if installed.skill_id != draft_id:
             await self._usage.for_scope(scope).update(
                 draft_id,
-                lambda current: dataclasses.replace(
-                    current or SkillUsage(skill_id=draft_id, name=name, created_by="agent-draft"),
-                    state="archived",
-                    state_changed_at=now,
+                lambda current: with_state(
+                    current, "archived", now, skill_id=draft_id, name=name, created_by="agent-draft"
                 ),
             )
         await self._audit.record(
             actor=actor,
             op="promotion.promote",
-            target=f"{area_label(scope)}/{name}",
+            target=skill_label(name, scope),
             decision="applied",
             context=context,
             before_hash=content_hash(before),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import dataclasses
 import enum
 import re
 import unicodedata
@@ -83,15 +84,7 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape used in audit records and tool replies."""
-        return {
-            "rule": self.rule,
-            "category": self.category,
-            "severity": self.severity,
-            "message": self.message,
-            "path": self.path,
-            "line": self.line,
-            "excerpt": self.excerpt,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,19 +25,20 @@ from harness.learning._layout import (
     DRAFTS,
     SKILL_MD,
     archive_folder,
-    area_label,
     content_hash,
     draft_folder,
     live_folder,
     read_folder,
     refuse_links,
     skill_id,
+    skill_label,
+    skill_lock,
 )
 from harness.learning._time import Clock, system_clock
 from harness.learning.audit import AuditLog
 from harness.learning.errors import AuthoringRefused, DangerousContent, LinkRefused, SkillAreaNotFound
 from harness.learning.scanner import Scanner, ScanVerdict
-from harness.learning.usage import SkillUsage, UsageStore
+from harness.learning.usage import SkillUsage, UsageStore, with_state
 from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.skills.rules import check_fields, unsafe_segment_reason
 from harness.tools.function import Tool, tool_from_function
@@ -251,7 +252,7 @@ class SkillWorkshop:
     async def _run(self, op: str, name: str, plan: Callable[[], Awaitable[_Plan]]) -> dict[str, Any]:
         check_skill_name(name)
         target = self._target(name)
-        async with self._fs.lock(f"learning:skill:{name}"):
+        async with self._fs.lock(skill_lock(name)):
             try:
                 await self._refuse_links(name)
                 change = await plan()
@@ -300,7 +301,7 @@ class SkillWorkshop:
     async def _delete(self, name: str) -> dict[str, Any]:
         check_skill_name(name)
         target = self._target(name)
-        async with self._fs.lock(f"learning:skill:{name}"):
+        async with self._fs.lock(skill_lock(name)):
             try:
                 await self._refuse_links(name)
                 folder, before = await self._locate(name)
@@ -318,11 +319,7 @@ class SkillWorkshop:
             archived = await archive_folder(self._fs, folder, name, now)
         await self._usage.update(
             skill_id(name, self._scope),
-            lambda current: dataclasses.replace(
-                current or SkillUsage(skill_id=skill_id(name, self._scope), name=name),
-                state="archived",
-                state_changed_at=now,
-            ),
+            lambda current: with_state(current, "archived", now, skill_id=skill_id(name, self._scope), name=name),
         )
         await self._audit.record(
             actor="agent",
@@ -468,7 +465,7 @@ class SkillWorkshop:
         )
 
     def _target(self, name: str) -> str:
-        return f"{area_label(self._scope)}/{name}"
+        return skill_label(name, self._scope)
 
 
 def _patched(current: SkillUsage | None, sid: str, name: str, now: datetime) -> SkillUsage:

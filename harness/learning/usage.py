@@ -47,6 +47,7 @@ __all__ = [
     "UsageStore",
     "referenced_skills",
     "scope_of",
+    "with_state",
 ]
 
 Provenance = Literal["human", "agent-draft", "agent"]
@@ -180,6 +181,20 @@ def _touched(current: SkillUsage | None, skill_id: str, when: datetime, *, views
     if usage.state == "stale":
         usage = dataclasses.replace(usage, state="active", state_changed_at=when)
     return usage
+
+
+def with_state(
+    current: SkillUsage | None,
+    state: SkillState,
+    when: datetime,
+    *,
+    skill_id: str,
+    name: str,
+    created_by: Provenance = "human",
+) -> SkillUsage:
+    """``current`` moved to ``state`` at ``when``; without a record, a new one for ``skill_id``."""
+    usage = current or SkillUsage(skill_id=skill_id, name=name, created_by=created_by)
+    return dataclasses.replace(usage, state=state, state_changed_at=when)
 
 
 async def _cas_loop(fs: AbstractFilesystem, path: str, transform: Callable[[bytes | None], bytes]) -> bytes:
