@@ -12,7 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -67,17 +68,24 @@ async def _assert_healed(pipeline: SkillPipeline, ws: Path, skill_id: str, comma
 # -- git ---------------------------------------------------------------------------------------
 
 
+@asynccontextmanager
+async def _team_pipeline(ws: Path, remote: GitRemote, cache_dir: Path) -> AsyncIterator[SkillPipeline]:
+    """A pipeline over ``ws`` with ``remote`` as the git market ``team``, cloned into ``cache_dir``."""
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
+        yield pipeline
+
+
 async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) -> None:
     remote = GitRemote(tmp_path / "git")
     remote.skill("deploy", files={"scripts/run.sh": b"#!/bin/sh\necho v1\n"})
     remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
-    async with (
-        LocalFilesystem(ws, shell=True) as fs,
-        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
-        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
-    ):
+    async with _team_pipeline(ws, remote, cache_dir) as pipeline:
         first = await pipeline.prepare(ALICE)
         await _user_writes(first)
         assert not _errors(first, "market-unavailable")
@@ -102,19 +110,11 @@ async def test_git_remote_gone_before_a_restart_serves_the_cached_clone(tmp_path
     remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
-    async with (
-        LocalFilesystem(ws, shell=True) as fs,
-        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
-    ):
-        async with SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
-            await pipeline.prepare(ALICE)
+    async with _team_pipeline(ws, remote, cache_dir) as pipeline:
+        await pipeline.prepare(ALICE)
     shutil.rmtree(remote.bare)
-    async with (
-        LocalFilesystem(ws, shell=True) as fs,
-        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
-    ):
-        async with SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
-            restarted = await pipeline.prepare(ALICE)
+    async with _team_pipeline(ws, remote, cache_dir) as pipeline:
+        restarted = await pipeline.prepare(ALICE)
     assert "deploy_team" in restarted.skills
     assert _errors(restarted, "market-unavailable")
     assert cache_problems(ws) == []
