@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.filesystems import shared_dir
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -30,10 +30,8 @@ def run_example(name: str, *args: str, env: dict[str, str] | None = None) -> str
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
     """A 0755 folder the sandbox's unprivileged uid can traverse (pytest's tmp_path is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="harness-examples-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with shared_dir("harness-examples-") as path:
+        yield path
 
 
 def test_quickstart_runs_the_hello_world_script(tmp_path: Path) -> None:

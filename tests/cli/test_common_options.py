@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,15 +94,6 @@ def test_learning_commands_with_a_remote_config_see_drafts_in_the_store(
     code, out, err = _run(capsys, "skills", "drafts", "--config", config, "--user", "alice", "--json")
     assert code == 0, err
     assert [(d["user"], d["name"]) for d in json.loads(out)["drafts"]] == [("alice", "stored")]
-
-
-@pytest.fixture
-def sandbox_dir() -> Iterator[Path]:
-    """A folder the unprivileged sandbox uid can traverse (pytest's tmp root is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="cli-sandbox-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_every_group_runs_in_a_sandbox_config(

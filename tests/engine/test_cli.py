@@ -61,35 +61,10 @@ def test_cli_drives_the_review_workflow_to_completion(tmp_path: pathlib.Path) ->
     check = harness(tmp_path, "check", "--run-id", "cli", "--scope", "completion")
     assert check.returncode == 1 and "FAIL  posted" in check.stdout and "Next:" in check.stdout
     pending = json.loads(harness(tmp_path, "show", "--run-id", "cli", "--json").stdout)["pending"]["id"]
-    final = harness(
-        tmp_path,
-        "continue",
-        "--run-id",
-        "cli",
-        "--status",
-        "succeeded",
-        "--summary",
-        "posted",
-        "--outcome-id",
-        pending,
-        "--state",
-        "posted=true",
-    )
+    outcome = ("--status", "succeeded", "--summary", "posted", "--outcome-id", pending, "--state", "posted=true")
+    final = harness(tmp_path, "continue", "--run-id", "cli", *outcome)
     assert final.returncode == 0 and "completed" in final.stdout and "Next: nothing" in final.stdout
-    again = harness(
-        tmp_path,
-        "continue",
-        "--run-id",
-        "cli",
-        "--status",
-        "succeeded",
-        "--summary",
-        "posted",
-        "--outcome-id",
-        pending,
-        "--state",
-        "posted=true",
-    )
+    again = harness(tmp_path, "continue", "--run-id", "cli", *outcome)
     assert again.returncode == 0, again.stderr  # resubmitting the same outcome is a no-op
     assert harness(tmp_path, "check", "--run-id", "cli", "--scope", "completion").returncode == 0
     events = harness(tmp_path, "show", "--run-id", "cli", "--events")

@@ -13,6 +13,7 @@ from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import AuditLog, Curator, CuratorPolicy, Promoter, SidecarUsage, SkillUsage, SkillWorkshop
 from tests.support.clock import ManualClock
+from tests.support.learning import user_workshop
 
 POLICY = CuratorPolicy(stale_after_days=10, archive_after_days=30, interval_hours=24)
 
@@ -36,15 +37,7 @@ async def _live_agent_skill(
     context: RuntimeContext,
     name: str,
 ) -> None:
-    shop = SkillWorkshop(
-        workspace.scoped(context.user_id),
-        context=context,
-        scope=context.user_id,
-        usage=usage.for_scope(context.user_id),
-        audit=audit,
-        clock=clock,
-        auto_promote=True,
-    )
+    shop = user_workshop(workspace, context, usage=usage, audit=audit, clock=clock, auto_promote=True)
     await shop.propose_skill(name, "d", "b")
 
 
@@ -109,14 +102,7 @@ async def test_pinned_drafts_and_human_skills_are_never_touched(
     await usage.for_scope("alice").update(
         "pinned-one_workspace-namespaced", lambda u: dataclasses.replace(_known(u), pinned=True)
     )
-    shop = SkillWorkshop(
-        workspace.scoped("alice"),
-        context=alice,
-        scope="alice",
-        usage=usage.for_scope("alice"),
-        audit=audit,
-        clock=clock,
-    )
+    shop = user_workshop(workspace, alice, usage=usage, audit=audit, clock=clock)
     await shop.propose_skill("draft-one", "d", "b")
     await workspace.write_text("skills/human/SKILL.md", "---\nname: human\ndescription: d\n---\n")
     await usage.for_scope(None).record_view("human_workspace", clock.now)
@@ -192,14 +178,7 @@ def test_policy_is_validated() -> None:
 async def test_promoted_skill_counts_from_its_promotion(
     workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext
 ) -> None:
-    shop = SkillWorkshop(
-        workspace.scoped("alice"),
-        context=alice,
-        scope="alice",
-        usage=usage.for_scope("alice"),
-        audit=audit,
-        clock=clock,
-    )
+    shop = user_workshop(workspace, alice, usage=usage, audit=audit, clock=clock)
     await shop.propose_skill("late", "d", "b")
     clock.advance(days=25)
     await Promoter(workspace, usage=usage, audit=audit, clock=clock).promote_skill("late", "carol", context=alice)

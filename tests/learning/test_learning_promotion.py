@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -22,11 +22,11 @@ from harness.learning import (
     ReviewRequest,
     SidecarUsage,
     SkillAreaNotFound,
-    SkillWorkshop,
     StdinPrompter,
 )
 from repositories import MySQLRepository
 from tests.support.clock import ManualClock
+from tests.support.learning import user_workshop
 from tests.support.mysql import drop_tables
 
 
@@ -34,14 +34,7 @@ from tests.support.mysql import drop_tables
 async def drafted(
     workspace: LocalFilesystem, alice: RuntimeContext, usage: SidecarUsage, audit: AuditLog, clock: ManualClock
 ) -> str:
-    shop = SkillWorkshop(
-        workspace.scoped("alice"),
-        context=alice,
-        scope="alice",
-        usage=usage.for_scope("alice"),
-        audit=audit,
-        clock=clock,
-    )
+    shop = user_workshop(workspace, alice, usage=usage, audit=audit, clock=clock)
     await shop.propose_skill(
         "csv-report",
         "Use for CSV summaries.",
@@ -54,21 +47,26 @@ async def drafted(
     return "csv-report"
 
 
-def _promoter(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, **options: Any
-) -> Promoter:
-    return Promoter(workspace, usage=usage, audit=audit, clock=clock, **options)
+@pytest.fixture
+def make_promoter(
+    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock
+) -> Callable[..., Promoter]:
+    """Promoters over the test workspace; keyword options go to :class:`Promoter`."""
+
+    def make(**options: Any) -> Promoter:
+        return Promoter(workspace, usage=usage, audit=audit, clock=clock, **options)
+
+    return make
 
 
 async def test_default_gate_rejects_and_keeps_the_draft(
+    make_promoter: Callable[..., Promoter],
     workspace: LocalFilesystem,
-    usage: SidecarUsage,
     audit: AuditLog,
-    clock: ManualClock,
     alice: RuntimeContext,
     drafted: str,
 ) -> None:
-    result = await _promoter(workspace, usage, audit, clock).request_promotion(drafted, context=alice)
+    result = await make_promoter().request_promotion(drafted, context=alice)
     assert result.status == "rejected" and result.reviewer == "gate:reject-all"
     assert await workspace.exists("alice/skills/_drafts/csv-report/SKILL.md")
     assert not await workspace.exists("alice/skills/csv-report")
@@ -76,6 +74,7 @@ async def test_default_gate_rejects_and_keeps_the_draft(
 
 
 async def test_operator_promotes_under_the_reject_all_default(
+    make_promoter: Callable[..., Promoter],
     workspace: LocalFilesystem,
     usage: SidecarUsage,
     audit: AuditLog,
@@ -84,7 +83,7 @@ async def test_operator_promotes_under_the_reject_all_default(
     drafted: str,
 ) -> None:
     changes: list[str | None] = []
-    promoter = _promoter(workspace, usage, audit, clock, on_change=changes.append)
+    promoter = make_promoter(on_change=changes.append)
     result = await promoter.promote_skill(drafted, "carol", context=alice)
     assert result.status == "promoted"
     assert result.skill_id == "csv-report_workspace-namespaced"
@@ -103,35 +102,23 @@ async def test_operator_promotes_under_the_reject_all_default(
     assert changes == ["alice"]
 
 
-async def test_promoting_a_missing_draft_fails(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock, alice: RuntimeContext
-) -> None:
+async def test_promoting_a_missing_draft_fails(make_promoter: Callable[..., Promoter], alice: RuntimeContext) -> None:
     with pytest.raises(SkillAreaNotFound):
-        await _promoter(workspace, usage, audit, clock).promote_skill("ghost", "carol", context=alice)
+        await make_promoter().promote_skill("ghost", "carol", context=alice)
 
 
 async def test_promotion_archives_a_live_skill_it_replaces(
-    workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
-    alice: RuntimeContext,
-    drafted: str,
+    make_promoter: Callable[..., Promoter], workspace: LocalFilesystem, alice: RuntimeContext, drafted: str
 ) -> None:
     await workspace.write_text("alice/skills/csv-report/SKILL.md", "---\nname: csv-report\ndescription: old\n---\n")
-    await _promoter(workspace, usage, audit, clock).promote_skill(drafted, "carol", context=alice)
+    await make_promoter().promote_skill(drafted, "carol", context=alice)
     assert "Use for CSV" in await workspace.read_text("alice/skills/csv-report/SKILL.md")
     [archived] = await workspace.list("alice/skills/.archive")
     assert "old" in await workspace.read_text(f"{archived.path}/SKILL.md")
 
 
 async def test_local_approval_gate_asks_the_prompter(
-    workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
-    alice: RuntimeContext,
-    drafted: str,
+    make_promoter: Callable[..., Promoter], workspace: LocalFilesystem, alice: RuntimeContext, drafted: str
 ) -> None:
     seen: list[ReviewRequest] = []
 
@@ -139,7 +126,7 @@ async def test_local_approval_gate_asks_the_prompter(
         seen.append(request)
         return True
 
-    promoter = _promoter(workspace, usage, audit, clock, gate=LocalApprovalGate(approve, reviewer="dana"))
+    promoter = make_promoter(gate=LocalApprovalGate(approve, reviewer="dana"))
     result = await promoter.request_promotion(drafted, context=alice, reason="used daily")
     assert result.status == "promoted" and result.reviewer == "dana"
     assert seen[0].files == {
@@ -151,19 +138,12 @@ async def test_local_approval_gate_asks_the_prompter(
 
 
 async def test_local_approval_gate_can_decline(
-    workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
-    alice: RuntimeContext,
-    drafted: str,
+    make_promoter: Callable[..., Promoter], workspace: LocalFilesystem, alice: RuntimeContext, drafted: str
 ) -> None:
     async def decline(request: ReviewRequest) -> bool:
         return False
 
-    result = await _promoter(workspace, usage, audit, clock, gate=LocalApprovalGate(decline)).request_promotion(
-        drafted, context=alice
-    )
+    result = await make_promoter(gate=LocalApprovalGate(decline)).request_promotion(drafted, context=alice)
     assert result.status == "rejected"
     assert await workspace.exists("alice/skills/_drafts/csv-report")
 
@@ -172,27 +152,19 @@ async def test_local_approval_gate_can_decline(
     ("answer", "status"), [("y\n", "promoted"), ("yes\n", "promoted"), ("\n", "rejected"), ("no\n", "rejected")]
 )
 async def test_stdin_prompter_reads_the_answer(
-    workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
-    alice: RuntimeContext,
-    drafted: str,
-    answer: str,
-    status: str,
+    make_promoter: Callable[..., Promoter], alice: RuntimeContext, drafted: str, answer: str, status: str
 ) -> None:
     output = io.StringIO()
     gate = LocalApprovalGate(StdinPrompter(input_stream=io.StringIO(answer), output_stream=output))
-    result = await _promoter(workspace, usage, audit, clock, gate=gate).request_promotion(drafted, context=alice)
+    result = await make_promoter(gate=gate).request_promotion(drafted, context=alice)
     assert result.status == status
     assert "scripts/report.py (16 bytes)" in output.getvalue()
     assert "print('report')" in output.getvalue()
 
 
 async def test_notify_and_wait_completes_when_a_decision_is_recorded_later(
+    make_promoter: Callable[..., Promoter],
     workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
     clock: ManualClock,
     alice: RuntimeContext,
     drafted: str,
@@ -202,7 +174,7 @@ async def test_notify_and_wait_completes_when_a_decision_is_recorded_later(
     async def sink(request: ReviewRequest) -> None:
         notified.append(request)
 
-    promoter = _promoter(workspace, usage, audit, clock, gate=NotifyAndWaitGate([sink]))
+    promoter = make_promoter(gate=NotifyAndWaitGate([sink]))
     pending = await promoter.request_promotion(drafted, context=alice)
     assert pending.status == "pending" and pending.request_id is not None
     assert [r.id for r in notified] == [pending.request_id]
@@ -212,7 +184,7 @@ async def test_notify_and_wait_completes_when_a_decision_is_recorded_later(
 
     clock.advance(hours=3)
     # A later process: a fresh promoter over the same workspace records the decision.
-    later = _promoter(workspace, usage, audit, clock)
+    later = make_promoter()
     done = await later.record_decision(pending.request_id, approved=True, reviewer="erin", reason="looks good")
     assert done.status == "promoted" and done.request_id == pending.request_id
     assert await workspace.exists("alice/skills/csv-report/SKILL.md")
@@ -222,14 +194,9 @@ async def test_notify_and_wait_completes_when_a_decision_is_recorded_later(
 
 
 async def test_notify_and_wait_rejection_keeps_the_draft(
-    workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
-    alice: RuntimeContext,
-    drafted: str,
+    make_promoter: Callable[..., Promoter], workspace: LocalFilesystem, alice: RuntimeContext, drafted: str
 ) -> None:
-    promoter = _promoter(workspace, usage, audit, clock, gate=NotifyAndWaitGate())
+    promoter = make_promoter(gate=NotifyAndWaitGate())
     pending = await promoter.request_promotion(drafted, context=alice)
     assert pending.request_id is not None
     result = await promoter.record_decision(pending.request_id, approved=False, reviewer="erin", reason="too broad")
@@ -237,22 +204,15 @@ async def test_notify_and_wait_rejection_keeps_the_draft(
     assert await workspace.exists("alice/skills/_drafts/csv-report")
 
 
-async def test_unknown_review_ids_are_reported(
-    workspace: LocalFilesystem, usage: SidecarUsage, audit: AuditLog, clock: ManualClock
-) -> None:
+async def test_unknown_review_ids_are_reported(make_promoter: Callable[..., Promoter]) -> None:
     with pytest.raises(ReviewNotFound):
-        await _promoter(workspace, usage, audit, clock).record_decision("nope", approved=True, reviewer="x")
+        await make_promoter().record_decision("nope", approved=True, reviewer="x")
 
 
 async def test_request_promotion_tool(
-    workspace: LocalFilesystem,
-    usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
-    alice: RuntimeContext,
-    drafted: str,
+    make_promoter: Callable[..., Promoter], alice: RuntimeContext, drafted: str
 ) -> None:
-    tool = _promoter(workspace, usage, audit, clock).tool(alice)
+    tool = make_promoter().tool(alice)
     assert tool.name == "request_promotion"
     assert '"status": "rejected"' in await tool.call({"name": drafted})
 
@@ -268,15 +228,14 @@ async def market(mysql_dsn: str) -> AsyncIterator[MySQLRepository]:
 
 
 async def test_promotion_into_a_mysql_market(
+    make_promoter: Callable[..., Promoter],
     workspace: LocalFilesystem,
     usage: SidecarUsage,
-    audit: AuditLog,
-    clock: ManualClock,
     alice: RuntimeContext,
     drafted: str,
     market: MySQLRepository,
 ) -> None:
-    promoter = _promoter(workspace, usage, audit, clock, target=RepositoryTarget(market))
+    promoter = make_promoter(target=RepositoryTarget(market))
     result = await promoter.promote_skill(drafted, "carol", context=alice)
     assert result.skill_id == f"csv-report_{market.source}"
     snapshot = await market.snapshot()

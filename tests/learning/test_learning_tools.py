@@ -19,6 +19,7 @@ from harness.learning import (
     SkillWorkshop,
 )
 from tests.support.clock import ManualClock
+from tests.support.learning import user_workshop
 
 
 def _workshop(
@@ -30,16 +31,8 @@ def _workshop(
     changes: list[str | None] | None = None,
     **options: Any,
 ) -> SkillWorkshop:
-    return SkillWorkshop(
-        workspace.scoped(context.user_id),
-        context=context,
-        scope=context.user_id,
-        usage=usage.for_scope(context.user_id),
-        audit=audit,
-        clock=clock,
-        on_change=(changes.append if changes is not None else lambda scope: None),
-        **options,
-    )
+    on_change = changes.append if changes is not None else lambda scope: None
+    return user_workshop(workspace, context, usage=usage, audit=audit, clock=clock, on_change=on_change, **options)
 
 
 @pytest.fixture

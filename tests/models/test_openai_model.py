@@ -29,6 +29,16 @@ def completion(message: dict[str, Any], *, prompt: int = 0, completion: int = 0)
     }
 
 
+# The assistant's tool call as the wire carries it, both in the reply and when sent back.
+WEATHER_CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    ],
+}
+
+
 def make_model(server: WireServer) -> OpenAIModel:
     return OpenAIModel(model="gpt-test", api_key="sk-test", base_url=f"{server.url}/v1", max_retries=0, timeout=10)
 
@@ -36,17 +46,7 @@ def make_model(server: WireServer) -> OpenAIModel:
 async def test_tool_calling_round_trip(wire_server: WireServer) -> None:
     wire_server.reply(
         completion(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
-                    }
-                ],
-            },
+            WEATHER_CALL,
             prompt=20,
             completion=7,
         )
@@ -82,17 +82,7 @@ async def test_tool_calling_round_trip(wire_server: WireServer) -> None:
         }
     ]
     assert second_request.body["messages"][2:] == [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
-                }
-            ],
-        },
+        WEATHER_CALL,
         {"role": "tool", "tool_call_id": "call_1", "content": "3 °C, cloudy"},
     ]
 

@@ -10,7 +10,7 @@ from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
 from repositories import MemoryRepository
-from tests.support.pipeline import bundle, write_skill
+from tests.support.pipeline import bundle, local_pipeline, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -37,10 +37,7 @@ async def test_user_layer_beats_workspace_beats_market(tmp_path: Path) -> None:
 
 async def test_second_stage_writes_nothing(tmp_path: Path) -> None:
     market = MemoryRepository([bundle("tool")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[market]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, market) as pipeline:
         first = await pipeline.prepare(ALICE)
         second = await pipeline.prepare(ALICE)
     assert first.staged is not None and first.staged.written == 2
@@ -49,10 +46,7 @@ async def test_second_stage_writes_nothing(tmp_path: Path) -> None:
 
 async def test_load_tool_and_shell_run_staged_script(tmp_path: Path) -> None:
     market = MemoryRepository([bundle("tool")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[market]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, market) as pipeline:
         plan = await pipeline.prepare(ALICE)
         text = await load_skill_file(plan, "tool")
         assert text.startswith("---\nname: tool")

@@ -14,7 +14,7 @@ from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from repositories import DirectoryRepository, FileContents, GitRepository, MemoryRepository, SkillBundleContents
-from tests.support.pipeline import GitRemote, bundle, echo_script, write_skill
+from tests.support.pipeline import GitRemote, bundle, echo_script, local_pipeline, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -61,10 +61,7 @@ async def test_removing_a_market_from_the_configuration_removes_its_folder(tmp_p
 
 async def test_deleting_a_skill_upstream_removes_its_folder(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme) as pipeline:
         await pipeline.prepare(ALICE)
         await acme.delete("lint")
         plan = await pipeline.prepare(ALICE)
@@ -75,10 +72,7 @@ async def test_deleting_a_skill_upstream_removes_its_folder(tmp_path: Path) -> N
 
 async def test_a_file_dropped_upstream_is_removed_from_the_staged_folder(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme) as pipeline:
         await pipeline.prepare(ALICE)
         await acme.save(SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md))
         await pipeline.prepare(ALICE)
@@ -122,10 +116,7 @@ async def test_a_symlink_planted_in_the_cache_never_leads_outside(tmp_path: Path
     (tmp_path / ".skills-cache" / "beta").symlink_to(tmp_path / "alice")
     acme = MemoryRepository([bundle("tool")], name="acme")
     beta = MemoryRepository([bundle("skills")], name="beta")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme, beta]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme, beta) as pipeline:
         plan = await pipeline.prepare(ALICE)
         verified = await pipeline.stage(verify=True)
     assert [p.name for p in victim.iterdir()] == ["notes.md"]
@@ -149,10 +140,7 @@ async def test_a_linked_subfolder_never_loses_files_when_upstream_drops_them(tmp
     acme = MemoryRepository(
         [SkillBundleContents(folder="tool", skill_md=bundle("tool").skill_md, files=files)], name="acme"
     )
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme) as pipeline:
         await pipeline.prepare(ALICE)
         scripts = tmp_path / ".skills-cache" / "acme" / "tool" / "scripts"
         for path in scripts.iterdir():
@@ -170,10 +158,7 @@ async def test_two_users_with_different_overrides_staging_concurrently_keep_ever
     write_skill(tmp_path / "alice" / "skills", "tool", description="alice tool")
     write_skill(tmp_path / "bob" / "skills", "lint", description="bob lint")
     acme = MemoryRepository([bundle("tool"), bundle("lint"), bundle("deploy")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme) as pipeline:
         for round_ in range(5):
             await acme.save(bundle("deploy", description=f"round {round_}"))
             alice, bob = await asyncio.gather(pipeline.prepare(ALICE), pipeline.prepare(BOB))
@@ -256,10 +241,7 @@ async def test_a_killed_process_lease_does_not_keep_folders_forever(tmp_path: Pa
 
 async def test_verify_repairs_files_changed_or_deleted_behind_the_stagers_back(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme]) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme) as pipeline:
         await pipeline.prepare(ALICE)
         tool = tmp_path / ".skills-cache" / "acme" / "tool"
         (tool / "scripts" / "run.sh").write_text("#!/bin/sh\necho tampered\n")
@@ -280,10 +262,7 @@ async def test_verify_repairs_files_changed_or_deleted_behind_the_stagers_back(t
 
 async def test_the_periodic_verify_runs_without_being_asked(tmp_path: Path) -> None:
     acme = MemoryRepository([bundle("tool")], name="acme")
-    async with (
-        LocalFilesystem(tmp_path, shell=True) as fs,
-        SkillPipeline(filesystem=fs, repositories=[acme], verify_interval=0.0) as pipeline,
-    ):
+    async with local_pipeline(tmp_path, acme, verify_interval=0.0) as pipeline:
         await pipeline.prepare(ALICE)
         (tmp_path / ".skills-cache" / "acme" / "tool" / "SKILL.md").unlink()
         plan = await pipeline.prepare(ALICE)

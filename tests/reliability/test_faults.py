@@ -12,7 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,30 @@ async def _user_note(plan: TurnPlan) -> str:
     return await plan.filesystem.read_text("notes/today.md")
 
 
+async def _assert_healed(pipeline: SkillPipeline, ws: Path, skill_id: str, command: str) -> None:
+    """The turn after the market came back: no market error, ``command`` (``{root}`` is the
+    skill's files root) runs the new v2 script, the cache matches its manifest and the user's
+    note survived."""
+    healed = await pipeline.prepare(ALICE)
+    assert not _errors(healed, "market-unavailable")
+    run = await healed.filesystem.run(command.format(root=healed.skills[skill_id].files_root))
+    assert run.stdout == "v2\n"
+    assert cache_problems(ws) == []
+    assert await _user_note(healed) == "written by alice\n"
+
+
 # -- git ---------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def _team_pipeline(ws: Path, remote: GitRemote, cache_dir: Path) -> AsyncIterator[SkillPipeline]:
+    """A pipeline over ``ws`` with ``remote`` as the git market ``team``, cloned into ``cache_dir``."""
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
+    ):
+        yield pipeline
 
 
 async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) -> None:
@@ -61,11 +85,7 @@ async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) ->
     remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
-    async with (
-        LocalFilesystem(ws, shell=True) as fs,
-        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
-        SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
-    ):
+    async with _team_pipeline(ws, remote, cache_dir) as pipeline:
         first = await pipeline.prepare(ALICE)
         await _user_writes(first)
         assert not _errors(first, "market-unavailable")
@@ -81,12 +101,7 @@ async def test_git_remote_deleted_serves_last_good_then_heals(tmp_path: Path) ->
         remote.create_bare()
         remote.skill("deploy", files={"scripts/run.sh": b"#!/bin/sh\necho v2\n"})
         remote.commit("v2", force=True)
-        healed = await pipeline.prepare(ALICE)
-        assert not _errors(healed, "market-unavailable")
-        run = await healed.filesystem.run(f"sh {healed.skills['deploy_team'].files_root}/scripts/run.sh")
-        assert run.stdout == "v2\n"
-        assert cache_problems(ws) == []
-        assert await _user_note(healed) == "written by alice\n"
+        await _assert_healed(pipeline, ws, "deploy_team", "sh {root}/scripts/run.sh")
 
 
 async def test_git_remote_gone_before_a_restart_serves_the_cached_clone(tmp_path: Path) -> None:
@@ -95,19 +110,11 @@ async def test_git_remote_gone_before_a_restart_serves_the_cached_clone(tmp_path
     remote.commit("v1", force=True)
     ws = tmp_path / "ws"
     cache_dir = tmp_path / "clones"
-    async with (
-        LocalFilesystem(ws, shell=True) as fs,
-        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
-    ):
-        async with SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
-            await pipeline.prepare(ALICE)
+    async with _team_pipeline(ws, remote, cache_dir) as pipeline:
+        await pipeline.prepare(ALICE)
     shutil.rmtree(remote.bare)
-    async with (
-        LocalFilesystem(ws, shell=True) as fs,
-        GitRepository(remote.url, cache_dir=cache_dir, source="team") as repo,
-    ):
-        async with SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
-            restarted = await pipeline.prepare(ALICE)
+    async with _team_pipeline(ws, remote, cache_dir) as pipeline:
+        restarted = await pipeline.prepare(ALICE)
     assert "deploy_team" in restarted.skills
     assert _errors(restarted, "market-unavailable")
     assert cache_problems(ws) == []
@@ -155,12 +162,7 @@ async def test_mysql_market_stopped_mid_run_serves_last_good_then_heals(
         finally:
             mariadb.start()
         await repo.save(_bundle("report", "v2"))
-        healed = await pipeline.prepare(ALICE)
-        assert not _errors(healed, "market-unavailable")
-        run = await healed.filesystem.run(f"{healed.skills['report_' + repo.source].files_root}/scripts/run.sh")
-        assert run.stdout == "v2\n"
-        assert cache_problems(ws) == []
-        assert await _user_note(healed) == "written by alice\n"
+        await _assert_healed(pipeline, ws, "report_" + repo.source, "{root}/scripts/run.sh")
 
 
 async def test_mysql_store_stopped_mid_run_serves_last_good_user_skills_then_heals(mariadb: PrivateMariaDB) -> None:

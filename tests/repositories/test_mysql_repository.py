@@ -108,17 +108,8 @@ async def test_edit_by_another_writer_is_detected(mysql_dsn: str, table: str, re
 
 async def test_unchanged_read_costs_one_query(mysql_dsn: str, table: str, repo: MySQLRepository) -> None:
     await repo.save(bundle("alpha"))
-    args = parse_mysql_dsn(mysql_dsn)
     pool = await aiomysql.create_pool(
-        host=args["host"],
-        port=args["port"],
-        user=args["user"],
-        password=args["password"],
-        db=args["db"],
-        autocommit=True,
-        cursorclass=CountingCursor,
-        minsize=0,
-        maxsize=1,
+        autocommit=True, cursorclass=CountingCursor, minsize=0, maxsize=1, **parse_mysql_dsn(mysql_dsn)
     )
     try:
         async with MySQLRepository(pool=pool, table=table) as shared:
@@ -212,15 +203,7 @@ async def test_saving_a_name_a_store_could_fold_into_another_is_refused_and_the_
 
 
 async def _sql(mysql_dsn: str, *statements: str) -> list[Any]:
-    args = parse_mysql_dsn(mysql_dsn)
-    conn = await aiomysql.connect(
-        host=args["host"],
-        port=args["port"],
-        user=args["user"],
-        password=args["password"],
-        db=args["db"],
-        autocommit=True,
-    )
+    conn = await aiomysql.connect(autocommit=True, **parse_mysql_dsn(mysql_dsn))
     rows: list[Any] = []
     try:
         async with conn.cursor() as cur:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from filesystems import AbstractFilesystem, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
+from filesystems import AbstractFilesystem, LocalFilesystem
 from harness.cli import main as cli
-from harness.context import RuntimeContext
 from harness.learning import (
     LinkRefused,
     LocalApprovalGate,
@@ -24,20 +23,17 @@ from harness.learning import (
     SelfLearning,
     StdinPrompter,
 )
+from tests.support.filesystems import open_filesystem
 
-ALICE = RuntimeContext(user_id="alice", session_id="attack")
+from .attacker import ALICE
+
 BODY = "Summarise CSV files column by column."
 HOSTILE_REASON = "useful\x1b[2J\x1b[1;1H\x9b31mAPPROVED BY SECURITY\u202e"
 
 
 @pytest.fixture(params=["local", "memory"])
 async def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AbstractFilesystem]:
-    fs: AbstractFilesystem = (
-        LocalFilesystem(tmp_path / "ws")
-        if request.param == "local"
-        else RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent")
-    )
-    async with fs:
+    async with open_filesystem(request.param, tmp_path / "ws") as fs:
         yield fs
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from filesystems import PathEscapeError, SandboxFilesystem, SandboxLimits
 from harness import RuntimeContext, SkillPipeline
 from harness.tools.skills import SHELL_TOOL, skill_tools
+from tests.support.filesystems import shared_dir
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -75,10 +75,8 @@ class Scene:
 @pytest.fixture
 def workspace_dir() -> Iterator[Path]:
     """A workspace the unprivileged sandbox uid can traverse (pytest's tmp root is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="sandbox-attacks-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with shared_dir("sandbox-attacks-") as path:
+        yield path
 
 
 async def _scene(root: Path, **options: object) -> Scene:

@@ -9,6 +9,8 @@ import logging
 import subprocess
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,14 @@ def _assert_clean(text: str) -> None:
     assert PASSWORD not in text and TOKEN not in text, text
 
 
+@contextmanager
+def _raises_without_secrets(error: type[BaseException]) -> Iterator[None]:
+    """Expect ``error`` from the block, and no secret anywhere a user could see it."""
+    with pytest.raises(error) as caught:
+        yield
+    _assert_clean(_everything(caught.value))
+
+
 # -- the helper --------------------------------------------------------------------------------
 
 
@@ -85,16 +95,14 @@ BAD_STORE_DSNS = {
 
 @pytest.mark.parametrize("name", sorted(BAD_STORE_DSNS))
 def test_bad_store_dsn_errors_hide_the_password(name: str) -> None:
-    with pytest.raises(ValueError) as caught:
+    with _raises_without_secrets(ValueError):
         MySQLKeyValueStore(BAD_STORE_DSNS[name])
-    _assert_clean(_everything(caught.value))
 
 
 @pytest.mark.parametrize("name", sorted(BAD_STORE_DSNS))
 def test_bad_store_dsn_in_config_is_a_config_error_without_the_password(name: str) -> None:
-    with pytest.raises(ConfigError) as caught:
+    with _raises_without_secrets(ConfigError):
         HarnessConfig(filesystem="remote", store=BAD_STORE_DSNS[name]).open_filesystem()
-    _assert_clean(_everything(caught.value))
 
 
 BAD_REPOSITORY_URLS = {
@@ -107,9 +115,8 @@ BAD_REPOSITORY_URLS = {
 
 @pytest.mark.parametrize("name", sorted(BAD_REPOSITORY_URLS))
 def test_bad_mysql_repository_urls_hide_the_password(name: str) -> None:
-    with pytest.raises(RepositoryError) as caught:
+    with _raises_without_secrets(RepositoryError):
         open_repository(BAD_REPOSITORY_URLS[name])
-    _assert_clean(_everything(caught.value))
 
 
 async def test_unreachable_mysql_store_hides_the_password() -> None:
@@ -124,9 +131,8 @@ async def test_unreachable_mysql_market_hides_the_password(tmp_path: Path, caplo
     caplog.set_level(logging.DEBUG)
     repo = MySQLRepository(UNREACHABLE_DSN, connect_timeout=2)
     _assert_clean(str(repo) + repo.source)
-    with pytest.raises(RepositoryError) as caught:
+    with _raises_without_secrets(RepositoryError):
         await repo.snapshot()
-    _assert_clean(_everything(caught.value))
     async with (
         LocalFilesystem(tmp_path, shell=True) as fs,
         SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
@@ -180,9 +186,8 @@ async def test_git_market_with_credentials_in_its_url_keeps_them_out_of_location
 async def test_unreachable_git_market_hides_the_token(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     repo = GitRepository(UNREACHABLE_GIT, cache_dir=tmp_path / "cache", timeout=20)
-    with pytest.raises(RepositoryError) as caught:
+    with _raises_without_secrets(RepositoryError):
         await repo.snapshot()
-    _assert_clean(_everything(caught.value))
     async with (
         LocalFilesystem(tmp_path / "ws", shell=True) as fs,
         SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline,
@@ -238,9 +243,8 @@ def test_cli_bad_repository_option_hides_the_password(tmp_path: Path) -> None:
 def test_config_file_with_a_bad_store_raises_without_the_password(tmp_path: Path) -> None:
     config = tmp_path / "harness.yaml"
     config.write_text(f"filesystem: {{mode: remote, store: '{BAD_STORE_DSNS['no database']}'}}\n")
-    with pytest.raises(ConfigError) as caught:
+    with _raises_without_secrets(ConfigError):
         load_config(config).open_filesystem()
-    _assert_clean(_everything(caught.value))
 
 
 def test_config_repr_hides_store_and_market_credentials(tmp_path: Path) -> None:

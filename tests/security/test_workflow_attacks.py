@@ -13,12 +13,13 @@ from typing import Any
 import anyio.to_thread
 import pytest
 
-from filesystems import AbstractFilesystem, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
+from filesystems import AbstractFilesystem, LocalFilesystem
 from harness import Harness, RuntimeContext
 from harness.agent.events import ToolReturned
 from harness.engine import RunTampered
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.function import Tool, tool_from_function
+from tests.support.filesystems import open_filesystem
 
 ALICE = RuntimeContext(user_id="alice", session_id="attack")
 
@@ -75,11 +76,7 @@ class SideEffects:
 
 @pytest.fixture(params=["local", "memory"])
 async def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AbstractFilesystem]:
-    fs: AbstractFilesystem = (
-        LocalFilesystem(tmp_path / "ws")
-        if request.param == "local"
-        else RemoteFilesystem(MemoryKeyValueStore(), agent_id="agent")
-    )
+    fs = open_filesystem(request.param, tmp_path / "ws")
     await fs.write_text("skills/ship/SKILL.md", "---\nname: ship\ndescription: Use to ship a release.\n---\nShip it.\n")
     await fs.write_text("skills/ship/workflow.yaml", WORKFLOW)
     await fs.write_text("skills/ship/guardrails.yaml", "confirmation_required_for: [deploy]\n")

@@ -7,9 +7,11 @@ import shutil
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-from filesystems import AbstractFilesystem
-from repositories import MySQLRepository, SkillBundleContents
+from filesystems import AbstractFilesystem, LocalFilesystem
+from harness.pipeline import SkillPipeline
+from repositories import MySQLRepository, SkillBundleContents, SkillRepository
 from tests.support import git
 from tests.support.filesystems import MODES, open_filesystem, shared_dir
 from tests.support.mysql import drop_tables, unique_table
@@ -21,6 +23,7 @@ __all__ = [
     "GitRemote",
     "bundle",
     "echo_script",
+    "local_pipeline",
     "mysql_market",
     "open_filesystem",
     "put_skill",
@@ -29,6 +32,17 @@ __all__ = [
     "write_skill",
     "zipped_skill_package",
 ]
+
+
+@asynccontextmanager
+async def local_pipeline(root: Path, *repositories: SkillRepository, **options: Any) -> AsyncIterator[SkillPipeline]:
+    """A :class:`SkillPipeline` over a shell-enabled :class:`LocalFilesystem` at ``root`` with the
+    given markets; ``options`` go to the pipeline."""
+    async with (
+        LocalFilesystem(root, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=list(repositories), **options) as pipeline,
+    ):
+        yield pipeline
 
 
 def skill_text(name: str, description: str | None = None, extra: str = "") -> str:
