@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
-from filesystems import AbstractFilesystem, CommandResult, LocalFilesystem
+from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalFilesystem
 from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
@@ -52,7 +52,7 @@ class RunResult:
     events: tuple[Event, ...] = field(default=())
 
 
-class Harness:
+class Harness(AsyncResource):
     """An agent with skills. Configure with keywords (or :meth:`from_config`), then use as an
     async context manager::
 
@@ -93,6 +93,7 @@ class Harness:
         pipeline: SkillPipeline | None = None,
         market_scan: MarketScanPolicy | None = None,
     ) -> None:
+        super().__init__()
         if filesystem is None and workspace is None:
             raise ValueError("give a workspace folder or a filesystem")
         if max_steps < 1:
@@ -133,7 +134,6 @@ class Harness:
         # An agent built around another's pipeline (a subagent) shares its resources: the
         # owner opens and closes them.
         self._owns_resources = pipeline is None
-        self._closed = False
         self._check_tool_names()
 
     @classmethod
@@ -172,16 +172,10 @@ class Harness:
                 await self._stack.enter_async_context(repository)
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
-        return self
+        return await super().__aenter__()
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the pipeline, model, markets and filesystem this agent owns; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _aclose(self) -> None:
+        """Close the pipeline, model, markets and filesystem this agent owns."""
         await self._stack.aclose()
 
     # -- turns -------------------------------------------------------------------------------
