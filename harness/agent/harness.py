@@ -94,13 +94,15 @@ class Harness(AsyncResource):
         market_scan: MarketScanPolicy | None = None,
     ) -> None:
         super().__init__()
-        if filesystem is None and workspace is None:
-            raise ValueError("give a workspace folder or a filesystem")
+        if filesystem is None:
+            if workspace is None:
+                raise ValueError("give a workspace folder or a filesystem")
+            filesystem = LocalFilesystem(Path(workspace), shell=True)
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.name = name
         self.model = open_model(model) if isinstance(model, str) else model
-        self.filesystem = filesystem or LocalFilesystem(Path(workspace or "."), shell=True)
+        self.filesystem = filesystem
         self.repositories = tuple(repositories)
         self.global_skills_dir = global_skills_dir
         self.system_prompt = system_prompt
@@ -202,10 +204,12 @@ class Harness(AsyncResource):
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
-        return await self._collect(self._turn(f"/skill:{name} {instructions}".rstrip(), context, strict=True))
+        return await self._step_turn(name, instructions, context=context)
 
-    async def _step_turn(self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer) -> RunResult:
-        """A workflow step's skill turn: like :meth:`skill`, offering only ``offer(tools)``."""
+    async def _step_turn(
+        self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer | None = None
+    ) -> RunResult:
+        """A skill turn (:meth:`skill`); a workflow step's offers only ``offer(tools)``."""
         message = f"/skill:{name} {instructions}".rstrip()
         return await self._collect(self._turn(message, context, strict=True, offer=offer))
 
@@ -360,9 +364,11 @@ class Harness(AsyncResource):
         probe = TurnPlan(
             context=context, filesystem=self.filesystem, skills={}, catalog="", shadowed=(), diagnostics=(), staged=None
         )
-        learning = self.learning.tools(context) if self.learning is not None else []
         workflows = workflow_tools(self.workflow_engine(context), resolver(probe))
-        builtin = {t.name for t in [*skill_tools(probe), *file_tools(self.filesystem), *learning, *workflows]}
+        builtin = {
+            t.name
+            for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
+        }
         seen: set[str] = set()
         for tool in self.tools:
             if tool.name in builtin:
@@ -379,15 +385,19 @@ class Harness(AsyncResource):
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
         tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
-        learning = self.learning.tools(plan.context) if self.learning is not None else []
         workflows = (
             workflow_tools(self.workflow_engine(plan.context), resolver(plan))
             if any(s.workflow for s in plan.available())
             else []
         )
-        return [*tools, *file_tools(plan.filesystem), *learning, *workflows, *self.tools]
+        return [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+
+    def _learning_tools(self, context: RuntimeContext) -> list[Tool]:
+        return self.learning.tools(context) if self.learning is not None else []
 
     # -- self-learning ---------------------------------------------------------------------
+    # The operator's side of the loop, documented on the agent; each method forwards to
+    # ``self.learning`` through the one check in ``_learning()``.
 
     def _learning(self) -> SelfLearning:
         if self.learning is None:
