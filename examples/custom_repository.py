@@ -15,12 +15,11 @@ Without WORKDIR a temporary folder is used.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import sys
-import tempfile
 from pathlib import Path
+
+from _workdir import run_in_workdir
 
 from harness import DemoModel, Harness, RuntimeContext
 from repositories import BundleFile, BundleNotFound, SkillBundle, SkillRepository, Snapshot
@@ -89,8 +88,4 @@ async def main(workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        asyncio.run(main(Path(sys.argv[1]).resolve()))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(Path(tmp)))
+    run_in_workdir(main)

@@ -13,10 +13,9 @@ Without WORKDIR a temporary folder is used.
 
 from __future__ import annotations
 
-import asyncio
-import sys
-import tempfile
 from pathlib import Path
+
+from _workdir import run_in_workdir
 
 from harness import Harness, Message, RuntimeContext, ScriptedModel, ToolCall, ToolReturned
 from harness.models import ToolSpec
@@ -59,8 +58,4 @@ async def main(workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        asyncio.run(main(Path(sys.argv[1]).resolve()))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(Path(tmp)))
+    run_in_workdir(main)

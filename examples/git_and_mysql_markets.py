@@ -15,13 +15,13 @@ The DSN comes from the second argument, else ``HARNESS_MYSQL_DSN``, else
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
+
+from _workdir import run_in_workdir
 
 from filesystems.stores.mysql import parse_mysql_dsn
 from harness import DemoModel, Harness, RuntimeContext
@@ -123,10 +123,4 @@ async def main(workdir: Path, dsn: str) -> None:
 
 if __name__ == "__main__":
     dsn = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("HARNESS_MYSQL_DSN", "mysql://root@127.0.0.1:3306/test")
-    if len(sys.argv) > 1:
-        target = Path(sys.argv[1]).resolve()
-        target.mkdir(parents=True, exist_ok=True)
-        asyncio.run(main(target, dsn))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(Path(tmp), dsn))
+    run_in_workdir(lambda workdir: main(workdir, dsn))

@@ -13,11 +13,10 @@ Without WORKDIR everything happens in a temporary folder that is removed afterwa
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import sys
-import tempfile
 from pathlib import Path
+
+from _workdir import run_in_workdir
 
 from harness import DemoModel, Harness, RuntimeContext
 
@@ -33,8 +32,4 @@ async def main(workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        asyncio.run(main(Path(sys.argv[1]).resolve()))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(Path(tmp)))
+    run_in_workdir(main)

@@ -15,11 +15,10 @@ traversable by others (mode 0755). Without WORKDIR such a temporary folder is ma
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import sys
-import tempfile
 from pathlib import Path
+
+from _workdir import run_in_workdir
 
 from filesystems import SandboxFilesystem
 from harness import DemoModel, Harness, RuntimeContext
@@ -62,9 +61,4 @@ async def main(workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        asyncio.run(main(Path(sys.argv[1]).resolve()))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp).chmod(0o755)
-            asyncio.run(main(Path(tmp)))
+    run_in_workdir(main, traversable=True)

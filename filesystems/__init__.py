@@ -45,6 +45,7 @@ from .registry import (
     register_store,
 )
 from .remote import RemoteFilesystem
+from .resource import AsyncResource
 from .sandbox import SandboxFilesystem, SandboxLimits
 from .stores import (
     KeyValueStore,
@@ -59,6 +60,7 @@ __all__ = [
     "RESERVED_USER_IDS",
     "VCS_FOLDERS",
     "AbstractFilesystem",
+    "AsyncResource",
     "CommandResult",
     "CompositeFilesystem",
     "FileStat",

@@ -15,11 +15,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
 
 from .errors import InvalidUserId, ShellUnavailable
 from .paths import identifier_problem, normalize_path
+from .resource import AsyncResource
 
 __all__ = [
     "RESERVED_USER_IDS",
@@ -122,7 +121,7 @@ def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return checked
 
 
-class AbstractFilesystem(ABC):
+class AbstractFilesystem(AsyncResource, ABC):
     """An async filesystem rooted somewhere: a host folder, a key-value store, a sandbox.
 
     Paths are POSIX strings relative to the root (see :func:`normalize_path`); absolute paths,
@@ -139,29 +138,6 @@ class AbstractFilesystem(ABC):
     version), :meth:`append` (one record per call, never torn or lost under concurrency) and
     :meth:`lock` (advisory, across processes for backends that can be shared).
     """
-
-    def __init__(self) -> None:
-        self._closed = False
-
-    # -- lifecycle ------------------------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Release what this filesystem owns. Calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._aclose()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -433,9 +409,6 @@ class AbstractFilesystem(ABC):
         raise ShellUnavailable(f"{type(self).__name__} has no shell; no shell paths")
 
     def _host_path(self, path: str) -> pathlib.Path | None:
-        return None
-
-    async def _aclose(self) -> None:
         return None
 
 

@@ -36,7 +36,13 @@ class CompositeFilesystem(AbstractFilesystem):
     :meth:`aclose` closes them all (a scoped view closes nothing).
     """
 
-    def __init__(self, default: AbstractFilesystem, routes: Mapping[str, AbstractFilesystem] | None = None) -> None:
+    def __init__(
+        self,
+        default: AbstractFilesystem,
+        routes: Mapping[str, AbstractFilesystem] | None = None,
+        *,
+        _owns_children: bool = True,
+    ) -> None:
         super().__init__()
         self._default = default
         self._routes: dict[str, AbstractFilesystem] = {}
@@ -46,7 +52,7 @@ class CompositeFilesystem(AbstractFilesystem):
                 raise ValueError("a route prefix must not be the root; use default")
             self._routes[normalised] = fs
         self._by_length = sorted(self._routes, key=len, reverse=True)
-        self._owns_children = True
+        self._owns_children = _owns_children
         self._stack: AsyncExitStack | None = None
 
     def __repr__(self) -> str:
@@ -213,12 +219,11 @@ class CompositeFilesystem(AbstractFilesystem):
         return self._default.lock(key, timeout=timeout)
 
     def _scoped(self, user_id: str) -> CompositeFilesystem:
-        view = CompositeFilesystem(
+        return CompositeFilesystem(
             self._default.scoped(user_id),
             {prefix: fs.scoped(user_id) for prefix, fs in self._routes.items()},
+            _owns_children=False,
         )
-        view._owns_children = False
-        return view
 
     def _host_path(self, path: str) -> pathlib.Path | None:
         _, fs, inner = self._route(path)

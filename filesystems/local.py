@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import errno
 import fcntl
 import os
@@ -89,13 +88,15 @@ class LocalFilesystem(AbstractFilesystem):
         timeout: float | None = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
         owner: tuple[int, int] | None = None,
+        _lock_dir: pathlib.Path | None = None,
     ) -> None:
         super().__init__()
         if output_limit < 0:
             raise ValueError("output_limit must be >= 0")
         self._root = os.path.abspath(os.fspath(root))
         self._real_root = os.path.realpath(self._root)
-        self._lock_dir = pathlib.Path(self._real_root, LOCK_DIR)
+        # A scoped view locks below its parent's lock folder (``_lock_dir``), not in its own area.
+        self._lock_dir = _lock_dir or pathlib.Path(self._real_root, LOCK_DIR)
         self._shell = shell
         self._output_limit = output_limit
         self._timeout = timeout
@@ -458,16 +459,21 @@ class LocalFilesystem(AbstractFilesystem):
 
     # -- scoping and shell ------------------------------------------------------------------
 
-    def _view(self, root: str, lock_dir: pathlib.Path) -> LocalFilesystem:
-        view = copy.copy(self)
-        view._root = root
-        view._real_root = os.path.realpath(root)
-        view._lock_dir = lock_dir
-        view._closed = False
-        return view
+    def _area(self, user_id: str) -> tuple[str, pathlib.Path]:
+        """(root, lock folder) of ``user_id``'s area below this filesystem."""
+        return os.path.join(self._root, user_id), self._lock_dir / "users" / user_id
 
     def _scoped(self, user_id: str) -> LocalFilesystem:
-        return self._view(os.path.join(self._root, user_id), self._lock_dir / "users" / user_id)
+        root, lock_dir = self._area(user_id)
+        return LocalFilesystem(
+            root,
+            shell=self._shell,
+            output_limit=self._output_limit,
+            timeout=self._timeout,
+            env=self._env,
+            owner=self._owner,
+            _lock_dir=lock_dir,
+        )
 
     @property
     def has_shell(self) -> bool:

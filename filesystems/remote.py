@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import errno
 import os
 from contextlib import AbstractAsyncContextManager
@@ -56,13 +55,16 @@ class RemoteFilesystem(AbstractFilesystem):
     ``owns_store=True`` (the default) :meth:`aclose` closes the store; scoped views never do.
     """
 
-    def __init__(self, store: KeyValueStore, *, agent_id: str, owns_store: bool = True) -> None:
+    def __init__(
+        self, store: KeyValueStore, *, agent_id: str, owns_store: bool = True, _prefix: str | None = None
+    ) -> None:
         super().__init__()
         self._store = store
         self._agent_id = _check_agent_id(agent_id)
-        self._prefix = f"agents/{agent_id}/shared/"
-        self._owns_store = owns_store
-        self._is_view = False
+        # ``_prefix`` is given only to scoped views (a user's area); views never own the store.
+        self._is_view = _prefix is not None
+        self._prefix = _prefix or f"agents/{agent_id}/shared/"
+        self._owns_store = owns_store and not self._is_view
 
     def __repr__(self) -> str:
         return f"RemoteFilesystem({self._store!r}, prefix={self._prefix!r})"
@@ -217,10 +219,6 @@ class RemoteFilesystem(AbstractFilesystem):
         return self._store.lock(self._prefix + key, timeout=timeout)
 
     def _scoped(self, user_id: str) -> RemoteFilesystem:
-        view = copy.copy(self)
         # A view of a view nests, like a sub-folder of a local user area.
-        view._prefix = f"{self._prefix}{user_id}/" if self._is_view else f"agents/{self._agent_id}/users/{user_id}/"
-        view._owns_store = False
-        view._is_view = True
-        view._closed = False
-        return view
+        prefix = f"{self._prefix}{user_id}/" if self._is_view else f"agents/{self._agent_id}/users/{user_id}/"
+        return RemoteFilesystem(self._store, agent_id=self._agent_id, owns_store=False, _prefix=prefix)

@@ -218,11 +218,12 @@ class SandboxFilesystem(LocalFilesystem):
         env: Mapping[str, str] | None = None,
         bwrap: str = "bwrap",
         limits: SandboxLimits = SandboxLimits(),
+        _parent: SandboxFilesystem | None = None,
+        _user_id: str = "",
     ) -> None:
         as_root = os.geteuid() == 0
         self._uid = uid if as_root else None
         self._gid = (uid if gid is None else gid) if as_root else None
-        super().__init__(workspace_root, shell=True, output_limit=output_limit, timeout=timeout, env=env)
         # Only user areas are handed to the sandbox uid; the shared workspace stays ours.
         self._area_owner = (self._uid, self._gid) if self._uid is not None and self._gid is not None else None
         for name in projected:
@@ -230,13 +231,34 @@ class SandboxFilesystem(LocalFilesystem):
                 raise ValueError(f"projected entry {name!r} must be one top-level name")
         self._projected = tuple(projected)
         self._network = network
+        self._limits = limits
+        self._workspace: str
+        self._bwrap: str
+        self._launcher: tuple[str, ...]
+        if _parent is not None:
+            # A scoped view (see _scoped): the user's area, in the parent's checked sandbox.
+            area, lock_dir = _parent._area(_user_id)
+            super().__init__(
+                area,
+                shell=True,
+                output_limit=output_limit,
+                timeout=timeout,
+                env=env,
+                owner=self._area_owner,
+                _lock_dir=lock_dir,
+            )
+            self._workspace = _parent._workspace
+            self._scoped_area = True
+            self._bwrap = _parent._bwrap
+            self._launcher = _parent._launcher
+            return
+        super().__init__(workspace_root, shell=True, output_limit=output_limit, timeout=timeout, env=env)
         self._workspace = self._real_root
         self._scoped_area = False
         found = shutil.which(bwrap)
         if found is None:
             raise SandboxUnavailable(f"bubblewrap ({bwrap!r}) is not installed or not on PATH")
         self._bwrap = found
-        self._limits = limits
         self._launcher = self._prlimit_launcher(limits)
         os.makedirs(self._workspace, exist_ok=True)
         _probe(self._launcher, self._bwrap, self._uid, self._gid, self._workspace)
@@ -260,11 +282,20 @@ class SandboxFilesystem(LocalFilesystem):
         return self._limits
 
     def _scoped(self, user_id: str) -> SandboxFilesystem:
-        view = super()._scoped(user_id)
-        assert isinstance(view, SandboxFilesystem)
-        view._scoped_area = True
-        view._owner = self._area_owner
-        return view
+        return SandboxFilesystem(
+            self._workspace,
+            network=self._network,
+            projected=self._projected,
+            uid=self._uid if self._uid is not None else NOBODY,
+            gid=self._gid,
+            output_limit=self._output_limit,
+            timeout=self._timeout,
+            env=self._env,
+            bwrap=self._bwrap,
+            limits=self._limits,
+            _parent=self,
+            _user_id=user_id,
+        )
 
     def _shell_path(self, path: str) -> str:
         return f"{WORKSPACE}/{path}" if path else WORKSPACE

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import types
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Self
 
 import anyio
 
+from filesystems import AsyncResource
 from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
@@ -152,7 +152,7 @@ class Snapshot:
         return None
 
 
-class SkillRepository(ABC):
+class SkillRepository(AsyncResource, ABC):
     """A skill market: delivers raw skill bundles plus a cheap change token.
 
     The contract a custom market implements (subclass and fill in the ``_``-prefixed primitives;
@@ -194,11 +194,11 @@ class SkillRepository(ABC):
     modes_given: bool = False
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
+        super().__init__()
         self.source = check_source(source)
         self.writable = writable
         self._snapshot: Snapshot | None = None
         self._stale = False
-        self._closed = False
         self._lock = anyio.Lock()
 
     def __repr__(self) -> str:
@@ -206,15 +206,7 @@ class SkillRepository(ABC):
 
     async def __aenter__(self) -> Self:
         self._check_open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: types.TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        return await super().__aenter__()
 
     @property
     def watch_root(self) -> Path | None:
@@ -317,13 +309,6 @@ class SkillRepository(ABC):
         await self._delete(folder)
         self._stale = True
 
-    async def aclose(self) -> None:
-        """Release the repository's resources; safe to call more than once."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._aclose()
-
     def _check_open(self) -> None:
         if self._closed:
             raise RepositoryClosed(f"repository {self.source!r} is closed")
@@ -368,9 +353,6 @@ class SkillRepository(ABC):
 
     def _invalidate(self) -> None:
         """Forget backend caches so the next ``_version()``/``_load()`` reads afresh."""
-
-    async def _aclose(self) -> None:
-        """Release backend resources; called once."""
 
 
 def _check_key(key: str) -> None:

@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
+
+from ..resource import AsyncResource
 
 __all__ = [
     "DEFAULT_MODE",
@@ -62,7 +62,7 @@ def encode_key(key: str) -> bytes:
     return raw
 
 
-class KeyValueStore(ABC):
+class KeyValueStore(AsyncResource, ABC):
     """A versioned key-value store: bytes under string keys, shared by everyone who opens it.
 
     Every write (put, append, delete, rename) bumps a store-wide :meth:`generation` counter in
@@ -75,30 +75,6 @@ class KeyValueStore(ABC):
     idempotent :meth:`aclose`; backends that connect lazily connect on first use. Backend
     failures (database down) raise :class:`~filesystems.StoreUnavailable`.
     """
-
-    def __init__(self) -> None:
-        self._closed = False
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Release connections and files. Calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._aclose()
-
-    async def _aclose(self) -> None:
-        return None
 
     @abstractmethod
     async def get(self, key: str) -> StoreRecord | None:

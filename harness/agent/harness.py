@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
-from filesystems import AbstractFilesystem, CommandResult, LocalFilesystem
+from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalFilesystem
 from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
@@ -52,7 +52,7 @@ class RunResult:
     events: tuple[Event, ...] = field(default=())
 
 
-class Harness:
+class Harness(AsyncResource):
     """An agent with skills. Configure with keywords (or :meth:`from_config`), then use as an
     async context manager::
 
@@ -93,13 +93,16 @@ class Harness:
         pipeline: SkillPipeline | None = None,
         market_scan: MarketScanPolicy | None = None,
     ) -> None:
-        if filesystem is None and workspace is None:
-            raise ValueError("give a workspace folder or a filesystem")
+        super().__init__()
+        if filesystem is None:
+            if workspace is None:
+                raise ValueError("give a workspace folder or a filesystem")
+            filesystem = LocalFilesystem(Path(workspace), shell=True)
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.name = name
         self.model = open_model(model) if isinstance(model, str) else model
-        self.filesystem = filesystem or LocalFilesystem(Path(workspace or "."), shell=True)
+        self.filesystem = filesystem
         self.repositories = tuple(repositories)
         self.global_skills_dir = global_skills_dir
         self.system_prompt = system_prompt
@@ -133,7 +136,6 @@ class Harness:
         # An agent built around another's pipeline (a subagent) shares its resources: the
         # owner opens and closes them.
         self._owns_resources = pipeline is None
-        self._closed = False
         self._check_tool_names()
 
     @classmethod
@@ -172,16 +174,10 @@ class Harness:
                 await self._stack.enter_async_context(repository)
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
-        return self
+        return await super().__aenter__()
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the pipeline, model, markets and filesystem this agent owns; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _aclose(self) -> None:
+        """Close the pipeline, model, markets and filesystem this agent owns."""
         await self._stack.aclose()
 
     # -- turns -------------------------------------------------------------------------------
@@ -208,10 +204,12 @@ class Harness:
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
-        return await self._collect(self._turn(f"/skill:{name} {instructions}".rstrip(), context, strict=True))
+        return await self._step_turn(name, instructions, context=context)
 
-    async def _step_turn(self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer) -> RunResult:
-        """A workflow step's skill turn: like :meth:`skill`, offering only ``offer(tools)``."""
+    async def _step_turn(
+        self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer | None = None
+    ) -> RunResult:
+        """A skill turn (:meth:`skill`); a workflow step's offers only ``offer(tools)``."""
         message = f"/skill:{name} {instructions}".rstrip()
         return await self._collect(self._turn(message, context, strict=True, offer=offer))
 
@@ -366,9 +364,11 @@ class Harness:
         probe = TurnPlan(
             context=context, filesystem=self.filesystem, skills={}, catalog="", shadowed=(), diagnostics=(), staged=None
         )
-        learning = self.learning.tools(context) if self.learning is not None else []
         workflows = workflow_tools(self.workflow_engine(context), resolver(probe))
-        builtin = {t.name for t in [*skill_tools(probe), *file_tools(self.filesystem), *learning, *workflows]}
+        builtin = {
+            t.name
+            for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
+        }
         seen: set[str] = set()
         for tool in self.tools:
             if tool.name in builtin:
@@ -385,15 +385,19 @@ class Harness:
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
         tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
-        learning = self.learning.tools(plan.context) if self.learning is not None else []
         workflows = (
             workflow_tools(self.workflow_engine(plan.context), resolver(plan))
             if any(s.workflow for s in plan.available())
             else []
         )
-        return [*tools, *file_tools(plan.filesystem), *learning, *workflows, *self.tools]
+        return [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+
+    def _learning_tools(self, context: RuntimeContext) -> list[Tool]:
+        return self.learning.tools(context) if self.learning is not None else []
 
     # -- self-learning ---------------------------------------------------------------------
+    # The operator's side of the loop, documented on the agent; each method forwards to
+    # ``self.learning`` through the one check in ``_learning()``.
 
     def _learning(self) -> SelfLearning:
         if self.learning is None:

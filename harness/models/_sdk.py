@@ -1,4 +1,4 @@
-"""Lazy import of the optional provider SDKs."""
+"""The provider-SDK models' shared part: lazy SDK import, the client, env options, errors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import importlib
 import os
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar, Self
 
+from harness.models.base import Model
 from harness.models.errors import ModelError, ModelUnavailable
 
 
@@ -38,3 +39,49 @@ def options_from_env(
             raise ModelError(f"no API key for {provider}:{model}: set {prefix}_API_KEY or pass api_key=...")
         kwargs["api_key"] = key
     return kwargs
+
+
+class SDKModel(Model):
+    """A :class:`Model` talking to a provider through its official async SDK client.
+
+    Subclasses name the ``provider`` (the SDK module, the pip extra, the ``<PROVIDER>_*``
+    environment prefix and the model-name prefix), the SDK's client and base error classes, an
+    ``example`` model name and the ``default_base_url``; they build the request and parse the
+    reply, and send it through :meth:`_send`, which turns SDK errors into ``ModelError``.
+    """
+
+    provider: ClassVar[str]
+    client_class: ClassVar[str]
+    error_class: ClassVar[str]
+    example: ClassVar[str]
+    default_base_url: ClassVar[str]
+
+    def __init__(self, *, model: str, api_key: str, base_url: str, timeout: float, max_retries: int) -> None:
+        if not model:
+            raise ValueError(f"{type(self).__name__} needs a model name, e.g. model={self.example!r}")
+        sdk = import_sdk(self.provider, self.provider)
+        super().__init__(name=f"{self.provider}:{model}")
+        self.model = model
+        self.base_url = base_url
+        self._sdk_error: type[Exception] = getattr(sdk, self.error_class)
+        self._client: Any = getattr(sdk, self.client_class)(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    @classmethod
+    def from_env(cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> Self:
+        """Build from ``<PROVIDER>_API_KEY`` / ``<PROVIDER>_BASE_URL``; keyword arguments win.
+
+        Raises ``ModelError`` when no API key is given either way.
+        """
+        return cls(model=model, **options_from_env(cls.provider, model, environ, kwargs, cls.default_base_url))
+
+    async def _send(self, create: Any, request: dict[str, Any]) -> Any:
+        """``await create(**request)``, SDK errors raised as ``ModelError`` naming model and server."""
+        try:
+            return await create(**request)
+        except self._sdk_error as exc:
+            raise ModelError(f"{self.name} at {self.base_url} failed: {exc}") from exc
+
+    async def _aclose(self) -> None:
+        await self._client.close()

@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models._sdk import import_sdk, options_from_env
-from harness.models.base import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
-from harness.models.errors import ModelError
+from harness.models._sdk import SDKModel
+from harness.models.base import Message, ModelReply, ToolCall, ToolSpec, Usage
 
 __all__ = ["AnthropicModel"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
-class AnthropicModel(Model):
+class AnthropicModel(SDKModel):
     """A Claude model over the messages API (``POST {base_url}/v1/messages``) with tool use.
 
     ``system`` messages anywhere in the conversation are joined into the request's ``system``
@@ -29,7 +28,14 @@ class AnthropicModel(Model):
     request field in ``extra_body`` are sent as JSON fields of the request as given (newer SDK
     releases no longer accept every sampling option as a keyword). SDK errors become
     ``ModelError``; the SDK retries transient failures ``max_retries`` times first.
+    :meth:`from_env` reads ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``.
     """
+
+    provider = "anthropic"
+    client_class = "AsyncAnthropic"
+    error_class = "AnthropicError"
+    example = "claude-sonnet-4-5"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -43,30 +49,13 @@ class AnthropicModel(Model):
         timeout: float = 120.0,
         max_retries: int = 2,
     ) -> None:
-        if not model:
-            raise ValueError("AnthropicModel needs a model name, e.g. model='claude-sonnet-4-5'")
-        sdk = import_sdk("anthropic", "anthropic")
-        super().__init__(name=f"anthropic:{model}")
-        self.model = model
-        self.base_url = base_url
+        super().__init__(model=model, api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
         body = dict(extra_body or {})
         if temperature is not None:
             body["temperature"] = temperature
         self._options: dict[str, Any] = {"max_tokens": max_tokens}
         if body:
             self._options["extra_body"] = body
-        self._sdk_error: type[Exception] = sdk.AnthropicError
-        self._client: Any = sdk.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
-
-    @classmethod
-    def from_env(cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> AnthropicModel:
-        """Build from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``; keyword arguments win.
-
-        Raises ``ModelError`` when no API key is given either way.
-        """
-        return cls(model=model, **options_from_env("anthropic", model, environ, kwargs, DEFAULT_BASE_URL))
 
     async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
@@ -81,10 +70,7 @@ class AnthropicModel(Model):
             request["tools"] = [
                 {"name": s.name, "description": s.description, "input_schema": s.parameters} for s in tools
             ]
-        try:
-            response = await self._client.messages.create(**request)
-        except self._sdk_error as exc:
-            raise ModelError(f"{self.name} at {self.base_url} failed: {exc}") from exc
+        response = await self._send(self._client.messages.create, request)
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in response.content:
@@ -97,9 +83,6 @@ class AnthropicModel(Model):
             message=Message.assistant("".join(texts), calls),
             usage=Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0),
         )
-
-    async def _aclose(self) -> None:
-        await self._client.close()
 
 
 def _wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:

@@ -11,9 +11,9 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
+from filesystems import AsyncResource
 from harness.models.errors import ModelError
 
 __all__ = ["Message", "Model", "ModelReply", "Role", "ToolCall", "ToolSpec", "Usage"]
@@ -145,7 +145,7 @@ class ToolSpec:
             raise ValueError(f"the parameters schema of tool {self.name!r} must have type 'object'")
 
 
-class Model(ABC):
+class Model(AsyncResource, ABC):
     """A chat model: given the conversation and the tools on offer, produce the next message.
 
     A model is an async context manager; ``aclose()`` releases its HTTP client (or whatever it
@@ -164,8 +164,8 @@ class Model(ABC):
     """
 
     def __init__(self, *, name: str) -> None:
+        super().__init__()
         self.name = name
-        self._closed = False
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelReply:
         """The model's next message for ``messages``, with ``tools`` offered to it."""
@@ -182,27 +182,6 @@ class Model(ABC):
     @abstractmethod
     async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         """Backend primitive behind ``complete`` (inputs already checked)."""
-
-    async def aclose(self) -> None:
-        """Release what the model holds; calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._aclose()
-
-    async def _aclose(self) -> None:
-        """Backend primitive behind ``aclose``; the default holds nothing."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

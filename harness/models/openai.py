@@ -10,8 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models._sdk import import_sdk, options_from_env
-from harness.models.base import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
+from harness.models._sdk import SDKModel
+from harness.models.base import Message, ModelReply, ToolCall, ToolSpec, Usage
 from harness.models.errors import ModelError
 
 __all__ = ["OpenAIModel"]
@@ -19,7 +19,7 @@ __all__ = ["OpenAIModel"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAIModel(Model):
+class OpenAIModel(SDKModel):
     """A chat-completions model (``POST {base_url}/chat/completions``) with tool calling.
 
     ``api_key`` is required (local servers that ignore it accept any string, e.g. ``"EMPTY"``);
@@ -28,6 +28,12 @@ class OpenAIModel(Model):
     (``{"top_p": 0.9}``, a vLLM ``guided_json``, ...). SDK errors become ``ModelError`` naming
     the server and model; the SDK retries transient failures ``max_retries`` times first.
     """
+
+    provider = "openai"
+    client_class = "AsyncOpenAI"
+    error_class = "OpenAIError"
+    example = "gpt-4o-mini"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -41,12 +47,7 @@ class OpenAIModel(Model):
         timeout: float = 120.0,
         max_retries: int = 2,
     ) -> None:
-        if not model:
-            raise ValueError("OpenAIModel needs a model name, e.g. model='gpt-4o-mini'")
-        sdk = import_sdk("openai", "openai")
-        super().__init__(name=f"openai:{model}")
-        self.model = model
-        self.base_url = base_url
+        super().__init__(model=model, api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
         self._options: dict[str, Any] = {}
         if max_tokens is not None:
             self._options["max_tokens"] = max_tokens
@@ -54,18 +55,6 @@ class OpenAIModel(Model):
             self._options["temperature"] = temperature
         if extra_body:
             self._options["extra_body"] = dict(extra_body)
-        self._sdk_error: type[Exception] = sdk.OpenAIError
-        self._client: Any = sdk.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
-
-    @classmethod
-    def from_env(cls, model: str, *, environ: Mapping[str, str] | None = None, **kwargs: Any) -> OpenAIModel:
-        """Build from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``; keyword arguments win over them.
-
-        Raises ``ModelError`` when no API key is given either way.
-        """
-        return cls(model=model, **options_from_env("openai", model, environ, kwargs, DEFAULT_BASE_URL))
 
     async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         request: dict[str, Any] = {
@@ -75,10 +64,7 @@ class OpenAIModel(Model):
         }
         if tools:
             request["tools"] = [_wire_tool(spec) for spec in tools]
-        try:
-            response = await self._client.chat.completions.create(**request)
-        except self._sdk_error as exc:
-            raise ModelError(f"{self.name} at {self.base_url} failed: {exc}") from exc
+        response = await self._send(self._client.chat.completions.create, request)
         if not response.choices:
             raise ModelError(f"{self.name} at {self.base_url} returned no choices")
         return ModelReply(
@@ -103,9 +89,6 @@ class OpenAIModel(Model):
                 )
             calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
         return Message.assistant(wire.content or "", calls)
-
-    async def _aclose(self) -> None:
-        await self._client.close()
 
 
 def _wire_message(message: Message) -> dict[str, Any]:

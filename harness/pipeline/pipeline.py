@@ -20,7 +20,7 @@ from typing import Self
 import anyio
 from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, ShellUnavailable
+from filesystems import AbstractFilesystem, AsyncResource, ShellUnavailable
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy
@@ -61,7 +61,7 @@ class _UserView:
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
-class SkillPipeline:
+class SkillPipeline(AsyncResource):
     """Merges, stages and renders skills for each turn.
 
     ``filesystem`` is the shared workspace (unscoped); a user's layer is read through
@@ -90,6 +90,7 @@ class SkillPipeline:
         market_scan: MarketScanPolicy | None = None,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     ) -> None:
+        super().__init__()
         self.filesystem = filesystem
         self.dynamic_skills = dynamic_skills
         self.market_timeout = market_timeout
@@ -127,7 +128,6 @@ class SkillPipeline:
         self._watchers: list[TreeWatcher] = []
         self._stack = AsyncExitStack()
         self._base_lock = anyio.Lock()
-        self._closed = False
 
     async def __aenter__(self) -> Self:
         if self._watch:
@@ -141,16 +141,10 @@ class SkillPipeline:
                     self._watched_roots.append(root)
             for layer in self._layers:
                 layer.watch(self._is_watched(layer.watch_root))
-        return self
+        return await super().__aenter__()
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Stop the watchers and give up the staging lease; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _aclose(self) -> None:
+        """Stop the watchers and give up the staging lease."""
         try:
             await self._stack.aclose()
         finally:

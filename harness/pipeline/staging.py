@@ -41,7 +41,7 @@ from typing import Any
 
 import anyio
 
-from filesystems import relative_path_problem
+from filesystems import AsyncResource, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error
 
@@ -118,7 +118,7 @@ class _Fetched:
     temp: Path | None = None
 
 
-class Stager:
+class Stager(AsyncResource):
     """Keeps ``cache_dir`` equal to the union of what this process's sources offer."""
 
     def __init__(
@@ -131,6 +131,7 @@ class Stager:
     ) -> None:
         if max_file_size < 1:
             raise ValueError(f"max_file_size must be at least 1 byte, not {max_file_size}")
+        super().__init__()
         self.cache_dir = cache_dir
         self.max_file_size = max_file_size
         self.verify_interval = verify_interval
@@ -206,7 +207,7 @@ class Stager:
                 self._last_verify = time.monotonic()
             return result
 
-    async def aclose(self) -> None:
+    async def _aclose(self) -> None:
         """Give up this stager's lease so others may clean what only it served."""
         _LIVE_LEASES.pop(self._lease_name, None)
         with contextlib.suppress(FileNotFoundError):
