@@ -33,6 +33,8 @@ class HarnessConfig:
     network: bool = False
     timeout: float | None = DEFAULT_TIMEOUT
     sandbox_limits: SandboxLimits = SandboxLimits()
+    shell_env: tuple[tuple[str, str], ...] = ()
+    shell_path: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()
     dynamic_skills: bool = True
     model: str = "demo"
@@ -70,13 +72,22 @@ class HarnessConfig:
                 network=self.network,
                 timeout=self.timeout,
                 limits=self.sandbox_limits,
+                env=dict(self.shell_env),
+                path=self.shell_path,
             )
         except ValueError as exc:  # the registry's messages already mask passwords
             raise ConfigError(f"filesystem: {redact_secrets(str(exc))}") from None
 
 
-_TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {"store", "network", "timeout", "sandbox_limits"}
-_FS_KEYS = {"mode", "store", "network", "timeout", "limits"}
+_TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {
+    "store",
+    "network",
+    "timeout",
+    "sandbox_limits",
+    "shell_env",
+    "shell_path",
+}
+_FS_KEYS = {"mode", "store", "network", "timeout", "limits", "env", "path"}
 _LIMIT_KEYS = {f.name for f in dataclasses.fields(SandboxLimits)}
 _SIZE_KEYS = {"memory", "file_size", "tmp_size"}
 _SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -125,6 +136,10 @@ def load_config(path: str | Path) -> HarnessConfig:
         if values["filesystem"] != "sandbox":
             raise ConfigError(f"{path}: filesystem.limits applies only to mode sandbox")
         values["sandbox_limits"] = _limits(path, fs["limits"])
+    if "env" in fs:
+        values["shell_env"] = _shell_env(path, fs["env"])
+    if "path" in fs:
+        values["shell_path"] = _shell_path(path, fs["path"])
     try:
         return HarnessConfig(**values)
     except TypeError as exc:
@@ -135,6 +150,29 @@ def _timeout(path: Path, value: object) -> float | None:
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return None if value is None else float(value)
     raise ConfigError(f"{path}: filesystem.timeout must be a number of seconds or null, got {value!r}")
+
+
+def _shell_env(path: Path, data: object) -> tuple[tuple[str, str], ...]:
+    """``filesystem.env``: variables every shell command gets (strings or numbers; no PATH)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: filesystem.env must be a mapping of variable names to values")
+    env: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{path}: filesystem.env.{key}: {value!r} must be a string or a number")
+        env[str(key)] = str(value)
+    if "PATH" in env:
+        raise ConfigError(f"{path}: filesystem.env: set PATH through filesystem.path (extra folders), not env")
+    return tuple(env.items())
+
+
+def _shell_path(path: Path, data: object) -> tuple[str, ...]:
+    """``filesystem.path``: folders searched before the system ones, as the shell sees them."""
+    if isinstance(data, str):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(f, str) and f.startswith("/") and ":" not in f for f in data):
+        raise ConfigError(f"{path}: filesystem.path must be a list of absolute folders without ':', got {data!r}")
+    return tuple(data)
 
 
 def _limits(path: Path, data: object) -> SandboxLimits:
