@@ -159,8 +159,12 @@ class SkillPipeline:
 
     # -- the turn ----------------------------------------------------------------------------
 
-    async def prepare(self, context: RuntimeContext) -> TurnPlan:
-        """Merge, filter, stage and render for one turn of ``context.user_id``."""
+    async def prepare(self, context: RuntimeContext, *, stage: bool = True) -> TurnPlan:
+        """Merge, filter, stage and render for one turn of ``context.user_id``.
+
+        ``stage=False`` plans without staging (what read-only commands use): nothing is written,
+        files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
+        """
         base = await self._current_base()
         layer = self._user(context.user_id)
         user = await self._load(layer)
@@ -176,7 +180,9 @@ class SkillPipeline:
                 skills = {k: v for k, v in skills.items() if k in allowed}
                 catalog = self.render(skills)
         staged = (
-            await self.stager.stage(base.stage_items, keep_sources=base.unanswered) if self.stager is not None else None
+            await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
+            if self.stager is not None and stage
+            else None
         )
         diagnostics = (
             *base.diagnostics,
