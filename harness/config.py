@@ -17,6 +17,7 @@ from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_mode
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
+from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 
 __all__ = ["HarnessConfig", "load_config"]
 
@@ -27,7 +28,8 @@ class HarnessConfig:
 
     name: str = "assistant"
     workspace: Path = Path("workspace")
-    global_skills_dir: Path | None = None
+    global_skills_dir: Path | tuple[Path, ...] | None = None
+    skill_dirs: tuple[str, ...] = DEFAULT_SKILL_DIRS
     filesystem: str = "local-shell"
     store: str = ""
     network: bool = False
@@ -109,11 +111,18 @@ def load_config(path: str | Path) -> HarnessConfig:
         raise ConfigError(f"{path}: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(_TOP_KEYS))})")
     base = path.parent
     values: dict[str, Any] = {
-        k: v for k, v in data.items() if k not in {"filesystem", "workspace", "global_skills_dir", "repositories"}
+        k: v
+        for k, v in data.items()
+        if k not in {"filesystem", "workspace", "global_skills_dir", "repositories", "skill_dirs"}
     }
     values["workspace"] = _path(base, data.get("workspace", "workspace"))
     if data.get("global_skills_dir"):
-        values["global_skills_dir"] = _path(base, data["global_skills_dir"])
+        dirs = data["global_skills_dir"]
+        values["global_skills_dir"] = (
+            tuple(_path(base, d) for d in dirs) if isinstance(dirs, list) else _path(base, dirs)
+        )
+    if "skill_dirs" in data:
+        values["skill_dirs"] = _skill_dirs(path, data["skill_dirs"])
     repos = data.get("repositories") or []
     if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
         raise ConfigError(f"{path}: repositories must be a list of URLs")
@@ -150,6 +159,16 @@ def _timeout(path: Path, value: object) -> float | None:
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return None if value is None else float(value)
     raise ConfigError(f"{path}: filesystem.timeout must be a number of seconds or null, got {value!r}")
+
+
+def _skill_dirs(path: Path, data: object) -> tuple[str, ...]:
+    """``skill_dirs``: folders of the workspace (and of each user's area) read as skills, first wins."""
+    if not isinstance(data, list) or not data or not all(isinstance(d, str) for d in data):
+        raise ConfigError(f"{path}: skill_dirs must be a list of folders such as [skills, .agents/skills]")
+    dirs = tuple(d.strip("/") for d in data)
+    if any(not d or d.startswith("/") or ".." in d.split("/") for d in data) or len(set(dirs)) != len(dirs):
+        raise ConfigError(f"{path}: skill_dirs: {data!r} must be distinct folders relative to the workspace")
+    return dirs
 
 
 def _shell_env(path: Path, data: object) -> tuple[tuple[str, str], ...]:
