@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from harness.agent import Harness
-from harness.cli import learning
+from harness.cli import add, learning
 from harness.cli.common import (
     DEFAULT_USER,
     JSON_OPTION,
@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("--limit", type=int)
     show.set_defaults(handler=lambda args: _with_plan(args, _show))
 
+    add.register(commands)
     learning.register(commands)
 
 
