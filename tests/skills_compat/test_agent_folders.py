@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from filesystems import LocalFilesystem, SandboxFilesystem
+from harness.agent import Harness
+from harness.config import load_config
 from harness.context import RuntimeContext
+from harness.errors import ConfigError
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from tests.skills_compat.layouts import public_skill
@@ -126,3 +129,21 @@ async def test_sandbox_shows_a_users_agent_folder_and_its_scripts_run(bwrap: str
     assert skill.files_root == "/workspace/.agents/skills/report"
     result = await plan.filesystem.run(f"cd {skill.files_root} && python scripts/report.py")
     assert result.stdout == "report from report.py 3\n", result.stderr
+
+
+async def test_harness_yaml_skill_dirs_and_global_list_reach_the_pipeline(tmp_path: Path) -> None:
+    make_skill(tmp_path / "one", "report", description="first global")
+    make_skill(tmp_path / "two", "report", description="second global")
+    make_skill(tmp_path / "ws" / ".claude" / "skills", "review")
+    (tmp_path / "harness.yaml").write_text(
+        "workspace: ws\nglobal_skills_dir: [one, two]\nskill_dirs: [skills]\nfilesystem: local-shell\n"
+    )
+    async with Harness.from_config(tmp_path / "harness.yaml", watch=False) as agent:
+        plan = await agent.pipeline.prepare(ALICE, stage=False)
+    assert [s.skill.description for s in plan.skills.values()] == ["second global"]
+
+
+def test_harness_yaml_refuses_skill_dirs_outside_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("skill_dirs: [../elsewhere]\n")
+    with pytest.raises(ConfigError, match="skill_dirs"):
+        load_config(tmp_path / "harness.yaml")
