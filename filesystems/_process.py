@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import anyio
 from anyio.abc import ByteReceiveStream
 
 from .base import CommandResult
 
-__all__ = ["run_process"]
+__all__ = ["SEARCH_PATH", "check_shell_env", "command_path", "run_process", "shim_dir"]
+
+#: The system folders every shell searches (after the configured ones and the shim folder).
+SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class _Capture:
@@ -97,3 +104,44 @@ async def run_process(
         timed_out=timed_out,
         duration=time.monotonic() - started,
     )
+
+
+@functools.cache
+def shim_dir() -> str | None:
+    """A folder holding ``python`` (a link to ``python3``) when only ``python3`` is on the search
+    path, else ``None``. Public skills run ``python scripts/x.py``; Debian and Ubuntu ship only
+    ``python3``. The folder is created once per process with :func:`tempfile.mkdtemp` (owned by
+    this process, not writable by anyone else, removed at exit) and made readable for sandboxes.
+    """
+    if shutil.which("python", path=SEARCH_PATH) is not None:
+        return None
+    python3 = shutil.which("python3", path=SEARCH_PATH)
+    if python3 is None:
+        return None
+    folder = tempfile.mkdtemp(prefix="harness-shims-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.symlink(python3, os.path.join(folder, "python"))
+    os.chmod(folder, 0o755)  # sandboxes (another uid) must read it; only this process may write
+    return folder
+
+
+def command_path(extra: Sequence[str], shims: str | None) -> str:
+    """``PATH`` of a shell: the configured ``extra`` folders, the shim folder, the system ones."""
+    return ":".join([*extra, *([shims] if shims else []), SEARCH_PATH])
+
+
+def check_shell_env(env: Mapping[str, str], path: Sequence[str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Validated copies of a filesystem's ``env`` and ``path`` options.
+
+    ``PATH`` is built from ``path`` (absolute folders, no ``:``), so ``env`` may not set it.
+    Raises ``ValueError`` naming the bad entry.
+    """
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str) or not key or "=" in key or "\0" in key + value:
+            raise ValueError(f"shell environment entry {key!r}: names and values must be strings without '=' or NUL")
+    if "PATH" in env:
+        raise ValueError("shell environment: set PATH through the path option (extra folders), not env")
+    for folder in path:
+        if not isinstance(folder, str) or not folder.startswith("/") or ":" in folder or "\0" in folder:
+            raise ValueError(f"shell path entry {folder!r} must be an absolute folder without ':'")
+    return dict(env), tuple(path)

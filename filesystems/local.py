@@ -9,13 +9,13 @@ import pathlib
 import secrets
 import shutil
 import stat as stat_module
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 
 import anyio
 
 from ._filelock import file_lock, lock_file_name
-from ._process import run_process
+from ._process import check_shell_env, command_path, run_process, shim_dir
 from .base import AbstractFilesystem, CommandResult, FileStat
 from .errors import PathEscapeError, VersionConflict
 
@@ -28,7 +28,6 @@ DEFAULT_TIMEOUT = 300.0
 #: Folder (below the unscoped root) holding the lock files of :meth:`LocalFilesystem.lock`.
 LOCK_DIR = ".harness/locks"
 
-_SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"
 _NEW_FILE_MODE = 0o644
 _DIR_MODE = 0o755
 _TMP_PREFIX = ".tmp-"
@@ -73,7 +72,9 @@ class LocalFilesystem(AbstractFilesystem):
 
     With ``shell=True``, :meth:`run` starts ``/bin/sh -c`` on the host with the (scoped) root as
     working folder and a minimal environment (``PATH``, ``HOME`` = the root, ``LANG``) plus
-    ``env``; nothing of this process's environment is inherited. The host shell is **trusted**:
+    ``env``; nothing of this process's environment is inherited. ``PATH`` is the folders in
+    ``path``, then a harness-owned folder with a ``python`` link to ``python3`` when the system
+    has only ``python3``, then ``/usr/local/bin:/usr/bin:/bin``; ``env`` may not set ``PATH``. The host shell is **trusted**:
     it can read whatever this process can. ``output_limit`` caps stdout and stderr each;
     ``timeout`` is the default and the ceiling of ``run()``. ``owner=(uid, gid)`` hands every file and folder
     this filesystem creates to that owner (used when a sandbox user must write them).
@@ -87,6 +88,7 @@ class LocalFilesystem(AbstractFilesystem):
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         timeout: float | None = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
+        path: Sequence[str] = (),
         owner: tuple[int, int] | None = None,
         _lock_dir: pathlib.Path | None = None,
     ) -> None:
@@ -100,7 +102,7 @@ class LocalFilesystem(AbstractFilesystem):
         self._shell = shell
         self._output_limit = output_limit
         self._timeout = timeout
-        self._env = dict(env or {})
+        self._env, self._path = check_shell_env(env or {}, path)
         self._owner = owner
 
     def __repr__(self) -> str:
@@ -471,6 +473,7 @@ class LocalFilesystem(AbstractFilesystem):
             output_limit=self._output_limit,
             timeout=self._timeout,
             env=self._env,
+            path=self._path,
             owner=self._owner,
             _lock_dir=lock_dir,
         )
@@ -484,7 +487,8 @@ class LocalFilesystem(AbstractFilesystem):
         return self._timeout
 
     def _command_env(self, env: dict[str, str]) -> dict[str, str]:
-        return {"PATH": _SEARCH_PATH, "HOME": self._root, "LANG": "C.UTF-8", **self._env, **env}
+        path = command_path(self._path, shim_dir())
+        return {"PATH": path, "HOME": self._root, "LANG": "C.UTF-8", **self._env, **env}
 
     async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
         def prepare() -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
@@ -73,6 +73,8 @@ class FilesystemFactory(Protocol):
         network: bool,
         timeout: float | None,
         limits: SandboxLimits,
+        env: Mapping[str, str],
+        path: Sequence[str],
     ) -> AbstractFilesystem: ...
 
 
@@ -177,14 +179,23 @@ def _local(workspace: Path, **_: object) -> AbstractFilesystem:
     return LocalFilesystem(workspace)
 
 
-def _local_shell(workspace: Path, *, timeout: float | None, **_: object) -> AbstractFilesystem:
-    return LocalFilesystem(workspace, shell=True, timeout=timeout)
+def _local_shell(
+    workspace: Path, *, timeout: float | None, env: Mapping[str, str], path: Sequence[str], **_: object
+) -> AbstractFilesystem:
+    return LocalFilesystem(workspace, shell=True, timeout=timeout, env=env, path=path)
 
 
 def _sandbox(
-    workspace: Path, *, network: bool, timeout: float | None, limits: SandboxLimits, **_: object
+    workspace: Path,
+    *,
+    network: bool,
+    timeout: float | None,
+    limits: SandboxLimits,
+    env: Mapping[str, str],
+    path: Sequence[str],
+    **_: object,
 ) -> AbstractFilesystem:
-    return SandboxFilesystem(workspace, network=network, timeout=timeout, limits=limits)
+    return SandboxFilesystem(workspace, network=network, timeout=timeout, limits=limits, env=env, path=path)
 
 
 def _remote(workspace: Path, *, store: str, agent_id: str, **_: object) -> AbstractFilesystem:
@@ -220,16 +231,27 @@ def open_filesystem(
     network: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
     limits: SandboxLimits = SandboxLimits(),
+    env: Mapping[str, str] | None = None,
+    path: Sequence[str] = (),
 ) -> AbstractFilesystem:
     """The filesystem of ``mode`` rooted at ``workspace`` (see the module docstring).
 
     ``store`` is the ``remote`` mode's store URL, ``agent_id`` its agent; ``timeout`` is the
-    ceiling of every shell command; ``network`` and ``limits`` apply to sandboxed commands.
+    ceiling of every shell command; ``env`` (extra variables) and ``path`` (extra ``PATH``
+    folders, searched first) shape every shell's environment; ``network`` and ``limits`` apply
+    to sandboxed commands.
     Raises ``ValueError`` for an unknown mode or store URL.
     """
     factory = _MODES.factory(mode)
     filesystem = factory(
-        Path(workspace), store=store, agent_id=agent_id, network=network, timeout=timeout, limits=limits
+        Path(workspace),
+        store=store,
+        agent_id=agent_id,
+        network=network,
+        timeout=timeout,
+        limits=limits,
+        env=dict(env or {}),
+        path=tuple(path),
     )
     if not isinstance(filesystem, AbstractFilesystem):
         raise ValueError(f"the factory for filesystem mode {mode!r} did not return an AbstractFilesystem")

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import anyio
 
-from ._process import run_process
+from ._process import SEARCH_PATH, command_path, run_process, shim_dir
 from .base import CommandResult
 from .errors import PathEscapeError, SandboxUnavailable
 from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
 
-__all__ = ["DEFAULT_PROJECTED", "NOBODY", "SandboxFilesystem", "SandboxLimits"]
+__all__ = ["DEFAULT_PROJECTED", "NOBODY", "SHIM_DIR", "SandboxFilesystem", "SandboxLimits"]
 
 #: Shared workspace entries projected read-only into every sandbox.
 DEFAULT_PROJECTED: tuple[str, ...] = (
@@ -45,7 +45,8 @@ _SYSTEM_FILES = (
     "/etc/mime.types",
 )
 _NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf")
-_SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: Where the harness's shim folder (``python`` → ``python3``) appears, read-only, in a sandbox.
+SHIM_DIR = "/opt/harness/bin"
 #: Machine-owned folder of a user's area (run records): read-only inside the sandbox.
 _MACHINE_DIR = ".harness"
 _MIB = 1024 * 1024
@@ -150,7 +151,7 @@ def _probe(launcher: tuple[str, ...], bwrap: str, uid: int | None, gid: int | No
             capture_output=True,
             text=True,
             timeout=30,
-            env={"PATH": _SEARCH_PATH},
+            env={"PATH": SEARCH_PATH},
             user=uid,
             group=gid,
             extra_groups=[] if uid is not None else None,
@@ -180,7 +181,9 @@ class SandboxFilesystem(LocalFilesystem):
       handed to that uid so the sandbox can change it;
     * only read-only system folders (``/usr`` and the ``/lib``, ``/bin`` links) and a handful of
       ``/etc`` files are bound — not ``/etc`` as a whole; ``/proc``, ``/dev`` and ``/tmp`` are
-      private;
+      private; when the system has only ``python3``, the harness's shim folder (a ``python``
+      link) is bound read-only at :data:`SHIM_DIR` and searched after the ``path`` folders
+      (paths as the sandbox sees them) and before ``/usr/local/bin:/usr/bin:/bin``;
     * ``/workspace`` is the user's area (writable, persisted on the host) except its
       machine-owned parts: ``/workspace/skills`` and ``/workspace/.harness`` are read-only.
       The shared roots in ``projected`` (default :data:`DEFAULT_PROJECTED`; ``()`` turns
@@ -216,6 +219,7 @@ class SandboxFilesystem(LocalFilesystem):
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         timeout: float | None = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
+        path: Sequence[str] = (),
         bwrap: str = "bwrap",
         limits: SandboxLimits = SandboxLimits(),
         _parent: SandboxFilesystem | None = None,
@@ -244,6 +248,7 @@ class SandboxFilesystem(LocalFilesystem):
                 output_limit=output_limit,
                 timeout=timeout,
                 env=env,
+                path=path,
                 owner=self._area_owner,
                 _lock_dir=lock_dir,
             )
@@ -252,7 +257,7 @@ class SandboxFilesystem(LocalFilesystem):
             self._bwrap = _parent._bwrap
             self._launcher = _parent._launcher
             return
-        super().__init__(workspace_root, shell=True, output_limit=output_limit, timeout=timeout, env=env)
+        super().__init__(workspace_root, shell=True, output_limit=output_limit, timeout=timeout, env=env, path=path)
         self._workspace = self._real_root
         self._scoped_area = False
         found = shutil.which(bwrap)
@@ -291,6 +296,7 @@ class SandboxFilesystem(LocalFilesystem):
             output_limit=self._output_limit,
             timeout=self._timeout,
             env=self._env,
+            path=self._path,
             bwrap=self._bwrap,
             limits=self._limits,
             _parent=self,
@@ -349,6 +355,9 @@ class SandboxFilesystem(LocalFilesystem):
                 args += ["--ro-bind-try", file, file]
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += _system_binds()
+        shims = shim_dir()
+        if shims is not None:
+            args += ["--ro-bind", shims, SHIM_DIR]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if self._limits.tmp_size is not None:
             args += ["--size", str(self._limits.tmp_size)]
@@ -378,7 +387,7 @@ class SandboxFilesystem(LocalFilesystem):
 
         argv = await anyio.to_thread.run_sync(prepare)
         sandbox_env = {
-            "PATH": _SEARCH_PATH,
+            "PATH": command_path(self._path, SHIM_DIR if shim_dir() else None),
             "HOME": WORKSPACE,
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",

@@ -17,6 +17,7 @@ from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_mode
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
+from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 
 __all__ = ["HarnessConfig", "load_config"]
 
@@ -27,12 +28,15 @@ class HarnessConfig:
 
     name: str = "assistant"
     workspace: Path = Path("workspace")
-    global_skills_dir: Path | None = None
+    global_skills_dir: Path | tuple[Path, ...] | None = None
+    skill_dirs: tuple[str, ...] = DEFAULT_SKILL_DIRS
     filesystem: str = "local-shell"
     store: str = ""
     network: bool = False
     timeout: float | None = DEFAULT_TIMEOUT
     sandbox_limits: SandboxLimits = SandboxLimits()
+    shell_env: tuple[tuple[str, str], ...] = ()
+    shell_path: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()
     dynamic_skills: bool = True
     model: str = "demo"
@@ -70,13 +74,22 @@ class HarnessConfig:
                 network=self.network,
                 timeout=self.timeout,
                 limits=self.sandbox_limits,
+                env=dict(self.shell_env),
+                path=self.shell_path,
             )
         except ValueError as exc:  # the registry's messages already mask passwords
             raise ConfigError(f"filesystem: {redact_secrets(str(exc))}") from None
 
 
-_TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {"store", "network", "timeout", "sandbox_limits"}
-_FS_KEYS = {"mode", "store", "network", "timeout", "limits"}
+_TOP_KEYS = {f.name for f in dataclasses.fields(HarnessConfig)} - {
+    "store",
+    "network",
+    "timeout",
+    "sandbox_limits",
+    "shell_env",
+    "shell_path",
+}
+_FS_KEYS = {"mode", "store", "network", "timeout", "limits", "env", "path"}
 _LIMIT_KEYS = {f.name for f in dataclasses.fields(SandboxLimits)}
 _SIZE_KEYS = {"memory", "file_size", "tmp_size"}
 _SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -98,11 +111,18 @@ def load_config(path: str | Path) -> HarnessConfig:
         raise ConfigError(f"{path}: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(_TOP_KEYS))})")
     base = path.parent
     values: dict[str, Any] = {
-        k: v for k, v in data.items() if k not in {"filesystem", "workspace", "global_skills_dir", "repositories"}
+        k: v
+        for k, v in data.items()
+        if k not in {"filesystem", "workspace", "global_skills_dir", "repositories", "skill_dirs"}
     }
     values["workspace"] = _path(base, data.get("workspace", "workspace"))
     if data.get("global_skills_dir"):
-        values["global_skills_dir"] = _path(base, data["global_skills_dir"])
+        dirs = data["global_skills_dir"]
+        values["global_skills_dir"] = (
+            tuple(_path(base, d) for d in dirs) if isinstance(dirs, list) else _path(base, dirs)
+        )
+    if "skill_dirs" in data:
+        values["skill_dirs"] = _skill_dirs(path, data["skill_dirs"])
     repos = data.get("repositories") or []
     if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
         raise ConfigError(f"{path}: repositories must be a list of URLs")
@@ -125,6 +145,10 @@ def load_config(path: str | Path) -> HarnessConfig:
         if values["filesystem"] != "sandbox":
             raise ConfigError(f"{path}: filesystem.limits applies only to mode sandbox")
         values["sandbox_limits"] = _limits(path, fs["limits"])
+    if "env" in fs:
+        values["shell_env"] = _shell_env(path, fs["env"])
+    if "path" in fs:
+        values["shell_path"] = _shell_path(path, fs["path"])
     try:
         return HarnessConfig(**values)
     except TypeError as exc:
@@ -135,6 +159,39 @@ def _timeout(path: Path, value: object) -> float | None:
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return None if value is None else float(value)
     raise ConfigError(f"{path}: filesystem.timeout must be a number of seconds or null, got {value!r}")
+
+
+def _skill_dirs(path: Path, data: object) -> tuple[str, ...]:
+    """``skill_dirs``: folders of the workspace (and of each user's area) read as skills, first wins."""
+    if not isinstance(data, list) or not data or not all(isinstance(d, str) for d in data):
+        raise ConfigError(f"{path}: skill_dirs must be a list of folders such as [skills, .agents/skills]")
+    dirs = tuple(d.strip("/") for d in data)
+    if any(not d or d.startswith("/") or ".." in d.split("/") for d in data) or len(set(dirs)) != len(dirs):
+        raise ConfigError(f"{path}: skill_dirs: {data!r} must be distinct folders relative to the workspace")
+    return dirs
+
+
+def _shell_env(path: Path, data: object) -> tuple[tuple[str, str], ...]:
+    """``filesystem.env``: variables every shell command gets (strings or numbers; no PATH)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: filesystem.env must be a mapping of variable names to values")
+    env: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{path}: filesystem.env.{key}: {value!r} must be a string or a number")
+        env[str(key)] = str(value)
+    if "PATH" in env:
+        raise ConfigError(f"{path}: filesystem.env: set PATH through filesystem.path (extra folders), not env")
+    return tuple(env.items())
+
+
+def _shell_path(path: Path, data: object) -> tuple[str, ...]:
+    """``filesystem.path``: folders searched before the system ones, as the shell sees them."""
+    if isinstance(data, str):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(f, str) and f.startswith("/") and ":" not in f for f in data):
+        raise ConfigError(f"{path}: filesystem.path must be a list of absolute folders without ':', got {data!r}")
+    return tuple(data)
 
 
 def _limits(path: Path, data: object) -> SandboxLimits:

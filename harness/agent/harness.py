@@ -23,6 +23,7 @@ from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
+from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 from harness.pipeline.plan import TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
 from harness.tools.files import file_tools
@@ -60,7 +61,10 @@ class Harness(AsyncResource):
             result = await agent.run("hello", context=RuntimeContext(user_id="alice"))
 
     ``name`` is the agent id. ``filesystem`` defaults to a local workspace with a shell at
-    ``workspace``. ``repositories`` are the markets (later wins), ``global_skills_dir`` is layer 1.
+    ``workspace``. ``repositories`` are the markets (later wins), ``global_skills_dir`` is layer 1
+    (one folder or a list, a later one winning). ``skill_dirs`` are the workspace's (and each
+    user's) skill folders, the first winning (default ``skills``, ``.agents/skills``,
+    ``.claude/skills``).
     ``tools`` are extra tools: ``Tool`` objects or plain typed (async) functions.
     ``skills`` restricts the catalog to those names (used by subagents); ``pipeline`` shares
     another agent's pipeline with its filesystem and markets (see :meth:`subagent`). ``learning=True`` (or a
@@ -76,7 +80,7 @@ class Harness(AsyncResource):
         workspace: str | Path | None = None,
         filesystem: AbstractFilesystem | None = None,
         repositories: Sequence[SkillRepository] = (),
-        global_skills_dir: str | Path | None = None,
+        global_skills_dir: str | Path | Sequence[str | Path] | None = None,
         dynamic_skills: bool = True,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         system_prompt: str = "You are a helpful assistant.",
@@ -92,6 +96,7 @@ class Harness(AsyncResource):
         learning: bool | SelfLearning = False,
         pipeline: SkillPipeline | None = None,
         market_scan: MarketScanPolicy | None = None,
+        skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -130,6 +135,7 @@ class Harness(AsyncResource):
             visibility=visibility,
             watch=watch,
             market_scan=market_scan,
+            skill_dirs=skill_dirs,
         )
         self._workflows = WorkflowEngine(self.filesystem)
         self._stack = AsyncExitStack()
@@ -158,6 +164,7 @@ class Harness(AsyncResource):
             "market_timeout": config.market_timeout,
             "market_scan": config.market_scan,
             "max_file_size": config.max_file_size,
+            "skill_dirs": config.skill_dirs,
             **overrides,
         }
         # Open resources only for what the overrides leave to the file.

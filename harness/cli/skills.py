@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from harness.agent import Harness
-from harness.cli import learning
+from harness.cli import add, learning
 from harness.cli.common import (
     DEFAULT_USER,
     JSON_OPTION,
@@ -19,11 +19,15 @@ from harness.cli.common import (
     print_json,
 )
 from harness.diagnostics import Diagnostic
-from harness.pipeline.plan import TurnPlan
+from harness.pipeline.pipeline import CACHE_DIR
+from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
 from harness.tools.skills import load_skill_file
 
 __all__ = ["register"]
+
+#: Printed after a files-root whose folder ``harness skills stage`` (or the first turn) writes.
+NOT_STAGED = " (not staged yet: run `harness skills stage`)"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "list",
         parents=[WORKSPACE_OPTIONS, JSON_OPTION],
         help="the merged skills a user sees, with shadowing and diagnostics",
-        description=f"The merged skills --user (default {DEFAULT_USER}) sees, with shadowing and diagnostics.",
+        description=f"The merged skills --user (default {DEFAULT_USER}) sees, with shadowing and diagnostics. "
+        "Read-only: market files are not staged (a files-root not staged yet says so).",
     )
     listing.set_defaults(handler=lambda args: _with_plan(args, _list))
 
@@ -77,6 +82,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("--limit", type=int)
     show.set_defaults(handler=lambda args: _with_plan(args, _show))
 
+    add.register(commands)
     learning.register(commands)
 
 
@@ -108,20 +114,33 @@ def _validate(args: argparse.Namespace) -> int:
     return 0 if all(report.ok for report in reports) else 1
 
 
-def _with_plan(args: argparse.Namespace, action: Callable[[argparse.Namespace, TurnPlan], Awaitable[int]]) -> int:
-    """Run ``action`` on one prepared turn; exit 1 when preparing it produced any ``error``
-    diagnostic (a market down, a broken skill), even though the turn itself was served."""
+def _with_plan(
+    args: argparse.Namespace, action: Callable[[argparse.Namespace, Harness, TurnPlan], Awaitable[int]]
+) -> int:
+    """Run ``action`` on one planned turn; exit 1 when planning it produced any ``error``
+    diagnostic (a market down, a broken skill), even though the turn itself was served.
+    Read-only: the turn is planned without staging, so the workspace is not written."""
 
     async def main() -> int:
         async with harness_from_args(args) as agent:
-            plan = await agent.prepare(context_from_args(args))
-            code = await action(args, plan)
+            plan = await agent.pipeline.prepare(context_from_args(args), stage=False)
+            code = await action(args, agent, plan)
             return code or _exit_code(plan.diagnostics)
 
     return anyio.run(main)
 
 
-async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
+def _staged(agent: Harness, skill: ResolvedSkill) -> bool | None:
+    """Whether a market or global skill's folder is in the staging cache yet (``None``: the
+    skill is not staged, it is shown in place)."""
+    if not skill.source.staged:
+        return None
+    folder = skill.entry.path.rpartition("/")[2]
+    host = agent.filesystem.host_path(f"{CACHE_DIR}/{skill.source.source}/{folder}")
+    return host is not None and host.is_dir()
+
+
+async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
     skills = [
         {
             "name": s.skill.name,
@@ -131,6 +150,7 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
             "source": s.skill.source,
             "location": s.skill.location,
             "files_root": s.files_root,
+            "staged": _staged(agent, s),
             "link": s.entry.link,
             "hidden": s.skill.hidden,
         }
@@ -148,9 +168,9 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
         print(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
-        print(
-            f"    {skill['files_root'] or skill['location']}" + (f" (link to {skill['link']})" if skill["link"] else "")
-        )
+        link = f" (link to {skill['link']})" if skill["link"] else ""
+        pending = NOT_STAGED if skill["staged"] is False and skill["files_root"] else ""
+        print(f"    {skill['files_root'] or skill['location']}{link}{pending}")
     for shadow in plan.shadowed:
         print(f"shadowed: {shadow.diagnostic().message}")
     for diagnostic in plan.diagnostics:
@@ -159,12 +179,12 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
     return 0
 
 
-async def _prompt(args: argparse.Namespace, plan: TurnPlan) -> int:
+async def _prompt(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
     print(plan.catalog)
     return 0
 
 
-async def _show(args: argparse.Namespace, plan: TurnPlan) -> int:
+async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
     found = plan.find(args.name) or plan.invoke(args.name)
     print(await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit), end="")
     return 0

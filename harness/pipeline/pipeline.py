@@ -33,10 +33,13 @@ from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
-__all__ = ["SkillPipeline"]
+__all__ = ["DEFAULT_SKILL_DIRS", "SkillPipeline"]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
+#: The folders of a workspace (and of a user's area) read as skills, the first winning a name
+#: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
+DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/skills")
 CACHE_DIR = ".skills-cache"
 
 
@@ -54,7 +57,7 @@ class _Base:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _UserView:
     base: _Base
-    user: LayerResult
+    user: tuple[LayerResult, ...]
     skills: dict[str, ResolvedSkill]
     shadowed: tuple[Shadowing, ...]
     catalog: str
@@ -66,12 +69,18 @@ class SkillPipeline(AsyncResource):
 
     ``filesystem`` is the shared workspace (unscoped); a user's layer is read through
     ``filesystem.scoped(user_id)``. ``repositories`` are the markets in registration order (a
-    later one wins a name clash); ``global_skills_dir`` is skipped when missing. With
+    later one wins a name clash); ``global_skills_dir`` is one folder or a list of folders (a
+    later one wins a name clash, reported as shadowing; sources ``global``, ``global_2``, ...),
+    each skipped with a warning when missing. With
     ``dynamic_skills=False`` layers 1–3 are merged once; layer 4 is still read per user.
     Use as an async context manager so folder watchers run; without it every turn re-reads
     folder layers. ``market_scan`` says how market skills are scanned on ingest (default: every
     source report-only, findings become warnings).
     ``max_file_size`` caps each staged or loaded market file (bytes).
+    ``skill_dirs`` are the folders of the workspace, and of each user's area, read as skills
+    (default :data:`DEFAULT_SKILL_DIRS`); an earlier folder wins a name clash, reported as
+    shadowing. A sandbox shows only ``skills/`` of the workspace in place: skills of its other
+    folders get no files-root there (a ``files-root-hidden`` warning).
     """
 
     def __init__(
@@ -79,7 +88,7 @@ class SkillPipeline(AsyncResource):
         *,
         filesystem: AbstractFilesystem,
         repositories: Sequence[SkillRepository] = (),
-        global_skills_dir: str | Path | None = None,
+        global_skills_dir: str | Path | Sequence[str | Path] | None = None,
         dynamic_skills: bool = True,
         market_timeout: float = 10.0,
         catalog_budget: int | None = None,
@@ -89,9 +98,11 @@ class SkillPipeline(AsyncResource):
         max_cached_users: int = 1024,
         market_scan: MarketScanPolicy | None = None,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
+        self.skill_dirs = _check_skill_dirs(skill_dirs)
         self.dynamic_skills = dynamic_skills
         self.market_timeout = market_timeout
         self.catalog_budget = catalog_budget
@@ -104,16 +115,14 @@ class SkillPipeline(AsyncResource):
             SkillLayer(repo, source=slug, scan_policy=scan_policy, max_file_size=max_file_size)
             for repo, slug in zip(repositories, slugs)
         ]
-        global_layer, self._global_missing = (
-            _global_layer(Path(global_skills_dir).expanduser()) if global_skills_dir is not None else (None, ())
-        )
+        global_layers, self._global_missing = _global_layers(global_skills_dir)
         # Layers 1–3 in ascending priority: a later layer wins a name clash.
         self._layers = [
-            *([global_layer] if global_layer is not None else []),
+            *global_layers,
             *markets,
-            _folder_layer(filesystem, Layer.WORKSPACE, "workspace"),
+            *_folder_layers(filesystem, Layer.WORKSPACE, "workspace", self.skill_dirs),
         ]
-        self._users: collections.OrderedDict[str, SkillLayer] = collections.OrderedDict()
+        self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
         self._resolved: dict[str, ResolvedSkill] = {}
@@ -153,14 +162,18 @@ class SkillPipeline(AsyncResource):
 
     # -- the turn ----------------------------------------------------------------------------
 
-    async def prepare(self, context: RuntimeContext) -> TurnPlan:
-        """Merge, filter, stage and render for one turn of ``context.user_id``."""
+    async def prepare(self, context: RuntimeContext, *, stage: bool = True) -> TurnPlan:
+        """Merge, filter, stage and render for one turn of ``context.user_id``.
+
+        ``stage=False`` plans without staging (what read-only commands use): nothing is written,
+        files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
+        """
         base = await self._current_base()
-        layer = self._user(context.user_id)
-        user = await self._load(layer)
+        layers = self._user(context.user_id)
+        user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
-        if view is None or view.base is not base or view.user is not user:
-            view = self._build_view(context, base, user, layer)
+        if view is None or view.base is not base or any(a is not b for a, b in zip(view.user, user, strict=True)):
+            view = self._build_view(context, base, user, layers)
             self._views[context.user_id] = view
         skills, catalog = view.skills, view.catalog
         if self.visibility is not None:
@@ -170,18 +183,20 @@ class SkillPipeline(AsyncResource):
                 skills = {k: v for k, v in skills.items() if k in allowed}
                 catalog = self.render(skills)
         staged = (
-            await self.stager.stage(base.stage_items, keep_sources=base.unanswered) if self.stager is not None else None
+            await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
+            if self.stager is not None and stage
+            else None
         )
         diagnostics = (
             *base.diagnostics,
-            *user.diagnostics,
+            *(d for result in user for d in result.diagnostics),
             *view.diagnostics,
             *(s.diagnostic() for s in view.shadowed),
             *(staged.diagnostics if staged else ()),
         )
         return TurnPlan(
             context=context,
-            filesystem=_shown_in(layer),  # the user's scoped view, built once (scoped() stats the host)
+            filesystem=_shown_in(layers[0]),  # the user's scoped view, built once (scoped() stats the host)
             skills=skills,
             catalog=catalog,
             shadowed=view.shadowed,
@@ -208,12 +223,14 @@ class SkillPipeline(AsyncResource):
                 if layer.layer is not Layer.MARKET:
                     layer.mark_stale()
         elif user_id in self._users:
-            self._users[user_id].mark_stale()
+            for layer in self._users[user_id]:
+                layer.mark_stale()
 
     async def refresh(self) -> None:
         """Re-read every layer and market on the next turn (even with ``dynamic_skills=False``)."""
         for user in self._users.values():
-            user.mark_stale()
+            for layer in user:
+                layer.mark_stale()
         for layer in self._layers:
             await layer.refresh()
         self._base = None
@@ -281,28 +298,33 @@ class SkillPipeline(AsyncResource):
 
     # -- layer 4 ---------------------------------------------------------------------------
 
-    def _user(self, user_id: str) -> SkillLayer:
-        layer = self._users.get(user_id)
-        if layer is None:
-            layer = _folder_layer(self.filesystem.scoped(user_id), Layer.USER, "workspace-namespaced")
-            layer.watch(self._is_watched(layer.watch_root))
-            self._users[user_id] = layer
+    def _user(self, user_id: str) -> tuple[SkillLayer, ...]:
+        """The user's folder layers in ascending priority (they share one scoped filesystem)."""
+        layers = self._users.get(user_id)
+        if layers is None:
+            scoped = self.filesystem.scoped(user_id)
+            layers = _folder_layers(scoped, Layer.USER, "workspace-namespaced", self.skill_dirs)
+            for layer in layers:
+                layer.watch(self._is_watched(layer.watch_root))
+            self._users[user_id] = layers
             while len(self._users) > self._max_users:
                 evicted, _ = self._users.popitem(last=False)
                 self._views.pop(evicted, None)
         else:
             self._users.move_to_end(user_id)
-        return layer
+        return layers
 
-    def _build_view(self, context: RuntimeContext, base: _Base, user: LayerResult, layer: SkillLayer) -> _UserView:
+    def _build_view(
+        self, context: RuntimeContext, base: _Base, user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
+    ) -> _UserView:
         """The merged skills and catalog of one user. Users without skills or folders of their
         own share one view; the others share every layer 1–3 ``ResolvedSkill`` and differ only
         in theirs."""
-        if not user.entries and not user.top_level:
+        if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
             if shared is None or shared.base is not base:
                 skills = self._base_resolved(base)
-                hidden = self._hidden_roots(skills, user, layer)
+                hidden = self._hidden_roots(skills, user, layers)
                 shared = _UserView(
                     base=base,
                     user=user,
@@ -313,16 +335,18 @@ class SkillPipeline(AsyncResource):
                 )
                 self._shared_view = shared
             return dataclasses.replace(shared, user=user)
-        merged = merge_layers([user], base=base.merged)
+        merged = merge_layers(user, base=base.merged)
+        owner = {id(entry): layer for layer, result in zip(layers, user, strict=True) for entry in result.entries}
         skills = dict(self._base_resolved(base))
-        for entry in user.entries:
-            replaced = base.merged.entries.get(entry.skill.name)
-            if replaced is not None:
-                skills.pop(replaced.skill.skill_id, None)
+        for result in user:
+            for entry in result.entries:
+                replaced = base.merged.entries.get(entry.skill.name)
+                if replaced is not None:
+                    skills.pop(replaced.skill.skill_id, None)
         for entry in merged.entries.values():
             if entry.skill.layer is Layer.USER:
-                skills[entry.skill.skill_id] = self._resolve(entry, layer)
-        hidden = self._hidden_roots(skills, user, layer)
+                skills[entry.skill.skill_id] = self._resolve(entry, owner[id(entry)])
+        hidden = self._hidden_roots(skills, user, layers)
         for skill_id in hidden:
             skills[skill_id] = dataclasses.replace(skills[skill_id], files_root=None)
         return _UserView(
@@ -334,18 +358,24 @@ class SkillPipeline(AsyncResource):
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
         )
 
-    def _hidden_roots(self, skills: dict[str, ResolvedSkill], user: LayerResult, layer: SkillLayer) -> dict[str, str]:
+    def _hidden_roots(
+        self, skills: dict[str, ResolvedSkill], user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
+    ) -> dict[str, str]:
         """Layer 1–3 skills whose folder the user's shell does not show, with the reason.
 
         A sandbox merges the user's top-level folders under ``skills/`` over the workspace's by
         name, a same-name user folder replacing the workspace's whole (nested skills included);
-        and a workspace skill reached through a link is not inside what the sandbox binds."""
+        a workspace skill reached through a link, or in a folder other than ``skills/``, is not
+        inside what the sandbox binds."""
         if not self.filesystem.has_shell:
             return {}
         shown = self.filesystem.shell_path(SKILLS_DIR)
-        user_fs = _shown_in(layer)
-        merged = user_fs.has_shell and user_fs.shell_path(layer.prefix) == shown
-        covered = [f"{shown}/{name}" for name in user.top_level] if merged else []
+        user_fs = _shown_in(layers[0])
+        merged = user_fs.has_shell and user_fs.shell_path(SKILLS_DIR) == shown
+        top_level = [
+            name for layer, result in zip(layers, user) if layer.prefix == SKILLS_DIR for name in result.top_level
+        ]
+        covered = [f"{shown}/{name}" for name in top_level] if merged else []
         hidden: dict[str, str] = {}
         for skill_id, s in skills.items():
             if s.skill.layer is Layer.USER:
@@ -355,6 +385,11 @@ class SkillPipeline(AsyncResource):
                     f"its folder is a link to {s.entry.link}, which the shell does not show; "
                     "copy the folder into the workspace or install it in the global layer"
                 )
+            elif s.skill.layer is Layer.WORKSPACE and s.source.prefix != SKILLS_DIR and not self._link_shown(s.entry):
+                hidden[skill_id] = (
+                    f"its folder is in {s.source.prefix}/, which the shell does not show (only {SKILLS_DIR}/ "
+                    f"of the workspace is); move the folder into {SKILLS_DIR}/ to give the shell its files"
+                )
             elif s.files_root and any(s.files_root == c or s.files_root.startswith(c + "/") for c in covered):
                 hidden[skill_id] = (
                     "its folder is covered by this user's own folder of the same name in the user's shell, "
@@ -363,7 +398,8 @@ class SkillPipeline(AsyncResource):
         return hidden
 
     def _link_shown(self, entry: LayerEntry) -> bool:
-        """Whether the shell sees a linked workspace folder (a host shell follows the link)."""
+        """Whether the shell sees a workspace folder where it is on the host (a host shell does,
+        following links; a sandbox shows only what it binds)."""
         host = self.filesystem.host_path(entry.path)
         return host is not None and self.filesystem.shell_path(entry.path) == str(host)
 
@@ -394,7 +430,8 @@ class SkillPipeline(AsyncResource):
         if source.staged:
             folder = entry.path.rsplit("/", 1)[-1]
             return self.filesystem.shell_path(f"{CACHE_DIR}/{source.source}/{folder}")
-        if entry.link is not None and not self._link_shown(entry):
+        in_place_elsewhere = source.layer is Layer.WORKSPACE and source.prefix != SKILLS_DIR
+        if (entry.link is not None or in_place_elsewhere) and not self._link_shown(entry):
             return None
         return _shown_in(source).shell_path(entry.path)
 
@@ -415,14 +452,14 @@ class SkillPipeline(AsyncResource):
         return host is not None and any(host == root or root in host.parents for root in self._watched_roots)
 
     def _on_change(self, paths: set[Path]) -> None:
-        for layer in (*self._layers, *self._users.values()):
+        for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
             host = layer.watch_root
             if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
                 layer.mark_stale()
 
     def _on_watch_failure(self, reason: str) -> None:
         self._watched_roots.clear()
-        for layer in (*self._layers, *self._users.values()):
+        for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
             layer.watch(False)
 
     def _stop_watchers(self) -> None:
@@ -462,18 +499,36 @@ def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnosti
     )
 
 
-def _folder_layer(fs: AbstractFilesystem, kind: Layer, source: str) -> SkillLayer:
-    """The ``skills/`` folder of a workspace or a user's area as a layer: read on the host when
+def _check_skill_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
+    """``skill_dirs`` as clean relative folders; raises ``ValueError`` naming a bad one."""
+    clean = tuple(d.strip("/") for d in dirs)
+    for folder in clean:
+        parts = folder.split("/")
+        if not folder or any(p in ("", ".", "..") for p in parts) or parts[0] in (CACHE_DIR, ".harness"):
+            raise ValueError(f"skill_dirs: {folder!r} must be a relative folder such as .agents/skills")
+    if not clean or len(set(clean)) != len(clean):
+        raise ValueError(f"skill_dirs: {list(dirs)!r} must name at least one folder, each once")
+    return clean
+
+
+def _folder_layers(fs: AbstractFilesystem, kind: Layer, source: str, dirs: Sequence[str]) -> tuple[SkillLayer, ...]:
+    """The ``dirs`` of a workspace or a user's area as layers in ascending priority (the first
+    folder last, so it wins)."""
+    return tuple(_folder_layer(fs, kind, source, folder) for folder in reversed(dirs))
+
+
+def _folder_layer(fs: AbstractFilesystem, kind: Layer, source: str, folder: str = SKILLS_DIR) -> SkillLayer:
+    """One skills folder of a workspace or a user's area as a layer: read on the host when
     the filesystem has host files, through the filesystem otherwise. Only the operator's
     workspace follows links."""
-    host = fs.host_path(SKILLS_DIR)
+    host = fs.host_path(folder)
     follow = kind is Layer.WORKSPACE
     repository = (
         DirectoryRepository(host, source=source, nested=True, follow_links=follow, optional=True)
         if host is not None
-        else DirectoryRepository(SKILLS_DIR, filesystem=fs, source=source, nested=True)
+        else DirectoryRepository(folder, filesystem=fs, source=source, nested=True)
     )
-    return SkillLayer(repository, layer=kind, source=source, prefix=SKILLS_DIR, filesystem=fs)
+    return SkillLayer(repository, layer=kind, source=source, prefix=folder, filesystem=fs)
 
 
 def _shown_in(layer: SkillLayer) -> AbstractFilesystem:
@@ -483,7 +538,21 @@ def _shown_in(layer: SkillLayer) -> AbstractFilesystem:
     return layer.filesystem
 
 
-def _global_layer(path: Path) -> tuple[SkillLayer | None, tuple[Diagnostic, ...]]:
+def _global_layers(
+    dirs: str | Path | Sequence[str | Path] | None,
+) -> tuple[list[SkillLayer], tuple[Diagnostic, ...]]:
+    """The global layers over ``dirs`` in ascending priority, and warnings for missing ones."""
+    paths = [] if dirs is None else [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
+    layers: list[SkillLayer] = []
+    missing: list[Diagnostic] = []
+    for index, path in enumerate(paths):
+        layer, problems = _global_layer(Path(path).expanduser(), "global" if index == 0 else f"global_{index + 1}")
+        layers += [layer] if layer is not None else []
+        missing += problems
+    return layers, tuple(missing)
+
+
+def _global_layer(path: Path, source: str) -> tuple[SkillLayer | None, tuple[Diagnostic, ...]]:
     """The global layer over ``path`` (a folder of skills, or one skill folder). A missing folder
     gives no layer and a warning instead."""
     if not path.is_dir():
@@ -496,5 +565,5 @@ def _global_layer(path: Path) -> tuple[SkillLayer | None, tuple[Diagnostic, ...]
             location=str(path),
         )
         return None, (problem,)
-    repository = DirectoryRepository(path, source="global", follow_links=True, nested=True)
-    return SkillLayer(repository, layer=Layer.GLOBAL, source="global"), ()
+    repository = DirectoryRepository(path, source=source, follow_links=True, nested=True)
+    return SkillLayer(repository, layer=Layer.GLOBAL, source=source), ()

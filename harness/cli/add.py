@@ -1,0 +1,115 @@
+"""``harness skills add SOURCE NAME``: copy one skill from a market into a workspace or a user's area."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from filesystems import AbstractFilesystem
+from harness.cli.common import WORKSPACE_OPTIONS, filesystem_from_args
+from harness.errors import ConfigError, SkillError
+from harness.pipeline.pipeline import SKILLS_DIR
+from harness.pipeline.staging import staged_mode
+from harness.skills.frontmatter import FrontmatterError, split_frontmatter
+from harness.skills.validation import validate_skill_dir
+from harness.terminal import escape_control
+from repositories import RepositoryError, SkillBundle, SkillRepository, open_repository
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``skills add`` to the ``skills`` command group."""
+    add = commands.add_parser(
+        "add",
+        parents=[WORKSPACE_OPTIONS],
+        help="copy a skill from a market into the workspace's (or --user's) skills/",
+        description="Copy skill NAME from the market SOURCE (git+file://..., dir:..., pkg:..., mysql://...) into "
+        "the workspace's skills/ folder, or --user's. The skill is validated first (strict); an existing "
+        "skill of that name is kept unless --force.",
+    )
+    add.add_argument("source", metavar="SOURCE", help="market URL")
+    add.add_argument("name", metavar="NAME", help="the skill's folder or name in the market")
+    add.add_argument("--force", action="store_true", help="replace an existing skill of that name")
+    add.set_defaults(handler=_add)
+
+
+def _add(args: argparse.Namespace) -> int:
+    if not args.name or "/" in args.name or args.name.startswith("."):
+        raise SkillError(f"skill name {args.name!r} must be one folder name (no '/', not starting with '.')")
+    try:
+        repository = open_repository(args.source)
+    except (RepositoryError, ValueError) as exc:
+        raise ConfigError(f"skills add: {exc}") from None
+
+    async def main() -> str:
+        filesystem = filesystem_from_args(args)
+        async with filesystem, repository:
+            try:
+                target = filesystem.scoped(args.user) if args.user else filesystem
+            except ValueError as exc:
+                raise ConfigError(f"--user: {exc}") from None
+            bundle, files = await _fetch(repository, args.name)
+            _validate(args.name, bundle, files)
+            return await _write(target, f"{SKILLS_DIR}/{args.name}", files, force=args.force)
+
+    where = anyio.run(main)
+    print(f"added {escape_control(args.name)} to {escape_control(where)}")
+    return 0
+
+
+async def _fetch(repository: SkillRepository, name: str) -> tuple[SkillBundle, dict[str, tuple[bytes, int]]]:
+    """The bundle called ``name`` (its folder, else its frontmatter name) with every file's bytes and mode."""
+    snapshot = await repository.snapshot()
+    if snapshot.error is not None:
+        raise snapshot.error
+    bundle = next((b for b in snapshot.bundles if b.folder == name), None) or next(
+        (b for b in snapshot.bundles if _declared_name(b) == name), None
+    )
+    if bundle is None:
+        offered = ", ".join(sorted(b.folder for b in snapshot.bundles)) or "none"
+        raise SkillError(f"{repository.source!r} has no skill {name!r}; it offers: {offered}")
+    if bundle.link is not None:
+        raise SkillError(f"skill {name!r} in {repository.source!r} is a link to {bundle.link!r}; links are not copied")
+    data = await repository.read_files(bundle.key, [f.path for f in bundle.files])
+    files = {bundle.skill_md_name: (bundle.skill_md, 0o644)}
+    for file in bundle.files:
+        files[file.path] = (
+            data[file.path],
+            staged_mode(file.path, data[file.path], file.mode, modes_given=repository.modes_given),
+        )
+    return bundle, files
+
+
+def _declared_name(bundle: SkillBundle) -> object:
+    try:
+        return split_frontmatter(bundle.skill_md).fields.get("name")
+    except FrontmatterError:
+        return None
+
+
+def _validate(name: str, bundle: SkillBundle, files: dict[str, tuple[bytes, int]]) -> None:
+    """Strict validation of the folder as it will be written; refuses on any error."""
+    with tempfile.TemporaryDirectory() as temp:
+        folder = Path(temp, name)
+        folder.mkdir()
+        (folder / bundle.skill_md_name).write_bytes(bundle.skill_md)
+        report = validate_skill_dir(folder, strict=True)
+    if not report.ok:
+        problems = "; ".join(report.errors)
+        raise SkillError(f"skill {name!r} from {bundle.location} is not valid: {problems}")
+
+
+async def _write(fs: AbstractFilesystem, folder: str, files: dict[str, tuple[bytes, int]], *, force: bool) -> str:
+    """Write ``files`` below ``folder`` through the filesystem (its path rules apply)."""
+    if await fs.exists(folder):
+        if not force:
+            raise SkillError(f"{folder} already exists; pass --force to replace it")
+        await fs.delete(folder)
+    for path, (data, mode) in files.items():
+        await fs.write_bytes(f"{folder}/{path}", data, mode=mode)
+    host = fs.host_path(folder)
+    return str(host) if host is not None else folder

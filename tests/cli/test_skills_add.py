@@ -1,0 +1,119 @@
+"""``harness skills add SOURCE NAME``: copies a market skill into skills/, validated, never over an existing one."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from filesystems import LocalFilesystem
+from tests.skills_compat.layouts import BINARY, public_skill
+from tests.support.git import GitRemote
+from tests.support.reliability import tree_state
+from tests.support.skills import make_skill
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def git_market(tmp_path: Path) -> str:
+    remote = GitRemote(tmp_path / "git")
+    public_skill(remote.work / "collection" / "reporting", "report")
+    make_skill(remote.work / "collection", "broken", name="Not_A_Valid_Name")
+    remote.commit("skills")
+    return f"git+{remote.url}"
+
+
+def test_add_copies_a_git_skill_with_its_modes_into_the_workspace(tmp_path: Path, git_market: str) -> None:
+    ws = tmp_path / "ws"
+    result = _cli("skills", "add", git_market, "report", "--workspace", str(ws))
+    assert result.returncode == 0, result.stderr
+    folder = ws / "skills" / "report"
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
+        ".gitignore",
+        "SKILL.md",
+        "assets/logo.bin",
+        "scripts/lib/helpers.py",
+        "scripts/report.py",
+        "scripts/run.sh",
+    ]
+    assert (folder / "assets" / "logo.bin").read_bytes() == BINARY
+    assert stat.S_IMODE((folder / "scripts" / "run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((folder / "scripts" / "report.py").stat().st_mode) == 0o644
+
+
+def test_an_added_skill_is_listed_and_its_python_script_runs(tmp_path: Path, git_market: str) -> None:
+    ws = tmp_path / "ws"
+    assert _cli("skills", "add", git_market, "report", "--workspace", str(ws)).returncode == 0
+    assert "report" in _cli("skills", "list", "--workspace", str(ws)).stdout
+    shell = LocalFilesystem(ws, shell=True)
+    ran = anyio.run(lambda: shell.run("./scripts/run.sh", cwd="skills/report"))
+    assert ran.stdout == "report from report.py 3\n", ran.stderr
+
+
+def test_add_with_user_writes_into_the_users_skills(tmp_path: Path) -> None:
+    ws, market = tmp_path / "ws", tmp_path / "market"
+    public_skill(market, "report")
+    result = _cli("skills", "add", f"dir:{market}", "report", "--workspace", str(ws), "--user", "alice")
+    assert result.returncode == 0, result.stderr
+    assert (ws / "alice" / "skills" / "report" / "scripts" / "report.py").is_file()
+    assert not (ws / "skills").exists()
+
+
+def test_an_invalid_skill_is_refused_and_nothing_is_written(tmp_path: Path, git_market: str) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    result = _cli("skills", "add", git_market, "broken", "--workspace", str(ws))
+    assert result.returncode == 1
+    assert "not valid" in result.stderr and "broken" in result.stderr
+    assert tree_state(ws) == {}
+
+
+def test_an_existing_skill_is_refused_without_force(tmp_path: Path) -> None:
+    ws, market = tmp_path / "ws", tmp_path / "market"
+    public_skill(market, "report", description="From the market.")
+    make_skill(ws / "skills", "report", description="Our own.")
+    before = tree_state(ws)
+    result = _cli("skills", "add", f"dir:{market}", "report", "--workspace", str(ws))
+    assert result.returncode == 1 and "--force" in result.stderr
+    assert tree_state(ws) == before
+
+
+def test_force_replaces_the_existing_skill_whole(tmp_path: Path) -> None:
+    ws, market = tmp_path / "ws", tmp_path / "market"
+    public_skill(market, "report", description="From the market.")
+    make_skill(ws / "skills", "report", description="Our own.", files={"old.txt": "stale"})
+    result = _cli("skills", "add", f"dir:{market}", "report", "--workspace", str(ws), "--force")
+    assert result.returncode == 0, result.stderr
+    assert "From the market." in (ws / "skills" / "report" / "SKILL.md").read_text()
+    assert not (ws / "skills" / "report" / "old.txt").exists()
+
+
+def test_an_unknown_skill_is_refused_naming_what_the_market_offers(tmp_path: Path, git_market: str) -> None:
+    result = _cli("skills", "add", git_market, "nope", "--workspace", str(tmp_path / "ws"))
+    assert result.returncode == 1 and "nope" in result.stderr and "report" in result.stderr
+
+
+def test_a_linked_skill_folder_is_not_copied(tmp_path: Path) -> None:
+    ws, market, elsewhere = tmp_path / "ws", tmp_path / "market", tmp_path / "elsewhere"
+    public_skill(elsewhere, "secret")
+    market.mkdir()
+    os.symlink(elsewhere / "secret", market / "secret")
+    result = _cli("skills", "add", f"dir:{market}", "secret", "--workspace", str(ws))
+    assert result.returncode == 1
+    assert not (ws / "skills" / "secret").exists()
+
+
+def test_a_name_with_a_slash_is_refused(tmp_path: Path, git_market: str) -> None:
+    result = _cli("skills", "add", git_market, "../escape", "--workspace", str(tmp_path / "ws"))
+    assert result.returncode == 1 and "one folder name" in result.stderr
+    assert not (tmp_path / "ws").exists()
