@@ -81,6 +81,10 @@ class PackageRepository(SkillRepository):
         self.folder = folder.strip("/")
         super().__init__(source=source or make_source("pkg", package))
         self._scan: _PackageScan | None = None
+        # Archives opened for zip-imported packages, closed with the repository (closing one on
+        # refresh could cut a concurrent read short; leaving them to the garbage collector makes
+        # it finalise their file objects unclosed).
+        self._archives: list[zipfile.ZipFile] = []
 
     def _root(self) -> Traversable:
         try:
@@ -97,6 +101,8 @@ class PackageRepository(SkillRepository):
             scan = scan_folder(root, {})
             snapshot = Snapshot(version=scan.version, bundles=scan.bundles, problems=scan.problems)
             return _PackageScan(snapshot=snapshot, nodes={k: pathlib.Path(v) for k, v in scan.roots.items()})
+        if isinstance(getattr(root, "root", None), zipfile.ZipFile):
+            self._archives.append(root.root)  # type: ignore[attr-defined]
         try:
             layouts, problems = find_skills(
                 root, _list_zip, root_name=self.folder.rsplit("/", 1)[-1], read=lambda node: node.read_bytes()
@@ -132,6 +138,11 @@ class PackageRepository(SkillRepository):
 
     def _invalidate(self) -> None:
         self._scan = None
+
+    async def _aclose(self) -> None:
+        archives, self._archives = self._archives, []
+        for archive in archives:
+            archive.close()
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         node = (await self._current()).nodes.get(folder)
