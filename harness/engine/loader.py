@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 import yaml
@@ -107,8 +108,10 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
             location=NATIVE_FILES[0],
         )
         return None, (missing,)
+    if dialect.evals_file in files:  # Comet's name for the checks file: read and report it as such
+        dialect = replace(dialect, checks_file=dialect.evals_file, evals_file=dialect.checks_file)
     diagnostics: list[Diagnostic] = []
-    if dialect is NATIVE and COMET_FILES[0] in files:
+    if dialect.format == "native" and COMET_FILES[0] in files:
         diagnostics.append(
             Diagnostic.warning(
                 code="workflow-comet-ignored",
@@ -191,8 +194,8 @@ class _Parser:
         spelling = self.spelling
         top = self.document(files, spelling.definition_file, required=True)
         guardrails_doc = self.document(files, spelling.guardrails_file, required=False)
-        checks_file = self.checks_file(files)
-        checks_doc = self.document(files, checks_file, required=False)
+        self.refuse_two_checks_files(files)
+        checks_doc = self.document(files, spelling.checks_file, required=False)
         if top is None:
             return None
         self.file = spelling.definition_file
@@ -207,7 +210,7 @@ class _Parser:
         agents = tuple(self.each(body, "agents", "", self.agent_decl))
         self.file = spelling.guardrails_file
         guardrails = self.guardrails(guardrails_doc or {}, skills, tools, agents)
-        self.file = checks_file
+        self.file = spelling.checks_file
         checks_body = self.mapping(checks_doc or {}, "", (spelling.checks_key,), context="checks")
         checks = tuple(self.each(checks_body or {}, spelling.checks_key, "", self.check))
         self.file = spelling.definition_file
@@ -229,19 +232,16 @@ class _Parser:
             checks=checks,
         )
 
-    def checks_file(self, files: Mapping[str, bytes]) -> str:
-        """The runtime checks file in use: ``checks.yaml`` or its alias ``evals.yaml``."""
+    def refuse_two_checks_files(self, files: Mapping[str, bytes]) -> None:
+        """``checks.yaml`` and its alias ``evals.yaml`` exclude each other."""
         spelling = self.spelling
-        if spelling.evals_file not in files:
-            return spelling.checks_file
-        if spelling.checks_file in files:
-            self.file = spelling.evals_file
+        if spelling.checks_file in files and spelling.evals_file in files:
+            self.file = spelling.checks_file
             self.error(
                 "document",
-                f"and {spelling.checks_file} both define the runtime checks; keep one of them",
+                f"and {spelling.evals_file} both define the runtime checks; keep one of them",
                 "workflow-checks-twice",
             )
-        return spelling.evals_file
 
     def document(self, files: Mapping[str, bytes], path: str, *, required: bool) -> Any:
         self.file = path

@@ -220,3 +220,9 @@ async def test_a_damaged_trajectory_raises_run_record_corrupt(engine: WorkflowEn
     await engine._store.filesystem.append(".harness/runs/c1/trajectory.jsonl", b"[1, 2]\n")
     with pytest.raises(RunRecordCorrupt, match="trajectory.jsonl has an unreadable line 3"):
         await engine.events("c1")
+
+
+def test_problems_in_evals_yaml_are_reported_at_evals_yaml() -> None:
+    twice = EVALS + "  - {id: built, scope: completion, type: state_equals, field: vars.built, equals: true}\n"
+    _, problems = check_workflow(comet(extra={"comet/evals.yaml": twice}), name="flow")
+    assert [p.location for p in problems if "built" in p.message and p.severity == "error"] == ["comet/evals.yaml"]
