@@ -196,17 +196,17 @@ class RunStore:
 
     async def _verified(self, run_id: str, data: bytes) -> Run:
         folder = self._run_dir(run_id)
-        problem = f"the record of run {run_id!r} ({folder}/run.json) was changed outside the workflow engine"
+        problem = f"the record of run {run_id!r} was changed outside the workflow engine"
         remedy = f"nothing was performed — as the operator, delete {folder}/ and start a new run"
         try:
             document = json.loads(data)
             mac = document.get(_MAC) if isinstance(document, dict) else None
         except ValueError:
-            raise RunTampered(f"{problem} (not valid JSON); {remedy}") from None
+            raise RunTampered(f"{problem} ({folder}/run.json is not valid JSON); {remedy}") from None
         if not isinstance(mac, str) or not hmac.compare_digest(mac, await self._key.sign(document)):
             raise RunTampered(
-                f"{problem} or comes from another workspace (its signature does not match this "
-                f"workspace's {_KEY_FILE}); {remedy}"
+                f"{problem} or comes from another workspace ({folder}/run.json: its signature does not "
+                f"match this workspace's {_KEY_FILE}); {remedy}"
             )
         try:
             run = run_from_json(document)
