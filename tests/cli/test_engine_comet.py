@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
-import sys
 from typing import Any
 
-HARNESS = str(pathlib.Path(sys.executable).with_name("harness"))
+from tests.engine.test_cli import harness as engine
+
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "workflows" / "change-proposal"
-
-
-def engine(workspace: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARNESS, "engine", *args, "--workspace", str(workspace), "--user", "alice"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def report(workspace: pathlib.Path, status: str, *extra: str) -> dict[str, Any]:
