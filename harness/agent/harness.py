@@ -15,7 +15,7 @@ from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalF
 from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
-from harness.agent.workflows import AgentExecutor, package_for, resolver
+from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
@@ -345,7 +345,7 @@ class Harness(AsyncResource):
         """Start a run of the workflow skill ``skill`` and perform its actions until it needs a
         person (``ask_user``, a handoff, a confirmation) or ends."""
         plan = await self.prepare(context)
-        resolved = plan.invoke(skill)
+        resolved = resolve_workflow(plan, skill, workspace=self.filesystem)
         engine = self.workflow_engine(context)
         run = await engine.start(await package_for(resolved), run_id=run_id, inputs=inputs or {})
         return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=skill))
@@ -371,7 +371,7 @@ class Harness(AsyncResource):
         probe = TurnPlan(
             context=context, filesystem=self.filesystem, skills={}, catalog="", shadowed=(), diagnostics=(), staged=None
         )
-        workflows = workflow_tools(self.workflow_engine(context), resolver(probe))
+        workflows = workflow_tools(self.workflow_engine(context), resolver(probe, self.filesystem))
         builtin = {
             t.name
             for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
@@ -393,7 +393,7 @@ class Harness(AsyncResource):
 
         tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
         workflows = (
-            workflow_tools(self.workflow_engine(plan.context), resolver(plan))
+            workflow_tools(self.workflow_engine(plan.context), resolver(plan, self.filesystem))
             if any(s.workflow for s in plan.available())
             else []
         )

@@ -11,20 +11,23 @@ import dataclasses
 import json
 import shlex
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 from harness.engine.package import is_package_file
-from harness.errors import SkillNotFound
+from harness.errors import SkillError, SkillNotFound
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
+from harness.skills.skill import Layer
 from harness.tools.function import Tool, ToolError
 from harness.tools.skills import format_command_result
 
 if TYPE_CHECKING:
     from harness.agent import Harness
 
-__all__ = ["AgentExecutor", "package_for", "step_tools"]
+__all__ = ["AgentExecutor", "package_for", "resolve_workflow", "step_tools"]
 
 
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
@@ -34,6 +37,41 @@ async def package_for(resolved: ResolvedSkill) -> SkillPackage:
     files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
     files[skill.skill_md_name] = skill.raw
     return SkillPackage(name=skill.name, files=files)
+
+
+def resolve_workflow(plan: TurnPlan, name: str, *, workspace: AbstractFilesystem) -> ResolvedSkill:
+    """The skill ``name`` to run as a workflow, failing closed on an invalid higher copy.
+
+    A skill folder that does not parse is skipped by the merge, so a lower layer's copy of the
+    same name would run in its place; for a workflow that silently runs other steps. Raises
+    :class:`SkillError` naming the invalid copy (layer, location) and why, instead. The user's
+    and the workspace's copies are recognised on host filesystems (``workspace`` is the
+    workspace root; the user's area is ``plan.filesystem``).
+    """
+    resolved = plan.invoke(name)
+    _refuse_invalid_higher_copy(plan, resolved, workspace)
+    return resolved
+
+
+def _refuse_invalid_higher_copy(plan: TurnPlan, resolved: ResolvedSkill, workspace: AbstractFilesystem) -> None:
+    name = resolved.skill.name
+    folder = resolved.skill.folder
+    roots = ((Layer.USER, plan.filesystem.host_path("skills")), (Layer.WORKSPACE, workspace.host_path("skills")))
+    for problem in plan.diagnostics:
+        if problem.severity != "error" or not problem.location:
+            continue
+        layer = next((layer for layer, root in roots if root and _inside(problem.location, Path(root, folder))), None)
+        if layer is not None and layer.rank > resolved.skill.layer.rank:
+            raise SkillError(
+                f"workflow skill {name!r}: the {layer.value} copy at {problem.location} is invalid "
+                f"({problem.message}); refusing to run the {resolved.skill.layer.value} copy at "
+                f"{resolved.skill.location} in its place — fix or remove the {layer.value} copy"
+            )
+
+
+def _inside(location: str, folder: Path) -> bool:
+    path = Path(location)
+    return path == folder or folder in path.parents
 
 
 def step_tools(allowed: tuple[ToolDecl, ...]) -> Callable[[list[Tool]], list[Tool]]:
@@ -66,13 +104,15 @@ def _guarded(tool: Tool, decl_id: str) -> Tool:
     return dataclasses.replace(tool, function=refuse)
 
 
-def resolver(plan: TurnPlan) -> Any:
-    """A ``resolve_skill`` for :func:`harness.engine.workflow_tools` over one turn's skills."""
+def resolver(plan: TurnPlan, workspace: AbstractFilesystem) -> Any:
+    """A ``resolve_skill`` for :func:`harness.engine.workflow_tools` over one turn's skills
+    (failing closed like :func:`resolve_workflow`)."""
 
     async def resolve(name: str) -> SkillPackage:
         found = plan.find(name)
         if found is None:
             raise SkillNotFound(f"no workflow skill {name!r} in this turn")
+        _refuse_invalid_higher_copy(plan, found, workspace)
         return await package_for(found)
 
     return resolve

@@ -2,8 +2,9 @@
 
 Every command takes the common workspace options (``--config``, ``--workspace``, ``--user``,
 ...; see ``harness.cli.common``) and ``--json``. Runs are stored in the configured workspace
-filesystem (local, sandbox or a remote store), in the user's area with ``--user``. Confirmations of guarded actions are given here (``continue --confirm``)
-or by the application, never by the model's tools. Text output always ends with what to do next; ``--json`` prints the run
+filesystem (local, sandbox or a remote store), in the user's area with ``--user``. Confirmations of guarded actions (``continue --confirm``) and decisions for a run blocked by its
+retry budget (``continue --retry | --skip | --abort``) are given here or by the application,
+never by the model's tools. Text output always ends with what to do next; ``--json`` prints the run
 record (plus ``next``) instead.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 import anyio
 
 from filesystems import redact_url
-from harness.agent.workflows import package_for
+from harness.agent.workflows import package_for, resolve_workflow
 from harness.cli.common import (
     JSON_OPTION,
     WORKSPACE_OPTIONS,
@@ -35,6 +36,8 @@ from harness.engine import (
     SkillPackage,
     WorkflowEngine,
     check_workflow,
+    comet_event,
+    comet_status,
 )
 from harness.engine.describe import describe_action
 from harness.engine.run import run_to_json
@@ -66,6 +69,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cont.add_argument("--artifact", action="append", default=[], metavar="NAME=VALUE")
     cont.add_argument("--state", action="append", default=[], metavar="KEY=JSON", help="merged into the run's vars")
     cont.add_argument("--confirm", metavar="ACTION_ID", help="confirm the blocked action")
+    decide = cont.add_mutually_exclusive_group()
+    for decision, text in (
+        ("retry", "run the failed step again with a fresh retry budget"),
+        ("skip", "move on as if the failed step had succeeded"),
+        ("abort", "end the run as failed"),
+    ):
+        decide.add_argument(
+            f"--{decision}",
+            dest="decision",
+            action="store_const",
+            const=decision,
+            help=f"a run blocked by its retry budget: {text} (--summary is recorded with it)",
+        )
     cont.set_defaults(handler=lambda args: _handle(args, _continue))
 
     check = commands.add_parser("check", parents=_PARENTS, help="evaluate the run's checks of one scope")
@@ -76,6 +92,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show = commands.add_parser("show", parents=_PARENTS, help="the run's state, pending action and what to do next")
     show.add_argument("--run-id", required=True)
     show.add_argument("--events", action="store_true", help="also list the trajectory")
+    show.add_argument(
+        "--format",
+        choices=("text", "comet"),
+        default="text",
+        help="comet: print the run and its trajectory as JSON in Comet's status and event names",
+    )
     show.set_defaults(handler=lambda args: _handle(args, _show))
 
     upgrade = commands.add_parser(
@@ -113,7 +135,7 @@ async def _package(args: argparse.Namespace) -> SkillPackage:
         return await SkillPackage.from_directory(args.skill)
     async with harness_from_args(args) as agent:
         plan = await agent.prepare(context_from_args(args))
-        return await package_for(plan.invoke(str(args.skill)))
+        return await package_for(resolve_workflow(plan, str(args.skill), workspace=agent.filesystem))
 
 
 async def _run(engine: WorkflowEngine, args: argparse.Namespace) -> int:
@@ -127,8 +149,14 @@ async def _run(engine: WorkflowEngine, args: argparse.Namespace) -> int:
 
 
 async def _continue(engine: WorkflowEngine, args: argparse.Namespace) -> int:
+    if args.decision is not None:
+        if args.status is not None or args.confirm is not None:
+            raise SystemExit(f"harness engine continue: --{args.decision} goes alone (no --status or --confirm)")
+        return _print_run(await engine.resolve(args.run_id, args.decision, note=args.summary), args)
     if args.status is None and args.confirm is None:
-        raise SystemExit("harness engine continue: give --status (with --summary) and/or --confirm")
+        raise SystemExit(
+            "harness engine continue: give --status (with --summary) and/or --confirm, or one of --retry, --skip, --abort"
+        )
     outcome = None
     if args.status is not None:
         outcome = Outcome(
@@ -164,6 +192,10 @@ async def _check(engine: WorkflowEngine, args: argparse.Namespace) -> int:
 
 async def _show(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     run = await engine.inspect(args.run_id)
+    if args.format == "comet":
+        events = [comet_event(event) for event in await engine.events(args.run_id)]
+        print_json({**_comet_run(run), "events": events})
+        return 0
     if args.events and not args.json:
         for event in await engine.events(args.run_id):
             print(f"{event.seq:>4} {event.at} {event.type} {json.dumps(dict(event.data), ensure_ascii=True)}")
@@ -183,7 +215,7 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
     if args.json:
         document = run_to_json(run)
         document.pop("outbox")
-        print_json({**document, "next": hint})
+        print_json({**document, "comet": _comet_run(run), "next": hint})
     else:
         where = f" at step {run.current_step}" if run.current_step and not run.done else ""
         print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
@@ -191,6 +223,17 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
             print(escape_control(f"reason: {run.reason}"))
         print(escape_control(f"Next: {hint}"))
     return 1 if exit_on_failure and run.status == "failed" else 0
+
+
+def _comet_run(run: Run) -> dict[str, Any]:
+    """The run's state in Comet's vocabulary."""
+    return {
+        "runId": run.run_id,
+        "skill": run.skill,
+        "status": comet_status(run),
+        "step": run.current_step,
+        "reason": run.reason,
+    }
 
 
 def _hint(run: Run, args: argparse.Namespace) -> str:
@@ -207,6 +250,8 @@ def _hint(run: Run, args: argparse.Namespace) -> str:
         blocked = run.blocked
         if blocked.kind == "confirmation":
             return f"{blocked.reason}. Confirm with `{base} --confirm {blocked.action.id}` or cancel with `harness engine cancel --run-id {run.run_id}`."
+        if blocked.kind == "retries":
+            return f"blocked: {blocked.reason}. Decide with `{base} --retry`, `{base} --skip` or `{base} --abort` (add --summary '...' to record why)."
         return f"blocked: {blocked.reason}. Upgrade the skill with `harness engine upgrade --run-id {run.run_id} SKILL` or cancel with `harness engine cancel --run-id {run.run_id}`."
     pending = run.pending
     if pending is None:

@@ -7,6 +7,7 @@ pinned to a content-hashed snapshot of the package, through the filesystem abstr
 """
 
 from harness.engine.checks import CheckReport, CheckResult
+from harness.engine.comet import COMET_EVENTS, COMET_STATUSES, comet_event, comet_status
 from harness.engine.definition import (
     Action,
     AgentDecl,
@@ -27,6 +28,7 @@ from harness.engine.errors import (
     RunConflict,
     RunExists,
     RunNotFound,
+    RunRecordCorrupt,
     RunStateError,
     RunTampered,
     SnapshotIntegrityError,
@@ -48,8 +50,12 @@ from harness.engine.run import (
 )
 from harness.engine.schema import load_schema
 from harness.engine.store import RunKey, run_relative
+from harness.engine.transitions import DECISIONS, Decision
 
 __all__ = [
+    "COMET_EVENTS",
+    "COMET_STATUSES",
+    "DECISIONS",
     "Action",
     "AgentDecl",
     "Blocked",
@@ -57,6 +63,7 @@ __all__ = [
     "CheckReport",
     "CheckResult",
     "ChecksFailed",
+    "Decision",
     "EngineError",
     "Event",
     "Executor",
@@ -72,6 +79,7 @@ __all__ = [
     "RunExists",
     "RunKey",
     "RunNotFound",
+    "RunRecordCorrupt",
     "RunStateError",
     "RunStatus",
     "RunTampered",
@@ -86,6 +94,8 @@ __all__ = [
     "WorkflowEngine",
     "action_id",
     "check_workflow",
+    "comet_event",
+    "comet_status",
     "is_workflow_package",
     "load_schema",
     "load_workflow",

@@ -19,6 +19,7 @@ from harness.engine.package import SkillPackage
 from harness.engine.run import Event, Outcome, Run
 from harness.engine.snapshot import make_snapshot, verify_snapshot
 from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id
+from harness.engine.transitions import Decision
 
 __all__ = ["WorkflowEngine"]
 
@@ -124,6 +125,21 @@ class WorkflowEngine:
                 loaded, transitions.confirm(loaded.workflow, loaded.run, confirm, now=self._now())
             )
         return loaded.run
+
+    async def resolve(self, run_id: str, decision: Decision, *, note: str = "") -> Run:
+        """The operator's ``decision`` for a run blocked by an exhausted retry budget.
+
+        ``retry`` runs the step (or adaptive action) again with a fresh budget, ``skip`` moves on
+        as if it had succeeded, ``abort`` fails the run; ``note`` is recorded with the decision
+        in the trajectory (``operator_decision``). Like confirmations, decisions come from the
+        application or the operator, never from the model's tools. Raises
+        :class:`RunStateError` when the run is not blocked by its retry budget.
+        """
+        loaded = await self._load(run_id)
+        await self._store.flush(loaded.run)
+        files = await self._artifact_files(loaded)
+        changed = transitions.resolve(loaded.workflow, loaded.run, decision, files, note=note, now=self._now())
+        return (await self._commit(loaded, changed)).run
 
     async def propose(
         self,

@@ -19,6 +19,7 @@ __all__ = [
     "RunConflict",
     "RunExists",
     "RunNotFound",
+    "RunRecordCorrupt",
     "RunStateError",
     "RunTampered",
     "SnapshotIntegrityError",
@@ -87,3 +88,8 @@ class UpgradeRefused(EngineError):
 class RunTampered(EngineError):
     """A run record failed its authentication: it was edited, copied or written outside the
     engine. The engine refuses to act on it."""
+
+
+class RunRecordCorrupt(EngineError):
+    """A run's record or trajectory cannot be read: damaged, truncated, or written by an
+    incompatible engine version. The message names the file; nothing was performed."""

@@ -5,14 +5,17 @@ Native layout (snake_case; an unknown key is an error)::
     workflow.yaml     name, version, description, goal, orchestration, skills, tools, agents
     guardrails.yaml   allowed_skills, allowed_tools, allowed_agents, max_iterations,
                       max_retries_per_action, confirmation_required_for      (optional)
-    checks.yaml       checks: [{id, type, scope, artifact | field + equals}]  (optional)
+    checks.yaml       checks: [{id, type, scope, artifact | field + equals}]  (optional;
+                      or evals.yaml, Comet's name for it — never both)
 
 Comet layout (``apiVersion: comet/v1alpha1``, ``kind: Skill``; camelCase; an unknown key is a
 warning and is ignored)::
 
     comet/skill.yaml  apiVersion, kind, metadata{name, version, description}, goal,
                       orchestration, skills, tools, agents
-    comet/guardrails.yaml, comet/checks.yaml (checks under ``runtime:``)
+    comet/guardrails.yaml, comet/checks.yaml or comet/evals.yaml (checks under ``runtime:``)
+
+``skills`` entries are mappings (``{id, source, version}``) or just names (``- comet-open``).
 
 Key mapping, Comet → native: ``metadata.name/version/description`` → top-level
 ``name/version/description``; camelCase → snake_case (``maxIterations`` → ``max_iterations``,
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 import yaml
@@ -51,13 +55,14 @@ from harness.engine.definition import (
     Workflow,
 )
 from harness.engine.errors import WorkflowDefinitionError
-from harness.engine.spelling import COMET, COMET_FILES, NATIVE, NATIVE_FILES, Spelling
+from harness.engine.spelling import COMET, COMET_FILES, EVALS_FILES, NATIVE, NATIVE_FILES, Spelling
 from harness.engine.validation import validate_workflow
 from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
 from harness.skills.skill import is_workflow_package
 
 __all__ = [
     "COMET_FILES",
+    "EVALS_FILES",
     "NATIVE_FILES",
     "check_workflow",
     "definition_files",
@@ -71,7 +76,7 @@ _MAX_FILE_BYTES = 256 * 1024
 
 def definition_files(paths: Iterable[str]) -> tuple[str, ...]:
     """The definition files among ``paths`` (both layouts), sorted."""
-    wanted = set(NATIVE_FILES) | set(COMET_FILES)
+    wanted = set(NATIVE_FILES) | set(COMET_FILES) | set(EVALS_FILES)
     return tuple(sorted(p for p in paths if p in wanted))
 
 
@@ -103,8 +108,10 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
             location=NATIVE_FILES[0],
         )
         return None, (missing,)
+    if dialect.evals_file in files:  # Comet's name for the checks file: read and report it as such
+        dialect = replace(dialect, checks_file=dialect.evals_file, evals_file=dialect.checks_file)
     diagnostics: list[Diagnostic] = []
-    if dialect is NATIVE and COMET_FILES[0] in files:
+    if dialect.format == "native" and COMET_FILES[0] in files:
         diagnostics.append(
             Diagnostic.warning(
                 code="workflow-comet-ignored",
@@ -187,6 +194,7 @@ class _Parser:
         spelling = self.spelling
         top = self.document(files, spelling.definition_file, required=True)
         guardrails_doc = self.document(files, spelling.guardrails_file, required=False)
+        self.refuse_two_checks_files(files)
         checks_doc = self.document(files, spelling.checks_file, required=False)
         if top is None:
             return None
@@ -223,6 +231,17 @@ class _Parser:
             guardrails=guardrails,
             checks=checks,
         )
+
+    def refuse_two_checks_files(self, files: Mapping[str, bytes]) -> None:
+        """``checks.yaml`` and its alias ``evals.yaml`` exclude each other."""
+        spelling = self.spelling
+        if spelling.checks_file in files and spelling.evals_file in files:
+            self.file = spelling.checks_file
+            self.error(
+                "document",
+                f"and {spelling.evals_file} both define the runtime checks; keep one of them",
+                "workflow-checks-twice",
+            )
 
     def document(self, files: Mapping[str, bytes], path: str, *, required: bool) -> Any:
         self.file = path
@@ -493,6 +512,8 @@ class _Parser:
             return None  # the missing field was reported above
 
     def skill_decl(self, value: Any, path: str) -> SkillDecl | None:
+        if isinstance(value, str) and value.strip():
+            return SkillDecl(id=value)  # Comet lists skills by name
         body = self.mapping(value, path, _SKILL_KEYS)
         if body is None:
             return None

@@ -16,12 +16,12 @@ import anyio.to_thread
 
 from filesystems import AbstractFilesystem, normalize_path, segment_problem
 from harness.engine.loader import definition_files, is_workflow_package
-from harness.engine.spelling import COMET_FILES, NATIVE_FILES
+from harness.engine.spelling import COMET_FILES, EVALS_FILES, NATIVE_FILES
 from repositories import SKILL_MD_NAMES
 
 __all__ = ["SkillPackage", "is_package_file"]
 
-_DEFINITION_FILES = frozenset(NATIVE_FILES) | frozenset(COMET_FILES)
+_DEFINITION_FILES = frozenset(NATIVE_FILES) | frozenset(COMET_FILES) | frozenset(EVALS_FILES)
 
 
 def is_package_file(path: str) -> bool:

@@ -69,9 +69,11 @@ class PendingAction:
 @dataclass(frozen=True, kw_only=True)
 class Blocked:
     """Why a run is blocked: ``confirmation`` (confirm ``action.id``), ``guardrail`` (outside
-    the allowed skills/tools/agents) or ``iterations`` (``max_iterations`` reached)."""
+    the allowed skills/tools/agents), ``iterations`` (``max_iterations`` reached) or
+    ``retries`` (``action`` failed with its retry budget spent: an operator retries, skips or
+    aborts)."""
 
-    kind: Literal["confirmation", "guardrail", "iterations"]
+    kind: Literal["confirmation", "guardrail", "iterations", "retries"]
     reason: str
     action: PendingAction
 

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 
 from harness.skills.skill import COMET_FILES, NATIVE_FILES
 
-__all__ = ["COMET", "COMET_FILES", "NATIVE", "NATIVE_FILES", "Spelling"]
+__all__ = ["COMET", "COMET_FILES", "EVALS_FILES", "NATIVE", "NATIVE_FILES", "Spelling"]
+
+#: Comet's other name for the runtime checks file, one per layout (native, Comet); a package
+#: holds either it or the checks file, never both.
+EVALS_FILES = ("evals.yaml", "comet/evals.yaml")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,6 +22,7 @@ class Spelling:
     definition_file: str
     guardrails_file: str
     checks_file: str
+    evals_file: str
     checks_key: str
     strict: bool
     renames: Mapping[str, str] = field(default_factory=dict)
@@ -47,6 +52,7 @@ NATIVE = Spelling(
     definition_file=NATIVE_FILES[0],
     guardrails_file=NATIVE_FILES[1],
     checks_file=NATIVE_FILES[2],
+    evals_file=EVALS_FILES[0],
     checks_key="checks",
     strict=True,
 )
@@ -55,6 +61,7 @@ COMET = Spelling(
     definition_file=COMET_FILES[0],
     guardrails_file=COMET_FILES[1],
     checks_file=COMET_FILES[2],
+    evals_file=EVALS_FILES[1],
     checks_key="runtime",
     strict=False,
     renames={

@@ -33,7 +33,7 @@ from typing import Any
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, PathEscapeError, VersionConflict, loose_path_parts, loose_path_problem
-from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunTampered
+from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunRecordCorrupt, RunTampered
 from harness.engine.run import Event, Run, event_from_json, run_from_json, run_to_json
 from harness.engine.snapshot import Snapshot
 
@@ -195,18 +195,27 @@ class RunStore:
         return _dumps(document)
 
     async def _verified(self, run_id: str, data: bytes) -> Run:
+        folder = self._run_dir(run_id)
         problem = f"the record of run {run_id!r} was changed outside the workflow engine"
+        remedy = f"nothing was performed — as the operator, delete {folder}/ and start a new run"
         try:
             document = json.loads(data)
             mac = document.get(_MAC) if isinstance(document, dict) else None
         except ValueError:
-            raise RunTampered(f"{problem} (not valid JSON); cancel it and start a new run") from None
+            raise RunTampered(f"{problem} ({folder}/run.json is not valid JSON); {remedy}") from None
         if not isinstance(mac, str) or not hmac.compare_digest(mac, await self._key.sign(document)):
             raise RunTampered(
-                f"{problem} (its signature does not match); nothing was performed — cancel it by "
-                "deleting .harness/runs/<id>/ as the operator and start a new run"
+                f"{problem} or comes from another workspace ({folder}/run.json: its signature does not "
+                f"match this workspace's {_KEY_FILE}); {remedy}"
             )
-        run = run_from_json(document)
+        try:
+            run = run_from_json(document)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunRecordCorrupt(
+                f"the record of run {run_id!r} ({folder}/run.json) cannot be read by this engine "
+                f"({type(exc).__name__}: {exc}); nothing was performed — resume it with the engine "
+                f"version that wrote it, or as the operator delete {folder}/ and start a new run"
+            ) from None
         if run.run_id != run_id:
             raise RunTampered(f"{problem} (it names run {run.run_id!r}); nothing was performed")
         return run
@@ -253,7 +262,19 @@ class RunStore:
             data = await self.filesystem.read_bytes(path)
         except FileNotFoundError:
             return []
-        return [event_from_json(json.loads(line)) for line in data.decode("utf-8").splitlines() if line]
+        events = []
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if not line:
+                continue
+            try:
+                events.append(event_from_json(json.loads(line)))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise RunRecordCorrupt(
+                    f"the trajectory {path} has an unreadable line {number} ({type(exc).__name__}: {exc}); "
+                    "it is append-only and written by the engine alone — restore it from a backup, or "
+                    "as the operator delete the run's folder and start a new run"
+                ) from None
+        return events
 
     # -- artifacts ---------------------------------------------------------------------------------
 

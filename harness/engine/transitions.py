@@ -4,10 +4,15 @@ Nothing here does I/O: the engine loads the run, calls one of these, and writes 
 with a compare-and-set. Each transition bumps ``revision`` and leaves its events in
 ``outbox`` (numbered after ``last_seq``) for the engine to append to the trajectory.
 
+After every outcome of a step its checks (``completion_checks``) are evaluated and recorded
+(``checks_evaluated``); a succeeded outcome whose checks fail counts as failed.
+
 Failure routing after an outcome, in this order: a ``next`` map entry for the outcome's status
 wins; otherwise a failed outcome retries the step while ``attempt <= max_retries_per_action``;
-then the step's ``on_failure``; otherwise the run fails. A ``next`` of ``None`` (or a map entry
-``None``) ends the workflow: it completes if the completion checks pass, else it fails.
+then the step's ``on_failure``; otherwise the run is ``blocked`` (kind ``retries``) until an
+operator decides with :func:`resolve`: retry the step, skip it, or abort the run. A ``next`` of
+``None`` (or a map entry ``None``) ends the workflow: it completes if the completion checks pass,
+else it fails.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from harness.engine.checks import evaluate_checks
 from harness.engine.definition import Action, Step, Workflow
@@ -38,9 +43,13 @@ from harness.engine.run import (
     action_id,
 )
 
-__all__ = ["apply_outcome", "cancel", "confirm", "propose", "start", "upgrade"]
+__all__ = ["DECISIONS", "Decision", "apply_outcome", "cancel", "confirm", "propose", "resolve", "start", "upgrade"]
 
 _WAITING_TYPES = ("ask_user", "handoff")
+
+#: What an operator may decide for a run blocked by an exhausted retry budget.
+Decision: TypeAlias = Literal["retry", "skip", "abort"]
+DECISIONS: tuple[Decision, ...] = ("retry", "skip", "abort")
 
 
 def start(workflow: Workflow, *, run_id: str, snapshot: str, inputs: Mapping[str, Any], now: str) -> Run:
@@ -103,6 +112,8 @@ def confirm(workflow: Workflow, run: Run, confirmed: str, *, now: str) -> Run | 
     if blocked is None or blocked.action.id != confirmed:
         waiting = f"; action {blocked.action.id} is blocked" if blocked else ""
         raise RunStateError(f"action {confirmed} does not wait for a confirmation (run is {run.status}{waiting})")
+    if blocked.kind == "retries":
+        raise RunStateError(f"action {confirmed} is blocked ({blocked.reason}); decide with retry, skip or abort")
     if blocked.kind != "confirmation":
         raise RunStateError(
             f"action {confirmed} is blocked by the guardrails ({blocked.reason}); a confirmation "
@@ -112,6 +123,42 @@ def confirm(workflow: Workflow, run: Run, confirmed: str, *, now: str) -> Run | 
     change.run = replace(change.run, confirmations=run.confirmations + (confirmed,))
     change.emit("confirmation_given", action_id=confirmed)
     change.issue(blocked.action)
+    return change.finish()
+
+
+def resolve(workflow: Workflow, run: Run, decision: Decision, files: frozenset[str], *, note: str, now: str) -> Run:
+    """An operator's decision for a run blocked by an exhausted retry budget.
+
+    ``retry`` issues the action again with a fresh budget, ``skip`` moves on as if the step had
+    succeeded (an adaptive run waits for the next proposal), ``abort`` fails the run. The
+    decision is recorded as an ``operator_decision`` event. Raises :class:`RunStateError` when
+    the run is not blocked by its retry budget or the decision is unknown.
+    """
+    if decision not in DECISIONS:
+        raise RunStateError(f"decision {decision!r} is not one of {', '.join(DECISIONS)}")
+    blocked = run.blocked
+    if blocked is None or blocked.kind != "retries":
+        why = f"blocked by {blocked.kind} ({blocked.reason})" if blocked else run.status
+        raise RunStateError(
+            f"run {run.run_id} is {why}; retry, skip and abort decide only a run blocked by an exhausted retry budget"
+        )
+    pending = blocked.action
+    change = _Change(workflow, replace(run, blocked=None, status="running", reason=None), now, files)
+    change.emit("operator_decision", action_id=pending.id, step_id=pending.step_id, decision=decision, note=note)
+    if decision == "abort":
+        change.fail(f"aborted by the operator after {blocked.reason}" + (f": {note}" if note else ""))
+    elif run.mode == "adaptive":
+        change.run = replace(change.run, failures={**run.failures, _action_key(pending.action): 0})
+        if decision == "retry":
+            iteration = run.iteration + 1
+            new_id = action_id(run.run_id, iteration, pending.step_id)
+            change.issue(replace(pending, id=new_id, iteration=iteration, attempt=1))
+    elif decision == "retry":
+        change.enter(pending.step_id, attempt=1)
+    else:
+        step = workflow.step(pending.step_id)
+        target = step.next.get("succeeded") if isinstance(step.next, Mapping) else step.next
+        change.leave(pending, "failed", target)
     return change.finish()
 
 
@@ -136,6 +183,10 @@ def propose(
         raise RunStateError(f"run {run.run_id} is {run.status}")
     if run.pending is not None:
         raise RunStateError(f"action {run.pending.id} still waits for its outcome")
+    if run.blocked is not None and run.blocked.kind == "retries":
+        raise RunStateError(
+            f"run {run.run_id} is blocked ({run.blocked.reason}); an operator retries, skips or aborts it"
+        )
     change = _Change(workflow, run, now, files)
     if action.type == "complete":
         report = evaluate_checks(workflow, run, "completion", files)
@@ -352,9 +403,16 @@ class _Change:
     def route(self, pending: PendingAction, outcome: Outcome) -> None:
         step = self.workflow.step(pending.step_id)
         status: OutcomeStatus = outcome.status
-        if status == "succeeded" and step.completion_checks:
+        if step.completion_checks:
             report = evaluate_checks(self.workflow, self.run, "step", self.files, ids=step.completion_checks)
-            if not report.passed:
+            self.emit(
+                "checks_evaluated",
+                step_id=step.id,
+                outcome=outcome.status,
+                passed=report.passed,
+                results=[{"id": r.id, "passed": r.passed, "detail": r.detail} for r in report.results],
+            )
+            if status == "succeeded" and not report.passed:
                 status = "failed"
                 self.emit("checks_failed", step_id=step.id, checks=list(report.failed))
         if isinstance(step.next, Mapping) and status in step.next:
@@ -366,7 +424,10 @@ class _Change:
             elif step.on_failure:
                 self.leave(pending, status, step.on_failure)
             else:
-                self.fail(f"step {step.id!r} failed after {pending.attempt} attempt(s): {outcome.summary}".rstrip(": "))
+                self.block_retries(
+                    pending,
+                    f"step {step.id!r} failed after {pending.attempt} attempt(s): {outcome.summary}".rstrip(": "),
+                )
         else:
             self.leave(pending, status, step.next if isinstance(step.next, str) else None)
 
@@ -377,7 +438,15 @@ class _Change:
         self.run = replace(self.run, status="running", failures=failures)
         self.handoff(pending, outcome.status, None)
         if failures[key] > self.workflow.guardrails.max_retries_per_action:
-            self.fail(f"{key} failed {failures[key]} time(s) in a row (max_retries_per_action exhausted)")
+            self.block_retries(
+                pending, f"{key} failed {failures[key]} time(s) in a row (max_retries_per_action exhausted)"
+            )
+
+    def block_retries(self, pending: PendingAction, reason: str) -> None:
+        """Stop on an exhausted retry budget until an operator decides (see :func:`resolve`)."""
+        blocked = Blocked(kind="retries", reason=reason, action=pending)
+        self.run = replace(self.run, status="blocked", pending=None, blocked=blocked, reason=reason)
+        self.emit("action_blocked", action_id=pending.id, step_id=pending.step_id, kind="retries", reason=reason)
 
     def leave(self, pending: PendingAction, status: OutcomeStatus, target: str | None) -> None:
         if target is None:

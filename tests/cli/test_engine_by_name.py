@@ -42,3 +42,24 @@ def test_engine_run_unknown_name_is_an_error(tmp_path: Path) -> None:
         [HARNESS, "engine", "run", "nope", "--workspace", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 1 and "no skill named 'nope'" in result.stderr
+
+
+def test_engine_run_refuses_a_name_whose_highest_copy_is_invalid(tmp_path: Path) -> None:
+    release_notes = EXAMPLE.parent / "release-notes"
+    shutil.copytree(release_notes, tmp_path / "skills" / "release-notes")
+    broken = tmp_path / "alice" / "skills" / "release-notes"
+    shutil.copytree(release_notes, broken)
+    skill_md = broken / "SKILL.md"
+    skill_md.write_text(
+        "".join(line for line in skill_md.read_text().splitlines(True) if not line.startswith("description:"))
+    )
+    result = subprocess.run(
+        [HARNESS, "engine", "run", "release-notes", "--workspace", str(tmp_path), "--user", "alice", "--run-id", "r1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"the user copy at {skill_md} is invalid" in result.stderr
+    assert "description" in result.stderr and "refusing to run the workspace copy" in result.stderr
+    assert not (tmp_path / "alice" / ".harness" / "runs" / "r1").exists()

@@ -176,7 +176,7 @@ async def test_retry_exhaustion_goes_to_on_failure(
     assert run.status == "completed"
 
 
-async def test_retry_exhaustion_without_on_failure_fails_the_run(
+async def test_retry_exhaustion_without_on_failure_blocks_the_run_with_the_reason(
     engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]
 ) -> None:
     skill = make_skill(
@@ -184,10 +184,8 @@ async def test_retry_exhaustion_without_on_failure_fails_the_run(
     )
     run = await engine.start(await SkillPackage.from_directory(skill), run_id="r2")
     run = await engine.resume("r2", answer(run, "failed", summary="disk full"))
-    assert run.status == "failed"
-    assert run.reason == "step 'build' failed after 1 attempt(s): disk full"
-    with pytest.raises(RunStateError):
-        await engine.cancel("r2")
+    assert run.status == "blocked" and run.blocked is not None and run.blocked.kind == "retries"
+    assert run.reason == run.blocked.reason == "step 'build' failed after 1 attempt(s): disk full"
 
 
 async def test_max_iterations_blocks_the_run(engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]) -> None:
@@ -315,7 +313,7 @@ async def test_adaptive_run_completes(engine: WorkflowEngine, make_skill: Callab
     assert [h.from_step for h in run.handoffs] == ["read-logs", "invoke_skill"]
 
 
-async def test_adaptive_repeated_failures_fail_the_run(
+async def test_adaptive_repeated_failures_block_the_run(
     engine: WorkflowEngine, make_skill: Callable[..., pathlib.Path]
 ) -> None:
     skill = make_skill("triage", {"workflow.yaml": ADAPTIVE, "guardrails.yaml": "max_retries_per_action: 1\n"})
@@ -323,7 +321,8 @@ async def test_adaptive_repeated_failures_fail_the_run(
     for _ in range(2):
         run = await engine.propose("ad2", Action(type="call_tool", ref="logs"))
         run = await engine.resume("ad2", answer(run, "failed"))
-    assert run.status == "failed" and "call_tool:logs" in (run.reason or "")
+    assert run.status == "blocked" and run.blocked is not None and run.blocked.kind == "retries"
+    assert "call_tool:logs" in (run.reason or "")
 
 
 async def test_comet_package_runs_end_to_end(engine: WorkflowEngine) -> None:
@@ -358,7 +357,7 @@ async def test_executor_exception_becomes_a_failed_outcome(
     )
     await engine.start(await SkillPackage.from_directory(skill), run_id="ex")
     run = await engine.run_until_blocked("ex", ScriptedExecutor({}))
-    assert run.status == "failed" and "AssertionError: no scripted outcome left" in (run.reason or "")
+    assert run.status == "blocked" and "AssertionError: no scripted outcome left" in (run.reason or "")
 
 
 async def test_run_ids_are_unique_and_checked(engine: WorkflowEngine) -> None:
