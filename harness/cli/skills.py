@@ -1,4 +1,4 @@
-"""``harness skills ...``: validate, list, show, prompt and stage skills."""
+"""``harness skills ...``: validate, list, search, show, prompt and stage skills."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from harness.cli.common import (
 from harness.diagnostics import Diagnostic
 from harness.pipeline.plan import TurnPlan
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
+from harness.tools.search import MAX_RESULTS, search_plan
 from harness.tools.skills import load_skill_file
 
 __all__ = ["register"]
@@ -52,6 +53,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=f"The merged skills --user (default {DEFAULT_USER}) sees, with shadowing and diagnostics.",
     )
     listing.set_defaults(handler=lambda args: _with_plan(args, _list))
+
+    search = commands.add_parser(
+        "search",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="find skills by keywords, as the search_skills tool does",
+        description=f"The skills --user (default {DEFAULT_USER}) may load that best match QUERY, best first, "
+        "ranked over name, description and when_to_use.",
+    )
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--limit", type=int, default=10, help=f"the most results (at most {MAX_RESULTS})")
+    search.set_defaults(handler=lambda args: _with_plan(args, _search))
 
     prompt = commands.add_parser(
         "prompt", parents=[WORKSPACE_OPTIONS], help="print the catalog block exactly as the model sees it"
@@ -156,6 +168,21 @@ async def _list(args: argparse.Namespace, plan: TurnPlan) -> int:
     for diagnostic in plan.diagnostics:
         if diagnostic.code != "shadowed":
             print(diagnostic)
+    return 0
+
+
+async def _search(args: argparse.Namespace, plan: TurnPlan) -> int:
+    matches = await search_plan(plan, args.query, args.limit)
+    if args.json:
+        print_json([match.as_dict() for match in matches])
+        return 0
+    for match in matches:
+        print(f"{match.name:<28} {match.skill_id}")
+        print(f"    {match.description}")
+        if match.files_root:
+            print(f"    {match.files_root}")
+    if not matches:
+        print(f"no skill matches {args.query!r}")
     return 0
 
 
