@@ -36,14 +36,15 @@ def when_to_use(skill: Skill) -> str:
 class SkillIndex:
     """A search index over a fixed set of skills; safe to share between turns and threads.
 
-    Nothing is built until the first :meth:`search`. Hidden skills are not indexed.
+    Nothing is built until the first :meth:`search`. Hidden skills are not indexed. With
+    ``fts=False`` the simple word scorer ranks, as it does when SQLite lacks FTS5.
     """
 
-    def __init__(self, skills: Iterable[Skill]) -> None:
+    def __init__(self, skills: Iterable[Skill], *, fts: bool = True) -> None:
         self._docs = [(s.skill_id, s.name, s.description, when_to_use(s)) for s in skills if not s.hidden]
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
-        self._fts: bool | None = None
+        self._fts: bool | None = None if fts else False
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -54,29 +55,30 @@ class SkillIndex:
         words = [w.lower() for w in _WORD.findall(query)]
         if not words or limit < 1:
             return []
-        exact = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
-        found = [*exact]
-        for skill_id in self._ranked(words):
+        found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
+        # Enough rows that ``limit`` remain after dropping what the turn may not see.
+        rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
+        for skill_id in self._ranked(words, rows):
             if len(found) >= limit:
                 break
             if skill_id in allowed and skill_id not in found:
                 found.append(skill_id)
         return found[:limit]
 
-    def _ranked(self, words: list[str]) -> Iterator[str]:
+    def _ranked(self, words: list[str], rows: int) -> Iterator[str]:
         with self._lock:
             if self._fts is None:
                 self._build()
             if not self._fts:
-                rows: list[Any] = _token_ranked(self._docs, words)
+                ranked: list[Any] = _token_ranked(self._docs, words)[:rows]
             else:
                 assert self._db is not None
                 match = " OR ".join(f'"{w}"*' for w in words)
-                rows = self._db.execute(
-                    "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY bm25(skills, ?, ?, ?), name",
-                    (match, *_WEIGHTS),
+                ranked = self._db.execute(
+                    "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY bm25(skills, ?, ?, ?), name LIMIT ?",
+                    (match, *_WEIGHTS, rows),
                 ).fetchall()
-        return (row[0] for row in rows)
+        return (row[0] for row in ranked)
 
     def _build(self) -> None:
         db = sqlite3.connect(":memory:", check_same_thread=False)
