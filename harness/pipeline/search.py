@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Iterator
-from typing import Any
+from collections.abc import Collection, Iterable
 
 from harness.skills.skill import Skill
 
@@ -41,13 +40,11 @@ class SkillIndex:
     """
 
     def __init__(self, skills: Iterable[Skill], *, fts: bool = True) -> None:
-        self._docs = [(s.skill_id, s.name, s.description, when_to_use(s)) for s in skills if not s.hidden]
+        self._source: Iterable[Skill] | None = skills  # read on the first search: a view costs nothing until then
+        self._docs: list[tuple[str, str, str, str]] = []
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
-        self._fts: bool | None = None if fts else False
-
-    def __len__(self) -> int:
-        return len(self._docs)
+        self._fts = fts
 
     def search(self, query: str, limit: int, allowed: Collection[str]) -> list[str]:
         """The ids of the best ``limit`` matches for ``query`` among ``allowed`` skill ids, best
@@ -55,44 +52,48 @@ class SkillIndex:
         words = [w.lower() for w in _WORD.findall(query)]
         if not words or limit < 1:
             return []
-        found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
-        # Enough rows that ``limit`` remain after dropping what the turn may not see.
-        rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
-        for skill_id in self._ranked(words, rows):
-            if len(found) >= limit:
-                break
-            if skill_id in allowed and skill_id not in found:
-                found.append(skill_id)
+        with self._lock:
+            self._build()
+            found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
+            # Enough rows that ``limit`` remain after dropping what the turn may not see.
+            rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
+            for skill_id in self._ranked(words, rows):
+                if len(found) >= limit:
+                    break
+                if skill_id in allowed and skill_id not in found:
+                    found.append(skill_id)
         return found[:limit]
 
-    def _ranked(self, words: list[str], rows: int) -> Iterator[str]:
-        with self._lock:
-            if self._fts is None:
-                self._build()
-            if not self._fts:
-                ranked: list[Any] = _token_ranked(self._docs, words)[:rows]
-            else:
-                assert self._db is not None
-                match = " OR ".join(f'"{w}"*' for w in words)
-                ranked = self._db.execute(
-                    "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY bm25(skills, ?, ?, ?), name LIMIT ?",
-                    (match, *_WEIGHTS, rows),
-                ).fetchall()
-        return (row[0] for row in ranked)
+    def _ranked(self, words: list[str], rows: int) -> list[str]:
+        """The ids of the best ``rows`` matches of any of ``words`` (as word prefixes)."""
+        if self._db is None:
+            return _token_ranked(self._docs, words)[:rows]
+        match = " OR ".join(f'"{w}"*' for w in words)
+        ranked = self._db.execute(
+            "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY bm25(skills, ?, ?, ?), name LIMIT ?",
+            (match, *_WEIGHTS, rows),
+        )
+        return [row[0] for row in ranked]
 
     def _build(self) -> None:
+        """Read the skills and fill the database, once (under the lock)."""
+        if self._source is None:
+            return
+        self._docs = [(s.skill_id, s.name, s.description, when_to_use(s)) for s in self._source if not s.hidden]
+        self._source = None
+        if not self._fts:
+            return
         db = sqlite3.connect(":memory:", check_same_thread=False)
         try:
             db.execute("CREATE VIRTUAL TABLE skills USING fts5(name, description, when_to_use, skill_id UNINDEXED)")
         except sqlite3.OperationalError:  # an SQLite built without FTS5
             db.close()
-            self._fts = False
             return
         db.executemany("INSERT INTO skills (skill_id, name, description, when_to_use) VALUES (?, ?, ?, ?)", self._docs)
-        self._db, self._fts = db, True
+        self._db = db
 
 
-def _token_ranked(docs: list[tuple[str, str, str, str]], words: list[str]) -> list[tuple[str]]:
+def _token_ranked(docs: list[tuple[str, str, str, str]], words: list[str]) -> list[str]:
     """Ranking without FTS5: a query word in the name scores most, in the text less."""
     scored = []
     for skill_id, name, description, when in docs:
@@ -101,4 +102,4 @@ def _token_ranked(docs: list[tuple[str, str, str, str]], words: list[str]) -> li
         score = sum(_WEIGHTS[0] * (w in in_name) + _WEIGHTS[1] * (w in in_text) for w in words)
         if score:
             scored.append((-score, name, skill_id))
-    return [(skill_id,) for _, _, skill_id in sorted(scored)]
+    return [skill_id for _, _, skill_id in sorted(scored)]
