@@ -70,8 +70,7 @@ class SkillIndex:
             return _token_ranked(self._docs, words)[:rows]
         match = " OR ".join(f'"{w}"*' for w in words)
         ranked = self._db.execute(
-            "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY bm25(skills, ?, ?, ?), name LIMIT ?",
-            (match, *_WEIGHTS, rows),
+            "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY rank LIMIT ?", (match, rows)
         )
         return [row[0] for row in ranked]
 
@@ -89,6 +88,8 @@ class SkillIndex:
         except sqlite3.OperationalError:  # an SQLite built without FTS5
             db.close()
             return
+        # ``ORDER BY rank`` with a LIMIT lets FTS5 keep only the best rows while ranking.
+        db.execute("INSERT INTO skills (skills, rank) VALUES ('rank', ?)", (f"bm25({', '.join(map(str, _WEIGHTS))})",))
         db.executemany("INSERT INTO skills (skill_id, name, description, when_to_use) VALUES (?, ?, ?, ?)", self._docs)
         self._db = db
 
