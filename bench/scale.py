@@ -1,6 +1,7 @@
-"""10,000 market skills: cold and warm prepare cost, catalog size with and without a budget.
+"""10,000 market skills: cold and warm prepare cost, catalog size with and without a budget,
+search_skills latency.
 
-    .venv/bin/python bench/scale.py [--count 10000] [--runs 5] [--budget 20000] [--stage-runs 1]
+    .venv/bin/python bench/scale.py [--count 10000] [--runs 5] [--budget 30000] [--stage-runs 1]
 
 For each market kind (``MemoryRepository`` holding the bundles, ``DirectoryRepository`` over a
 generated tree) the script measures, over a workspace without a shell (nothing staged):
@@ -11,14 +12,17 @@ generated tree) the script measures, over a workspace without a shell (nothing s
 
 then, on a workspace with a shell, the first turn that stages every market file into an empty
 ``.skills-cache`` and the warm turn after it. The catalog is measured with and without
-``catalog_budget``; rendering alone (``pipeline.render``) is the in-process baseline the
-prepare figures are compared with.
+``catalog_budget`` (default: the harness default); rendering alone (``pipeline.render``) is the
+in-process baseline the prepare figures are compared with. ``search_skills`` latency is the p50
+of 100 queries for sampled skill names over the budgeted turn (the index is built by the first
+search, which is reported apart).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import statistics
 import sys
 import tempfile
@@ -32,6 +36,8 @@ from _common import make_skill_tree, median_ms, skill_md  # noqa: E402
 
 from filesystems import LocalFilesystem  # noqa: E402
 from harness import RuntimeContext, SkillPipeline, TurnPlan  # noqa: E402
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET  # noqa: E402
+from harness.tools.search import search_plan  # noqa: E402
 from repositories import DirectoryRepository, FileContents, MemoryRepository, SkillBundleContents, SkillRepository  # noqa: E402
 
 USER = RuntimeContext(user_id="bench")
@@ -84,7 +90,7 @@ async def no_shell_figures(
     )
     async with (
         LocalFilesystem(workspace) as filesystem,
-        SkillPipeline(filesystem=filesystem, repositories=[make_repository()]) as pipeline,
+        SkillPipeline(filesystem=filesystem, repositories=[make_repository()], catalog_budget=None) as pipeline,
         SkillPipeline(filesystem=filesystem, repositories=[make_repository()], catalog_budget=args.budget) as budgeted,
     ):
         plan = await pipeline.prepare(USER)
@@ -92,6 +98,7 @@ async def no_shell_figures(
         warm = await median_turn_ms(lambda: pipeline.prepare(USER), args.runs * 4)
         render = median_ms(lambda: pipeline.render(plan.skills), runs=args.runs)
         render_budget = median_ms(lambda: budgeted.render(limited.skills), runs=args.runs)
+        first_search, search = await search_latency_ms(limited, args.count)
     print(f"{kind} market, {len(plan.skills)} skills, no shell (nothing staged)")
     print(f"  cold prepare      {cold:9.1f} ms   {cold * 1000 / args.count:6.1f} us/skill")
     print(f"  warm prepare      {warm:9.2f} ms   cold/warm {cold / warm:.3g}x")
@@ -101,6 +108,25 @@ async def no_shell_figures(
         f"  catalog           {len(limited.catalog):9d} chars, budget {args.budget}"
         f" (render {render_budget:.2f} ms, {limited.catalog.count('<skill>')} full entries)"
     )
+    print(
+        f"  search_skills     {search:9.2f} ms p50 of 100 queries (first search, builds the index: {first_search:.1f} ms)"
+    )
+
+
+async def search_latency_ms(plan: TurnPlan, count: int) -> tuple[float, float]:
+    """The first search (it builds the index) and the p50 of 100 searches for sampled names."""
+    names = [f"market-{index:05d}" for index in random.Random(1).sample(range(count), min(100, count))]
+    start = time.perf_counter()
+    await search_plan(plan, names[0])
+    first = (time.perf_counter() - start) * 1000
+    samples = []
+    for name in (names * 100)[:100]:
+        start = time.perf_counter()
+        matches = await search_plan(plan, name, limit=10)
+        samples.append((time.perf_counter() - start) * 1000)
+        if not matches or matches[0].name != name:
+            raise SystemExit(f"search_skills did not find {name} first")
+    return first, statistics.median(samples)
 
 
 async def staged_figures(kind: str, make_repository: RepositoryFactory, root: Path, args: argparse.Namespace) -> None:
@@ -149,7 +175,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=20_000)
+    parser.add_argument("--budget", type=int, default=DEFAULT_CATALOG_BUDGET)
     parser.add_argument("--stage-runs", type=int, default=1, help="cold staging turns (each into a new workspace)")
     asyncio.run(run(parser.parse_args()))
 

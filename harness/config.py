@@ -17,6 +17,7 @@ from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_mode
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 
 __all__ = ["HarnessConfig", "load_config"]
@@ -42,7 +43,7 @@ class HarnessConfig:
     model: str = "demo"
     system_prompt: str = "You are a helpful assistant."
     max_steps: int = 20
-    catalog_budget: int | None = None
+    catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
     market_timeout: float = 10.0
     market_scan: MarketScanPolicy | None = None
     max_file_size: int = 50 * 1024 * 1024

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import sys
+from typing import TextIO
 
-__all__ = ["escape_control"]
+__all__ = ["echo", "escape_control"]
 
 # C0 controls except tab and newline, DEL and C1 controls (U+0080-U+009F, which some terminals
 # read as CSI/OSC introducers); ESC is C0, so no escape sequence keeps its start. Bidirectional
@@ -25,3 +27,9 @@ def escape_control(text: str) -> str:
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def echo(text: object = "", *, end: str = "\n", file: TextIO | None = None) -> None:
+    """``print`` for text that may carry what a skill, market, draft or model wrote: control
+    characters are escaped first (see :func:`escape_control`)."""
+    print(escape_control(str(text)), end=end, file=file if file is not None else sys.stdout)

@@ -21,6 +21,7 @@ from filesystems import (
 )
 from harness import ConfigError, Harness, RuntimeContext
 from harness.config import load_config
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -38,7 +39,7 @@ def test_the_readme_example_parses(tmp_path: Path) -> None:
     assert config.name == "assistant" and config.filesystem == "local-shell"
     assert config.workspace == (tmp_path / "workspace").resolve()
     assert config.repositories[0].startswith("git+https://") and config.repositories[2] == "pkg:acme_skills/skills"
-    assert config.catalog_budget is None and config.market_timeout == 10
+    assert config.catalog_budget == 30_000 and config.market_timeout == 10
 
 
 @pytest.mark.parametrize(
@@ -57,6 +58,15 @@ def test_mistakes_name_the_key(tmp_path: Path, text: str, message: str) -> None:
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+@pytest.mark.parametrize(("line", "budget"), [("", DEFAULT_CATALOG_BUDGET), ("catalog_budget: null\n", None)])
+def test_catalog_budget_defaults_to_the_large_catalog_budget_and_null_lifts_it(
+    tmp_path: Path, line: str, budget: int | None
+) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text(f"name: a\n{line}")
+    assert load_config(path).catalog_budget == budget
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:

@@ -23,11 +23,13 @@ from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, SEARCH_TOOL
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 from harness.pipeline.plan import TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
 from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
+from harness.tools.search import search_tools
 from harness.tools.skills import UsageHooks, skill_tools
 from repositories import SkillRepository, open_repository
 
@@ -86,7 +88,7 @@ class Harness(AsyncResource):
         system_prompt: str = "You are a helpful assistant.",
         max_steps: int = 20,
         sessions: SessionStore | None = None,
-        catalog_budget: int | None = None,
+        catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
         market_timeout: float = 10.0,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         visibility: VisibilityPolicy | None = None,
@@ -376,6 +378,7 @@ class Harness(AsyncResource):
             t.name
             for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
         }
+        builtin.add(SEARCH_TOOL)  # offered only on turns whose catalog is cut
         seen: set[str] = set()
         for tool in self.tools:
             if tool.name in builtin:
@@ -391,7 +394,10 @@ class Harness(AsyncResource):
         async def on_shell(command: str, result: CommandResult) -> None:
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
-        tools = skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded)
+        tools = [
+            *skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded),
+            *search_tools(plan),
+        ]
         workflows = (
             workflow_tools(self.workflow_engine(plan.context), resolver(plan, self.filesystem))
             if any(s.workflow for s in plan.available())

@@ -9,6 +9,7 @@ import anyio
 
 from harness.agent.events import ShellRan, SkillLoaded, ToolCalled
 from harness.cli.common import WORKSPACE_OPTIONS, context_from_args, harness_from_args
+from harness.terminal import echo
 
 __all__ = ["register"]
 
@@ -42,9 +43,9 @@ def _run(args: argparse.Namespace) -> int:
         async with harness_from_args(args, **overrides) as agent:
             async for event in agent.stream(args.message, context=context_from_args(args)):
                 if args.verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan)):
-                    print(f"[{type(event).__name__}] {event}")
+                    echo(f"[{type(event).__name__}] {event}")
                 final = event
-        print(getattr(final, "content", ""))
+        echo(getattr(final, "content", ""))
         return 0
 
     return anyio.run(main)

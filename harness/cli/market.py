@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 
 from harness.skills.validation import find_skill_dirs, find_skill_md, validate_skill_dir
+from harness.terminal import echo
 from repositories import FileContents, SkillBundleContents, open_repository
 
 __all__ = ["register"]
@@ -34,9 +35,9 @@ def _publish(args: argparse.Namespace) -> int:
     reports = [validate_skill_dir(folder, strict=not args.lenient) for folder in folders]
     failed = [r for r in reports if not r.ok]
     for report in failed:
-        print(f"{report.path}: invalid, not published")
+        echo(f"{report.path}: invalid, not published")
         for message in report.errors:
-            print(f"  error: {message}")
+            echo(f"  error: {message}")
     if failed:
         return 1
     return anyio.run(_upload, args.repo, folders)
@@ -51,7 +52,7 @@ async def _upload(url: str, folders: list[Path]) -> int:
         for folder in folders:
             bundle = await anyio.to_thread.run_sync(_read_bundle, folder)
             await repository.save(bundle)
-            print(f"published {folder.name} ({len(bundle.files) + 1} files) to {repository.source}")
+            echo(f"published {folder.name} ({len(bundle.files) + 1} files) to {repository.source}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``harness skills ...``: validate, list, show, prompt and stage skills."""
+"""``harness skills ...``: validate, list, search, show, prompt and stage skills."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from harness.diagnostics import Diagnostic
 from harness.pipeline.pipeline import CACHE_DIR
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
+from harness.terminal import echo
+from harness.tools.search import MAX_RESULTS, search_plan
 from harness.tools.skills import load_skill_file
 
 __all__ = ["register"]
@@ -57,6 +59,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Read-only: market files are not staged (a files-root not staged yet says so).",
     )
     listing.set_defaults(handler=lambda args: _with_plan(args, _list))
+
+    search = commands.add_parser(
+        "search",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="find skills by keywords, as the search_skills tool does",
+        description=f"The skills --user (default {DEFAULT_USER}) may load that best match QUERY, best first, "
+        "ranked over name, description and when_to_use.",
+    )
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--limit", type=int, default=10, help=f"the most results (at most {MAX_RESULTS})")
+    search.set_defaults(handler=lambda args: _with_plan(args, _search))
 
     prompt = commands.add_parser(
         "prompt", parents=[WORKSPACE_OPTIONS], help="print the catalog block exactly as the model sees it"
@@ -106,11 +119,11 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         for report in reports:
             status = "ok" if report.ok else "invalid"
-            print(f"{report.path}: {status}" + (f" ({report.name})" if report.name else ""))
+            echo(f"{report.path}: {status}" + (f" ({report.name})" if report.name else ""))
             for message in report.errors:
-                print(f"  error: {message}")
+                echo(f"  error: {message}")
             for message in report.warnings:
-                print(f"  warning: {message}")
+                echo(f"  warning: {message}")
     return 0 if all(report.ok for report in reports) else 1
 
 
@@ -167,26 +180,41 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
         return 0
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
-        print(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
+        echo(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
         link = f" (link to {skill['link']})" if skill["link"] else ""
         pending = NOT_STAGED if skill["staged"] is False and skill["files_root"] else ""
-        print(f"    {skill['files_root'] or skill['location']}{link}{pending}")
+        echo(f"    {skill['files_root'] or skill['location']}{link}{pending}")
     for shadow in plan.shadowed:
-        print(f"shadowed: {shadow.diagnostic().message}")
+        echo(f"shadowed: {shadow.diagnostic().message}")
     for diagnostic in plan.diagnostics:
         if diagnostic.code != "shadowed":
-            print(diagnostic)
+            echo(diagnostic)
+    return 0
+
+
+async def _search(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
+    matches = await search_plan(plan, args.query, args.limit)
+    if args.json:
+        print_json([match.as_dict() for match in matches])
+        return 0
+    for match in matches:
+        echo(f"{match.name:<28} {match.skill_id}")
+        echo(f"    {match.description}")
+        if match.files_root:
+            echo(f"    {match.files_root}")
+    if not matches:
+        echo(f"no skill matches {args.query!r}")
     return 0
 
 
 async def _prompt(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
-    print(plan.catalog)
+    echo(plan.catalog)
     return 0
 
 
 async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
     found = plan.find(args.name) or plan.invoke(args.name)
-    print(await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit), end="")
+    echo(await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit), end="")
     return 0
 
 
@@ -202,9 +230,9 @@ def _stage(args: argparse.Namespace) -> int:
         if args.json:
             print_json({**result.as_dict(), "diagnostics": [d.as_dict() for d in diagnostics]})
         else:
-            print(f"written {result.written}, unchanged {result.unchanged}, removed {result.removed}")
+            echo(f"written {result.written}, unchanged {result.unchanged}, removed {result.removed}")
             for diagnostic in diagnostics:
-                print(diagnostic)
+                echo(diagnostic)
         return _exit_code(diagnostics)
 
     return anyio.run(main)

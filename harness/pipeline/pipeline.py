@@ -24,10 +24,19 @@ from filesystems import AbstractFilesystem, AsyncResource, ShellUnavailable
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy
-from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, entries_for, render_catalog
+from harness.pipeline.catalog import (
+    DEFAULT_CATALOG_BUDGET,
+    LOAD_TOOL,
+    SEARCH_TOOL,
+    SHELL_TOOL,
+    Catalog,
+    build_catalog,
+    entries_for,
+)
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import Layer, is_workflow_package
@@ -60,7 +69,8 @@ class _UserView:
     user: tuple[LayerResult, ...]
     skills: dict[str, ResolvedSkill]
     shadowed: tuple[Shadowing, ...]
-    catalog: str
+    catalog: Catalog
+    search: SkillIndex
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
@@ -81,6 +91,8 @@ class SkillPipeline(AsyncResource):
     (default :data:`DEFAULT_SKILL_DIRS`); an earlier folder wins a name clash, reported as
     shadowing. A sandbox shows only ``skills/`` of the workspace in place: skills of its other
     folders get no files-root there (a ``files-root-hidden`` warning).
+    ``catalog_budget`` caps the catalog (characters, ``None`` = unlimited); when it cuts, the
+    plan carries a search index over the turn's skills (:class:`~harness.pipeline.search.SkillIndex`).
     """
 
     def __init__(
@@ -91,7 +103,7 @@ class SkillPipeline(AsyncResource):
         global_skills_dir: str | Path | Sequence[str | Path] | None = None,
         dynamic_skills: bool = True,
         market_timeout: float = 10.0,
-        catalog_budget: int | None = None,
+        catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
         visibility: VisibilityPolicy | None = None,
         watch: bool = True,
         verify_interval: float | None = 600.0,
@@ -181,7 +193,7 @@ class SkillPipeline(AsyncResource):
             allowed = {s.skill_id for s in kept}
             if len(allowed) < len(skills):  # the common case filters nothing: keep the view's catalog
                 skills = {k: v for k, v in skills.items() if k in allowed}
-                catalog = self.render(skills)
+                catalog = self._catalog(skills)
         staged = (
             await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
             if self.stager is not None and stage
@@ -198,10 +210,11 @@ class SkillPipeline(AsyncResource):
             context=context,
             filesystem=_shown_in(layers[0]),  # the user's scoped view, built once (scoped() stats the host)
             skills=skills,
-            catalog=catalog,
+            catalog=catalog.text,
             shadowed=view.shadowed,
             diagnostics=diagnostics,
             staged=staged,
+            search=None if catalog.complete else view.search,  # filtered skills: the search tool drops them
         )
 
     async def stage(self, *, verify: bool = False) -> StageResult:
@@ -330,7 +343,8 @@ class SkillPipeline(AsyncResource):
                     user=user,
                     skills=skills,
                     shadowed=base.merged.shadowed,
-                    catalog=self.render(skills),
+                    catalog=self._catalog(skills),
+                    search=SkillIndex(s.skill for s in skills.values()),
                     diagnostics=_hidden_diagnostics(hidden, "workspace"),
                 )
                 self._shared_view = shared
@@ -354,7 +368,8 @@ class SkillPipeline(AsyncResource):
             user=user,
             skills=skills,
             shadowed=merged.shadowed,
-            catalog=self.render(skills),
+            catalog=self._catalog(skills),
+            search=SkillIndex(s.skill for s in skills.values()),
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
         )
 
@@ -437,13 +452,17 @@ class SkillPipeline(AsyncResource):
 
     def render(self, skills: dict[str, ResolvedSkill]) -> str:
         """The catalog text for ``skills`` with this pipeline's tools and budget."""
+        return self._catalog(skills).text
+
+    def _catalog(self, skills: dict[str, ResolvedSkill]) -> Catalog:
         roots = {k: v.files_root for k, v in skills.items() if v.files_root}
         workflows = frozenset(k for k, v in skills.items() if v.workflow)
-        return render_catalog(
+        return build_catalog(
             entries_for([s.skill for s in skills.values()], roots, workflows),
             load_tool=LOAD_TOOL,
             shell_tool=SHELL_TOOL if self.filesystem.has_shell else None,
             budget=self.catalog_budget,
+            search_tool=SEARCH_TOOL,
         )
 
     # -- watching ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from harness.diagnostics import Diagnostic
 from harness.errors import SkillNotFound
 from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
+from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import StageResult
 from harness.skills.skill import Skill
 
@@ -44,7 +45,9 @@ class TurnPlan:
     """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
 
     ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
-    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
+    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`. ``search`` is set
+    when the catalog budget cut the catalog: an index over at least these skills (the search
+    tool keeps only what :meth:`find` serves).
     """
 
     context: RuntimeContext
@@ -55,6 +58,7 @@ class TurnPlan:
     diagnostics: tuple[Diagnostic, ...]
     staged: StageResult | None
     invoked: set[str] = field(default_factory=set)
+    search: SkillIndex | None = None
 
     def available(self) -> list[ResolvedSkill]:
         """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""

@@ -1,0 +1,106 @@
+"""Full-text search over the skills of a turn, for catalogs too big to show whole.
+
+A :class:`SkillIndex` ranks skills by their name, description and ``when_to_use`` (the
+frontmatter field Claude Code skills use) with SQLite FTS5 and BM25, in an in-memory database
+built on the first search and reused afterwards; without FTS5 a simple token scorer ranks.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Collection, Iterable
+
+from harness.skills.skill import Skill
+
+__all__ = ["SkillIndex", "when_to_use"]
+
+_WORD = re.compile(r"\w+")
+# BM25 column weights: a word of the name counts most, then the description, then when_to_use.
+_WEIGHTS = (8.0, 2.0, 1.0)
+
+
+def when_to_use(skill: Skill) -> str:
+    """The skill's ``when_to_use`` text (top-level frontmatter or under ``metadata``), or ``""``."""
+    nested = skill.metadata.get("metadata")
+    for fields in (skill.metadata, nested if isinstance(nested, dict) else {}):
+        for key in ("when_to_use", "when-to-use"):
+            value = fields.get(key)
+            if isinstance(value, str):
+                return value
+    return ""
+
+
+class SkillIndex:
+    """A search index over a fixed set of skills; safe to share between turns and threads.
+
+    Nothing is built until the first :meth:`search`. Hidden skills are not indexed. With
+    ``fts=False`` the simple word scorer ranks, as it does when SQLite lacks FTS5.
+    """
+
+    def __init__(self, skills: Iterable[Skill], *, fts: bool = True) -> None:
+        self._source: Iterable[Skill] | None = skills  # read on the first search: a view costs nothing until then
+        self._docs: list[tuple[str, str, str, str]] = []
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._fts = fts
+
+    def search(self, query: str, limit: int, allowed: Collection[str]) -> list[str]:
+        """The ids of the best ``limit`` matches for ``query`` among ``allowed`` skill ids, best
+        first; a skill whose name is the query comes first. Blocking: call from a thread."""
+        words = [w.lower() for w in _WORD.findall(query)]
+        if not words or limit < 1:
+            return []
+        with self._lock:
+            self._build()
+            found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
+            # Enough rows that ``limit`` remain after dropping what the turn may not see.
+            rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
+            for skill_id in self._ranked(words, rows):
+                if len(found) >= limit:
+                    break
+                if skill_id in allowed and skill_id not in found:
+                    found.append(skill_id)
+        return found[:limit]
+
+    def _ranked(self, words: list[str], rows: int) -> list[str]:
+        """The ids of the best ``rows`` matches of any of ``words`` (as word prefixes)."""
+        if self._db is None:
+            return _token_ranked(self._docs, words)[:rows]
+        match = " OR ".join(f'"{w}"*' for w in words)
+        ranked = self._db.execute(
+            "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY rank LIMIT ?", (match, rows)
+        )
+        return [row[0] for row in ranked]
+
+    def _build(self) -> None:
+        """Read the skills and fill the database, once (under the lock)."""
+        if self._source is None:
+            return
+        self._docs = [(s.skill_id, s.name, s.description, when_to_use(s)) for s in self._source if not s.hidden]
+        self._source = None
+        if not self._fts:
+            return
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        try:
+            db.execute("CREATE VIRTUAL TABLE skills USING fts5(name, description, when_to_use, skill_id UNINDEXED)")
+        except sqlite3.OperationalError:  # an SQLite built without FTS5
+            db.close()
+            return
+        # ``ORDER BY rank`` with a LIMIT lets FTS5 keep only the best rows while ranking.
+        db.execute("INSERT INTO skills (skills, rank) VALUES ('rank', ?)", (f"bm25({', '.join(map(str, _WEIGHTS))})",))
+        db.executemany("INSERT INTO skills (skill_id, name, description, when_to_use) VALUES (?, ?, ?, ?)", self._docs)
+        self._db = db
+
+
+def _token_ranked(docs: list[tuple[str, str, str, str]], words: list[str]) -> list[str]:
+    """Ranking without FTS5: a query word in the name scores most, in the text less."""
+    scored = []
+    for skill_id, name, description, when in docs:
+        in_name = {w.lower() for w in _WORD.findall(name)}
+        in_text = {w.lower() for w in _WORD.findall(f"{description} {when}")}
+        score = sum(_WEIGHTS[0] * (w in in_name) + _WEIGHTS[1] * (w in in_text) for w in words)
+        if score:
+            scored.append((-score, name, skill_id))
+    return [skill_id for _, _, skill_id in sorted(scored)]
