@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
@@ -154,7 +156,9 @@ class SkillLayer:
         try:
             snapshot = await self.repository.snapshot()
             if snapshot.version != self._version:
-                self._result = self._parse(snapshot)
+                # Parsing and scanning a changed market is CPU work (about a millisecond a skill):
+                # one worker-thread hop keeps other users' turns moving meanwhile.
+                self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
                 self._version = snapshot.version
         except Exception as exc:
             return self.failed(describe_error(exc))
