@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,13 +39,13 @@ from repositories import (
 )
 from tests.support.filesystems import shared_dir
 from tests.support.mysql import drop_tables
+from tests.support.nobody import run_as_nobody
 from tests.support.packages import zipped_package
 from tests.support.reliability import GitRemote, skill_md, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
 HERE = Path(__file__).parent
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 # A curated collection: skills inside a dot-folder, helpers whose names start with "_" or ".",
 # an ignore file, and a drafts folder at the top that is machine-owned.
@@ -307,12 +305,6 @@ async def test_global_dir_that_is_one_skill_folder_loads_that_skill(tmp_path: Pa
 
 
 # -- unreadable entries, as an unprivileged user ---------------------------------------------
-
-
-def run_as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to drop to an unprivileged user (root reads every file)")
-    return subprocess.run([*NOBODY, *argv], capture_output=True, text=True, timeout=120, cwd="/tmp")
 
 
 def unreadable_tree(root: Path, tag: str = "") -> None:

@@ -34,6 +34,7 @@ from repositories import (
     Snapshot,
 )
 from tests.support.git import GitRemote as PlainGitRemote
+from tests.support.nobody import run_as_nobody
 from tests.support.packages import zipped_package
 from tests.support.reliability import CACHE, skill_md, tree_state, write_skill
 
@@ -347,8 +348,6 @@ async def test_setuid_and_world_writable_market_files_are_staged_without_those_b
 
 def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: Path) -> None:
     """Run as ``nobody``: a market file it cannot read fails that read, never the turn."""
-    if shutil.which("setpriv") is None or os.geteuid() != 0:
-        pytest.skip("needs root and setpriv to run the turn as an unprivileged user")
     base = Path(tempfile.mkdtemp(prefix="hostile-perm-"))
     try:
         base.chmod(0o755)
@@ -360,20 +359,11 @@ def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: 
         ws.mkdir()
         ws.chmod(0o777)
         before = tree_state(market)
-        done = subprocess.run(
-            [
-                "setpriv",
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                sys.executable,
-                str(Path(__file__).with_name("market_driver.py")),
-                str(ws),
-                str(market),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
+        done = run_as_nobody(
+            sys.executable,
+            str(Path(__file__).with_name("market_driver.py")),
+            str(ws),
+            str(market),
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
         assert done.returncode == 0, done.stderr
