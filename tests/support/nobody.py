@@ -23,8 +23,8 @@ def run_as_nobody(*argv: str, env: dict[str, str] | None = None) -> subprocess.C
     the checkout traversable)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to drop to an unprivileged user (root reads every file)")
-    for needed in (Path(sys.executable), _CHECKOUT / "tests"):
-        probe = subprocess.run([*NOBODY, "test", "-r", str(needed)], capture_output=True, timeout=30)
-        if probe.returncode != 0:
-            pytest.skip(f"the unprivileged user cannot reach {needed}; make its folders traversable (o+x)")
+    needed = _CHECKOUT / "tests" / "support" / "nobody.py"
+    probe = [*NOBODY, sys.executable, "-c", f"open({str(needed)!r}).close()"]
+    if subprocess.run(probe, capture_output=True, timeout=60, cwd="/tmp").returncode != 0:
+        pytest.skip(f"the unprivileged user cannot run {sys.executable} or read {needed}; make the folders traversable")
     return subprocess.run([*NOBODY, *argv], capture_output=True, text=True, timeout=120, cwd="/tmp", env=env)
