@@ -32,6 +32,7 @@ MARKETPLACE_FILES = (".claude-plugin/marketplace.json", ".agents/plugins/marketp
 """Where a marketplace lists its plugins, relative to its root; the first one present is read."""
 
 _GITHUB = "https://github.com/{}.git"
+_MAX_MANIFEST = 1 << 20  # a marketplace file larger than this is refused, not parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +200,8 @@ class PluginMarketplaceRepository(SkillRepository):
         if self._manifest is not None and key == self._manifest_key:
             return self._manifest
         name, data = await self._read_first()
+        if len(data) > _MAX_MANIFEST:
+            raise RepositoryUnavailable(f"{self._where}/{name} is larger than {_MAX_MANIFEST} bytes; not read")
         self._manifest = _parse(data, f"{self._where}/{name}")
         self._manifest_key = key
         return self._manifest
@@ -233,7 +236,7 @@ class PluginMarketplaceRepository(SkillRepository):
             raise UnsafePath(f"{name} crosses a link; links are not followed")
         try:
             with open(path, "rb", opener=_no_follow) as handle:
-                return handle.read()
+                return handle.read(_MAX_MANIFEST + 1)
         except FileNotFoundError as exc:
             raise BundleNotFound(str(exc)) from exc
         except OSError as exc:

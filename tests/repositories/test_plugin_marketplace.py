@@ -205,3 +205,12 @@ async def test_marketplace_change_adds_a_plugin(tmp_path: Path) -> None:
         _write_manifest(root, [_tools_plugin(root), {"name": "extra", "source": "./extra"}])
         assert await repo.version() != first
         assert [b.folder for b in (await repo.snapshot()).bundles] == ["extra", "report", "review"]
+
+
+async def test_oversized_marketplace_file_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "marketplace.json").write_text('{"plugins": []' + " " * (2 << 20) + "}")
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        with pytest.raises(RepositoryUnavailable, match="larger than"):
+            await repo.snapshot()
