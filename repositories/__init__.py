@@ -2,8 +2,8 @@
 
 Start with ``SkillRepository`` (the contract, in ``repositories.base``), then the backends:
 ``DirectoryRepository``, ``GitRepository``, ``MySQLRepository``, ``PackageRepository`` /
-``EntryPointRepository`` and ``MemoryRepository``; ``open_repository(url)`` builds one from a
-URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``).
+``EntryPointRepository``, ``MemoryRepository`` and ``PluginMarketplaceRepository``; ``open_repository(url)`` builds one from a
+URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``, ``claude-plugins+…``).
 """
 
 from repositories.base import (
@@ -36,11 +36,13 @@ from repositories.package import (
     PackageRepository,
     discover_skill_packages,
 )
+from repositories.plugins import MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
 from repositories.sources import check_source, disambiguate_sources, make_source
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MARKETPLACE_FILES",
     "SKILL_MD_NAMES",
     "BundleFile",
     "BundleNotFound",
@@ -53,6 +55,7 @@ __all__ = [
     "MemoryRepository",
     "MySQLRepository",
     "PackageRepository",
+    "PluginMarketplaceRepository",
     "RepositoryClosed",
     "RepositoryError",
     "RepositoryReadOnly",

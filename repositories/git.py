@@ -20,7 +20,7 @@ import anyio
 
 from filesystems import redact_secrets, redact_url, url_credentials
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
-from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
+from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
     InvalidRepositoryConfig,
@@ -179,6 +179,16 @@ class GitRepository(SkillRepository):
         self._served = await anyio.to_thread.run_sync(self._check_remote)
         self._stale = True
         return self._served
+
+    async def read_path(self, path: str) -> bytes:
+        """The bytes of one file of the served commit, ``path`` relative to the repository root
+        (``subdir`` does not apply): for files next to the skills, such as a marketplace
+        manifest. Links are refused (``UnsafePath``); a missing file is ``BundleNotFound``."""
+        self._check_open()
+        clean = normalise_file_path(path)
+        commit = await self._version()
+        data = await anyio.to_thread.run_sync(self._read_blobs, commit, "", (clean,))
+        return data[clean]
 
     # Change detection.
 

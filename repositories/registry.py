@@ -16,6 +16,11 @@ URL                                                    repository
                                                        ``create_if_missing``)
 ``pkg:package[/folder]``                               ``PackageRepository`` (folder ``skills``)
 ``entrypoints:harness.skills``                         ``EntryPointRepository``
+``claude-plugins+dir:/path/to/marketplace``            ``PluginMarketplaceRepository`` over a
+``claude-plugins+git+https://host/owner/repo.git``     folder or a git repository (the git
+(also ``+git+ssh``, ``+git+file``, ``+git+http``)      form takes the git options above;
+                                                       both take ``cache_dir`` for remote
+                                                       plugins' clones)
 =====================================================  =========================================
 
 Every URL also takes ``source=<slug>`` (fragment, or query for ``mysql``). Third parties add
@@ -37,6 +42,7 @@ from repositories.errors import InvalidRepositoryConfig, UnknownScheme
 from repositories.git import GitRepository
 from repositories.mysql import MySQLRepository
 from repositories.package import EntryPointRepository, PackageRepository
+from repositories.plugins import PluginMarketplaceRepository
 
 __all__ = ["SCHEME_ENTRY_POINT_GROUP", "RepositoryFactory", "known_schemes", "open_repository", "register_scheme"]
 
@@ -142,6 +148,25 @@ def _open_entrypoints(url: str) -> SkillRepository:
     return repo
 
 
+_PLUGINS = "claude-plugins+"
+
+
+def _open_plugins(url: str) -> SkillRepository:
+    base, options = _split_fragment(url[len(_PLUGINS) :])
+    source = options.pop("source", None)
+    inner = base
+    if base.startswith("git+"):
+        inner += "#" + urllib.parse.urlencode(options)
+        options = {}
+        root: DirectoryRepository | GitRepository = _open_git(inner)  # type: ignore[assignment]
+        cache_dir = None
+    else:
+        cache_dir = options.pop("cache_dir", None) or None
+        _no_more(url, options)
+        root = _open_dir(inner)  # type: ignore[assignment]
+    return PluginMarketplaceRepository(root, cache_dir=cache_dir, source=source)
+
+
 _BUILTIN: dict[str, RepositoryFactory] = {
     "dir": _open_dir,
     "git+https": _open_git,
@@ -151,6 +176,11 @@ _BUILTIN: dict[str, RepositoryFactory] = {
     "mysql": _open_mysql,
     "pkg": _open_pkg,
     "entrypoints": _open_entrypoints,
+    "claude-plugins+dir": _open_plugins,
+    "claude-plugins+git+https": _open_plugins,
+    "claude-plugins+git+http": _open_plugins,
+    "claude-plugins+git+ssh": _open_plugins,
+    "claude-plugins+git+file": _open_plugins,
 }
 _registered: dict[str, RepositoryFactory] = {}
 

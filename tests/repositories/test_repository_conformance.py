@@ -1,4 +1,4 @@
-"""The common SkillRepository contract, run against memory, directory, git and MySQL markets."""
+"""The common SkillRepository contract, run against memory, directory, git, plugin-marketplace and MySQL markets."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from repositories import (
     GitRepository,
     MemoryRepository,
     MySQLRepository,
+    PluginMarketplaceRepository,
     RepositoryClosed,
     SkillBundleContents,
     SkillRepository,
@@ -101,6 +102,23 @@ async def git_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
     return Market(GitRepository(remote.url, cache_dir=tmp_path / "cache"), add)
 
 
+async def plugin_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+    remote = GitRemote(tmp_path / "git")
+    manifest = remote.work / ".claude-plugin" / "marketplace.json"
+    manifest.parent.mkdir()
+    manifest.write_text('{"name": "m", "plugins": [{"name": "kit", "source": "./plugins/kit"}]}')
+    skills_root = remote.work / "plugins" / "kit" / "skills"
+    write_tree(skills_root, "alpha")
+    write_tree(skills_root, "beta", False)
+    remote.commit()
+
+    async def add(folder: str) -> None:
+        write_tree(skills_root, folder, False)
+        remote.commit()
+
+    return Market(PluginMarketplaceRepository(GitRepository(remote.url, cache_dir=tmp_path / "cache")), add)
+
+
 async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
     dsn = request.getfixturevalue("mysql_dsn")
     table = f"conf_{secrets.token_hex(4)}"
@@ -124,6 +142,7 @@ BACKENDS = {
     "directory": directory_market,
     "directory-over-filesystem": filesystem_market,
     "git": git_market,
+    "claude-plugins": plugin_market,
     "mysql": mysql_market,
 }
 

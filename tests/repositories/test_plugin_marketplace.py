@@ -1,0 +1,216 @@
+"""Claude Code plugin marketplaces (``.claude-plugin/marketplace.json``) served as skill markets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.context import RuntimeContext
+from repositories import (
+    DirectoryRepository,
+    GitRepository,
+    PluginMarketplaceRepository,
+    RepositoryUnavailable,
+    open_repository,
+)
+from tests.support.pipeline import local_pipeline
+from tests.support.repositories import GitRemote
+from tests.support.skills import make_skill
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+SCRIPT = "#!/usr/bin/env python\nprint('report')\n"
+ASSET = bytes(range(256)) * 4
+
+
+def _write_manifest(root: Path, plugins: list[dict[str, Any]], where: str = ".claude-plugin") -> None:
+    path = root / where / "marketplace.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"name": "team", "owner": {"name": "Team"}, "plugins": plugins}))
+
+
+def _tools_plugin(root: Path) -> dict[str, Any]:
+    """A local plugin with two skills: one with a python script and a binary asset."""
+    skills = root / "plugins" / "tools" / "skills"
+    make_skill(
+        skills,
+        "report",
+        body="Run `python scripts/report.py`.\n",
+        files={"scripts/report.py": SCRIPT, "assets/logo.bin": ASSET},
+        executable=["scripts/report.py"],
+    )
+    make_skill(skills, "review")
+    return {"name": "tools", "source": "./plugins/tools"}
+
+
+@pytest.fixture
+def other(tmp_path: Path) -> GitRemote:
+    """A second repository holding one plugin with a ``deploy`` skill."""
+    remote = GitRemote(tmp_path / "other")
+    make_skill(remote.work / "skills", "deploy")
+    remote.commit()
+    return remote
+
+
+@pytest.fixture
+def marketplace(remote: GitRemote, other: GitRemote) -> GitRemote:
+    _write_manifest(
+        remote.work,
+        [_tools_plugin(remote.work), {"name": "deploy-kit", "source": {"source": "url", "url": other.url}}],
+    )
+    remote.commit()
+    return remote
+
+
+def _market(remote: GitRemote, cache_dir: Path) -> PluginMarketplaceRepository:
+    return PluginMarketplaceRepository(GitRepository(remote.url, cache_dir=cache_dir), cache_dir=cache_dir)
+
+
+async def test_local_and_remote_plugins_are_staged_through_the_pipeline(
+    tmp_path: Path, marketplace: GitRemote, cache_dir: Path
+) -> None:
+    async with local_pipeline(tmp_path / "ws", _market(marketplace, cache_dir), watch=False) as pipeline:
+        plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
+    by_name = {s.skill.name: s for s in plan.skills.values()}
+    assert set(by_name) == {"report", "review", "deploy"}
+    staged = Path(str(by_name["report"].files_root))
+    assert (staged / "assets" / "logo.bin").read_bytes() == ASSET
+    script = staged / "scripts" / "report.py"
+    assert script.read_text() == SCRIPT and os.access(script, os.X_OK)
+
+
+def test_cli_lists_the_skills_of_a_git_marketplace(tmp_path: Path, marketplace: GitRemote, cache_dir: Path) -> None:
+    url = f"claude-plugins+{marketplace.url.replace('file:', 'git+file:', 1)}#cache_dir={cache_dir}"
+    result = subprocess.run(
+        [HARNESS, "skills", "list", "--json", "--workspace", str(tmp_path / "ws"), "--repo", url, "--user", "alice"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+    )
+    assert result.returncode == 0, result.stderr
+    listed = {s["name"]: s for s in json.loads(result.stdout)["skills"]}
+    assert set(listed) == {"report", "review", "deploy"}
+    assert listed["report"]["source"] == "plugins-git-remote"
+
+
+async def test_folder_marketplace_serves_local_plugins(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    _write_manifest(root, [_tools_plugin(root)], where=".agents/plugins")
+    async with open_repository(f"claude-plugins+dir:{root}") as repo:
+        snapshot = await repo.snapshot()
+        assert repo.source == "plugins-market"
+        assert [b.folder for b in snapshot.bundles] == ["report", "review"]
+        assert await repo.read_file("report", "assets/logo.bin") == ASSET
+
+
+async def test_skills_list_of_an_entry_replaces_the_skills_folder(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    make_skill(root / "docs", "xlsx")
+    make_skill(root / "docs", "pdf")
+    make_skill(root / "skills", "unlisted")
+    _write_manifest(root, [{"name": "documents", "source": "./", "skills": ["./docs/xlsx"]}])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        assert [b.folder for b in (await repo.snapshot()).bundles] == ["xlsx"]
+
+
+@pytest.mark.parametrize("source", ["../outside", "{tmp}/outside"])
+async def test_source_escaping_the_marketplace_is_refused_with_a_problem(tmp_path: Path, source: str) -> None:
+    root = tmp_path / "market"
+    make_skill(tmp_path / "outside" / "skills", "stolen")
+    source = source.format(tmp=tmp_path)
+    _write_manifest(root, [{"name": "escape", "source": source}, _tools_plugin(root)])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        snapshot = await repo.snapshot()
+    assert [b.folder for b in snapshot.bundles] == ["report", "review"]
+    assert any(f"plugin 'escape' source {source!r} refused" in p for p in snapshot.problems), snapshot.problems
+
+
+async def test_link_to_a_plugin_folder_is_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    make_skill(tmp_path / "outside" / "skills", "stolen")
+    (root / "plugins").mkdir(parents=True)
+    (root / "plugins" / "linked").symlink_to(tmp_path / "outside")
+    _write_manifest(root, [{"name": "linked", "source": "./plugins/linked"}])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        snapshot = await repo.snapshot()
+    assert snapshot.bundles == ()
+    assert any("'linked'" in p and "link" in p for p in snapshot.problems), snapshot.problems
+
+
+async def test_unreachable_remote_plugin_is_reported_and_the_rest_served(
+    tmp_path: Path, remote: GitRemote, cache_dir: Path
+) -> None:
+    missing = (tmp_path / "nowhere.git").as_uri()
+    _write_manifest(
+        remote.work, [{"name": "gone", "source": {"source": "url", "url": missing}}, _tools_plugin(remote.work)]
+    )
+    remote.commit()
+    async with _market(remote, cache_dir) as repo:
+        snapshot = await repo.snapshot()
+    assert [b.folder for b in snapshot.bundles] == ["report", "review"]
+    assert snapshot.error is None
+    assert any("'gone' unavailable" in p for p in snapshot.problems), snapshot.problems
+
+
+async def test_unsupported_source_type_is_a_problem(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    _write_manifest(root, [{"name": "npm-kit", "source": {"source": "npm", "package": "kit"}}, _tools_plugin(root)])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        snapshot = await repo.snapshot()
+    assert len(snapshot.bundles) == 2
+    assert any("'npm-kit'" in p and "'npm'" in p for p in snapshot.problems), snapshot.problems
+
+
+async def test_malformed_marketplace_keeps_the_last_good_skills(marketplace: GitRemote, cache_dir: Path) -> None:
+    async with _market(marketplace, cache_dir) as repo:
+        good = await repo.snapshot()
+        (marketplace.work / ".claude-plugin" / "marketplace.json").write_text('{"plugins": [')
+        marketplace.commit("break the marketplace")
+        broken = await repo.snapshot()
+    assert broken.bundles == good.bundles
+    assert isinstance(broken.error, RepositoryUnavailable)
+    assert ".claude-plugin/marketplace.json is not valid JSON" in str(broken.error)
+
+
+async def test_marketplace_without_a_manifest_is_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "market").mkdir()
+    async with PluginMarketplaceRepository(DirectoryRepository(tmp_path / "market")) as repo:
+        with pytest.raises(RepositoryUnavailable, match="marketplace.json"):
+            await repo.snapshot()
+
+
+async def test_same_named_skill_of_a_later_plugin_is_skipped_with_a_problem(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    make_skill(root / "a" / "skills", "lint", description="From a.")
+    make_skill(root / "b" / "skills", "lint", description="From b.")
+    _write_manifest(root, [{"name": "a", "source": "./a"}, {"name": "b", "source": "./b"}])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        snapshot = await repo.snapshot()
+    assert [b.location for b in snapshot.bundles] == [str(root / "a" / "skills" / "lint")]
+    assert any("'lint' of plugin 'b' skipped" in p for p in snapshot.problems), snapshot.problems
+
+
+async def test_marketplace_change_adds_a_plugin(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    _write_manifest(root, [_tools_plugin(root)])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        first = await repo.version()
+        make_skill(root / "extra" / "skills", "extra")
+        _write_manifest(root, [_tools_plugin(root), {"name": "extra", "source": "./extra"}])
+        assert await repo.version() != first
+        assert [b.folder for b in (await repo.snapshot()).bundles] == ["extra", "report", "review"]
+
+
+async def test_oversized_marketplace_file_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "marketplace.json").write_text('{"plugins": []' + " " * (2 << 20) + "}")
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        with pytest.raises(RepositoryUnavailable, match="larger than"):
+            await repo.snapshot()
