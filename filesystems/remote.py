@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
+import weakref
 from contextlib import AbstractAsyncContextManager
+
+import anyio
 
 from .base import AbstractFilesystem, FileStat
 from .errors import VersionConflict
@@ -89,7 +92,23 @@ class RemoteFilesystem(AbstractFilesystem):
             await self._store.aclose()
 
     async def generation(self) -> int | None:
-        return await self._store.generation()
+        """The store's write counter. Concurrent callers (many users' turns on one store) share
+        one query in flight instead of each sending their own, so a caller may see the value as
+        of up to one query before it asked; the next call sees any later write."""
+        flight = _FLIGHTS.get(self._store)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.value is not None:
+                return flight.value
+            # The shared query failed or was cancelled: ask on our own (and raise our own error).
+        flight = _FLIGHTS[self._store] = _Flight()
+        try:
+            flight.value = await self._store.generation()
+            return flight.value
+        finally:
+            if _FLIGHTS.get(self._store) is flight:
+                del _FLIGHTS[self._store]
+            flight.done.set()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -222,3 +241,14 @@ class RemoteFilesystem(AbstractFilesystem):
         # A view of a view nests, like a sub-folder of a local user area.
         prefix = f"{self._prefix}{user_id}/" if self._is_view else f"agents/{self._agent_id}/users/{user_id}/"
         return RemoteFilesystem(self._store, agent_id=self._agent_id, owns_store=False, _prefix=prefix)
+
+
+class _Flight:
+    """One generation query that concurrent callers wait on."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.value: int | None = None
+
+
+_FLIGHTS: weakref.WeakKeyDictionary[KeyValueStore, _Flight] = weakref.WeakKeyDictionary()
