@@ -313,7 +313,7 @@ class Harness(AsyncResource):
                 yield warning
             offer = self._narrowed(invocation.skill, offer)
             if invocation.skill.skill.metadata.get("context") == "fork":
-                async for event in self._fork(invocation, message, context, model, offer):
+                async for event in self._fork(invocation.skill, invocation.text, message, context, model, offer):
                     yield event
                 return
         pending: list[Event] = []
@@ -448,17 +448,22 @@ class Harness(AsyncResource):
         return narrow
 
     async def _fork(
-        self, invocation: _Invocation, message: str, context: RuntimeContext, model: Model, offer: ToolOffer | None
+        self,
+        resolved: ResolvedSkill,
+        task: str,
+        message: str,
+        context: RuntimeContext,
+        model: Model,
+        offer: ToolOffer | None,
     ) -> AsyncIterator[Event]:
         """Run a ``context: fork`` skill as a subagent turn with the skill's body as its task;
         the subagent's answer ends this turn and joins this session."""
-        assert invocation.skill is not None
-        skill = invocation.skill.skill
+        skill = resolved.skill
         name = text_field(skill.metadata, "agent") or f"{self.name}.{skill.name}"
         child = self.subagent(name=name, model=model)
         child_context = dataclasses.replace(context, session_id=f"{context.session_id}/fork/{skill.name}")
         answer = ""
-        async for event in child._turn(invocation.text, child_context, strict=True, offer=offer):
+        async for event in child._turn(task, child_context, strict=True, offer=offer):
             if isinstance(event, ModelReplied) and event.final:
                 answer = event.content
             yield event
