@@ -6,7 +6,16 @@ models, tools, the skill loader and validator, and the errors worth catching. Bu
 """
 
 from harness.agent import Harness, RunResult, StepLimitExceeded
-from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.agent.events import (
+    Event,
+    ModelReplied,
+    ShellRan,
+    SkillLoaded,
+    SkillWarning,
+    ToolCalled,
+    ToolReturned,
+    TurnPrepared,
+)
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
@@ -60,6 +69,7 @@ __all__ = [
     "SkillLoaded",
     "SkillNotFound",
     "SkillPipeline",
+    "SkillWarning",
     "StepLimitExceeded",
     "Tool",
     "ToolArgumentError",

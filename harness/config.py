@@ -47,6 +47,8 @@ class HarnessConfig:
     market_timeout: float = 10.0
     market_scan: MarketScanPolicy | None = None
     max_file_size: int = 50 * 1024 * 1024
+    enforce_allowed_tools: bool = False
+    trusted_markets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -130,6 +132,12 @@ def load_config(path: str | Path) -> HarnessConfig:
     values["repositories"] = tuple(_repo_url(base, r) for r in repos)
     if "market_scan" in data:
         values["market_scan"] = _market_scan(path, data["market_scan"])
+    if not isinstance(data.get("enforce_allowed_tools", False), bool):
+        raise ConfigError(f"{path}: enforce_allowed_tools must be true or false")
+    markets = data.get("trusted_markets") or []
+    if not isinstance(markets, list) or not all(isinstance(m, str) for m in markets):
+        raise ConfigError(f"{path}: trusted_markets must be a list of market slugs")
+    values["trusted_markets"] = tuple(markets)
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}

@@ -149,3 +149,17 @@ def test_a_malformed_store_url_is_refused_without_its_password() -> None:
     with pytest.raises(ValueError) as caught:
         open_store("admin:hunter2@db")
     assert "hunter2" not in str(caught.value)
+
+
+def test_allowed_tools_keys_reach_the_agent(tmp_path: Path) -> None:
+    config = tmp_path / "harness.yaml"
+    config.write_text("enforce_allowed_tools: true\ntrusted_markets: [acme]\n")
+    agent = Harness.from_config(config, watch=False)
+    assert agent.enforce_allowed_tools and agent.trusted_markets == frozenset({"acme"})
+
+
+def test_trusted_markets_must_be_a_list(tmp_path: Path) -> None:
+    config = tmp_path / "harness.yaml"
+    config.write_text("trusted_markets: acme\n")
+    with pytest.raises(ConfigError, match="trusted_markets must be a list"):
+        load_config(config)

@@ -1,6 +1,15 @@
 """The agent: the model ↔ tools loop, sessions, events and the workflow executor."""
 
-from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.agent.events import (
+    Event,
+    ModelReplied,
+    ShellRan,
+    SkillLoaded,
+    SkillWarning,
+    ToolCalled,
+    ToolReturned,
+    TurnPrepared,
+)
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import run_summary, workflow_tools
@@ -17,6 +26,7 @@ __all__ = [
     "SessionStore",
     "ShellRan",
     "SkillLoaded",
+    "SkillWarning",
     "StepLimitExceeded",
     "ToolCalled",
     "ToolReturned",

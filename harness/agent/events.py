@@ -7,7 +7,16 @@ from typing import Any
 
 from harness.models import Usage
 
-__all__ = ["Event", "ModelReplied", "ShellRan", "SkillLoaded", "ToolCalled", "ToolReturned", "TurnPrepared"]
+__all__ = [
+    "Event",
+    "ModelReplied",
+    "ShellRan",
+    "SkillLoaded",
+    "SkillWarning",
+    "ToolCalled",
+    "ToolReturned",
+    "TurnPrepared",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,4 +76,14 @@ class ModelReplied:
     final: bool
 
 
-Event = TurnPrepared | SkillLoaded | ToolCalled | ToolReturned | ShellRan | ModelReplied
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SkillWarning:
+    """An explicitly invoked skill asked for something the turn cannot give (e.g. an unknown
+    ``model:``); the turn goes on without it."""
+
+    skill_id: str
+    code: str
+    message: str
+
+
+Event = TurnPrepared | SkillLoaded | SkillWarning | ToolCalled | ToolReturned | ShellRan | ModelReplied

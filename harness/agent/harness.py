@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,16 @@ from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
 from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalFilesystem
-from harness.agent.events import Event, ModelReplied, ShellRan, SkillLoaded, ToolCalled, ToolReturned, TurnPrepared
+from harness.agent.events import (
+    Event,
+    ModelReplied,
+    ShellRan,
+    SkillLoaded,
+    SkillWarning,
+    ToolCalled,
+    ToolReturned,
+    TurnPrepared,
+)
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
@@ -21,12 +31,21 @@ from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
 from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
-from harness.models import Message, Model, ToolCall, Usage, open_model
+from harness.models import Message, Model, ModelError, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
-from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, SEARCH_TOOL
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
-from harness.pipeline.plan import TurnPlan, VisibilityPolicy
+from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
+from harness.skills.arguments import (
+    allowed_tools,
+    argument_hint,
+    argument_names,
+    substitute,
+    text_field,
+    user_invocable,
+)
+from harness.skills.skill import Layer
 from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
@@ -39,6 +58,24 @@ log = logging.getLogger(__name__)
 #: Narrows the tools a turn offers (a workflow step's guardrails).
 ToolOffer = Callable[[list[Tool]], list[Tool]]
 _SKILL_COMMAND = re.compile(r"^/skill:(?P<name>[^\s]+)(?:\s+(?P<args>.*))?$", re.DOTALL)
+# Claude Code's tool names in ``allowed-tools`` and the harness tools they stand for.
+_CLAUDE_TOOLS = {
+    "Bash": (SHELL_TOOL,),
+    "Read": ("read_file", "list_files"),
+    "Write": ("write_file",),
+    "Edit": ("write_file",),
+    "Glob": ("list_files",),
+    "Grep": ("list_files",),
+    "LS": ("list_files",),
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Invocation:
+    """A turn's user text, and the skill it invokes explicitly (``None`` for a plain message)."""
+
+    text: str
+    skill: ResolvedSkill | None = None
 
 
 class StepLimitExceeded(HarnessError):
@@ -72,6 +109,9 @@ class Harness(AsyncResource):
     another agent's pipeline with its filesystem and markets (see :meth:`subagent`). ``learning=True`` (or a
     configured :class:`~harness.learning.SelfLearning`) turns on the self-learning loop: the
     authoring tools, usage recording, visibility filters, promotion and the curator.
+    ``models`` names extra models a skill's ``model:`` field may pick (before ``open_model``
+    specs). ``enforce_allowed_tools`` narrows an explicitly invoked skill's turn to its
+    ``allowed-tools``; market skills only from the ``trusted_markets`` (source slugs).
     """
 
     def __init__(
@@ -99,6 +139,9 @@ class Harness(AsyncResource):
         pipeline: SkillPipeline | None = None,
         market_scan: MarketScanPolicy | None = None,
         skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
+        models: Mapping[str, Model] | None = None,
+        enforce_allowed_tools: bool = False,
+        trusted_markets: Collection[str] = (),
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -124,6 +167,9 @@ class Harness(AsyncResource):
             usage = usage or self.learning.recorder
             visibility = visibility or self.learning.visibility
         self.usage = usage
+        self.models = dict(models or {})
+        self.enforce_allowed_tools = enforce_allowed_tools
+        self.trusted_markets = frozenset(trusted_markets)
         self.skill_names = frozenset(skills) if skills is not None else None
         self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
         self.pipeline = pipeline or SkillPipeline(
@@ -167,6 +213,8 @@ class Harness(AsyncResource):
             "market_scan": config.market_scan,
             "max_file_size": config.max_file_size,
             "skill_dirs": config.skill_dirs,
+            "enforce_allowed_tools": config.enforce_allowed_tools,
+            "trusted_markets": config.trusted_markets,
             **overrides,
         }
         # Open resources only for what the overrides leave to the file.
@@ -252,12 +300,22 @@ class Harness(AsyncResource):
         )
         session = await self.sessions.get(context.user_id, context.session_id)
         try:
-            user_text = self._expand(message, plan)
+            invocation = self._expand(message, plan, user=not strict)
         except SkillNotFound as exc:
             if strict:
                 raise
             yield ModelReplied(content=str(exc), usage=Usage(), final=True)
             return
+        model = self.model
+        if invocation.skill is not None:
+            model, warning = await self._skill_model(invocation.skill)
+            if warning is not None:
+                yield warning
+            offer = self._narrowed(invocation.skill, offer)
+            if invocation.skill.skill.metadata.get("context") == "fork":
+                async for event in self._fork(invocation.skill, invocation.text, message, context, model, offer):
+                    yield event
+                return
         pending: list[Event] = []
         tools = self._tools(plan, session, pending)
         if offer is not None:
@@ -265,9 +323,9 @@ class Harness(AsyncResource):
         by_name = {t.name: t for t in tools}
         specs = [t.spec for t in tools]
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
-        turn: list[Message] = [Message.user(user_text)]
+        turn: list[Message] = [Message.user(invocation.text)]
         for _ in range(self.max_steps):
-            reply = await self.model.complete([Message.system(system), *session.messages, *turn], specs)
+            reply = await model.complete([Message.system(system), *session.messages, *turn], specs)
             turn.append(reply.message)
             final = not reply.message.tool_calls
             yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
@@ -316,22 +374,102 @@ class Harness(AsyncResource):
             skills=skills if skills is not None else self.skill_names,
             learning=self.learning or False,
             pipeline=self.pipeline,
+            models=self.models,
+            enforce_allowed_tools=self.enforce_allowed_tools,
+            trusted_markets=self.trusted_markets,
         )
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _expand(self, message: str, plan: TurnPlan) -> str:
+    def _expand(self, message: str, plan: TurnPlan, *, user: bool) -> _Invocation:
+        """The user text of a turn: a ``/skill:`` command becomes the skill's body with its
+        placeholders filled in. ``user`` commands cannot invoke ``user-invocable: false`` skills."""
         match = _SKILL_COMMAND.match(message.strip())
         if match is None:
-            return message
-        resolved = plan.invoke(match["name"])
+            return _Invocation(text=message)
+        try:
+            resolved = plan.invoke(match["name"])
+        except SkillNotFound:
+            raise SkillNotFound(f"no skill named {match['name']!r}; {_invocable_list(plan, user)}") from None
         if self.skill_names is not None and resolved.skill.name not in self.skill_names:
             raise SkillNotFound(f"skill {match['name']!r} is not available to agent {self.name!r}")
         skill = resolved.skill
+        if user and not user_invocable(skill.metadata):
+            raise SkillNotFound(
+                f"skill {match['name']!r} is not user-invocable (the model may still use it); "
+                f"{_invocable_list(plan, user)}"
+            )
         location = resolved.files_root or skill.skill_id
-        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{skill.body.rstrip()}\n</skill>"
-        args = (match["args"] or "").strip()
-        return f"{block}\n\n{args}" if args else block
+        body = substitute(
+            skill.body.rstrip(),
+            (match["args"] or "").strip(),
+            names=argument_names(skill.metadata),
+            skill_dir=resolved.files_root or f"{LOAD_TOOL}:{skill.skill_id}",
+            session_id=plan.context.session_id,
+        )
+        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
+        return _Invocation(text=block, skill=resolved)
+
+    async def _skill_model(self, resolved: ResolvedSkill) -> tuple[Model, SkillWarning | None]:
+        """The model an invoked skill's ``model:`` names (opened once, kept until the agent
+        closes), or this agent's model and a warning when nobody knows the name."""
+        spec = text_field(resolved.skill.metadata, "model")
+        if not spec or spec == "inherit":
+            return self.model, None
+        if spec not in self.models:
+            try:
+                model = open_model(spec)
+            except ModelError as exc:
+                message = (
+                    f"skill {resolved.skill.name!r}: model {spec!r} is not available ({exc}); using {self.model.name!r}"
+                )
+                log.warning("%s", message)
+                return self.model, SkillWarning(skill_id=resolved.skill.skill_id, code="unknown-model", message=message)
+            self.models[spec] = await self._stack.enter_async_context(model)
+        return self.models[spec], None
+
+    def _narrowed(self, resolved: ResolvedSkill, offer: ToolOffer | None) -> ToolOffer | None:
+        """``offer`` further narrowed to the skill's ``allowed-tools`` when this agent enforces
+        them and trusts the skill's source (the load tool always stays: the skill's own files)."""
+        skill = resolved.skill
+        allowed = allowed_tools(skill.metadata)
+        if not self.enforce_allowed_tools or allowed is None:
+            return offer
+        if skill.layer is Layer.MARKET and skill.source not in self.trusted_markets:
+            return offer
+        names = {LOAD_TOOL, *allowed}
+        for alias in allowed:
+            names.update(_CLAUDE_TOOLS.get(alias, ()))
+
+        def narrow(tools: list[Tool]) -> list[Tool]:
+            kept = [t for t in tools if t.name in names]
+            return offer(kept) if offer is not None else kept
+
+        return narrow
+
+    async def _fork(
+        self,
+        resolved: ResolvedSkill,
+        task: str,
+        message: str,
+        context: RuntimeContext,
+        model: Model,
+        offer: ToolOffer | None,
+    ) -> AsyncIterator[Event]:
+        """Run a ``context: fork`` skill as a subagent turn with the skill's body as its task;
+        the subagent's answer ends this turn and joins this session."""
+        skill = resolved.skill
+        name = text_field(skill.metadata, "agent") or f"{self.name}.{skill.name}"
+        child = self.subagent(name=name, model=model)
+        child_context = dataclasses.replace(context, session_id=f"{context.session_id}/fork/{skill.name}")
+        answer = ""
+        async for event in child._turn(task, child_context, strict=True, offer=offer):
+            if isinstance(event, ModelReplied) and event.final:
+                answer = event.content
+            yield event
+        session = await self.sessions.get(context.user_id, context.session_id)
+        session.messages.extend([Message.user(message), Message.assistant(answer)])
+        await self.sessions.save(context.user_id, context.session_id, session)
 
     def tools_for(self, plan: TurnPlan) -> list[Tool]:
         """The tools a turn of ``plan`` offers (skill, file, learning, workflow and user tools)."""
@@ -446,3 +584,15 @@ class Harness(AsyncResource):
         except Exception as exc:  # a tool's failure goes back to the model, never ends the run
             log.info("tool %s failed: %s", call.name, exc)
             return f"error: {type(exc).__name__}: {exc}", True
+
+
+def _invocable_list(plan: TurnPlan, user: bool) -> str:
+    """The skills a ``/skill:`` command may name, each with its ``argument-hint``."""
+    entries = []
+    for resolved in sorted(plan.skills.values(), key=lambda s: s.skill.name):
+        fields = resolved.skill.metadata
+        if user and not user_invocable(fields):
+            continue
+        hint = argument_hint(fields)
+        entries.append(f"{resolved.skill.name} {hint}" if hint else resolved.skill.name)
+    return "available: " + ", ".join(entries)

@@ -21,6 +21,7 @@ from harness.cli.common import (
 from harness.diagnostics import Diagnostic
 from harness.pipeline.pipeline import CACHE_DIR
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
+from harness.skills.arguments import argument_hint
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
 from harness.terminal import echo
 from harness.tools.search import MAX_RESULTS, search_plan
@@ -166,6 +167,7 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
             "staged": _staged(agent, s),
             "link": s.entry.link,
             "hidden": s.skill.hidden,
+            "argument_hint": argument_hint(s.skill.metadata),
         }
         for s in sorted(plan.skills.values(), key=lambda s: s.skill.name)
     ]
@@ -184,6 +186,8 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
         link = f" (link to {skill['link']})" if skill["link"] else ""
         pending = NOT_STAGED if skill["staged"] is False and skill["files_root"] else ""
         echo(f"    {skill['files_root'] or skill['location']}{link}{pending}")
+        if skill["argument_hint"]:
+            echo(f"    /skill:{skill['name']} {skill['argument_hint']}")
     for shadow in plan.shadowed:
         echo(f"shadowed: {shadow.diagnostic().message}")
     for diagnostic in plan.diagnostics:

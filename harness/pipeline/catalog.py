@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
+from harness.pipeline.search import when_to_use
 from harness.skills.skill import Skill
 
 __all__ = [
@@ -64,10 +65,12 @@ class Catalog:
 
 
 def entry_for(skill: Skill, files_root: str | None = None, workflow: bool = False) -> CatalogEntry:
-    """The catalog entry of one skill."""
+    """The catalog entry of one skill; a ``when_to_use`` field follows the description (and
+    counts against the budget with it)."""
+    when = " ".join(when_to_use(skill).split())
     return CatalogEntry(
         name=skill.name,
-        description=skill.description,
+        description=f"{skill.description} When to use: {when}" if when else skill.description,
         skill_id=skill.skill_id,
         files_root=files_root,
         workflow=workflow,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from filesystems.paths import segment_problem
+from harness.skills.arguments import CLAUDE_CODE_FIELDS
 
 __all__ = [
     "ALLOWED_FIELDS",
@@ -34,8 +35,9 @@ MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
 MAX_COMPATIBILITY_LENGTH = 500
 ALLOWED_FIELDS = frozenset({"name", "description", "license", "allowed-tools", "metadata", "compatibility"})
-# Our own field: accepted, but reported by strict validation as outside the specification.
-EXTENSION_FIELDS = frozenset({"disable-model-invocation"})
+# Our own field and Claude Code's: accepted, but reported by strict validation as outside the
+# specification.
+EXTENSION_FIELDS = frozenset({"disable-model-invocation"}) | CLAUDE_CODE_FIELDS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -117,7 +119,10 @@ def check_fields(
         problems.append(
             Problem(
                 code="extension-field",
-                message=f"Field {', '.join(sorted(extensions))} is a harness extension, not part of the Agent Skills specification",
+                message=(
+                    f"Field {', '.join(sorted(extensions))} is a harness or Claude Code extension, "
+                    "not part of the Agent Skills specification"
+                ),
                 error=False,
             )
         )

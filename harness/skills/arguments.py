@@ -1,0 +1,118 @@
+"""Claude Code's skill fields and the placeholders of an explicitly invoked skill's body.
+
+``$ARGUMENTS`` is the argument text as typed; ``$ARGUMENTS[N]`` and ``$N`` the N-th argument
+(0-based, split shell-style); ``$name`` the argument at the position of ``name`` in the
+``arguments:`` frontmatter list; ``${CLAUDE_SKILL_DIR}`` and ``${CLAUDE_SESSION_ID}`` the skill's
+folder and the session. A missing argument is the empty string. Substitution is one pass over
+the body, so a value that itself looks like a placeholder stays literal. When the body uses no
+argument placeholder and arguments were given, ``ARGUMENTS: <text>`` is appended.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "CLAUDE_CODE_FIELDS",
+    "allowed_tools",
+    "argument_hint",
+    "argument_names",
+    "split_arguments",
+    "substitute",
+    "text_field",
+    "user_invocable",
+]
+
+#: Frontmatter fields of Claude Code skills the harness reads (outside the Agent Skills spec).
+CLAUDE_CODE_FIELDS = frozenset(
+    {"when_to_use", "argument-hint", "arguments", "user-invocable", "model", "context", "agent"}
+)
+
+_PLACEHOLDER = re.compile(
+    r"\$\{(?P<env>CLAUDE_SKILL_DIR|CLAUDE_SESSION_ID)\}"
+    r"|\$ARGUMENTS\[(?P<index>\d+)\]"
+    r"|\$(?P<all>ARGUMENTS)(?![\w\[])"
+    r"|\$(?P<position>\d+)(?!\w)"
+    r"|\$(?P<name>[A-Za-z_]\w*)"
+)
+
+
+def text_field(fields: Mapping[str, Any], key: str) -> str:
+    """A frontmatter text field, stripped (``""`` when missing or not text)."""
+    value = fields.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def argument_hint(fields: Mapping[str, Any]) -> str:
+    """``argument-hint``: what to type after ``/skill:<name>`` (``""`` when not given)."""
+    return text_field(fields, "argument-hint")
+
+
+def user_invocable(fields: Mapping[str, Any]) -> bool:
+    """``user-invocable``: false keeps the skill out of ``/skill:`` commands (default true)."""
+    return fields.get("user-invocable") is not False
+
+
+def argument_names(fields: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of the ``arguments:`` list (a list of names, or a space-separated string);
+    entries given as mappings use their ``name``."""
+    value = fields.get("arguments")
+    items: list[Any] = value.split() if isinstance(value, str) else value if isinstance(value, list) else []
+    names = (item.get("name") if isinstance(item, dict) else item for item in items)
+    return tuple(name.strip() for name in names if isinstance(name, str) and name.strip())
+
+
+def allowed_tools(fields: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """``allowed-tools`` as tool names (``Bash(git:*)`` gives ``Bash``); ``None`` when not given.
+
+    The specification writes a space-separated string; Claude Code also accepts commas and lists.
+    """
+    value = fields.get("allowed-tools")
+    if isinstance(value, str):
+        items = re.findall(r"[^\s,(]+(?:\([^)]*\))?", value)
+    elif isinstance(value, list):
+        items = [item for item in value if isinstance(item, str)]
+    else:
+        return None
+    return tuple(item.split("(", 1)[0].strip() for item in items if item.strip())
+
+
+def split_arguments(text: str) -> list[str]:
+    """Arguments split shell-style (quotes group words); on bad quoting, at whitespace."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def substitute(
+    body: str, arguments: str, *, names: Sequence[str] = (), skill_dir: str = "", session_id: str = ""
+) -> str:
+    """``body`` with every placeholder replaced in one pass (see the module docstring)."""
+    values = split_arguments(arguments)
+    named = {name: index for index, name in enumerate(names)}
+    used_arguments = False
+
+    def positional(index: int) -> str:
+        return values[index] if index < len(values) else ""
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal used_arguments
+        if match["env"]:
+            return skill_dir if match["env"] == "CLAUDE_SKILL_DIR" else session_id
+        if match["name"] is not None and match["name"] not in named:
+            return match[0]
+        used_arguments = True
+        if match["all"]:
+            return arguments
+        if match["name"] is not None:
+            return positional(named[match["name"]])
+        return positional(int(match["index"] or match["position"]))
+
+    result = _PLACEHOLDER.sub(replace, body)
+    if arguments and not used_arguments:
+        result = f"{result.rstrip()}\n\nARGUMENTS: {arguments}"
+    return result
