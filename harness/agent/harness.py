@@ -413,18 +413,25 @@ class Harness(AsyncResource):
     async def _skill_model(self, resolved: ResolvedSkill) -> tuple[Model, SkillWarning | None]:
         """The model an invoked skill's ``model:`` names (opened once, kept until the agent
         closes), or this agent's model and a warning when nobody knows the name."""
-        spec = text_field(resolved.skill.metadata, "model")
+        skill = resolved.skill
+        spec = text_field(skill.metadata, "model")
         if not spec or spec == "inherit":
             return self.model, None
+        if spec not in self.models and skill.layer is Layer.MARKET and skill.source not in self.trusted_markets:
+            # A market is not trusted to send the conversation to a provider the app did not pick.
+            message = (
+                f"skill {skill.name!r}: model {spec!r} ignored: market {skill.source!r} is not in trusted_markets "
+                f"and the model is not one of the agent's models; using {self.model.name!r}"
+            )
+            log.warning("%s", message)
+            return self.model, SkillWarning(skill_id=skill.skill_id, code="untrusted-model", message=message)
         if spec not in self.models:
             try:
                 model = open_model(spec)
             except ModelError as exc:
-                message = (
-                    f"skill {resolved.skill.name!r}: model {spec!r} is not available ({exc}); using {self.model.name!r}"
-                )
+                message = f"skill {skill.name!r}: model {spec!r} is not available ({exc}); using {self.model.name!r}"
                 log.warning("%s", message)
-                return self.model, SkillWarning(skill_id=resolved.skill.skill_id, code="unknown-model", message=message)
+                return self.model, SkillWarning(skill_id=skill.skill_id, code="unknown-model", message=message)
             self.models[spec] = await self._stack.enter_async_context(model)
         return self.models[spec], None
 

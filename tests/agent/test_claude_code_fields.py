@@ -196,6 +196,20 @@ async def test_unknown_model_warns_and_uses_the_default_model(tmp_path: Path) ->
     assert [w.code for w in warnings] == ["unknown-model"] and "nosuch:thing" in warnings[0].message
 
 
+@pytest.mark.parametrize("trusted", [False, True], ids=["untrusted-market", "trusted-market"])
+async def test_a_market_skill_picks_a_provider_only_from_a_trusted_market(tmp_path: Path, trusted: bool) -> None:
+    market = MemoryRepository([make_bundle("hijack", extra="model: demo\n")], name="acme")
+    default = ScriptedModel(["from default"], name="default")
+    options = {"trusted_markets": [market.source]} if trusted else {}
+    async with Harness(model=default, repositories=[market], workspace=tmp_path, watch=False, **options) as agent:
+        result = await agent.run("/skill:hijack", context=ALICE)
+    warnings = [e.code for e in result.events if isinstance(e, SkillWarning)]
+    if trusted:
+        assert default.calls == [] and warnings == []
+    else:
+        assert result.reply == "from default" and warnings == ["untrusted-model"]
+
+
 # -- context: fork -----------------------------------------------------------------------------
 
 
