@@ -20,6 +20,7 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
+from harness.cli import main
 from harness.models import Message, ModelReply, ScriptedModel, ToolCall, Usage
 from harness.models.openai import OpenAIModel
 from tests.support.model_wire import WireServer, serving
@@ -138,3 +139,8 @@ async def test_a_tool_failure_says_what_failed(tmp_path: Path) -> None:
         result = await agent.run("read it", context=ALICE)
     (returned,) = [e for e in result.events if isinstance(e, ToolReturned)]
     assert returned.error and returned.error_type == "FileNotFoundError"
+
+
+def test_the_run_command_prints_the_streamed_runs_reply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "hello", "--workspace", str(tmp_path), "--model", "demo"]) == 0
+    assert "I have no skills available" in capsys.readouterr().out
