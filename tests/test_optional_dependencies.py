@@ -48,3 +48,26 @@ def test_without_opentelemetry_a_run_is_untraced_and_works(tmp_path: Path) -> No
         """
     )
     assert out == "RunFinished False"
+
+
+def test_without_ag_ui_the_encoder_says_which_extra_to_install() -> None:
+    out = _python(
+        """
+        import asyncio, sys
+        sys.modules["ag_ui"] = None
+        from harness.agent.agui import agui_sse
+
+        async def main():
+            async def nothing():
+                return
+                yield
+
+            try:
+                [line async for line in agui_sse(nothing())]
+            except ImportError as exc:
+                print(exc)
+
+        asyncio.run(main())
+        """
+    )
+    assert "pip install 'agent-skill-harness[agui]'" in out

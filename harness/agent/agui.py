@@ -122,7 +122,7 @@ class _Translator:
         return out
 
     def failed(self, exc: Exception) -> list[Any]:
-        out = self._close_text() + self._close_calls()
+        out = ([] if self._run is not None else self._start(None)) + self._close_text() + self._close_calls()
         return [*out, self._core.RunErrorEvent(message=str(exc) or type(exc).__name__, code=type(exc).__name__)]
 
     def _start(self, event: RunStarted | None) -> list[Any]:

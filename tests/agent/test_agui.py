@@ -116,3 +116,13 @@ async def test_replies_that_were_not_streamed_are_sent_whole() -> None:
         "TOOL_CALL_END",
     ]
     assert events[2].delta == "Calling." and json.loads(events[5].delta) == {"path": "docs"}
+
+
+async def test_a_run_that_fails_before_its_first_event_still_opens_before_the_error() -> None:
+    async def run() -> AsyncIterator[Event]:
+        raise RuntimeError("market down")
+        yield  # an async generator
+
+    events = [e async for e in agui_events(run())]
+    assert [e.type for e in events] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+    assert events[1].message == "market down" and events[1].code == "RuntimeError"
