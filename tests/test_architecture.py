@@ -8,8 +8,9 @@ functions and under ``if TYPE_CHECKING:``. The rules:
   place a lower layer may name a higher one's types;
 - the layers point one way: ``filesystems`` imports neither ``repositories`` nor ``harness``,
   ``repositories`` does not import ``harness``, ``harness.engine`` knows neither the agent nor its
-  tools, ``harness.pipeline`` knows neither agent, tools nor engine, and ``harness.skills`` uses
-  nothing of ``harness`` but ``harness.diagnostics`` and ``harness.errors``;
+  tools, ``harness.pipeline`` knows neither agent, tools nor engine, ``harness.skills`` uses
+  nothing of ``harness`` but ``harness.diagnostics`` and ``harness.errors``, and
+  ``harness.tracing`` reads only the agent's events (and the context and skill types);
 - nothing imports another module's private (``_``) names; a private module may be imported by
   modules of its own package only.
 """
@@ -31,6 +32,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("harness.engine", ("harness.agent", "harness.tools"), ()),
     ("harness.pipeline", ("harness.agent", "harness.tools", "harness.engine"), ()),
     ("harness.skills", ("harness",), ("harness.skills", "harness.diagnostics", "harness.errors")),
+    (
+        "harness.tracing",
+        ("harness",),
+        ("harness.tracing", "harness.agent.events", "harness.agent.streaming", "harness.context", "harness.skills"),
+    ),
 )
 
 # Cycles that remain for now, each with the reason (none today; keep it that way).

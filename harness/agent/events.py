@@ -1,18 +1,33 @@
-"""Typed events a turn emits, for UIs, logs and metrics (``agent.stream(...)``)."""
+"""Typed events a turn emits, for UIs, logs and metrics (``agent.stream(...)``).
+
+``agent.run()`` keeps the turn's events in ``RunResult.events``. ``agent.stream()`` yields them
+as they happen, framed by :class:`RunStarted` and :class:`RunFinished`, with the model's reply
+arriving as :class:`~harness.models.TextDelta` and :class:`~harness.models.ToolCallDelta` pieces
+before each :class:`ModelReplied`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from harness.models import Usage
+from harness.models import TextDelta, ToolCallDelta, Usage
+
+if TYPE_CHECKING:
+    from harness.pipeline.plan import TurnPlan
 
 __all__ = [
     "Event",
     "ModelReplied",
+    "RunFinished",
+    "RunStarted",
     "ShellRan",
     "SkillLoaded",
     "SkillWarning",
+    "TextDelta",
+    "ToolCallDelta",
     "ToolCalled",
     "ToolReturned",
     "TurnPrepared",
@@ -20,8 +35,31 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class RunStarted:
+    """A streamed run began: ``run_id`` is fresh per run, ``session_id`` is the conversation."""
+
+    run_id: str
+    agent: str
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunFinished:
+    """A streamed run ended with ``reply``; ``usage`` adds up every model call of the run."""
+
+    run_id: str
+    reply: str
+    usage: Usage
+    steps: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnPrepared:
-    """The pipeline ran: how many skills the turn sees and what staging did."""
+    """The pipeline ran: how many skills the turn sees and what staging did.
+
+    ``layers`` counts the turn's skills by the layer they come from (``{"market": 12, ...}``).
+    """
 
     skill_count: int
     visible_count: int
@@ -29,14 +67,33 @@ class TurnPrepared:
     staged_unchanged: int | None
     staged_removed: int | None
     diagnostics: int
+    layers: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, plan: TurnPlan) -> TurnPrepared:
+        """The event for a prepared ``plan``."""
+        skills = plan.skills.values()
+        staged = plan.staged
+        return cls(
+            skill_count=len(skills),
+            visible_count=sum(1 for s in skills if not s.skill.hidden),
+            staged_written=staged.written if staged else None,
+            staged_unchanged=staged.unchanged if staged else None,
+            staged_removed=staged.removed if staged else None,
+            diagnostics=len(plan.diagnostics),
+            layers=dict(Counter(s.skill.layer.value for s in skills)),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SkillLoaded:
-    """``load_skill_through_path`` served a file of a skill."""
+    """``load_skill_through_path`` served a file of a skill: its ``name`` and ``location``
+    (the folder or URL it was read from) when the turn knows the skill."""
 
     skill_id: str
     path: str
+    name: str = ""
+    location: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,12 +107,14 @@ class ToolCalled:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolReturned:
-    """A tool finished; ``error`` says its result is an error message returned to the model."""
+    """A tool finished; ``error`` says its result is an error message returned to the model,
+    ``error_type`` what failed (the exception's class name, or ``unknown_tool``)."""
 
     call_id: str
     name: str
     content: str
     error: bool
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,4 +145,16 @@ class SkillWarning:
     message: str
 
 
-Event = TurnPrepared | SkillLoaded | SkillWarning | ToolCalled | ToolReturned | ShellRan | ModelReplied
+Event = (
+    RunStarted
+    | TurnPrepared
+    | SkillLoaded
+    | SkillWarning
+    | TextDelta
+    | ToolCallDelta
+    | ToolCalled
+    | ToolReturned
+    | ShellRan
+    | ModelReplied
+    | RunFinished
+)

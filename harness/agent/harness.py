@@ -24,6 +24,7 @@ from harness.agent.events import (
     TurnPrepared,
 )
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.agent.streaming import ModelStep, RunTally, framed
 from harness.agent.workflow_tools import workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
 from harness.config import HarnessConfig, load_config
@@ -50,6 +51,7 @@ from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
 from harness.tools.skills import UsageHooks, skill_tools
+from harness.tracing import RunTracer
 from repositories import SkillRepository, open_repository
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
@@ -112,6 +114,8 @@ class Harness(AsyncResource):
     ``models`` names extra models a skill's ``model:`` field may pick (before ``open_model``
     specs). ``enforce_allowed_tools`` narrows an explicitly invoked skill's turn to its
     ``allowed-tools``; market skills only from the ``trusted_markets`` (source slugs).
+    ``tracer_provider`` is the OpenTelemetry tracer provider runs are traced with (default: the
+    global one; see :class:`~harness.tracing.RunTracer`).
     """
 
     def __init__(
@@ -142,6 +146,7 @@ class Harness(AsyncResource):
         models: Mapping[str, Model] | None = None,
         enforce_allowed_tools: bool = False,
         trusted_markets: Collection[str] = (),
+        tracer_provider: Any | None = None,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -170,6 +175,7 @@ class Harness(AsyncResource):
         self.models = dict(models or {})
         self.enforce_allowed_tools = enforce_allowed_tools
         self.trusted_markets = frozenset(trusted_markets)
+        self.tracer = RunTracer(tracer_provider)
         self.skill_names = frozenset(skills) if skills is not None else None
         self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
         self.pipeline = pipeline or SkillPipeline(
@@ -249,15 +255,17 @@ class Harness(AsyncResource):
 
     async def run(self, message: str, *, context: RuntimeContext) -> RunResult:
         """One user turn: returns the final reply with usage and the turn's events."""
-        return await self._collect(self.stream(message, context=context))
+        return await self._collect(self._traced(message, context, self._turn(message, context, strict=False)))
 
     @staticmethod
     async def _collect(stream: AsyncIterator[Event]) -> RunResult:
         events = [event async for event in stream]
-        final = next((e for e in reversed(events) if isinstance(e, ModelReplied) and e.final), None)
-        usage = sum((e.usage for e in events if isinstance(e, ModelReplied)), Usage())
-        steps = sum(1 for e in events if isinstance(e, ModelReplied))
-        return RunResult(reply=final.content if final else "", usage=usage, steps=steps, events=tuple(events))
+        tally = RunTally.of(events)
+        return RunResult(reply=tally.reply, usage=tally.usage, steps=tally.steps, events=tuple(events))
+
+    def _traced(self, message: str, context: RuntimeContext, turn: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """``turn`` traced as one run of this agent."""
+        return self.tracer.trace(turn, agent=self.name, model=self.model.name, context=context, message=message)
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
@@ -268,28 +276,32 @@ class Harness(AsyncResource):
     ) -> RunResult:
         """A skill turn (:meth:`skill`); a workflow step's offers only ``offer(tools)``."""
         message = f"/skill:{name} {instructions}".rstrip()
-        return await self._collect(self._turn(message, context, strict=True, offer=offer))
+        return await self._collect(
+            self._traced(message, context, self._turn(message, context, strict=True, offer=offer))
+        )
 
     def stream(self, message: str, *, context: RuntimeContext) -> AsyncIterator[Event]:
-        """Like :meth:`run`, yielding typed events as they happen.
+        """Like :meth:`run`, yielding typed events as they happen: :class:`RunStarted` first,
+        the model's replies as :class:`TextDelta` / :class:`ToolCallDelta` pieces as the model
+        writes them, and :class:`RunFinished` with the run's usage last.
 
         A message ``/skill:<name> args`` invokes that skill explicitly; an unknown name is
         reported as the reply without calling the model.
         """
-        return self._turn(message, context, strict=False)
+        turn = self._turn(message, context, strict=False, stream=True)
+        return framed(self._traced(message, context, turn), agent=self.name, context=context)
 
     async def _turn(
-        self, message: str, context: RuntimeContext, *, strict: bool, offer: ToolOffer | None = None
+        self,
+        message: str,
+        context: RuntimeContext,
+        *,
+        strict: bool,
+        offer: ToolOffer | None = None,
+        stream: bool = False,
     ) -> AsyncIterator[Event]:
         plan = await self.prepare(context)
-        yield TurnPrepared(
-            skill_count=len(plan.skills),
-            visible_count=sum(1 for s in plan.skills.values() if not s.skill.hidden),
-            staged_written=plan.staged.written if plan.staged else None,
-            staged_unchanged=plan.staged.unchanged if plan.staged else None,
-            staged_removed=plan.staged.removed if plan.staged else None,
-            diagnostics=len(plan.diagnostics),
-        )
+        yield TurnPrepared.of(plan)
         log.debug(
             "turn of agent %s for user %s (session %s): %d skills, %d diagnostics",
             self.name,
@@ -325,7 +337,10 @@ class Harness(AsyncResource):
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
         turn: list[Message] = [Message.user(invocation.text)]
         for _ in range(self.max_steps):
-            reply = await model.complete([Message.system(system), *session.messages, *turn], specs)
+            step = ModelStep(model, [Message.system(system), *session.messages, *turn], specs, stream=stream)
+            async for delta in step:
+                yield delta
+            reply = step.reply
             turn.append(reply.message)
             final = not reply.message.tool_calls
             yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
@@ -336,11 +351,12 @@ class Harness(AsyncResource):
             for call in reply.message.tool_calls:
                 log.debug("agent %s calls tool %s for user %s", self.name, call.name, context.user_id)
                 yield ToolCalled(call_id=call.id, name=call.name, arguments=dict(call.arguments))
-                content, error = await self._call(by_name, call)
+                content, error_type = await self._call(by_name, call)
                 for event in pending:
                     yield event
                 pending.clear()
-                yield ToolReturned(call_id=call.id, name=call.name, content=content, error=error)
+                error = error_type is not None
+                yield ToolReturned(call_id=call.id, name=call.name, content=content, error=error, error_type=error_type)
                 turn.append(Message.tool_result(call, content))
         session.messages.extend(turn)
         await self.sessions.save(context.user_id, context.session_id, session)
@@ -377,6 +393,7 @@ class Harness(AsyncResource):
             models=self.models,
             enforce_allowed_tools=self.enforce_allowed_tools,
             trusted_markets=self.trusted_markets,
+            tracer_provider=self.tracer.tracer_provider,
         )
 
     # -- helpers -----------------------------------------------------------------------------
@@ -534,7 +551,8 @@ class Harness(AsyncResource):
 
     def _tools(self, plan: TurnPlan, session: Session, pending: list[Event]) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
-            pending.append(SkillLoaded(skill_id=skill_id, path=path))
+            skill = plan.skills[skill_id].skill
+            pending.append(SkillLoaded(skill_id=skill_id, path=path, name=skill.name, location=skill.location))
 
         async def on_shell(command: str, result: CommandResult) -> None:
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
@@ -582,15 +600,16 @@ class Harness(AsyncResource):
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
 
-    async def _call(self, tools: dict[str, Tool], call: ToolCall) -> tuple[str, bool]:
+    async def _call(self, tools: dict[str, Tool], call: ToolCall) -> tuple[str, str | None]:
+        """The call's result, and what failed (None when it did not)."""
         tool = tools.get(call.name)
         if tool is None:
-            return f"error: there is no tool named {call.name!r}; available: {', '.join(sorted(tools))}", True
+            return f"error: there is no tool named {call.name!r}; available: {', '.join(sorted(tools))}", "unknown_tool"
         try:
-            return await tool.call(call.arguments), False
+            return await tool.call(call.arguments), None
         except Exception as exc:  # a tool's failure goes back to the model, never ends the run
             log.info("tool %s failed: %s", call.name, exc)
-            return f"error: {type(exc).__name__}: {exc}", True
+            return f"error: {type(exc).__name__}: {exc}", type(exc).__name__
 
 
 def _invocable_list(plan: TurnPlan, user: bool) -> str:

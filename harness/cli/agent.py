@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from harness.agent.events import ShellRan, SkillLoaded, ToolCalled
+from harness.agent.events import RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.cli.common import WORKSPACE_OPTIONS, context_from_args, harness_from_args
 from harness.terminal import echo
 
@@ -41,11 +41,13 @@ def _run(args: argparse.Namespace) -> int:
     async def main() -> int:
         overrides = {"model": args.model} if args.model else {}
         async with harness_from_args(args, **overrides) as agent:
+            reply = ""
             async for event in agent.stream(args.message, context=context_from_args(args)):
                 if args.verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan)):
                     echo(f"[{type(event).__name__}] {event}")
-                final = event
-        echo(getattr(final, "content", ""))
+                if isinstance(event, RunFinished):
+                    reply = event.reply
+        echo(reply)
         return 0
 
     return anyio.run(main)

@@ -1,13 +1,26 @@
 """Models behind one small interface: provider adapters, a scripted model and an offline demo.
 
 ``Model.complete(messages, tools)`` takes the conversation and the tool specs and returns the
-assistant's next message with its tool calls. Provider SDKs are optional extras
+assistant's next message with its tool calls; ``Model.stream(messages, tools)`` yields the same
+reply as ``TextDelta`` / ``ToolCallDelta`` pieces while it is produced, then the whole reply. Provider SDKs are optional extras
 (``agent-skill-harness[openai]``, ``agent-skill-harness[anthropic]``) imported only when an
 adapter is built, so importing the adapter classes costs nothing.
 """
 
 from harness.models.anthropic import AnthropicModel
-from harness.models.base import Message, Model, ModelReply, Role, ToolCall, ToolSpec, Usage
+from harness.models.base import (
+    Message,
+    Model,
+    ModelReply,
+    Role,
+    StreamItem,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+    reply_deltas,
+)
 from harness.models.demo import DemoModel
 from harness.models.errors import ModelError, ModelUnavailable, ScriptExhausted, UnknownModel
 from harness.models.openai import OpenAIModel
@@ -28,9 +41,13 @@ __all__ = [
     "ScriptStep",
     "ScriptedCall",
     "ScriptedModel",
+    "StreamItem",
+    "TextDelta",
     "ToolCall",
+    "ToolCallDelta",
     "ToolSpec",
     "UnknownModel",
     "Usage",
     "open_model",
+    "reply_deltas",
 ]

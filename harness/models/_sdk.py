@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, ClassVar, Self
 
-from harness.models.base import Model
+from harness.models.base import Model, ToolCall, ToolCallDelta
 from harness.models.errors import ModelError, ModelUnavailable
 
 
@@ -39,6 +41,22 @@ def options_from_env(
             raise ModelError(f"no API key for {provider}:{model}: set {prefix}_API_KEY or pass api_key=...")
         kwargs["api_key"] = key
     return kwargs
+
+
+@dataclass
+class PartialCall:
+    """A tool call being assembled from a reply stream: its position among the reply's calls,
+    id, name and the argument fragments so far."""
+
+    index: int
+    id: str
+    name: str
+    fragments: list[str] = field(default_factory=list)
+
+    def add(self, fragment: str) -> ToolCallDelta:
+        """Append ``fragment`` to the arguments; the delta that reports it."""
+        self.fragments.append(fragment)
+        return ToolCallDelta(index=self.index, call_id=self.id, name=self.name, arguments=fragment)
 
 
 class SDKModel(Model):
@@ -82,6 +100,34 @@ class SDKModel(Model):
             return await create(**request)
         except self._sdk_error as exc:
             raise ModelError(f"{self.name} at {self.base_url} failed: {exc}") from exc
+
+    async def _events(self, create: Any, request: dict[str, Any]) -> AsyncIterator[Any]:
+        """The events of ``create(**request, stream=True)``, SDK errors raised as ``ModelError``
+        (also those arriving mid-stream); the response is closed however iteration ends."""
+        stream = await self._send(create, {**request, "stream": True})
+        async with stream:
+            try:
+                async for event in stream:
+                    yield event
+            except self._sdk_error as exc:
+                raise ModelError(f"{self.name} at {self.base_url} failed while streaming: {exc}") from exc
+
+    def _assembled(self, call: PartialCall) -> ToolCall:
+        """The tool call a stream assembled in ``call``."""
+        return self._tool_call(call.id, call.name, "".join(call.fragments))
+
+    def _tool_call(self, call_id: str, name: str, wire_arguments: str | None) -> ToolCall:
+        """The tool call ``name(wire_arguments)`` the model sent; ``ModelError`` when its
+        arguments are not a JSON object or it names no tool."""
+        try:
+            arguments = json.loads(wire_arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"{self.name} called {name} with arguments that are not JSON: {wire_arguments!r}") from exc
+        if not isinstance(arguments, dict):
+            raise ModelError(f"{self.name} called {name} with arguments that are not a JSON object: {wire_arguments!r}")
+        if not name:
+            raise ModelError(f"{self.name} sent tool call {call_id!r} without a tool name")
+        return ToolCall(id=call_id, name=name, arguments=arguments)
 
     async def _aclose(self) -> None:
         await self._client.close()

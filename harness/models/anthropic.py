@@ -7,11 +7,12 @@ and their results ``tool_result`` blocks in the next user turn. Needs the ``anth
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from harness.models._sdk import SDKModel
-from harness.models.base import Message, ModelReply, ToolCall, ToolSpec, Usage
+from harness.models._sdk import PartialCall, SDKModel
+from harness.models.base import Message, ModelReply, StreamItem, TextDelta, ToolCall, ToolSpec, Usage
+from harness.models.errors import ModelError
 
 __all__ = ["AnthropicModel"]
 
@@ -28,7 +29,8 @@ class AnthropicModel(SDKModel):
     request field in ``extra_body`` are sent as JSON fields of the request as given (newer SDK
     releases no longer accept every sampling option as a keyword). SDK errors become
     ``ModelError``; the SDK retries transient failures ``max_retries`` times first.
-    :meth:`from_env` reads ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``.
+    :meth:`from_env` reads ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``. :meth:`stream`
+    uses the API's server-sent events (``message_start`` … ``message_stop``).
     """
 
     provider = "anthropic"
@@ -57,7 +59,7 @@ class AnthropicModel(SDKModel):
         if body:
             self._options["extra_body"] = body
 
-    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
+    def _request(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         request: dict[str, Any] = {
             "model": self.model,
@@ -70,7 +72,38 @@ class AnthropicModel(SDKModel):
             request["tools"] = [
                 {"name": s.name, "description": s.description, "input_schema": s.parameters} for s in tools
             ]
-        response = await self._send(self._client.messages.create, request)
+        return request
+
+    async def _stream(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> AsyncIterator[StreamItem]:
+        text: list[str] = []
+        calls: dict[int, PartialCall] = {}  # tool-use blocks by content-block index
+        input_tokens = output_tokens = 0
+        stopped = False
+        async for event in self._events(self._client.messages.create, self._request(messages, tools)):
+            if event.type == "message_start":
+                input_tokens = event.message.usage.input_tokens or 0
+                output_tokens = event.message.usage.output_tokens or 0
+            elif event.type == "message_delta":
+                input_tokens = event.usage.input_tokens or input_tokens
+                output_tokens = event.usage.output_tokens or output_tokens
+            elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+                block = event.content_block
+                calls[event.index] = PartialCall(index=len(calls), id=block.id, name=block.name)
+                yield calls[event.index].add("")
+            elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                text.append(event.delta.text)
+                yield TextDelta(text=event.delta.text)
+            elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+                yield calls[event.index].add(event.delta.partial_json)
+            stopped = event.type == "message_stop"
+        if not stopped:
+            raise ModelError(f"{self.name} at {self.base_url}: the reply stream ended before message_stop")
+        parsed = [self._assembled(call) for call in calls.values()]
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        yield ModelReply(message=Message.assistant("".join(text), parsed), usage=usage)
+
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
+        response = await self._send(self._client.messages.create, self._request(messages, tools))
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in response.content:

@@ -7,16 +7,29 @@ wire format; ``ScriptedModel`` and ``DemoModel`` work on them directly.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from filesystems import AsyncResource
 from harness.models.errors import ModelError
 
-__all__ = ["Message", "Model", "ModelReply", "Role", "ToolCall", "ToolSpec", "Usage"]
+__all__ = [
+    "Message",
+    "Model",
+    "ModelReply",
+    "Role",
+    "StreamItem",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolSpec",
+    "Usage",
+    "reply_deltas",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -126,6 +139,47 @@ class ModelReply:
             raise ValueError(f"a model reply is an assistant message, not {self.message.role!r}")
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    """A piece of the reply's text, as the model produced it; the pieces joined are the text."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call the model is writing.
+
+    ``index`` is the call's position in the reply; ``call_id`` and ``name`` are repeated on
+    every piece of one call (providers send them only once; the adapters fill them in), and
+    ``arguments`` is the next fragment of the call's JSON arguments (the first piece may carry
+    an empty fragment: the call has started). The fragments of one call joined are its arguments.
+    """
+
+    index: int
+    call_id: str
+    name: str
+    arguments: str = ""
+
+
+StreamItem = TextDelta | ToolCallDelta | ModelReply
+"""What ``Model.stream`` yields: deltas as they arrive, then the whole reply, once, last."""
+
+
+def reply_deltas(reply: ModelReply, *, words: bool = False) -> list[TextDelta | ToolCallDelta]:
+    """The deltas a stream of ``reply`` carries: its text (in one piece, or word by word when
+    ``words``), then each tool call with its JSON arguments (in two pieces when ``words``)."""
+    message = reply.message
+    text = re.findall(r"\S+\s*|\s+", message.content) if words else [message.content]
+    deltas: list[TextDelta | ToolCallDelta] = [TextDelta(text=piece) for piece in text if piece]
+    for index, call in enumerate(message.tool_calls):
+        arguments = json.dumps(call.arguments)
+        half = len(arguments) // 2
+        for piece in (arguments[:half], arguments[half:]) if words else (arguments,):
+            deltas.append(ToolCallDelta(index=index, call_id=call.id, name=call.name, arguments=piece))
+    return deltas
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolSpec:
     """A tool as the model sees it: name, description and the JSON schema of its arguments.
@@ -158,10 +212,20 @@ class Model(AsyncResource, ABC):
     ``tool_calls`` are the tools to run (their results go back as ``tool`` messages in the next
     call), or which has none when the model has answered.
 
+    ``stream`` is the same call with the reply delivered as it is produced: it yields
+    :class:`TextDelta` and :class:`ToolCallDelta` pieces, then the whole :class:`ModelReply`
+    (exactly once, last; the reply is what ``complete`` would have returned). Every model
+    streams: the default implementation calls ``_complete`` and yields the reply's deltas in one
+    piece each; adapters whose provider streams override ``_stream``.
+
     Raises ``ModelError`` (provider refused the request, could not be reached, answered
     something unusable), ``ValueError`` for an empty conversation or duplicate tool names, and
     ``ModelError`` when used after ``aclose()``.
     """
+
+    #: The default ``_stream`` cuts text into words (and arguments in two) rather than sending
+    #: one piece each: offline models use it to stream as a provider would.
+    _word_deltas: ClassVar[bool] = False
 
     def __init__(self, *, name: str) -> None:
         super().__init__()
@@ -169,6 +233,22 @@ class Model(AsyncResource, ABC):
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelReply:
         """The model's next message for ``messages``, with ``tools`` offered to it."""
+        self._check(messages, tools)
+        return await self._complete(tuple(messages), tuple(tools))
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> AsyncIterator[StreamItem]:
+        """Like :meth:`complete`, yielding the reply's deltas as they arrive and then the reply.
+
+        Raises ``ModelError`` when the backend's stream ends without a reply.
+        """
+        self._check(messages, tools)
+        async for item in self._stream(tuple(messages), tuple(tools)):
+            yield item
+            if isinstance(item, ModelReply):
+                return
+        raise ModelError(f"{self.name}: the reply stream ended before the reply was complete")
+
+    def _check(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> None:
         if self._closed:
             raise ModelError(f"model {self.name} is closed")
         if not messages:
@@ -177,11 +257,20 @@ class Model(AsyncResource, ABC):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"tool names must be unique; offered twice: {', '.join(duplicates)}")
-        return await self._complete(tuple(messages), tuple(tools))
 
     @abstractmethod
     async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         """Backend primitive behind ``complete`` (inputs already checked)."""
+
+    async def _stream(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> AsyncIterator[StreamItem]:
+        """Backend primitive behind ``stream`` (inputs already checked): deltas, then the reply.
+
+        The default completes the call and yields the reply's deltas (see ``_word_deltas``).
+        """
+        reply = await self._complete(messages, tools)
+        for delta in reply_deltas(reply, words=self._word_deltas):
+            yield delta
+        yield reply
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

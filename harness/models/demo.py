@@ -60,7 +60,10 @@ class DemoModel(Model):
     (argument ``skillId``) and ``execute_shell_command`` (argument ``command``), and only when
     they are among the tools offered. A request that matches no skill gets a plain answer
     listing the skills it knows. Token usage is estimated (four characters per token).
+    :meth:`stream` delivers the reply word by word.
     """
+
+    _word_deltas = True
 
     def __init__(self, *, name: str = "demo") -> None:
         super().__init__(name=name)

@@ -7,11 +7,11 @@ through ``base_url``. Needs the ``openai`` SDK: ``pip install 'agent-skill-harne
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from harness.models._sdk import SDKModel
-from harness.models.base import Message, ModelReply, ToolCall, ToolSpec, Usage
+from harness.models._sdk import PartialCall, SDKModel
+from harness.models.base import Message, ModelReply, StreamItem, TextDelta, ToolSpec, Usage
 from harness.models.errors import ModelError
 
 __all__ = ["OpenAIModel"]
@@ -27,6 +27,8 @@ class OpenAIModel(SDKModel):
     ``temperature`` are sent only when set; ``extra_body`` adds provider-specific request fields
     (``{"top_p": 0.9}``, a vLLM ``guided_json``, ...). SDK errors become ``ModelError`` naming
     the server and model; the SDK retries transient failures ``max_retries`` times first.
+    :meth:`stream` asks for a streamed reply with usage in its last chunk
+    (``stream_options.include_usage``).
     """
 
     provider = "openai"
@@ -56,7 +58,7 @@ class OpenAIModel(SDKModel):
         if extra_body:
             self._options["extra_body"] = dict(extra_body)
 
-    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
+    def _request(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [_wire_message(m) for m in messages],
@@ -64,7 +66,10 @@ class OpenAIModel(SDKModel):
         }
         if tools:
             request["tools"] = [_wire_tool(spec) for spec in tools]
-        response = await self._send(self._client.chat.completions.create, request)
+        return request
+
+    async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
+        response = await self._send(self._client.chat.completions.create, self._request(messages, tools))
         if not response.choices:
             raise ModelError(f"{self.name} at {self.base_url} returned no choices")
         return ModelReply(
@@ -72,22 +77,43 @@ class OpenAIModel(SDKModel):
             usage=_parse_usage(response.usage),
         )
 
+    async def _stream(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> AsyncIterator[StreamItem]:
+        request = {**self._request(messages, tools), "stream_options": {"include_usage": True}}
+        text: list[str] = []
+        calls: dict[int, PartialCall] = {}
+        usage = Usage()
+        finished = False
+        async for chunk in self._events(self._client.chat.completions.create, request):
+            if chunk.usage is not None:
+                usage = _parse_usage(chunk.usage)
+            if not chunk.choices:
+                continue
+            finished = finished or chunk.choices[0].finish_reason is not None
+            delta = chunk.choices[0].delta
+            if delta.content:
+                text.append(delta.content)
+                yield TextDelta(text=delta.content)
+            for wire in delta.tool_calls or ():
+                call = calls.get(wire.index)
+                fragment = (wire.function.arguments if wire.function else None) or ""
+                if call is None:
+                    # The first chunk of a call names it; later ones carry only the index.
+                    name = (wire.function.name if wire.function else None) or ""
+                    call = calls[wire.index] = PartialCall(
+                        index=len(calls), id=wire.id or f"call_{wire.index}", name=name
+                    )
+                elif not fragment:
+                    continue
+                yield call.add(fragment)
+        if not finished:
+            raise ModelError(f"{self.name} at {self.base_url}: the reply stream ended before a finish_reason")
+        parsed = [self._assembled(call) for _, call in sorted(calls.items())]
+        yield ModelReply(message=Message.assistant("".join(text), parsed), usage=usage)
+
     def _parse_message(self, wire: Any) -> Message:
-        calls = []
-        for call in wire.tool_calls or ():
-            try:
-                arguments = json.loads(call.function.arguments or "{}")
-            except json.JSONDecodeError as exc:
-                raise ModelError(
-                    f"{self.name} called {call.function.name} with arguments that are not "
-                    f"JSON: {call.function.arguments!r}"
-                ) from exc
-            if not isinstance(arguments, dict):
-                raise ModelError(
-                    f"{self.name} called {call.function.name} with arguments that are not a "
-                    f"JSON object: {call.function.arguments!r}"
-                )
-            calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
+        calls = [
+            self._tool_call(call.id, call.function.name, call.function.arguments) for call in wire.tool_calls or ()
+        ]
         return Message.assistant(wire.content or "", calls)
 
 

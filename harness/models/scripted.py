@@ -35,8 +35,12 @@ class ScriptedModel(Model):
 
     Every call is recorded in ``calls`` (messages and tool specs as received). Running past the
     end of the script raises ``ScriptExhausted`` naming how many replies were scripted and the
-    last message received, so a test that loops once too often fails clearly.
+    last message received, so a test that loops once too often fails clearly. :meth:`stream`
+    delivers each reply word by word and each tool call's arguments in two pieces, as a
+    streaming provider would.
     """
+
+    _word_deltas = True
 
     def __init__(self, replies: Iterable[ScriptStep], *, name: str = "scripted") -> None:
         super().__init__(name=name)

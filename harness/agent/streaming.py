@@ -1,0 +1,90 @@
+"""What a streamed run adds to a turn: the model's deltas and the run's start and finish.
+
+``ModelStep`` is one model call of a turn (streamed or not), ``RunTally`` adds up a run's
+events into its reply, usage and steps, and ``framed`` wraps a turn's events in
+:class:`~harness.agent.events.RunStarted` / :class:`~harness.agent.events.RunFinished`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from harness.agent.events import Event, ModelReplied, RunFinished, RunStarted
+from harness.context import RuntimeContext
+from harness.models import Message, Model, ModelReply, TextDelta, ToolCallDelta, ToolSpec, Usage
+
+__all__ = ["ModelStep", "RunTally", "framed"]
+
+
+class ModelStep:
+    """One model call of a turn. Iterate it for the reply's deltas (none unless ``stream``),
+    then read :attr:`reply`::
+
+        step = ModelStep(model, messages, specs, stream=True)
+        async for delta in step:
+            ...
+        reply = step.reply
+    """
+
+    def __init__(self, model: Model, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool) -> None:
+        self._model = model
+        self._messages = messages
+        self._tools = tools
+        self._stream = stream
+        self._reply: ModelReply | None = None
+
+    async def __aiter__(self) -> AsyncIterator[TextDelta | ToolCallDelta]:
+        if not self._stream:
+            self._reply = await self._model.complete(self._messages, self._tools)
+            return
+        async for item in self._model.stream(self._messages, self._tools):
+            if isinstance(item, ModelReply):
+                self._reply = item
+            else:
+                yield item
+
+    @property
+    def reply(self) -> ModelReply:
+        """The whole reply; only once the step has been iterated to its end."""
+        if self._reply is None:
+            raise RuntimeError("the model step has not finished: iterate it to the end first")
+        return self._reply
+
+
+@dataclass(kw_only=True)
+class RunTally:
+    """A run's totals from its events: the last final reply, the summed usage, the model steps."""
+
+    reply: str = ""
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> RunTally:
+        """The totals of ``events``."""
+        tally = cls()
+        for event in events:
+            tally.add(event)
+        return tally
+
+    def add(self, event: Event) -> None:
+        """Count ``event`` in (only :class:`ModelReplied` changes the totals)."""
+        if isinstance(event, ModelReplied):
+            self.usage += event.usage
+            self.steps += 1
+            if event.final:
+                self.reply = event.content
+
+
+async def framed(events: AsyncIterator[Event], *, agent: str, context: RuntimeContext) -> AsyncIterator[Event]:
+    """``events`` preceded by :class:`RunStarted` and, when they end normally, followed by
+    :class:`RunFinished` with the run's reply and usage. An error ends the stream with it."""
+    run_id = uuid.uuid4().hex
+    yield RunStarted(run_id=run_id, agent=agent, user_id=context.user_id, session_id=context.session_id)
+    tally = RunTally()
+    async for event in events:
+        tally.add(event)
+        yield event
+    yield RunFinished(run_id=run_id, reply=tally.reply, usage=tally.usage, steps=tally.steps)

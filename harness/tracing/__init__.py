@@ -1,0 +1,10 @@
+"""OpenTelemetry tracing of agent runs (optional: ``pip install 'agent-skill-harness[otel]'``).
+
+Every agent traces its runs through :class:`RunTracer` with the OpenTelemetry API; nothing is
+recorded until the application configures an SDK, and without ``opentelemetry-api`` installed
+nothing is imported or done. Span and attribute names live in :mod:`harness.tracing.attributes`.
+"""
+
+from harness.tracing.tracer import RunTracer
+
+__all__ = ["RunTracer"]
