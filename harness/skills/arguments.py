@@ -71,7 +71,9 @@ def argument_names(fields: Mapping[str, Any]) -> tuple[str, ...]:
     items: list[Any] = value.split() if isinstance(value, str) else value if isinstance(value, list) else []
     names = (item.get("name") if isinstance(item, dict) else item for item in items)
     # A name of digits only would shadow $N: Claude Code drops it, and the names after it move up.
-    return tuple(name.strip() for name in names if isinstance(name, str) and name.strip() and not name.strip().isdigit())
+    return tuple(
+        name.strip() for name in names if isinstance(name, str) and name.strip() and not name.strip().isdigit()
+    )
 
 
 def allowed_tools(fields: Mapping[str, Any]) -> tuple[str, ...] | None:
