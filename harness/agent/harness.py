@@ -541,7 +541,14 @@ class Harness(AsyncResource):
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
         tools = [
-            *skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded),
+            *skill_tools(
+                plan,
+                usage=self.usage,
+                on_load=on_load,
+                on_shell=on_shell,
+                loaded=session.loaded,
+                history=session.messages,
+            ),
             *search_tools(plan),
         ]
         workflows = (
