@@ -108,9 +108,8 @@ class MySQLRepository(SkillRepository):
     schema: a missing database or table makes the market unavailable, with an error that says
     how to create them. With ``create_if_missing=True`` the first use creates the database the
     ``dsn`` names when it does not exist (not through a shared ``pool``), the three tables and
-    the generation row, and
-    converts older ``VARCHAR`` folder columns; ``harness market publish`` asks for it unless
-    its URL says ``create_if_missing=false``.
+    the generation row, and converts older ``VARCHAR`` folder columns; ``harness market
+    publish`` asks for it unless its URL says ``create_if_missing=false``.
     """
 
     def __init__(

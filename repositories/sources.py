@@ -2,7 +2,8 @@
 
 A slug is lowercase ``[a-z0-9._-]``, at most 64 characters. Backends derive one from what they
 are (``git-<owner>-<repo>[-<branch>]``, ``mysql-<db>-<table>``, ``pkg-<package>``,
-``dir-<folder>``); callers may override it with ``source=``.
+``dir-<folder>``); callers may override it with ``source=``. The skills of a plugin
+marketplace carry ``<market slug>.<plugin>`` (:func:`sub_source`).
 """
 
 from __future__ import annotations

@@ -605,7 +605,7 @@ def _trusted(resolved: ResolvedSkill, trusted_markets: Collection[str]) -> bool:
     """Whether a skill's fields may choose a provider or narrow tools: every skill but a market
     one, which needs its market's slug (or, for a plugin's skill, its own slug) listed."""
     skill = resolved.skill
-    return skill.layer is not Layer.MARKET or bool({resolved.source.source, skill.source} & set(trusted_markets))
+    return skill.layer is not Layer.MARKET or not {resolved.source.source, skill.source}.isdisjoint(trusted_markets)
 
 
 def _invocable_list(plan: TurnPlan, user: bool) -> str:
