@@ -122,3 +122,7 @@ def test_when_to_use_counts_against_the_catalog_budget() -> None:
     entries = entries_for([s for s in skills if s is not None], {})
     catalog = build_catalog(entries, load_tool="load", shell_tool=None, budget=3_000)
     assert len(catalog.text) <= 3_000 and not catalog.complete
+
+
+def test_shell_operators_comments_and_globs_are_ordinary_characters() -> None:
+    assert substitute("[$0][$1][$2][$3]", "a|b ; #12 *.py") == "[a|b][;][#12][*.py]"
