@@ -80,7 +80,11 @@ async def test_local_and_remote_plugins_are_staged_through_the_pipeline(
     async with local_pipeline(tmp_path / "ws", _market(marketplace, cache_dir), watch=False) as pipeline:
         plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
     by_name = {s.skill.name: s for s in plan.skills.values()}
-    assert set(by_name) == {"report", "review", "deploy"}
+    assert {name: s.skill.skill_id for name, s in by_name.items()} == {
+        "report": "report_plugins-git-remote.tools",
+        "review": "review_plugins-git-remote.tools",
+        "deploy": "deploy_plugins-git-remote.deploy-kit",
+    }
     staged = Path(str(by_name["report"].files_root))
     assert (staged / "assets" / "logo.bin").read_bytes() == ASSET
     script = staged / "scripts" / "report.py"
