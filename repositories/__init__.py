@@ -38,7 +38,7 @@ from repositories.package import (
 )
 from repositories.plugins import MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
-from repositories.sources import check_source, disambiguate_sources, make_source
+from repositories.sources import check_source, disambiguate_sources, make_source, sub_source
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -75,4 +75,5 @@ __all__ = [
     "open_repository",
     "read_skill_folder",
     "register_scheme",
+    "sub_source",
 ]

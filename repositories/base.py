@@ -65,6 +65,10 @@ class SkillBundle:
       it in ``read_files`` instead of ``folder``.
     - ``link``: the real host folder when the repository reached the folder through a link it
       was told to follow (``DirectoryRepository(follow_links=True)``), else ``None``.
+    - ``sub_source``: set only by a market that gathers several origins (a plugin marketplace:
+      the plugin's name). The skill's source slug is then ``<market slug>.<sub_source>``
+      (:func:`~repositories.sources.sub_source`), so its skill id says where it came from;
+      staging, scanning and trust still go by the market's slug.
     """
 
     folder: str
@@ -75,6 +79,7 @@ class SkillBundle:
     digest: str
     path: str = ""
     link: str | None = None
+    sub_source: str = ""
 
     @property
     def key(self) -> str:

@@ -57,6 +57,7 @@ from repositories.sources import make_source
 __all__ = ["MySQLRepository", "parse_mysql_dsn"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_]{1,64}")
+_MISSING = {1049, 1146}  # ER_BAD_DB_ERROR (unknown database), ER_NO_SUCH_TABLE
 _TABLE = re.compile(r"[A-Za-z0-9_]{1,48}")
 
 
@@ -102,6 +103,13 @@ class MySQLRepository(SkillRepository):
     on demand. ``writable=True`` enables ``save``/``delete``, each one transaction that also
     bumps the generation. When the server cannot be reached the last good snapshot is served and
     the failure reported. Slug: ``mysql-<db>-<table>``.
+
+    ``create_if_missing`` is off by default, so opening a market never changes a database's
+    schema: a missing database or table makes the market unavailable, with an error that says
+    how to create them. With ``create_if_missing=True`` the first use creates the database the
+    ``dsn`` names when it does not exist (not through a shared ``pool``), the three tables and
+    the generation row, and converts older ``VARCHAR`` folder columns; ``harness market
+    publish`` asks for it unless its URL says ``create_if_missing=false``.
     """
 
     def __init__(
@@ -186,6 +194,12 @@ class MySQLRepository(SkillRepository):
             raise
         except (pymysql.err.MySQLError, OSError, TimeoutError) as exc:
             detail = redact_secrets(str(exc), self._connect.get("password", ""))
+            if not self.create_if_missing and exc.args and exc.args[0] in _MISSING:
+                detail += (
+                    "; this market does not create its database or tables unless told to: open it with "
+                    "create_if_missing=True (URL: ?create_if_missing=true) or create them as the "
+                    "repositories.mysql module docstring shows"
+                )
             raise RepositoryUnavailable(f"{self._where}: {detail}") from exc
 
     async def _prepare(self, cur: Any) -> None:

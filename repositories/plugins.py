@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ from repositories.errors import (
     UnsafePath,
 )
 from repositories.git import GitRepository, default_cache_dir
-from repositories.sources import make_source
+from repositories.sources import make_source, sub_source
 
 __all__ = ["MARKETPLACE_FILES", "PluginMarketplaceRepository"]
 
@@ -156,9 +157,12 @@ class PluginMarketplaceRepository(SkillRepository):
       plugins that cannot be reached are problems in ``Snapshot.problems``, never errors; the
       other plugins are served.
 
-    Skills keep their folder names. When two plugins offer one name, the plugin listed first
-    wins and the clash is a problem. Slug: ``plugins-<owner>-<repo>`` (git) or
-    ``plugins-<folder>`` (directory).
+    Slug: ``plugins-<owner>-<repo>`` (git) or ``plugins-<folder>`` (directory). Each skill's
+    bundle names its plugin (``SkillBundle.sub_source``), so the harness gives it the source
+    ``<slug>.<plugin>`` and the skill id ``<name>_<slug>.<plugin>``. Skills keep their folder
+    names, unique in the market: when two plugins offer a skill folder of one name, the plugin
+    listed first in the marketplace file wins, and the later one's skill is skipped with a
+    problem naming both plugins and both slugs.
     """
 
     def __init__(
@@ -322,18 +326,24 @@ class PluginMarketplaceRepository(SkillRepository):
             for bundle in snapshot.bundles:
                 first = plugin_of.setdefault(bundle.folder, plugin.name)
                 if bundle.folder in owners:
-                    problems.append(
-                        f"skill {bundle.folder!r} of plugin {plugin.name!r} skipped: "
-                        f"plugin {first!r}, listed first, has one of that name"
-                    )
+                    problems.append(self._clash(bundle.folder, first, plugin.name))
                     continue
                 owners[bundle.folder] = child
-                bundles.append(bundle)
+                bundles.append(dataclasses.replace(bundle, sub_source=plugin.name))
         self._owners = owners
         return Snapshot(
             version=version,
             bundles=tuple(sorted(bundles, key=lambda b: b.folder)),
             problems=tuple(problems),
+        )
+
+    def _clash(self, folder: str, first: str, later: str) -> str:
+        """Why the later plugin's skill of one folder name is not served."""
+        if first == later:
+            return f"skill {folder!r} of plugin {later!r} skipped: an earlier skills folder of that plugin has one"
+        return (
+            f"skill {folder!r} of plugin {later!r} ({sub_source(self.source, later)}) skipped: plugin {first!r} "
+            f"({sub_source(self.source, first)}), listed before it in the marketplace, has a skill of that name"
         )
 
     def _owner(self, folder: str) -> SkillRepository:

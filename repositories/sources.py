@@ -2,7 +2,8 @@
 
 A slug is lowercase ``[a-z0-9._-]``, at most 64 characters. Backends derive one from what they
 are (``git-<owner>-<repo>[-<branch>]``, ``mysql-<db>-<table>``, ``pkg-<package>``,
-``dir-<folder>``); callers may override it with ``source=``.
+``dir-<folder>``); callers may override it with ``source=``. The skills of a plugin
+marketplace carry ``<market slug>.<plugin>`` (:func:`sub_source`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 
 from repositories.errors import InvalidRepositoryConfig
 
-__all__ = ["MAX_SOURCE_LENGTH", "check_source", "disambiguate_sources", "make_source"]
+__all__ = ["MAX_SOURCE_LENGTH", "check_source", "disambiguate_sources", "make_source", "sub_source"]
 
 MAX_SOURCE_LENGTH = 64
 
@@ -37,6 +38,12 @@ def make_source(*parts: str) -> str:
     slug = _DASHES.sub("-", _INVALID_RUN.sub("-", text)).strip("-.")
     slug = slug[:MAX_SOURCE_LENGTH].rstrip("-.")
     return slug or "repo"
+
+
+def sub_source(source: str, part: str) -> str:
+    """The slug of ``part`` of the market ``source`` (a plugin of a plugin marketplace):
+    ``<source>.<part as a slug>``, cut to 64 characters (the market's slug is kept whole)."""
+    return f"{source}.{make_source(part)}"[:MAX_SOURCE_LENGTH].rstrip("-.")
 
 
 def check_source(source: str) -> str:

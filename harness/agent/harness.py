@@ -113,7 +113,8 @@ class Harness(AsyncResource):
     authoring tools, usage recording, visibility filters, promotion and the curator.
     ``models`` names extra models a skill's ``model:`` field may pick (before ``open_model``
     specs). ``enforce_allowed_tools`` narrows an explicitly invoked skill's turn to its
-    ``allowed-tools``; market skills only from the ``trusted_markets`` (source slugs).
+    ``allowed-tools``; market skills only from the ``trusted_markets`` (market slugs, or a
+    plugin marketplace's plugin slugs).
     ``tracer_provider`` is the OpenTelemetry tracer provider runs are traced with (default: the
     global one; see :class:`~harness.tracing.RunTracer`).
     """
@@ -434,7 +435,7 @@ class Harness(AsyncResource):
         spec = text_field(skill.metadata, "model")
         if not spec or spec == "inherit":
             return self.model, None
-        if spec not in self.models and skill.layer is Layer.MARKET and skill.source not in self.trusted_markets:
+        if spec not in self.models and not _trusted(resolved, self.trusted_markets):
             # A market is not trusted to send the conversation to a provider the app did not pick.
             message = (
                 f"skill {skill.name!r}: model {spec!r} ignored: market {skill.source!r} is not in trusted_markets "
@@ -459,7 +460,7 @@ class Harness(AsyncResource):
         allowed = allowed_tools(skill.metadata)
         if not self.enforce_allowed_tools or allowed is None:
             return offer
-        if skill.layer is Layer.MARKET and skill.source not in self.trusted_markets:
+        if not _trusted(resolved, self.trusted_markets):
             return offer
         names = {LOAD_TOOL, *allowed}
         for alias in allowed:
@@ -558,7 +559,14 @@ class Harness(AsyncResource):
             pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
         tools = [
-            *skill_tools(plan, usage=self.usage, on_load=on_load, on_shell=on_shell, loaded=session.loaded),
+            *skill_tools(
+                plan,
+                usage=self.usage,
+                on_load=on_load,
+                on_shell=on_shell,
+                loaded=session.loaded,
+                history=session.messages,
+            ),
             *search_tools(plan),
         ]
         workflows = (
@@ -610,6 +618,13 @@ class Harness(AsyncResource):
         except Exception as exc:  # a tool's failure goes back to the model, never ends the run
             log.info("tool %s failed: %s", call.name, exc)
             return f"error: {type(exc).__name__}: {exc}", type(exc).__name__
+
+
+def _trusted(resolved: ResolvedSkill, trusted_markets: Collection[str]) -> bool:
+    """Whether a skill's fields may choose a provider or narrow tools: every skill but a market
+    one, which needs its market's slug (or, for a plugin's skill, its own slug) listed."""
+    skill = resolved.skill
+    return skill.layer is not Layer.MARKET or not {resolved.source.source, skill.source}.isdisjoint(trusted_markets)
 
 
 def _invocable_list(plan: TurnPlan, user: bool) -> str:

@@ -42,7 +42,13 @@ def _workspace_options() -> argparse.ArgumentParser:
         "--workspace", type=Path, metavar="DIR", help="workspace folder (default: the config's, else ./workspace)"
     )
     group.add_argument("--user", metavar="ID", help="a user's area (default: see the command)")
-    group.add_argument("--global-dir", type=Path, metavar="DIR", help="global skills folder (layer 1)")
+    group.add_argument(
+        "--global-dir",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="a global skills folder (layer 1); repeatable, later wins; replaces the config's list",
+    )
     group.add_argument(
         "--repo", action="append", default=[], metavar="URL", help="a skill market URL; repeatable, later wins"
     )
@@ -70,7 +76,7 @@ def config_from_args(args: argparse.Namespace) -> HarnessConfig:
     if args.workspace:
         changes["workspace"] = args.workspace.resolve()
     if args.global_dir:
-        changes["global_skills_dir"] = args.global_dir.resolve()
+        changes["global_skills_dir"] = tuple(path.expanduser().resolve() for path in args.global_dir)
     if args.repo:
         changes["repositories"] = (*config.repositories, *args.repo)
     if args.fs:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -114,7 +115,8 @@ async def _review(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any
 
 
 async def _audit(args: argparse.Namespace, loop: SelfLearning) -> list[dict[str, Any]]:
-    records = await loop.query_audit(args.day, None)
+    # The API's None is every day; the command shows one, today unless --day says otherwise.
+    records = await loop.query_audit(args.day or datetime.now(UTC).date(), None)
     if args.user:
         records = [r for r in records if r.target.startswith(f"users/{args.user}/")]
     return [record.as_dict() for record in records]

@@ -139,16 +139,19 @@ class AuditLog:
         day: date | str | None = None,
         predicate: Callable[[AuditRecord], bool] | None = None,
     ) -> list[AuditRecord]:
-        """The records of one UTC ``day`` (a date or ``YYYY-MM-DD``; default today), oldest
-        first, keeping those for which ``predicate`` is true. A day without records is ``[]``."""
-        wanted = _parse_day(day if day is not None else self._clock())
-        try:
-            data = await self._fs.read_bytes(_day_path(wanted))
-        except FileNotFoundError:
-            return []
-        records = [
-            AuditRecord.from_dict(json.loads(line)) for line in data.decode("utf-8").splitlines() if line.strip()
-        ]
+        """The records of one UTC ``day`` (a date or ``YYYY-MM-DD``), or of every day when
+        ``day`` is ``None``, oldest first, keeping those for which ``predicate`` is true. A day
+        without records is ``[]``; a malformed ``day`` is ``ValueError``."""
+        wanted = [_parse_day(day)] if day is not None else [date.fromisoformat(d) for d in await self.days()]
+        records: list[AuditRecord] = []
+        for one in wanted:
+            try:
+                data = await self._fs.read_bytes(_day_path(one))
+            except FileNotFoundError:
+                continue
+            records += [
+                AuditRecord.from_dict(json.loads(line)) for line in data.decode("utf-8").splitlines() if line.strip()
+            ]
         return [record for record in records if predicate is None or predicate(record)]
 
     async def days(self) -> list[str]:
@@ -157,7 +160,17 @@ class AuditLog:
             entries = await self._fs.list(AUDIT)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return [e.name.removesuffix(".jsonl") for e in entries if not e.is_dir and e.name.endswith(".jsonl")]
+        names = (e.name.removesuffix(".jsonl") for e in entries if not e.is_dir and e.name.endswith(".jsonl"))
+        return sorted(name for name in names if _is_day(name))
+
+
+def _is_day(name: str) -> bool:
+    """Whether a file name (without ``.jsonl``) is a day of the log; other files are not records."""
+    try:
+        date.fromisoformat(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _day_path(day: date) -> str:

@@ -21,7 +21,15 @@ from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
-from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository, Snapshot
+from repositories import (
+    BundleFile,
+    RepositoryError,
+    RepositoryUnavailable,
+    SkillBundle,
+    SkillRepository,
+    Snapshot,
+    sub_source,
+)
 
 log = logging.getLogger(__name__)
 
@@ -239,12 +247,13 @@ class SkillLayer:
         diagnostics = [self._problem(problem, problem in snapshot.failures) for problem in snapshot.problems]
         parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
         for bundle in snapshot.bundles:
+            token = f"{bundle.digest}\0{bundle.sub_source}"  # a skill moved to another plugin is re-parsed
             cached = self._parsed.get(bundle.key)
-            if cached is not None and cached[0] == bundle.digest:
+            if cached is not None and cached[0] == token:
                 entry, found = cached[1], cached[2]
             else:
                 entry, found = self._parse_bundle(bundle)
-            parsed[bundle.key] = (bundle.digest, entry, found)
+            parsed[bundle.key] = (token, entry, found)
             diagnostics.extend(found)
             if entry is not None:
                 entries.append(entry)
@@ -295,7 +304,7 @@ class SkillLayer:
             bundle.skill_md,
             folder=bundle.folder,
             location=bundle.location,
-            source=self.source,
+            source=sub_source(self.source, bundle.sub_source) if bundle.sub_source else self.source,
             layer=self.layer,
             files=tuple(f.path for f in files),
             skill_md_name=bundle.skill_md_name,

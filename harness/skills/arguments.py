@@ -1,15 +1,20 @@
 """Claude Code's skill fields and the placeholders of an explicitly invoked skill's body.
 
-``$ARGUMENTS`` is the argument text as typed; ``$ARGUMENTS[N]`` and ``$N`` the N-th argument
-(0-based, split shell-style); ``$name`` the argument at the position of ``name`` in the
-``arguments:`` frontmatter list; ``${CLAUDE_SKILL_DIR}`` and ``${CLAUDE_SESSION_ID}`` the skill's
-folder and the session. A missing argument is the empty string. Substitution is one pass over
-the body, so a value that itself looks like a placeholder stays literal. When the body uses no
-argument placeholder and arguments were given, ``ARGUMENTS: <text>`` is appended.
+The placeholders are Claude Code's own (its ``argumentSubstitution``): ``$ARGUMENTS`` is the
+argument text exactly as typed; ``$ARGUMENTS[N]`` the N-th argument, 0-based, and ``$N``
+shorthand for it; arguments are split shell-style (quotes group words and are removed) and at
+whitespace when the quoting does not balance. ``$name`` is the argument at the position of
+``name`` in the ``arguments:`` frontmatter list (names made only of digits are dropped from the
+list, as they would clash with ``$N``; ``$name[`` and ``$names`` are not ``$name``).
+``${CLAUDE_SKILL_DIR}`` and ``${CLAUDE_SESSION_ID}`` are the skill's folder and the session. A
+missing argument is the empty string. Substitution is one pass over the body, so a value that
+itself looks like a placeholder stays literal. When the body uses no argument placeholder and
+arguments were given, ``ARGUMENTS: <text>`` is appended.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -31,13 +36,16 @@ CLAUDE_CODE_FIELDS = frozenset(
     {"when_to_use", "argument-hint", "arguments", "user-invocable", "model", "context", "agent"}
 )
 
-_PLACEHOLDER = re.compile(
-    r"\$\{(?P<env>CLAUDE_SKILL_DIR|CLAUDE_SESSION_ID)\}"
-    r"|\$ARGUMENTS\[(?P<index>\d+)\]"
-    r"|\$(?P<all>ARGUMENTS)(?![\w\[])"
-    r"|\$(?P<position>\d+)(?!\w)"
-    r"|\$(?P<name>[A-Za-z_]\w*)"
-)
+_ENV = r"\$\{(?P<env>CLAUDE_SKILL_DIR|CLAUDE_SESSION_ID)\}"
+_INDEXED = r"\$ARGUMENTS\[(?P<index>\d+)\]|\$(?P<position>\d+)(?!\w)|\$(?P<all>ARGUMENTS)"
+
+
+@functools.lru_cache(maxsize=256)
+def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
+    """Every placeholder in one alternation, named arguments before ``$ARGUMENTS`` as Claude
+    Code replaces them first; a name is not matched when a word character or ``[`` follows."""
+    named = "|".join(re.escape(name) for name in names if name)
+    return re.compile("|".join([_ENV, *([rf"\$(?P<name>{named})(?![\[\w])"] if named else []), _INDEXED]))
 
 
 def text_field(fields: Mapping[str, Any], key: str) -> str:
@@ -58,11 +66,14 @@ def user_invocable(fields: Mapping[str, Any]) -> bool:
 
 def argument_names(fields: Mapping[str, Any]) -> tuple[str, ...]:
     """The names of the ``arguments:`` list (a list of names, or a space-separated string);
-    entries given as mappings use their ``name``."""
+    entries given as mappings use their ``name``; names of digits only are left out."""
     value = fields.get("arguments")
     items: list[Any] = value.split() if isinstance(value, str) else value if isinstance(value, list) else []
     names = (item.get("name") if isinstance(item, dict) else item for item in items)
-    return tuple(name.strip() for name in names if isinstance(name, str) and name.strip())
+    # A name of digits only would shadow $N: Claude Code drops it, and the names after it move up.
+    return tuple(
+        name.strip() for name in names if isinstance(name, str) and name.strip() and not name.strip().isdigit()
+    )
 
 
 def allowed_tools(fields: Mapping[str, Any]) -> tuple[str, ...] | None:
@@ -93,7 +104,9 @@ def substitute(
 ) -> str:
     """``body`` with every placeholder replaced in one pass (see the module docstring)."""
     values = split_arguments(arguments)
-    named = {name: index for index, name in enumerate(names)}
+    named: dict[str, int] = {}
+    for index, name in enumerate(names):
+        named.setdefault(name, index)
     used_arguments = False
 
     def positional(index: int) -> str:
@@ -103,16 +116,15 @@ def substitute(
         nonlocal used_arguments
         if match["env"]:
             return skill_dir if match["env"] == "CLAUDE_SKILL_DIR" else session_id
-        if match["name"] is not None and match["name"] not in named:
-            return match[0]
         used_arguments = True
         if match["all"]:
             return arguments
-        if match["name"] is not None:
-            return positional(named[match["name"]])
+        name = match.groupdict().get("name")
+        if name is not None:
+            return positional(named[name])
         return positional(int(match["index"] or match["position"]))
 
-    result = _PLACEHOLDER.sub(replace, body)
+    result = _placeholders(tuple(names)).sub(replace, body)
     if arguments and not used_arguments:
         result = f"{result.rstrip()}\n\nARGUMENTS: {arguments}"
     return result

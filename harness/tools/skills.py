@@ -7,12 +7,13 @@ user's turn: a filtered or another user's skill is "not found".
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from filesystems import CommandResult, loose_path_parts, loose_path_problem
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
+from harness.models import Message
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
@@ -64,15 +65,21 @@ def skill_tools(
     on_load: Callable[[str, str], Awaitable[None]] | None = None,
     on_shell: Callable[[str, CommandResult], Awaitable[None]] | None = None,
     loaded: set[str] | None = None,
+    history: Sequence[Message] | None = None,
     shell_timeout: float = 120.0,
 ) -> list[Tool]:
     """The load tool, plus the shell tool when the user's filesystem has a shell.
 
     ``loaded`` is the conversation's set of skill ids whose SKILL.md was already served: a
     second full load returns a short note instead of the body again, unless ``reload`` is set.
+    With ``history`` (the conversation's messages before this turn), ids whose SKILL.md no
+    longer appears in it as a load result — history trimming dropped it, or the file changed
+    since — are first removed from ``loaded``, so their next load serves the body again.
     ``shell_timeout`` is the ceiling of the shell tool's ``timeout`` argument (the model may
     lower it, never raise it); the filesystem's own ceiling applies on top.
     """
+    if loaded is not None and history is not None:
+        loaded.intersection_update(_shown(plan, loaded, history))
 
     async def load_skill_through_path(
         skillId: str, path: str = "SKILL.md", offset: int = 1, limit: int | None = None, reload: bool = False
@@ -127,6 +134,25 @@ def skill_tools(
 
     tools.append(tool_from_function(execute_shell_command, name=SHELL_TOOL))
     return tools
+
+
+def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message]) -> set[str]:
+    """The ``skill_ids`` whose SKILL.md, as the load tool serves it now, is a tool result in
+    ``history``."""
+    results = {message.content for message in history if message.role == "tool"}
+    shown = set()
+    for skill_id in skill_ids:
+        resolved = plan.skills.get(skill_id)
+        if resolved is None:
+            continue
+        skill = resolved.skill
+        try:
+            body = _page(skill.raw, skill.skill_md_name, resolved, 1, None)
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if body in results:
+            shown.add(skill_id)
+    return shown
 
 
 def _tool_timeout(requested: float | None, ceiling: float) -> float:

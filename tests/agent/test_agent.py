@@ -118,6 +118,23 @@ async def test_second_load_in_a_conversation_is_a_short_note(tmp_path: Path) -> 
     assert body.startswith("---") and "already loaded" in note
 
 
+@pytest.mark.parametrize(("max_messages", "served"), [(200, "note"), (4, "body")], ids=["kept", "trimmed"])
+async def test_a_load_after_trimming_dropped_the_body_serves_it_again(
+    tmp_path: Path, max_messages: int, served: str
+) -> None:
+    load = _call("load_skill_through_path", skillId="weather")
+    model = ScriptedModel([load, "a", "b", load, "c"])
+    sessions = InMemorySessionStore(max_messages=max_messages)
+    async with Harness(model=model, workspace=tmp_path, repositories=[_market()], sessions=sessions) as agent:
+        first = await agent.run("one", context=ALICE)
+        await agent.run("two", context=ALICE)
+        third = await agent.run("three", context=ALICE)
+    body = [e for e in first.events if isinstance(e, ToolReturned)][0].content
+    again = [e for e in third.events if isinstance(e, ToolReturned)][0].content
+    assert body.startswith("---")
+    assert (again == body) if served == "body" else ("already loaded" in again)
+
+
 async def test_two_users_in_parallel_keep_separate_histories_and_catalogs(tmp_path: Path) -> None:
     make_skill(tmp_path / "alice" / "skills", "private", description="Alice only.", body="x\n")
     seen: dict[str, list[str]] = {}

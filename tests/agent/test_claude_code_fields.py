@@ -149,6 +149,25 @@ async def test_unknown_skill_reply_lists_argument_hints(tmp_path: Path) -> None:
     assert "no skill named 'nope'" in result.reply and "fix [issue-number]" in result.reply
 
 
+async def test_unknown_skill_reply_lists_only_what_this_user_may_invoke(tmp_path: Path) -> None:
+    _skill(tmp_path, "fix")
+    _skill(tmp_path, "internal", extra="user-invocable: false\n")
+    _skill(tmp_path, "quiet", extra="disable-model-invocation: true\n")  # hidden from the model, not the user
+    make_skill(tmp_path / "alice" / "skills", "alice-only")
+    make_skill(tmp_path / "bob" / "skills", "bob-only")
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
+        result = await agent.run("/skill:nope", context=ALICE)
+    assert result.reply == "no skill named 'nope'; available: alice-only, fix, quiet"
+
+
+async def test_unknown_skill_reply_of_a_restricted_agent_lists_only_its_skills(tmp_path: Path) -> None:
+    _skill(tmp_path, "fix")
+    _skill(tmp_path, "deploy")
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False, skills=["fix"]) as agent:
+        result = await agent.run("/skill:deploy", context=ALICE)
+    assert result.reply == "no skill named 'deploy'; available: fix"
+
+
 def _list(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
     config = tmp_path / "harness.yaml"
     config.write_text("workspace: .\nfilesystem: local\n")

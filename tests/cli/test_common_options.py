@@ -21,6 +21,7 @@ from harness.cli import build_parser, main
 from harness.cli.common import config_from_args
 from harness.context import RuntimeContext
 from harness.learning import SelfLearning
+from tests.support.skills import make_skill
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "code-review"
 
@@ -240,3 +241,36 @@ def test_an_unknown_store_scheme_is_a_usage_error_without_the_password(
     code, _, err = _run(capsys, "skills", "list", "--fs", "remote", "--store", store, "--workspace", str(tmp_path))
     assert code == 2
     assert "unknown store scheme" in err and "sqlite" in err and "hunter2" not in err
+
+
+def _global_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Two global folders sharing ``lint``; each also has a skill of its own."""
+    first, second = tmp_path / "harness-skills", tmp_path / "agents-skills"
+    make_skill(first, "lint", description="From the first folder.")
+    make_skill(first, "only-first")
+    make_skill(second, "lint", description="From the second folder.")
+    make_skill(second, "only-second")
+    return first, second
+
+
+def test_global_dir_is_repeatable_and_a_later_folder_wins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = _global_folders(tmp_path)
+    argv = ["skills", "list", "--workspace", str(tmp_path / "ws"), "--json"]
+    code, out, err = _run(capsys, *argv, "--global-dir", str(first), "--global-dir", str(second))
+    assert code == 0, err
+    listed = json.loads(out)
+    by_name = {s["name"]: s for s in listed["skills"]}
+    assert set(by_name) == {"lint", "only-first", "only-second"}
+    assert (by_name["lint"]["description"], by_name["lint"]["source"]) == ("From the second folder.", "global_2")
+    assert by_name["only-first"]["source"] == "global"
+    [shadow] = listed["shadowed"]
+    assert shadow["winner"]["source"] == "global_2" and shadow["loser"]["source"] == "global"
+
+
+def test_global_dir_options_replace_the_configs_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = _global_folders(tmp_path)
+    config = tmp_path / "harness.yaml"
+    config.write_text(f"workspace: ws\nglobal_skills_dir: [{first}]\n")
+    code, out, err = _run(capsys, "skills", "list", "--config", str(config), "--global-dir", str(second), "--json")
+    assert code == 0, err
+    assert {s["name"]: s["source"] for s in json.loads(out)["skills"]} == {"lint": "global", "only-second": "global"}

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
+import pytest
+
 from filesystems import LocalFilesystem
+from harness.agent import Harness
+from harness.cli import main
 from harness.context import RuntimeContext
-from harness.learning import AuditLog, scan
+from harness.learning import AuditLog, SelfLearning, scan
+from harness.models import ScriptedModel
 from tests.support.clock import ManualClock
 
 
@@ -26,6 +32,42 @@ async def test_records_land_in_one_file_per_utc_day(
     assert (first.actor, first.op, first.context["user_id"]) == ("agent", "propose_skill", "alice")
     assert [e.op for e in await log.query(date(2025, 3, 2))] == ["curator.stale"]
     assert await workspace.exists("skills/.audit/2025-03-01.jsonl")
+
+
+async def test_query_without_a_day_reads_every_day_oldest_first(workspace: LocalFilesystem, clock: ManualClock) -> None:
+    log = AuditLog(workspace, clock=clock)
+    for op in ("first", "second", "third"):
+        await log.record(actor="agent", op=op, target="t", decision="applied")
+        clock.advance(days=1)
+    await workspace.write_text("skills/.audit/notes.jsonl", "not a day\n")
+    assert await log.days() == ["2025-03-01", "2025-03-02", "2025-03-03"]
+    assert [e.op for e in await log.query()] == ["first", "second", "third"]
+    assert [e.op for e in await log.query(None, lambda e: e.op != "second")] == ["first", "third"]
+    assert [e.op for e in await log.query("2025-03-02")] == ["second"]
+
+
+async def test_harness_query_audit_of_none_reads_every_day(tmp_path: Path, clock: ManualClock) -> None:
+    async with LocalFilesystem(tmp_path, shell=False) as fs:
+        learning = SelfLearning(fs, clock=clock)
+        for op in ("monday", "tuesday"):
+            await learning.audit.record(actor="operator:ops", op=op, target="t", decision="applied")
+            clock.advance(days=1)
+        async with Harness(model=ScriptedModel([]), filesystem=fs, learning=learning, watch=False) as agent:
+            assert [e.op for e in await agent.query_audit(None)] == ["monday", "tuesday"]
+            assert [e.op for e in await agent.query_audit("2025-03-02")] == ["tuesday"]
+
+
+def test_audit_command_shows_today_unless_a_day_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    async def record() -> None:
+        async with LocalFilesystem(tmp_path, shell=False) as fs:
+            log = AuditLog(fs, clock=ManualClock(datetime(2025, 3, 1, tzinfo=UTC)))
+            await log.record(actor="operator:ops", op="long-ago", target="t", decision="applied")
+            await AuditLog(fs).record(actor="operator:ops", op="today", target="t", decision="applied")
+
+    asyncio.run(record())
+    for extra, ops in [([], ["today"]), (["--day", "2025-03-01"], ["long-ago"])]:
+        assert main(["skills", "audit", "--workspace", str(tmp_path), "--json", *extra]) == 0
+        assert [r["op"] for r in json.loads(capsys.readouterr().out)] == ops
 
 
 async def test_query_filters_with_a_predicate(workspace: LocalFilesystem, clock: ManualClock) -> None:

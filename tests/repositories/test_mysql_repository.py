@@ -19,6 +19,7 @@ from repositories import (
     RepositoryReadOnly,
     RepositoryUnavailable,
     SkillBundleContents,
+    open_repository,
     read_skill_folder,
 )
 from repositories.mysql import parse_mysql_dsn
@@ -154,10 +155,59 @@ async def test_folder_names_are_parameters_not_sql(repo: MySQLRepository) -> Non
     assert await repo.read_file("it's-fine", "SKILL.md")
 
 
-async def test_missing_tables_without_create_are_unavailable(mysql_dsn: str, table: str) -> None:
-    async with MySQLRepository(mysql_dsn, table=table) as repo:
-        with pytest.raises(RepositoryUnavailable):
+async def _tables_like(dsn: str, database: str, table: str) -> list[str]:
+    connection = await aiomysql.connect(autocommit=True, **{**parse_mysql_dsn(dsn), "db": None})
+    try:
+        async with connection.cursor() as cursor:
+            await cursor.execute(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME LIKE %s",
+                (database, f"{table}%"),
+            )
+            return sorted(row[0] for row in await cursor.fetchall())
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("via", ["python", "url"])
+async def test_by_default_missing_tables_are_not_created_and_the_error_says_how(
+    mysql_dsn: str, table: str, via: str
+) -> None:
+    repo = MySQLRepository(mysql_dsn, table=table) if via == "python" else open_repository(f"{mysql_dsn}?table={table}")
+    async with repo:
+        with pytest.raises(RepositoryUnavailable, match="create_if_missing=True") as raised:
             await repo.snapshot()
+    assert f"{table}_generation" in str(raised.value)
+    assert await _tables_like(mysql_dsn, parse_mysql_dsn(mysql_dsn)["db"], table) == []
+
+
+async def test_create_if_missing_creates_the_tables_on_first_use(mysql_dsn: str, table: str) -> None:
+    async with open_repository(f"{mysql_dsn}?table={table}&create_if_missing=true") as repo:
+        assert (await repo.snapshot()).bundles == ()
+    assert await _tables_like(mysql_dsn, parse_mysql_dsn(mysql_dsn)["db"], table) == [
+        table,
+        f"{table}_files",
+        f"{table}_generation",
+    ]
+
+
+async def test_create_if_missing_creates_a_missing_database_and_without_it_says_how(mysql_dsn: str) -> None:
+    database = f"harness_test_{secrets.token_hex(4)}"
+    dsn = mysql_dsn.rsplit("/", 1)[0] + f"/{database}"
+    try:
+        async with MySQLRepository(dsn, table="skills") as repo:
+            with pytest.raises(RepositoryUnavailable, match=f"Unknown database '{database}'.*create_if_missing=True"):
+                await repo.snapshot()
+        async with MySQLRepository(dsn, table="skills", writable=True, create_if_missing=True) as repo:
+            await repo.save(bundle("made-here"))
+            assert [b.folder for b in (await repo.snapshot()).bundles] == ["made-here"]
+        assert await _tables_like(mysql_dsn, database, "skills") == ["skills", "skills_files", "skills_generation"]
+    finally:
+        connection = await aiomysql.connect(autocommit=True, **{**parse_mysql_dsn(mysql_dsn), "db": None})
+        try:
+            async with connection.cursor() as cursor:
+                await cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        finally:
+            connection.close()
 
 
 async def test_unreachable_server_serves_the_last_good_snapshot(

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from harness.agent import Harness
+from harness.agent.events import SkillWarning
 from harness.context import RuntimeContext
+from harness.models import ScriptedModel
 from repositories import (
     DirectoryRepository,
     GitRepository,
@@ -77,26 +80,69 @@ async def test_local_and_remote_plugins_are_staged_through_the_pipeline(
     async with local_pipeline(tmp_path / "ws", _market(marketplace, cache_dir), watch=False) as pipeline:
         plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
     by_name = {s.skill.name: s for s in plan.skills.values()}
-    assert set(by_name) == {"report", "review", "deploy"}
+    assert {name: s.skill.skill_id for name, s in by_name.items()} == {
+        "report": "report_plugins-git-remote.tools",
+        "review": "review_plugins-git-remote.tools",
+        "deploy": "deploy_plugins-git-remote.deploy-kit",
+    }
     staged = Path(str(by_name["report"].files_root))
     assert (staged / "assets" / "logo.bin").read_bytes() == ASSET
     script = staged / "scripts" / "report.py"
     assert script.read_text() == SCRIPT and os.access(script, os.X_OK)
 
 
-def test_cli_lists_the_skills_of_a_git_marketplace(tmp_path: Path, marketplace: GitRemote, cache_dir: Path) -> None:
-    url = f"claude-plugins+{marketplace.url.replace('file:', 'git+file:', 1)}#cache_dir={cache_dir}"
-    result = subprocess.run(
-        [HARNESS, "skills", "list", "--json", "--workspace", str(tmp_path / "ws"), "--repo", url, "--user", "alice"],
+def _cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [HARNESS, "skills", *argv, "--workspace", str(tmp_path / "ws"), "--user", "alice"],
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")},
     )
-    assert result.returncode == 0, result.stderr
-    listed = {s["name"]: s for s in json.loads(result.stdout)["skills"]}
-    assert set(listed) == {"report", "review", "deploy"}
-    assert listed["report"]["source"] == "plugins-git-remote"
+
+
+def test_cli_lists_and_shows_each_skill_with_its_plugin_in_the_slug(
+    tmp_path: Path, marketplace: GitRemote, cache_dir: Path
+) -> None:
+    url = f"claude-plugins+{marketplace.url.replace('file:', 'git+file:', 1)}#cache_dir={cache_dir}"
+    listed_json = _cli(tmp_path, "list", "--json", "--repo", url)
+    assert listed_json.returncode == 0, listed_json.stderr
+    listed = {s["name"]: (s["source"], s["skill_id"]) for s in json.loads(listed_json.stdout)["skills"]}
+    assert listed == {
+        "report": ("plugins-git-remote.tools", "report_plugins-git-remote.tools"),
+        "review": ("plugins-git-remote.tools", "review_plugins-git-remote.tools"),
+        "deploy": ("plugins-git-remote.deploy-kit", "deploy_plugins-git-remote.deploy-kit"),
+    }
+    text = _cli(tmp_path, "list", "--repo", url)
+    assert text.returncode == 0, text.stderr
+    assert "report_plugins-git-remote.tools" in text.stdout
+    assert "deploy_plugins-git-remote.deploy-kit" in text.stdout
+    for skill_id, body in [("report_plugins-git-remote.tools", "python scripts/report.py"), ("deploy", "# deploy")]:
+        shown = _cli(tmp_path, "show", skill_id, "--repo", url)
+        assert shown.returncode == 0, shown.stderr
+        assert body in shown.stdout
+
+
+async def test_each_skill_carries_its_plugin_in_its_source_and_id(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    make_skill(root / "plugins" / "docs" / "skills", "pdf")
+    _write_manifest(root, [_tools_plugin(root), {"name": "Docs Kit", "source": "./plugins/docs"}])
+    async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
+        assert {b.folder: b.sub_source for b in (await repo.snapshot()).bundles} == {
+            "pdf": "Docs Kit",
+            "report": "tools",
+            "review": "tools",
+        }
+        async with local_pipeline(tmp_path / "ws", repo, watch=False) as pipeline:
+            plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
+    assert {s.skill.name: s.skill.source for s in plan.skills.values()} == {
+        "pdf": "plugins-market.docs-kit",
+        "report": "plugins-market.tools",
+        "review": "plugins-market.tools",
+    }
+    assert "<skill-id>pdf_plugins-market.docs-kit</skill-id>" in plan.catalog
+    # Staging keeps one folder per market: the plugin is in the id, not in the cache path.
+    assert str(plan.skills["report_plugins-market.tools"].files_root).endswith("/plugins-market/report")
 
 
 async def test_folder_marketplace_serves_local_plugins(tmp_path: Path) -> None:
@@ -185,15 +231,71 @@ async def test_marketplace_without_a_manifest_is_unavailable(tmp_path: Path) -> 
             await repo.snapshot()
 
 
-async def test_same_named_skill_of_a_later_plugin_is_skipped_with_a_problem(tmp_path: Path) -> None:
+async def test_same_named_skill_of_a_later_plugin_is_skipped_naming_both_plugins(tmp_path: Path) -> None:
     root = tmp_path / "market"
-    make_skill(root / "a" / "skills", "lint", description="From a.")
-    make_skill(root / "b" / "skills", "lint", description="From b.")
-    _write_manifest(root, [{"name": "a", "source": "./a"}, {"name": "b", "source": "./b"}])
+    make_skill(root / "zeta" / "skills", "lint", description="From zeta.")
+    make_skill(root / "alpha" / "skills", "lint", description="From alpha.")
+    # Listed first wins, whatever the names' order.
+    _write_manifest(root, [{"name": "zeta", "source": "./zeta"}, {"name": "alpha", "source": "./alpha"}])
     async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
         snapshot = await repo.snapshot()
-    assert [b.location for b in snapshot.bundles] == [str(root / "a" / "skills" / "lint")]
-    assert any("'lint' of plugin 'b' skipped" in p for p in snapshot.problems), snapshot.problems
+        async with local_pipeline(tmp_path / "ws", repo, watch=False) as pipeline:
+            plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
+    assert [(b.location, b.sub_source) for b in snapshot.bundles] == [(str(root / "zeta" / "skills" / "lint"), "zeta")]
+    assert (
+        "skill 'lint' of plugin 'alpha' (plugins-market.alpha) skipped: plugin 'zeta' (plugins-market.zeta), "
+        "listed before it in the marketplace, has a skill of that name"
+    ) in snapshot.problems
+    [lint] = plan.skills.values()
+    assert (lint.skill.description, lint.skill.skill_id) == ("From zeta.", "lint_plugins-market.zeta")
+    assert any("'alpha' (plugins-market.alpha) skipped" in d.message for d in plan.diagnostics)
+
+
+async def test_a_skill_moved_to_another_plugin_gets_that_plugins_slug(tmp_path: Path) -> None:
+    root = tmp_path / "market"
+    make_skill(root / "a" / "skills", "lint")
+    make_skill(root / "b" / "skills", "lint")
+    plugins = [{"name": "a", "source": "./a"}, {"name": "b", "source": "./b"}]
+    _write_manifest(root, plugins)
+    async with local_pipeline(
+        tmp_path / "ws", PluginMarketplaceRepository(DirectoryRepository(root)), watch=False
+    ) as pipeline:
+        before = await pipeline.prepare(RuntimeContext(user_id="alice"))
+        _write_manifest(root, plugins[::-1])
+        after = await pipeline.prepare(RuntimeContext(user_id="alice"))
+    assert list(before.skills) == ["lint_plugins-market.a"]
+    assert list(after.skills) == ["lint_plugins-market.b"]
+
+
+@pytest.mark.parametrize(
+    ("trusted", "expected"),
+    [
+        (["plugins-market"], {"tools", "docs"}),
+        (["plugins-market.docs"], {"docs"}),
+        ([], set()),
+    ],
+    ids=["marketplace-slug", "plugin-slug", "none"],
+)
+async def test_trusting_the_marketplace_trusts_its_plugins_and_a_plugin_slug_only_that_plugin(
+    tmp_path: Path, trusted: list[str], expected: set[str]
+) -> None:
+    root = tmp_path / "market"
+    for plugin in ("tools", "docs"):
+        make_skill(root / plugin / "skills", f"{plugin}-skill", extra="model: demo\n")
+    _write_manifest(root, [{"name": "tools", "source": "./tools"}, {"name": "docs", "source": "./docs"}])
+    honoured = set()
+    async with Harness(
+        model=ScriptedModel(["default"] * 2, name="default"),
+        workspace=tmp_path / "ws",
+        repositories=[PluginMarketplaceRepository(DirectoryRepository(root))],
+        trusted_markets=trusted,
+        watch=False,
+    ) as agent:
+        for plugin in ("tools", "docs"):
+            result = await agent.run(f"/skill:{plugin}-skill", context=RuntimeContext(user_id="alice"))
+            if not any(isinstance(e, SkillWarning) for e in result.events):
+                honoured.add(plugin)
+    assert honoured == expected
 
 
 async def test_marketplace_change_adds_a_plugin(tmp_path: Path) -> None:

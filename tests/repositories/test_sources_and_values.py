@@ -15,6 +15,7 @@ from repositories import (
     check_source,
     disambiguate_sources,
     make_source,
+    sub_source,
 )
 
 
@@ -25,6 +26,13 @@ def test_make_source_derives_a_valid_slug() -> None:
     assert make_source("", "") == "repo"
     long = make_source("mysql", "d" * 40, "t" * 40)
     assert len(long) == 64 and check_source(long) == long
+
+
+def test_sub_source_appends_the_part_as_a_slug_within_64() -> None:
+    assert sub_source("plugins-acme-market", "Docs Kit") == "plugins-acme-market.docs-kit"
+    long = sub_source("plugins-" + "m" * 50, "document-skills")
+    assert long == "plugins-" + "m" * 50 + ".docum" and check_source(long) == long
+    assert sub_source("x" * 64, "part") == "x" * 64
 
 
 @pytest.mark.parametrize("bad", ["", "Upper", "has space", "a/b", "x" * 65])
