@@ -16,6 +16,7 @@ are reported the same way.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import logging
@@ -28,7 +29,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -57,17 +58,32 @@ def default_log_dir() -> Path:
     return Path(base) / "agent-skill-harness" / "nacos"
 
 
-def _import_sdk() -> Any:
-    """The SDK's AI service module; its import-time deprecation warnings are the SDK's own."""
+class _Sdk(NamedTuple):
+    """The parts of nacos-sdk-python the market uses."""
+
+    ClientConfig: Any
+    NacosAIService: Any
+    DownloadSkillParam: Any
+    NacosException: Any
+    SecurityError: type[Exception]
+    NOT_FOUND: int
+
+
+def _import_sdk() -> _Sdk:
+    """The SDK, imported on first use; its import-time deprecation warnings are the SDK's own."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            from v2.nacos.ai import nacos_ai_service
+            from v2.nacos import ClientConfig, NacosException
+            from v2.nacos.ai.model.ai_param import DownloadSkillParam
+            from v2.nacos.ai.nacos_ai_service import NacosAIService
+            from v2.nacos.ai.util.skill_util import SecurityError
+            from v2.nacos.common.nacos_exception import NOT_FOUND
     except ImportError as exc:
         raise RepositoryUnavailable(
             f"Nacos markets need nacos-sdk-python 3.x (pip install 'agent-skill-harness[nacos]'): {exc}"
         ) from exc
-    return nacos_ai_service
+    return _Sdk(ClientConfig, NacosAIService, DownloadSkillParam, NacosException, SecurityError, NOT_FOUND)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +182,7 @@ class NacosRepository(SkillRepository):
         self._secret_key = secret_key
         self._service: Any = None
         self._handlers: list[logging.Handler] = []
+        self._tasks: list[asyncio.Task[Any]] = []
         self._packages: dict[str, _Package] = {}
         self._problems: tuple[str, ...] = ()
         self._token: str | None = None
@@ -253,34 +270,34 @@ class NacosRepository(SkillRepository):
             )
             config.set_cache_dir(str(self.log_dir / "cache"))
             logger = logging.getLogger(_SDK_LOGGER)
-            before = set(logger.handlers)
+            handlers, tasks = set(logger.handlers), asyncio.all_tasks()
             try:
                 self._service = sdk.NacosAIService(config)
             finally:
-                self._handlers = [h for h in logger.handlers if h not in before]
+                # The SDK leaves a log handler and, with a password, a login task behind.
+                self._handlers = [h for h in logger.handlers if h not in handlers]
+                self._tasks = list(asyncio.all_tasks() - tasks)
+            for task in self._tasks:
+                task.add_done_callback(_retrieve)  # a failed login shows as a failed download
         return self._service
 
     async def _download(self, name: str) -> bytes:
         """One package's bytes; ``BundleNotFound`` when the server has no such skill,
         ``_BadPackage`` when the SDK refused what came back, else ``RepositoryUnavailable``."""
         sdk = _import_sdk()
-        from v2.nacos.ai.model.ai_param import DownloadSkillParam
-        from v2.nacos.ai.util.skill_util import SecurityError
-        from v2.nacos.common.nacos_exception import NOT_FOUND
-
-        param = DownloadSkillParam(skill_name=name, version=self.skill_version, label=self.label)
+        param = sdk.DownloadSkillParam(skill_name=name, version=self.skill_version, label=self.label)
         try:
             with anyio.fail_after(self.timeout):
                 data: bytes = await self._client().download_skill_zip(param)
         except sdk.NacosException as exc:
-            if exc.error_code == NOT_FOUND:
+            if exc.error_code == sdk.NOT_FOUND:
                 raise BundleNotFound(
                     f"skill {shown(name)}{self._selector()} not found in {self.where}: skipped"
                 ) from None
-            if isinstance(exc.__context__, (ValueError, SecurityError)):
+            if isinstance(exc.__context__, (ValueError, sdk.SecurityError)):
                 raise _BadPackage(redact_secrets(str(exc.__context__), *self._secrets)) from None
             raise self._unavailable(name, exc) from None
-        except (zipfile.BadZipFile, ValueError, SecurityError) as exc:  # the SDK's checks on the bytes
+        except (zipfile.BadZipFile, ValueError, sdk.SecurityError) as exc:  # the SDK's checks on the bytes
             raise _BadPackage(f"not a ZIP archive: {exc}") from None
         except (TimeoutError, OSError) as exc:
             raise self._unavailable(name, exc) from None
@@ -398,11 +415,20 @@ class NacosRepository(SkillRepository):
         service, self._service = self._service, None
         if service is not None:
             await service.http_client_proxy.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
         logger = logging.getLogger(_SDK_LOGGER)
         for handler in self._handlers:
             logger.removeHandler(handler)
             handler.close()
         self._handlers = []
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _kind_and_mode(info: zipfile.ZipInfo) -> tuple[str, int]:
