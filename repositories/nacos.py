@@ -110,9 +110,9 @@ class NacosRepository(SkillRepository):
     ``access_key``/``secret_key`` (signed requests). They never appear in messages or locations.
 
     ``version()`` is a hash over the content of the downloaded packages (and what was reported
-    about them). Nacos offers no cheaper
-    change token, so checking means downloading every configured package; it happens at most once
-    per ``check_interval`` seconds (default 30; 0 checks on every call) and on ``refresh()``.
+    about them). Nacos offers no cheaper change token, so checking means downloading every
+    configured package; it happens at most once per ``check_interval`` seconds (default 30; 0
+    checks on every call) and on ``refresh()``.
     A skill the server does not know is reported and left out; when the server cannot be reached
     (or a request takes longer than ``timeout`` seconds) the last good skill set keeps being
     served and the failure is reported in ``Snapshot.error``. Slug: ``nacos-<namespace>``.
@@ -211,8 +211,8 @@ class NacosRepository(SkillRepository):
                     await self._check()
                 except RepositoryUnavailable as exc:
                     self._failure = exc
-            if self._failure is not None:
-                raise self._failure
+            if self._failure is not None:  # until the next check, every read reports the failure
+                raise self._failure.with_traceback(None)
             assert self._token is not None  # set by a successful check
             return self._token
 
@@ -383,8 +383,8 @@ class NacosRepository(SkillRepository):
     # Snapshots and files.
 
     async def _load(self, version: str) -> Snapshot:
-        if version != self._token:
-            raise RepositoryUnavailable(f"{self.where}: the skill set changed while it was read")
+        # The packages are in memory already; a check that landed since ``version`` was read
+        # only makes this snapshot newer, and it carries that newer token.
         bundles = tuple(
             SkillBundle(
                 folder=name,
@@ -396,7 +396,8 @@ class NacosRepository(SkillRepository):
             )
             for name, package in sorted(self._packages.items())
         )
-        return Snapshot(version=version, bundles=bundles, problems=self._problems)
+        assert self._token is not None  # _load follows a successful _version()
+        return Snapshot(version=self._token, bundles=bundles, problems=self._problems)
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         if self._token is None:  # nothing downloaded yet
