@@ -232,7 +232,7 @@ def test_bad_urls_are_refused_with_a_clear_error(url: str) -> None:
 
 @pytest.mark.skipif(not os.environ.get("HARNESS_TEST_NACOS"), reason="set HARNESS_TEST_NACOS=host:port (Nacos 3.x)")
 async def test_real_nacos_server(tmp_path: Path) -> None:
-    """Against a real Nacos 3.x: an unknown skill is reported as not found (the server answered);
+    """Against a real Nacos 3.x: an unknown skill is reported (the server answered, no error);
     ``HARNESS_TEST_NACOS_SKILLS=a,b`` names published skills that must load;
     ``HARNESS_TEST_NACOS_NAMESPACE``, ``_USERNAME`` and ``_PASSWORD`` are passed on when set."""
     env = os.environ
@@ -248,7 +248,7 @@ async def test_real_nacos_server(tmp_path: Path) -> None:
     async with repo:
         snap = await repo.snapshot()
         assert snap.error is None
-        assert any("harness-test-no-such-skill" in p and "not found" in p for p in snap.problems)
+        assert any("harness-test-no-such-skill" in p for p in snap.problems), snap.problems  # the server answered
         assert [b.folder for b in snap.bundles] == sorted(published)
         for bundle in snap.bundles:
             assert await repo.read_file(bundle.folder, bundle.skill_md_name) == bundle.skill_md
