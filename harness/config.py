@@ -17,6 +17,7 @@ from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_mode
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
+from harness.learning.schedule import CuratorConfig
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 
@@ -49,6 +50,7 @@ class HarnessConfig:
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False
     trusted_markets: tuple[str, ...] = ()
+    curator: CuratorConfig | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -138,6 +140,8 @@ def load_config(path: str | Path) -> HarnessConfig:
     if not isinstance(markets, list) or not all(isinstance(m, str) for m in markets):
         raise ConfigError(f"{path}: trusted_markets must be a list of market slugs")
     values["trusted_markets"] = tuple(markets)
+    if "curator" in data:
+        values["curator"] = _curator(path, data["curator"])
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}
@@ -225,6 +229,22 @@ def _size(path: Path, key: str, value: object) -> object:
     if not number.isdigit():
         raise ConfigError(f"{path}: filesystem.limits.{key}: {value!r} is not a size like 512M or 4G")
     return int(number) * factor
+
+
+def _curator(path: Path, value: object) -> CuratorConfig | None:
+    """``curator``: run the curator while the agent is entered (``true``, or a mapping of
+    ``interval_hours``, ``stale_after_days``, ``archive_after_days``, ``check_every_minutes``,
+    ``umbrella_review``); ``false``/``null``: don't."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return CuratorConfig()
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: curator must be true, false or a mapping like {{interval_hours: 24}}")
+    try:
+        return CuratorConfig.from_data(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: curator: {exc}") from None
 
 
 def _market_scan(path: Path, value: object) -> MarketScanPolicy:

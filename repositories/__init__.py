@@ -2,8 +2,8 @@
 
 Start with ``SkillRepository`` (the contract, in ``repositories.base``), then the backends:
 ``DirectoryRepository``, ``GitRepository``, ``MySQLRepository``, ``PackageRepository`` /
-``EntryPointRepository``, ``MemoryRepository`` and ``PluginMarketplaceRepository``; ``open_repository(url)`` builds one from a
-URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``, ``claude-plugins+…``).
+``EntryPointRepository``, ``MemoryRepository``, ``NacosRepository`` and ``PluginMarketplaceRepository``; ``open_repository(url)`` builds one from a
+URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``, ``nacos://``, ``claude-plugins+…``).
 """
 
 from repositories.base import (
@@ -30,6 +30,7 @@ from repositories.errors import (
 from repositories.git import GitRepository, default_cache_dir
 from repositories.memory import MemoryRepository
 from repositories.mysql import MySQLRepository
+from repositories.nacos import NacosRepository
 from repositories.package import (
     ENTRY_POINT_GROUP,
     EntryPointRepository,
@@ -54,6 +55,7 @@ __all__ = [
     "InvalidRepositoryConfig",
     "MemoryRepository",
     "MySQLRepository",
+    "NacosRepository",
     "PackageRepository",
     "PluginMarketplaceRepository",
     "RepositoryClosed",

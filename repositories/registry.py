@@ -16,6 +16,13 @@ URL                                                    repository
                                                        ``create_if_missing``)
 ``pkg:package[/folder]``                               ``PackageRepository`` (folder ``skills``)
 ``entrypoints:harness.skills``                         ``EntryPointRepository``
+``nacos://user:pass@host:8848/namespace?skills=a,b&label=stable``
+                                                       ``NacosRepository`` (query options:
+                                                       ``skills`` (required), ``label`` or
+                                                       ``version``, ``check_interval``,
+                                                       ``timeout``, ``context_path``,
+                                                       ``log_dir``; several servers as
+                                                       ``host1:8848,host2:8848``)
 ``claude-plugins+dir:/path/to/marketplace``            ``PluginMarketplaceRepository`` over a
 ``claude-plugins+git+https://host/owner/repo.git``     folder or a git repository (the git
 (also ``+git+ssh``, ``+git+file``, ``+git+http``)      form takes the git options above;
@@ -41,6 +48,7 @@ from repositories.directory import DirectoryRepository
 from repositories.errors import InvalidRepositoryConfig, UnknownScheme
 from repositories.git import GitRepository
 from repositories.mysql import MySQLRepository
+from repositories.nacos import NacosRepository
 from repositories.package import EntryPointRepository, PackageRepository
 from repositories.plugins import PluginMarketplaceRepository
 
@@ -148,6 +156,30 @@ def _open_entrypoints(url: str) -> SkillRepository:
     return repo
 
 
+def _open_nacos(url: str) -> SkillRepository:
+    parts = urllib.parse.urlsplit(url)
+    options = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    userinfo, _, servers = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    names = [name for name in options.pop("skills", "").split(",") if name]
+    repo = NacosRepository(
+        servers,
+        namespace=urllib.parse.unquote(parts.path.strip("/")) or "public",
+        skills=names,
+        version=options.pop("version", None) or None,
+        label=options.pop("label", None) or None,
+        username=urllib.parse.unquote(user) or None,
+        password=urllib.parse.unquote(password) or None,
+        context_path=options.pop("context_path", "/nacos"),
+        check_interval=_number(options, "check_interval", 30.0),
+        timeout=_number(options, "timeout", 10.0),
+        log_dir=options.pop("log_dir", None) or None,
+        source=options.pop("source", None),
+    )
+    _no_more(url, options)
+    return repo
+
+
 _PLUGINS = "claude-plugins+"
 
 
@@ -176,6 +208,7 @@ _BUILTIN: dict[str, RepositoryFactory] = {
     "mysql": _open_mysql,
     "pkg": _open_pkg,
     "entrypoints": _open_entrypoints,
+    "nacos": _open_nacos,
     "claude-plugins+dir": _open_plugins,
     "claude-plugins+git+https": _open_plugins,
     "claude-plugins+git+http": _open_plugins,

@@ -31,7 +31,7 @@ from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
 from harness.errors import ConfigError, HarnessError, SkillNotFound
-from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
+from harness.learning import AuditRecord, CuratorConfig, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ModelError, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL
@@ -117,6 +117,8 @@ class Harness(AsyncResource):
     plugin marketplace's plugin slugs).
     ``tracer_provider`` is the OpenTelemetry tracer provider runs are traced with (default: the
     global one; see :class:`~harness.tracing.RunTracer`).
+    ``curator`` (a :class:`~harness.learning.CuratorConfig`) runs the curator in its own task
+    while the agent is entered, throttled across replicas, stopped on exit.
     """
 
     def __init__(
@@ -148,6 +150,7 @@ class Harness(AsyncResource):
         enforce_allowed_tools: bool = False,
         trusted_markets: Collection[str] = (),
         tracer_provider: Any | None = None,
+        curator: CuratorConfig | None = None,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -198,6 +201,7 @@ class Harness(AsyncResource):
         # owner opens and closes them.
         self._owns_resources = pipeline is None
         self._check_tool_names()
+        self.curator = curator
 
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
@@ -222,6 +226,7 @@ class Harness(AsyncResource):
             "skill_dirs": config.skill_dirs,
             "enforce_allowed_tools": config.enforce_allowed_tools,
             "trusted_markets": config.trusted_markets,
+            "curator": config.curator,
             **overrides,
         }
         # Open resources only for what the overrides leave to the file.
@@ -238,6 +243,9 @@ class Harness(AsyncResource):
                 await self._stack.enter_async_context(repository)
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
+        if self.curator is not None:  # the curator runs itself while the agent is entered
+            learning = self.learning or SelfLearning(self.filesystem, on_change=self.pipeline.invalidate)
+            await self._stack.enter_async_context(learning.curator_task(self.curator, model=self.model))
         return await super().__aenter__()
 
     async def _aclose(self) -> None:

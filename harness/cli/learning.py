@@ -1,5 +1,10 @@
 """``harness skills drafts|promote|review|audit|curate``: operating the self-learning loop.
 
+``curate`` runs the curator once (``--dry-run``: report only), or with ``--watch`` on the
+schedule of ``harness.yaml``'s ``curator:`` key until SIGINT/SIGTERM; ``--umbrella`` writes the
+umbrella-merge review's dry-run report with the configured model; ``--reports`` lists the stored
+curator and umbrella reports.
+
 Every command takes the common workspace options (``--config``, ``--workspace``, ``--user``,
 ...; see ``harness.cli.common``) and ``--json``; without ``--user`` a command works on the shared
 workspace (``drafts``: every area). Exit codes:
@@ -9,6 +14,8 @@ workspace (``drafts``: every area). Exit codes:
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -16,10 +23,11 @@ from typing import Any
 
 import anyio
 
-from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, filesystem_from_args, print_json
+from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, config_from_args, filesystem_from_args, print_json
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
-from harness.learning import LearningError, SelfLearning, area_label, discover_users
+from harness.learning import CuratorConfig, LearningError, SelfLearning, area_label, discover_users
+from harness.models import ModelError, open_model
 from harness.terminal import escape_control
 
 __all__ = ["register"]
@@ -47,7 +55,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit.add_argument("--day", help="YYYY-MM-DD (default: today, UTC)")
 
     curate = _command(sub, "curate", "mark unused agent-created skills stale, archive old ones", _curate)
-    curate.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+    mode = curate.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+    mode.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep curating on the configured schedule (harness.yaml `curator:`) until SIGINT/SIGTERM",
+    )
+    mode.add_argument(
+        "--reports", action="store_true", help="list the stored curator and umbrella reports, oldest first"
+    )
+    curate.add_argument(
+        "--umbrella",
+        action="store_true",
+        help="write the umbrella-merge review (dry run, configured model); with --watch after every run",
+    )
 
 
 def _command(
@@ -67,7 +89,7 @@ def _run(args: argparse.Namespace, action: _Action) -> int:
         result = anyio.run(main)
     except ConfigError:
         raise  # a usage error: main() reports it with exit code 2
-    except (LearningError, FileNotFoundError, ValueError) as exc:
+    except (LearningError, ModelError, FileNotFoundError, ValueError) as exc:
         print(escape_control(f"error: {exc}"), file=sys.stderr)
         return 1
     if args.json:
@@ -122,8 +144,41 @@ async def _audit(args: argparse.Namespace, loop: SelfLearning) -> list[dict[str,
     return [record.as_dict() for record in records]
 
 
-async def _curate(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any]:
+async def _curate(args: argparse.Namespace, loop: SelfLearning) -> Any:
+    if args.reports:
+        return [entry.as_dict() for entry in await loop.reports.list()]
+    if args.watch:
+        return await _watch(args, loop)
+    if args.umbrella:
+        async with open_model(config_from_args(args).model) as model:
+            return (await loop.umbrella_review(model).review()).as_dict()
     return (await loop.run_curator_once(dry_run=args.dry_run)).as_dict()
+
+
+async def _watch(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any]:
+    """Run the scheduled curator until SIGINT or SIGTERM, then report what it did."""
+    config = config_from_args(args)
+    schedule = config.curator or CuratorConfig()
+    if args.umbrella:
+        schedule = dataclasses.replace(schedule, umbrella_review=True)
+    stopped_by = ""
+    async with open_model(config.model) as model:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with loop.curator_task(schedule, model=model) as task:
+                print(
+                    f"curating every {schedule.interval} (checking every {schedule.wake_every}); "
+                    "SIGINT or SIGTERM stops",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                async for received in signals:
+                    stopped_by = signal.Signals(received).name
+                    break
+    return {
+        "stopped_by": stopped_by,
+        "runs": [report.as_dict() for report in task.reports],
+        "umbrella_reports": [report.path for report in task.umbrella_reports],
+    }
 
 
 def _print_text(result: Any) -> None:
@@ -142,6 +197,21 @@ def _print_text(result: Any) -> None:
                     f"review {review['id']}  {review['area']}/{review['name']}  ({len(review['files'])} files)"
                 )
             )
+        return
+    if "runs" in result:
+        for run in result["runs"]:
+            changes = f"{len(run['transitions'])} change(s)" if run["ran"] else run["reason"]
+            print(escape_control(f"{run['started_at']}  {changes}"))
+        for path in result["umbrella_reports"]:
+            print(escape_control(f"umbrella report {path}"))
+        print(escape_control(f"stopped by {result['stopped_by']} after {len(result['runs'])} attempt(s)"))
+        return
+    if "proposals" in result:
+        for p in result["proposals"]:
+            print(escape_control(f"{p['area']}: {p['umbrella']} <- {', '.join(p['members'])}  ({p['reason']})"))
+        for note in result["notes"]:
+            print(escape_control(f"note: {note}"))
+        print(escape_control(f"{len(result['proposals'])} proposal(s), dry run; report {result['path']}"))
         return
     if "transitions" in result:
         prefix = "would " if result["dry_run"] else ""

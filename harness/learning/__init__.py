@@ -37,6 +37,7 @@ from harness.learning.promotion import (
     ReviewRequest,
     StdinPrompter,
 )
+from harness.learning.reports import ReportEntry, ReportShelf
 from harness.learning.scanner import (
     DEFAULT_RULES,
     Finding,
@@ -49,7 +50,9 @@ from harness.learning.scanner import (
     rules_from_data,
     scan,
 )
+from harness.learning.schedule import CuratorConfig, CuratorTask
 from harness.learning.tools import AUTHORING_FOLDERS, AuthoringLimits, ManageAction, OnChange, SkillWorkshop
+from harness.learning.umbrella import UmbrellaProposal, UmbrellaReport, UmbrellaReview
 from harness.learning.usage import (
     KeyValueUsageStore,
     Provenance,
@@ -86,8 +89,10 @@ __all__ = [
     "AuthoringRefused",
     "CanaryFilter",
     "Curator",
+    "CuratorConfig",
     "CuratorPolicy",
     "CuratorReport",
+    "CuratorTask",
     "DangerousContent",
     "Decision",
     "EnvironmentFilter",
@@ -112,6 +117,8 @@ __all__ = [
     "Prompter",
     "Provenance",
     "RejectAllGate",
+    "ReportEntry",
+    "ReportShelf",
     "RepositoryTarget",
     "ReviewAlreadyDecided",
     "ReviewNotFound",
@@ -131,6 +138,9 @@ __all__ = [
     "StdinPrompter",
     "Transition",
     "TrustLevel",
+    "UmbrellaProposal",
+    "UmbrellaReport",
+    "UmbrellaReview",
     "UsageConflict",
     "UsageRecorder",
     "UsageScopes",

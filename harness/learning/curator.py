@@ -8,7 +8,8 @@ again becomes ``active``. Drafts, human-authored and pinned skills are never tou
 
 Replicas share one claim file (``skills/.curator/claim.json``, written with compare-and-set) so
 only one of them runs per ``interval_hours``; :meth:`Curator.run_once` bypasses the throttle.
-The latest report is written to ``skills/.curator/report.json``.
+The latest report is written to ``skills/.curator/report.json`` and every report is kept on the
+report shelf next to the audit log (``skills/.audit/reports/``, see :mod:`harness.learning.reports`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from harness.learning._layout import (
 )
 from harness.learning._time import Clock, from_iso, system_clock, to_iso
 from harness.learning.audit import AuditLog
+from harness.learning.reports import ReportShelf
 from harness.learning.tools import OnChange, ignore_change
 from harness.learning.usage import SkillState, SkillUsage, UsageScopes, with_state
 
@@ -126,6 +128,22 @@ class Curator:
         self._on_change = on_change
         self._clock = clock
 
+    @property
+    def policy(self) -> CuratorPolicy:
+        return self._policy
+
+    def with_policy(self, policy: CuratorPolicy) -> Curator:
+        """The same curator (workspace, stores, users, clock) under another ``policy``."""
+        return Curator(
+            self._fs,
+            usage=self._usage,
+            audit=self._audit,
+            policy=policy,
+            users=self._users,
+            on_change=self._on_change,
+            clock=self._clock,
+        )
+
     async def run(self, *, dry_run: bool = False) -> CuratorReport:
         """Curate if no replica did within ``interval_hours`` (a dry run never claims)."""
         now = self._clock()
@@ -154,6 +172,7 @@ class Curator:
         )
         if not dry_run:
             await self._fs.write_bytes(_REPORT, json.dumps(report.as_dict(), indent=1).encode("utf-8"))
+            await ReportShelf(self._fs).write("curator", report.as_dict(), now)
         return report
 
     async def _curate_scope(self, scope: str | None, now: datetime, dry_run: bool) -> list[Transition]:

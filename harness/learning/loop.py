@@ -16,10 +16,14 @@ from harness.learning._time import Clock, system_clock
 from harness.learning.audit import AuditLog, AuditRecord
 from harness.learning.curator import Curator, CuratorPolicy, CuratorReport
 from harness.learning.promotion import Promoter, PromotionGate, PromotionResult, PromotionTarget
+from harness.learning.reports import ReportShelf
 from harness.learning.scanner import Scanner
+from harness.learning.schedule import CuratorConfig, CuratorTask
 from harness.learning.tools import AuthoringLimits, OnChange, SkillWorkshop, ignore_change
+from harness.learning.umbrella import UmbrellaReview
 from harness.learning.usage import ScopedUsageRecorder, SidecarUsage, UsageScopes
 from harness.learning.visibility import VisibilityFilter, VisibilityPolicy
+from harness.models import Model
 from harness.tools.function import Tool
 
 __all__ = ["SelfLearning"]
@@ -33,7 +37,8 @@ class SelfLearning:
     - ``recorder``: where the pipeline reports views and uses; ``visibility``: the policy the
       pipeline applies each turn (``None`` without a ``visibility`` filter);
     - ``request_promotion`` / ``promote_skill`` / ``record_decision``, ``run_curator`` /
-      ``run_curator_once``, ``query_audit``.
+      ``run_curator_once``, ``curator_task`` (the curator on a schedule), ``umbrella_review``,
+      ``reports`` (the shelf of curator and umbrella reports), ``query_audit``.
 
     ``on_change`` is called with the user id (``None``: shared workspace) after every write.
     """
@@ -67,6 +72,8 @@ class SelfLearning:
         self.curator = Curator(
             fs, usage=self.usage, audit=self.audit, policy=curator_policy, users=users, on_change=on_change, clock=clock
         )
+        self.reports = ReportShelf(fs)
+        self._users = tuple(users) if users is not None else None
         self._limits = limits
         self._auto_promote = auto_promote
         self._on_change = on_change
@@ -114,6 +121,16 @@ class SelfLearning:
     async def run_curator_once(self, *, dry_run: bool = False) -> CuratorReport:
         """Curate now, bypassing the throttle."""
         return await self.curator.run_once(dry_run=dry_run)
+
+    def curator_task(self, config: CuratorConfig, *, model: Model | None = None) -> CuratorTask:
+        """The curator on ``config``'s schedule, to be entered (see :class:`CuratorTask`); with
+        ``config.umbrella_review`` it also runs :meth:`umbrella_review` with ``model``."""
+        umbrella = self.umbrella_review(model) if config.umbrella_review else None
+        return CuratorTask(self.curator, config, umbrella=umbrella)
+
+    def umbrella_review(self, model: Model | None = None) -> UmbrellaReview:
+        """The umbrella-merge review of this workspace's agent-created skills (dry run only)."""
+        return UmbrellaReview(self.fs, usage=self.usage, model=model, users=self._users, clock=self._clock)
 
     async def query_audit(
         self, day: date | str | None = None, predicate: Callable[[AuditRecord], bool] | None = None

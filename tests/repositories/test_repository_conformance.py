@@ -1,4 +1,5 @@
-"""The common SkillRepository contract, run against memory, directory, git, plugin-marketplace and MySQL markets."""
+"""The common SkillRepository contract, run against memory, directory, git, plugin-marketplace, MySQL and
+Nacos (through its local stand-in, see tests/support/nacos.py) markets."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from repositories import (
     GitRepository,
     MemoryRepository,
     MySQLRepository,
+    NacosRepository,
     PluginMarketplaceRepository,
     RepositoryClosed,
     SkillBundleContents,
@@ -24,6 +26,7 @@ from repositories import (
 )
 from tests.support import skills
 from tests.support.mysql import drop_tables
+from tests.support.nacos import NacosStandIn, skill_zip
 from tests.support.repositories import GitRemote
 
 FILES = {"scripts/run.sh": (b"#!/bin/sh\necho run\n", 0o755), "data/blob.bin": (bytes(range(256)), 0o644)}
@@ -137,6 +140,25 @@ async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
     return Market(repo, add)
 
 
+async def nacos_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+    stand_in = NacosStandIn()
+    stand_in.start()
+    request.addfinalizer(stand_in.stop)
+
+    def publish(folder: str, with_files: bool = True) -> None:
+        stand_in.publish(folder, skill_zip(folder, skill_md(folder), dict(FILES) if with_files else None))
+
+    publish("alpha")
+    publish("beta", False)
+
+    async def add(folder: str) -> None:
+        publish(folder, False)
+
+    # Nacos cannot list skills: the market names the ones it serves, "gamma" before it exists.
+    names = ["alpha", "beta", "gamma"]
+    return Market(NacosRepository(stand_in.address, skills=names, check_interval=0, log_dir=tmp_path / "logs"), add)
+
+
 BACKENDS = {
     "memory": memory_market,
     "directory": directory_market,
@@ -144,6 +166,7 @@ BACKENDS = {
     "git": git_market,
     "claude-plugins": plugin_market,
     "mysql": mysql_market,
+    "nacos": nacos_market,
 }
 
 
