@@ -59,6 +59,7 @@ except ImportError as exc:  # the framework is an optional extra
 __all__ = ["SkillsBackend"]
 
 _MAIN = "SKILL.md"
+_READ_ONLY = "skill files are read-only (the harness serves them): write your file outside the skills folder"
 _ASYNC_ONLY = "the harness skills backend is asynchronous: run the agent with ainvoke() or astream()"
 
 
@@ -160,13 +161,13 @@ class SkillsBackend(BackendProtocol):
         return self.write(file_path, content)
 
     def write(self, file_path: str, content: str) -> WriteResult:
-        return WriteResult(error=_read_only(file_path))
+        return WriteResult(error=_READ_ONLY)
 
     async def aedit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:
         return self.edit(file_path, old_string, new_string, replace_all)
 
     def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:
-        return EditResult(error=_read_only(file_path))
+        return EditResult(error=_READ_ONLY)
 
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         return self.upload_files(files)
@@ -247,7 +248,3 @@ def _skill(skills: dict[str, ResolvedSkill], name: str, path: str) -> ResolvedSk
 def _files(resolved: ResolvedSkill) -> list[str]:
     """A skill's files as this backend shows them: ``SKILL.md`` first, then the others."""
     return [_MAIN, *(f for f in resolved.skill.files if f != _MAIN)]
-
-
-def _read_only(path: str) -> str:
-    return f"'{path}' is read-only: skills are served by the harness; write elsewhere"
