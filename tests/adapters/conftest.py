@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ BOB_SECRET = "BOB-SECRET-5d1e"
 
 
 @pytest.fixture
-async def agent(tmp_path: Path) -> AsyncIterator[Harness]:
-    """An open harness over the git market and the two users' workspace."""
+def world(tmp_path: Path) -> dict[str, Any]:
+    """The keyword arguments of a harness over the git market and the two users' workspace."""
     remote = GitRemote(tmp_path / "remote")
     make_skill(
         remote.work,
@@ -44,5 +45,11 @@ async def agent(tmp_path: Path) -> AsyncIterator[Harness]:
         files={"notes.txt": f"{BOB_SECRET}\n"},
     )
     market = GitRepository(remote.url, cache_dir=tmp_path / "cache")
-    async with Harness(name="adapters", workspace=workspace, repositories=[market], watch=False) as harness:
+    return {"name": "adapters", "workspace": workspace, "repositories": [market], "watch": False}
+
+
+@pytest.fixture
+async def agent(world: dict[str, Any]) -> AsyncIterator[Harness]:
+    """An open harness over :func:`world`."""
+    async with Harness(**world) as harness:
         yield harness

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("agents", reason="the [openai-agents] extra is not installed")
 
-from agents import Agent, Runner
+from agents import Agent, Runner, set_tracing_disabled
 from agents.items import ToolCallOutputItem
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
@@ -21,6 +21,9 @@ from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST,
 
 LOAD = "load_skill_through_path"
 SHELL = "execute_shell_command"
+SEARCH = "search_skills"
+
+set_tracing_disabled(True)  # the SDK would otherwise try to export traces
 
 
 def _agent(skills: OpenAIAgentsSkills, model: ScriptedModel) -> Agent[Any]:
@@ -90,6 +93,17 @@ async def test_a_run_without_a_user_fails_before_the_model_is_called(agent: Harn
     with pytest.raises(UserContextError, match="names no user"):
         await Runner.run(_agent(OpenAIAgentsSkills(agent), model), "hi", context={"tenant": "acme"})
     assert model.calls == ()
+
+
+async def test_the_search_tool_is_enabled_only_when_the_catalog_is_cut(world: dict[str, Any]) -> None:
+    async with Harness(**world, catalog_budget=120) as small:
+        model = ScriptedModel(
+            [[function_call(SEARCH, {"query": "weather"}, call_id="find")], [assistant_message("ok")]]
+        )
+        result = await Runner.run(_agent(OpenAIAgentsSkills(small), model), "weather?", context=ALICE)
+
+    assert SEARCH in {t.name for t in model.calls[0].tools}
+    assert MARKET_SKILL in _outputs(result)[0]
 
 
 async def test_shell_false_offers_only_the_load_tool(agent: Harness) -> None:
