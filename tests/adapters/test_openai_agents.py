@@ -98,12 +98,18 @@ async def test_a_run_without_a_user_fails_before_the_model_is_called(agent: Harn
 async def test_the_search_tool_is_enabled_only_when_the_catalog_is_cut(world: dict[str, Any]) -> None:
     async with Harness(**world, catalog_budget=120) as small:
         model = ScriptedModel(
-            [[function_call(SEARCH, {"query": "weather"}, call_id="find")], [assistant_message("ok")]]
+            [
+                [function_call(SEARCH, {"query": "weather"}, call_id="find")],
+                [function_call(SEARCH, {"query": "bob private notes"}, call_id="snoop")],
+                [assistant_message("ok")],
+            ]
         )
         result = await Runner.run(_agent(OpenAIAgentsSkills(small), model), "weather?", context=ALICE)
 
     assert SEARCH in {t.name for t in model.calls[0].tools}
-    assert MARKET_SKILL in _outputs(result)[0]
+    found, snooped = _outputs(result)
+    assert MARKET_SKILL in found
+    assert BOB_SKILL not in snooped and BOB_SECRET not in snooped
 
 
 async def test_shell_false_offers_only_the_load_tool(agent: Harness) -> None:
