@@ -76,14 +76,25 @@ async def test_a_run_loads_and_runs_the_market_skill_for_its_user(agent: Harness
 
 
 async def test_another_users_skill_is_invisible_and_unloadable(agent: Harness) -> None:
-    script = Script(call(LOAD, skillId=BOB_SKILL), call(LOAD, skillId=BOB_SKILL, path="notes.txt"), reply("no"))
+    script = Script(
+        call(LOAD, skillId=BOB_SKILL),
+        call(LOAD, skillId=BOB_SKILL, path="notes.txt"),
+        call(LOAD, skillId=MARKET_SKILL, path=f"../../{BOB.user_id}/skills/{BOB_SKILL}/notes.txt"),
+        call(LOAD, skillId=BOB_SKILL, user_id=BOB.user_id),  # the model cannot pick the user
+        reply("no"),
+    )
     pyd = Agent(FunctionModel(script), deps_type=RuntimeContext, toolsets=[SkillsToolset(agent)])
     result = await pyd.run("bob's notes", deps=ALICE)
 
     outputs = returns(result.all_messages())
     assert BOB_SKILL not in (script.seen[0].instructions or "")
     assert BOB_SECRET not in " ".join([*(info.instructions or "" for info in script.seen), *outputs])
-    assert len(outputs) == 2 and all(output.startswith("error: SkillNotFound") for output in outputs)
+    assert [output.split(":")[1].strip() for output in outputs] == [
+        "SkillNotFound",
+        "SkillNotFound",
+        "PermissionError",
+        "ToolArgumentError",
+    ]
 
 
 async def test_the_user_comes_from_each_runs_deps_through_a_capability(agent: Harness) -> None:
