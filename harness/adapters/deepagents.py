@@ -129,7 +129,7 @@ class SkillsBackend(BackendProtocol):
     async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
         try:
             matches = compile_grep_include_glob(pattern)
-            found = await self._under(path or "/")
+            found = _under(await self._skills(), path or "/")
         except InvalidGlobPatternError as exc:
             return GlobResult(error=str(exc))
         except _Refused as refused:
@@ -144,7 +144,7 @@ class SkillsBackend(BackendProtocol):
     ) -> GrepResult:
         try:
             skills = await self._skills()
-            found = await self._under(path or "/")
+            found = _under(skills, path or "/")
             texts = {}
             for file in found:
                 try:
@@ -213,18 +213,6 @@ class SkillsBackend(BackendProtocol):
         except (OSError, RepositoryError) as exc:  # an unreachable market fails this read, not the run
             raise _Refused(f"'{path}' could not be read: {exc}", "file_not_found") from exc
 
-    async def _under(self, path: str) -> list[str]:
-        """The absolute paths of every file at or under ``path``."""
-        skills = await self._skills()
-        name, sub = _split(path)
-        chosen = sorted(skills) if name is None else [name]
-        found = []
-        for each in chosen:
-            for file in _files(_skill(skills, each, path)):
-                if not sub or file == sub or file.startswith(f"{sub}/"):
-                    found.append(f"/{each}/{file}")
-        return found
-
 
 def _split(path: str) -> tuple[str | None, str]:
     """``(skill name, path inside the skill)`` of an absolute backend path; ``(None, "")`` is
@@ -236,6 +224,17 @@ def _split(path: str) -> tuple[str | None, str]:
     if not parts:
         return None, ""
     return parts[0], "/".join(parts[1:])
+
+
+def _under(skills: dict[str, ResolvedSkill], path: str) -> list[str]:
+    """The absolute paths of every file at or under ``path``."""
+    name, sub = _split(path)
+    found = []
+    for each in sorted(skills) if name is None else [name]:
+        for file in _files(_skill(skills, each, path)):
+            if not sub or file == sub or file.startswith(f"{sub}/"):
+                found.append(f"/{each}/{file}")
+    return found
 
 
 def _skill(skills: dict[str, ResolvedSkill], name: str, path: str) -> ResolvedSkill:

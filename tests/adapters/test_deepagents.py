@@ -61,12 +61,16 @@ async def test_skills_middleware_lists_and_the_agent_reads_the_market_skill(agen
         ALICE,
         calls(("read_file", {"file_path": f"/skills/{MARKET_SKILL}/SKILL.md"})),
         calls(("read_file", {"file_path": f"/skills/{MARKET_SKILL}/scripts/forecast.py"})),
+        calls(("grep", {"pattern": "sunny", "path": "/skills/"})),
+        calls(("glob", {"pattern": "*.py", "path": "/skills/"})),
         AIMessage(content="sunny"),
     )
     assert f"/skills/{MARKET_SKILL}/SKILL.md" in system_prompt(model)
-    skill_md, script = tools
+    skill_md, script, grep, glob = tools
     assert MARKET_BODY in skill_md
     assert FORECAST in script
+    assert f"/skills/{MARKET_SKILL}/scripts/forecast.py" in grep
+    assert f"/skills/{MARKET_SKILL}/scripts/forecast.py" in glob
 
 
 async def test_another_users_skill_is_neither_listed_nor_readable(agent: Harness) -> None:
