@@ -20,18 +20,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _two_users import open_harness
 from _workdir import run_in_workdir
 from deepagents import create_deep_agent
 from deepagents.backends import CompositeBackend, StateBackend
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 
-from harness import Harness, RuntimeContext
+from harness import RuntimeContext
 from harness.adapters.deepagents import SkillsBackend
-from repositories import DirectoryRepository
 
-MARKET = Path(__file__).resolve().parent / "skills"
-BOB_DIARY = "---\nname: bob-diary\ndescription: Use when bob asks about his diary.\n---\n\nBob's private diary.\n"
 SKILL_MD = "/skills/hello-world/SKILL.md"
 
 
@@ -47,10 +45,7 @@ def tool_call(name: str, **args: Any) -> AIMessage:
 
 
 async def main(workdir: Path) -> None:
-    workspace = workdir / "workspace"
-    (workspace / "bob" / "skills" / "bob-diary").mkdir(parents=True)
-    (workspace / "bob" / "skills" / "bob-diary" / "SKILL.md").write_text(BOB_DIARY)
-    async with Harness(name="assistant", workspace=workspace, repositories=[DirectoryRepository(MARKET)]) as harness:
+    async with open_harness(workdir) as harness:
         for user in ("alice", "bob"):
             listing = await SkillsBackend(harness, RuntimeContext(user_id=user)).als("/")
             print(f"{user} sees: {', '.join(e['path'].strip('/') for e in listing.entries or [])}")

@@ -20,16 +20,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from _two_users import open_harness, print_what_each_user_sees
 from _workdir import run_in_workdir
 from agents import Agent, RunConfig, Runner
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
-from harness import Harness, RuntimeContext
+from harness import RuntimeContext
 from harness.adapters.openai_agents import OpenAIAgentsSkills
-from repositories import DirectoryRepository
-
-MARKET = Path(__file__).resolve().parent / "skills"
-BOB_DIARY = "---\nname: bob-diary\ndescription: Use when bob asks about his diary.\n---\n\nBob's private diary.\n"
 
 
 def run_greeting(call: ModelCall) -> list[Any]:
@@ -55,10 +52,7 @@ def offline_model() -> ScriptedModel:
 
 
 async def main(workdir: Path) -> None:
-    workspace = workdir / "workspace"
-    (workspace / "bob" / "skills" / "bob-diary").mkdir(parents=True)
-    (workspace / "bob" / "skills" / "bob-diary" / "SKILL.md").write_text(BOB_DIARY)
-    async with Harness(name="assistant", workspace=workspace, repositories=[DirectoryRepository(MARKET)]) as harness:
+    async with open_harness(workdir) as harness:
         skills = OpenAIAgentsSkills(harness)
         model = offline_model()
         agent = Agent(
@@ -69,9 +63,7 @@ async def main(workdir: Path) -> None:
             agent, "Greet me, I am Alice.", context=RuntimeContext(user_id="alice"), run_config=offline
         )
         print(f"alice's reply: {result.final_output}")
-        for user in ("alice", "bob"):
-            turn = await skills.bridge.turn(RuntimeContext(user_id=user))
-            print(f"{user} sees: {', '.join(sorted(s.skill.name for s in turn.plan.available()))}")
+        await print_what_each_user_sees(harness)
 
 
 if __name__ == "__main__":

@@ -18,17 +18,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from _two_users import open_harness, print_what_each_user_sees
 from _workdir import run_in_workdir
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from harness import Harness, RuntimeContext
+from harness import RuntimeContext
 from harness.adapters.pydantic_ai import SkillsToolset
-from repositories import DirectoryRepository
-
-MARKET = Path(__file__).resolve().parent / "skills"
-BOB_DIARY = "---\nname: bob-diary\ndescription: Use when bob asks about his diary.\n---\n\nBob's private diary.\n"
 
 
 def offline_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -44,17 +41,12 @@ def offline_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespons
 
 
 async def main(workdir: Path) -> None:
-    workspace = workdir / "workspace"
-    (workspace / "bob" / "skills" / "bob-diary").mkdir(parents=True)
-    (workspace / "bob" / "skills" / "bob-diary" / "SKILL.md").write_text(BOB_DIARY)
-    async with Harness(name="assistant", workspace=workspace, repositories=[DirectoryRepository(MARKET)]) as harness:
+    async with open_harness(workdir) as harness:
         skills = SkillsToolset(harness)
         agent = Agent(FunctionModel(offline_model), deps_type=RuntimeContext, toolsets=[skills])
         result = await agent.run("Greet me, I am Alice.", deps=RuntimeContext(user_id="alice"))
         print(f"alice's reply: {result.output}")
-        for user in ("alice", "bob"):
-            turn = await skills.bridge.turn(RuntimeContext(user_id=user))
-            print(f"{user} sees: {', '.join(sorted(s.skill.name for s in turn.plan.available()))}")
+        await print_what_each_user_sees(harness)
 
 
 if __name__ == "__main__":
