@@ -12,7 +12,9 @@ functions and under ``if TYPE_CHECKING:``. The rules:
   nothing of ``harness`` but ``harness.diagnostics`` and ``harness.errors``, and
   ``harness.tracing`` reads only the agent's events (and the context and skill types);
 - nothing imports another module's private (``_``) names; a private module may be imported by
-  modules of its own package only.
+  modules of its own package only;
+- ``harness.adapters`` is a leaf: nothing else imports it, and each optional agent framework is
+  imported by its own adapter module only (so the core never needs one installed).
 """
 
 from __future__ import annotations
@@ -257,3 +259,33 @@ def test_no_import_cycles_between_modules() -> None:
 
 def test_the_rules_catch_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+# The optional agent frameworks (top-level modules) and the one adapter module that may import each.
+FRAMEWORKS = {
+    "agents": "harness.adapters.openai_agents",
+    "pydantic_ai": "harness.adapters.pydantic_ai",
+    "pydantic_core": "harness.adapters.pydantic_ai",
+    "deepagents": "harness.adapters.deepagents",
+    "langchain": "harness.adapters.deepagents",
+    "langchain_core": "harness.adapters.deepagents",
+    "langgraph": "harness.adapters.deepagents",
+}
+
+
+def test_only_the_adapters_import_the_adapters() -> None:
+    broken = [
+        _where(imp)
+        for imp in OURS
+        if _within(imp.target, "harness.adapters") and not _within(imp.importer, "harness.adapters")
+    ]
+    assert broken == []
+
+
+def test_each_framework_is_imported_by_its_adapter_only() -> None:
+    broken = [
+        _where(imp)
+        for imp in ALL_IMPORTS
+        if imp.target.split(".")[0] in FRAMEWORKS and imp.importer != FRAMEWORKS[imp.target.split(".")[0]]
+    ]
+    assert broken == []

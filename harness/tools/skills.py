@@ -21,7 +21,7 @@ from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_l
 if TYPE_CHECKING:
     from harness.pipeline.plan import ResolvedSkill, TurnPlan
 
-__all__ = ["MAX_LINES", "MAX_PAGE_BYTES", "UsageHooks", "load_skill_file", "skill_tools"]
+__all__ = ["MAX_LINES", "MAX_PAGE_BYTES", "UsageHooks", "load_skill_file", "read_skill_bytes", "skill_tools"]
 
 
 class UsageHooks(Protocol):
@@ -47,15 +47,20 @@ async def load_skill_file(
             f"skill {skill_id!r} is not available in this turn; available: "
             + (", ".join(sorted(s.skill.skill_id for s in plan.available())) or "none")
         )
+    return _page(await read_skill_bytes(resolved, path), _clean_path(path, resolved), resolved, offset, limit)
+
+
+async def read_skill_bytes(resolved: ResolvedSkill, path: str = "SKILL.md") -> bytes:
+    """The bytes of one file of ``resolved`` (``SKILL.md`` is the verbatim main file), read
+    through its layer. Raises ``FileNotFoundError`` / ``PermissionError`` for a missing or
+    unsafe path, each message listing the real paths."""
     skill = resolved.skill
     clean = _clean_path(path, resolved)
     if clean == skill.skill_md_name or (clean == "SKILL.md" and skill.skill_md_name == "skill.md"):
-        data = skill.raw
-    elif clean in skill.files:
-        data = (await resolved.source.read_files(resolved.entry, [clean]))[clean]
-    else:
-        raise FileNotFoundError(f"{skill.skill_id} has no file {clean!r}; {_listing(resolved)}")
-    return _page(data, clean, resolved, offset, limit)
+        return skill.raw
+    if clean in skill.files:
+        return (await resolved.source.read_files(resolved.entry, [clean]))[clean]
+    raise FileNotFoundError(f"{skill.skill_id} has no file {clean!r}; {_listing(resolved)}")
 
 
 def skill_tools(
