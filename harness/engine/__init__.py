@@ -6,7 +6,7 @@ graph or an adaptive mode. :class:`WorkflowEngine` runs it one persisted action 
 pinned to a content-hashed snapshot of the package, through the filesystem abstraction.
 """
 
-from harness.engine.action import ACTION_ID_ENV, ActionContext, current_action, performing
+from harness.engine.action import ACTION_ID_ENV, STEP_READS_ENV, ActionContext, current_action, performing
 from harness.engine.checks import CheckReport, CheckResult
 from harness.engine.comet import COMET_EVENTS, COMET_STATUSES, comet_event, comet_status
 from harness.engine.definition import (
@@ -62,6 +62,7 @@ __all__ = [
     "COMET_EVENTS",
     "COMET_STATUSES",
     "DECISIONS",
+    "STEP_READS_ENV",
     "Action",
     "ActionContext",
     "AgentDecl",

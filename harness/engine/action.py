@@ -18,10 +18,12 @@ from typing import Any
 from harness.engine.errors import OutcomeRefused
 from harness.engine.run import Outcome
 
-__all__ = ["ACTION_ID_ENV", "ActionContext", "current_action", "performing"]
+__all__ = ["ACTION_ID_ENV", "STEP_READS_ENV", "ActionContext", "current_action", "performing"]
 
 #: The environment variable that carries the action id into scripts run during a step.
 ACTION_ID_ENV = "HARNESS_ACTION_ID"
+#: The environment variable that carries a script step's declared reads (a JSON object).
+STEP_READS_ENV = "HARNESS_STEP_READS"
 
 _CURRENT: ContextVar[ActionContext | None] = ContextVar("harness_workflow_action", default=None)
 
@@ -50,6 +52,19 @@ class ActionContext:
     domain_state: str | None = None
     next_states: tuple[str, ...] | None = None
     produces: str | None = None
+
+    def contract(self) -> dict[str, Any]:
+        """The step's contract as JSON for a performer: ``reads`` and, where declared,
+        ``may_write``, ``produces``, ``domain_state`` and ``may_move_to``."""
+        contract: dict[str, Any] = {"reads": dict(self.reads)}
+        if self.writes is not None:
+            contract["may_write"] = list(self.writes)
+        if self.produces is not None:
+            contract["produces"] = self.produces
+        if self.next_states is not None:
+            contract["domain_state"] = self.domain_state
+            contract["may_move_to"] = list(self.next_states)
+        return contract
 
     def refusal(self, outcome: Outcome) -> str | None:
         """Why ``outcome`` breaks this step's contract, or ``None`` when it does not."""

@@ -107,6 +107,10 @@ class Outcome:
         if not all(isinstance(k, str) for k in self.state):
             raise ValueError("outcome state must be a mapping with string keys")
         canonical_json(dict(self.state))  # refuses what JSON cannot store
+        for name in ("to_state", "schema_version"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"outcome {name} must be a non-empty string, not {value!r}")
 
     def fingerprint(self) -> str:
         """A digest of the reported content (status, summary, artifacts, state)."""

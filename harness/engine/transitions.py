@@ -505,7 +505,10 @@ class _Change:
         the next step's ``requires``, a legal domain state); otherwise the step failed."""
         step = self.workflow.step(pending.step_id)
         schema = outcome.schema_version or step.produces
-        to_state = outcome.to_state or step.moves_to.get(status)
+        # A reported state goes with the reported status; when the step's checks failed the
+        # outcome, the step's own ``moves_to`` for the failure applies.
+        reported = outcome.to_state if outcome.status == status else None
+        to_state = reported or step.moves_to.get(status)
         problem = self.handoff_problem(step, schema, to_state, target)
         if problem is not None:
             self.emit("handoff_refused", step_id=step.id, to_step=target, reason=problem)
