@@ -105,7 +105,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         "current_step": run.current_step,
         "iteration": run.iteration,
         "pending_action": (
-            {"id": pending.id, "step": pending.step_id, "action": _action(pending.action)} if pending else None
+            {"id": pending.id, "step": pending.step_id, "attempt": pending.attempt, "action": _action(pending.action)}
+            if pending
+            else None
         ),
         "blocked": ({"kind": blocked.kind, "reason": _reason(blocked)} if blocked else None),
         "reason": run.reason,
