@@ -2,7 +2,8 @@
 
 Native layout (snake_case; an unknown key is an error)::
 
-    workflow.yaml     name, version, description, goal, orchestration, skills, tools, agents
+    workflow.yaml     name, version, description, goal, orchestration, skills, tools, agents,
+                      artifacts, states                                      (last two optional)
     guardrails.yaml   allowed_skills, allowed_tools, allowed_agents, max_iterations,
                       max_retries_per_action, confirmation_required_for      (optional)
     checks.yaml       checks: [{id, type, scope, artifact | field + equals}]  (optional;
@@ -16,6 +17,16 @@ warning and is ignored)::
     comet/guardrails.yaml, comet/checks.yaml or comet/evals.yaml (checks under ``runtime:``)
 
 ``skills`` entries are mappings (``{id, source, version}``) or just names (``- comet-open``).
+
+Skill groups (both layouts; see ``schema/workflow.schema.json`` and :mod:`harness.engine.transitions`
+for what the engine enforces)::
+
+    artifacts:  [{name, final, description}] or names     a final artifact is written once
+    states:     {initial, transitions: {state: [states]}}  the legal domain transitions
+    step keys:  reads, writes        state keys / artifacts given to / settable by the step
+                requires             check ids or keys that must hold to enter the step
+                accepts, produces    schema versions taken / given at hand-offs
+                moves_to             state, or {succeeded|failed: state}, entered after the step
 
 Key mapping, Comet → native: ``metadata.name/version/description`` → top-level
 ``name/version/description``; camelCase → snake_case (``maxIterations`` → ``max_iterations``,

@@ -12,15 +12,15 @@ import sys
 import pytest
 
 from filesystems import LocalFilesystem
-from harness.engine import Outcome, OutcomeRefused, WorkflowEngine
+from harness.engine import Event, Outcome, OutcomeRefused, WorkflowEngine
 
 from .newsletter import SECOND_DRAFT, TRAJECTORY, drive, package, report
 
 DRIVER = str(pathlib.Path(__file__).with_name("newsletter_driver.py"))
 
 
-def proposed_steps(events: list[dict[str, object]] | list[object]) -> list[str]:
-    return [e.data["step_id"] for e in events if e.type == "action_proposed"]  # type: ignore[attr-defined]
+def proposed_steps(events: list[Event]) -> list[str]:
+    return [e.data["step_id"] for e in events if e.type == "action_proposed"]
 
 
 async def test_the_application_drives_the_group_to_a_published_issue(engine: WorkflowEngine) -> None:
