@@ -224,7 +224,9 @@ class Workflow:
 
     ``format`` says which layout it came from (``native`` or ``comet``); ``mode`` is
     ``deterministic`` (``entry`` + ``steps``) or ``adaptive`` (no steps: actions are proposed
-    from outside and a ``complete`` action finishes the run).
+    from outside and a ``complete`` action finishes the run). ``artifacts`` and ``states``
+    declare a skill group's artifacts and domain state machine; ``side_files`` the Comet side
+    files (``context.md``, ``checkpoint.json``) the engine keeps next to the run's record.
     """
 
     name: str
@@ -242,6 +244,7 @@ class Workflow:
     checks: tuple[Check, ...] = ()
     artifacts: tuple[ArtifactDecl, ...] = ()
     states: StateMachine | None = None
+    side_files: tuple[str, ...] = ()
 
     @property
     def final_artifacts(self) -> frozenset[str]:

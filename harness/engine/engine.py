@@ -18,6 +18,7 @@ from harness.engine.executor import Executor
 from harness.engine.loader import load_workflow
 from harness.engine.package import SkillPackage
 from harness.engine.run import Event, Outcome, Run
+from harness.engine.side_files import render_side_file
 from harness.engine.snapshot import make_snapshot, verify_snapshot
 from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id, run_relative
 from harness.engine.transitions import Decision
@@ -103,6 +104,7 @@ class WorkflowEngine:
         )
         await self._store.create(run)
         await self._store.flush(run)
+        await self._side_files(workflow, run)
         return run
 
     async def resume(self, run_id: str, outcome: Outcome | None = None, *, confirm: str | None = None) -> Run:
@@ -327,7 +329,13 @@ class WorkflowEngine:
         await self._store.flush(loaded.run)
         version = await self._store.replace(changed, loaded.version)
         await self._store.flush(changed)
+        await self._side_files(loaded.workflow, changed)
         return replace(loaded, run=changed, version=version)
+
+    async def _side_files(self, workflow: Workflow, run: Run) -> None:
+        """Rewrite the Comet side files the package asks for (views of ``run``, never read back)."""
+        for name in workflow.side_files:
+            await self._store.write_side_file(run.run_id, name, render_side_file(name, workflow, run))
 
 
 def _final_file(workflow: Workflow, run: Run, path: str) -> str | None:

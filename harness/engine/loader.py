@@ -3,7 +3,7 @@
 Native layout (snake_case; an unknown key is an error)::
 
     workflow.yaml     name, version, description, goal, orchestration, skills, tools, agents,
-                      artifacts, states                                      (last two optional)
+                      artifacts, states, side_files                          (last three optional)
     guardrails.yaml   allowed_skills, allowed_tools, allowed_agents, max_iterations,
                       max_retries_per_action, confirmation_required_for      (optional)
     checks.yaml       checks: [{id, type, scope, artifact | field + equals}]  (optional;
@@ -27,6 +27,9 @@ for what the engine enforces)::
                 requires             check ids or keys that must hold to enter the step
                 accepts, produces    schema versions taken / given at hand-offs
                 moves_to             state, or {succeeded|failed: state}, entered after the step
+
+``side_files`` (Comet ``sideFiles``) asks for Comet's ``context.md`` / ``checkpoint.json`` next
+to the run's record (see :mod:`harness.engine.side_files`).
 
 Key mapping, Comet → native: ``metadata.name/version/description`` → top-level
 ``name/version/description``; camelCase → snake_case (``maxIterations`` → ``max_iterations``,
@@ -68,6 +71,7 @@ from harness.engine.definition import (
     Workflow,
 )
 from harness.engine.errors import WorkflowDefinitionError
+from harness.engine.side_files import SIDE_FILES
 from harness.engine.spelling import COMET, COMET_FILES, EVALS_FILES, NATIVE, NATIVE_FILES, Spelling
 from harness.engine.validation import validate_workflow
 from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
@@ -150,6 +154,7 @@ _TOP_KEYS = (
     "agents",
     "artifacts",
     "states",
+    "side_files",
 )
 _GOAL_KEYS = ("statement", "inputs", "outputs", "success")
 _NAMED_KEYS = ("name", "description", "required")
@@ -242,6 +247,7 @@ class _Parser:
         agents = tuple(self.each(body, "agents", "", self.agent_decl))
         artifacts = tuple(self.each(body, "artifacts", "", self.artifact_decl))
         states = self.states(body.get("states"))
+        side_files = self.side_files(body)
         self.file = spelling.guardrails_file
         guardrails = self.guardrails(guardrails_doc or {}, skills, tools, agents)
         self.file = spelling.checks_file
@@ -266,6 +272,7 @@ class _Parser:
             checks=checks,
             artifacts=artifacts,
             states=states,
+            side_files=side_files,
         )
 
     def refuse_two_checks_files(self, files: Mapping[str, bytes]) -> None:
@@ -534,6 +541,17 @@ class _Parser:
         final = self.boolean(body, "final", path, False)
         description = self.string(body, "description", path, text=False) or ""
         return None if name is None else ArtifactDecl(name=name, final=final, description=description)
+
+    def side_files(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """``side_files`` (Comet ``sideFiles``): which of :data:`SIDE_FILES` to keep."""
+        names = self.strings(body, "side_files", "") or ()
+        for index, name in enumerate(names):
+            if name not in SIDE_FILES:
+                self.error(
+                    f"{self.spelling.key('side_files')}[{index}]",
+                    f"names {name!r}; the side files are {', '.join(SIDE_FILES)}",
+                )
+        return tuple(dict.fromkeys(names))
 
     def states(self, value: Any) -> StateMachine | None:
         """``states: {initial, transitions: {state: [next states]}}`` (optional)."""
