@@ -464,6 +464,7 @@ class _Change:
             summary=outcome.summary,
             artifacts=dict(outcome.artifacts),
             state=dict(outcome.state),
+            **{k: v for k, v in (("to_state", outcome.to_state), ("schema_version", outcome.schema_version)) if v},
         )
 
     def route(self, pending: PendingAction, outcome: Outcome) -> None:

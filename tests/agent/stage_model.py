@@ -47,14 +47,21 @@ def stage_model(on_step: StepHook | None = None, *, turns: int = 60) -> Scripted
     return ScriptedModel([reply] * turns)
 
 
-def driver_model(run_id: str, *, turns: int = 40) -> ScriptedModel:
+def driver_model(run_id: str, *, turns: int = 40, on_reply: Callable[[int], None] | None = None) -> ScriptedModel:
     """Starts the run, reports every pending stage, and stops at a block; a second turn after the
-    confirmation reports the publish, and sends that report twice (the second is a no-op)."""
+    confirmation reports the publish, and sends that report twice (the second is a no-op). Asked
+    to "publish" or "continue", it picks the run up with ``workflow_status``. ``on_reply`` is
+    called with the number of each reply before it is made."""
+    count = 0
 
     def reply(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> Message | str:
+        nonlocal count
+        count += 1
+        if on_reply is not None:
+            on_reply(count)
         last = messages[-1]
         if last.role == "user":
-            if "publish" in last.content:
+            if "publish" in last.content or "continue" in last.content:
                 return _call("workflow_status", "status", run_id=run_id)
             return _call("workflow_start", "start", skill="newsletter", run_id=run_id, inputs={"request": REQUEST})
         answer = json.loads(last.content)

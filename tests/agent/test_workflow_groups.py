@@ -12,7 +12,7 @@ from typing import Any
 
 from harness import Harness, RuntimeContext
 from harness.agent.events import ToolReturned
-from harness.engine import current_action
+from harness.engine import Outcome, current_action
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.function import tool_from_function
 from tests.agent.stage_model import driver_model, stage_model, step_block
@@ -167,8 +167,8 @@ async def test_continue_workflow_takes_an_operators_retry(tmp_path: pathlib.Path
     assert run.status == "completed"
 
 
-def _child(workspace: pathlib.Path, kill: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, DRIVER, str(workspace), kill], capture_output=True, text=True, timeout=120)
+def _child(workspace: pathlib.Path, kill: str, driver: str = DRIVER) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, driver, str(workspace), kill], capture_output=True, text=True, timeout=120)
 
 
 async def test_a_process_killed_in_a_skill_turn_is_resumed_by_another(tmp_path: pathlib.Path) -> None:
@@ -201,3 +201,37 @@ async def test_the_step_turn_is_told_its_contract(tmp_path: pathlib.Path) -> Non
     assert contract["may_write"] == ["review", "approved"] and contract["produces"] == "review/v1"
     assert (contract["domain_state"], contract["may_move_to"]) == ("drafted", ["approved", "rejected"])
     assert set(contract["reads"]) == {"outline", "draft"} and run.status == "blocked"
+
+
+async def test_a_resubmitted_skill_outcome_is_a_no_op(tmp_path: pathlib.Path) -> None:
+    install(tmp_path / "skills")
+    async with Harness(model=stage_model(), workspace=tmp_path) as agent:
+        run = await agent.run_workflow("newsletter", context=ALICE, run_id="n1", inputs={"request": "2.0"})
+        engine = agent.workflow_engine(ALICE)
+        recorded = [e.data for e in await engine.events("n1") if e.type == "outcome_recorded"][-1]
+        fields = {k: v for k, v in recorded.items() if k not in ("action_id", "step_id")}
+        again = await agent.continue_workflow("n1", context=ALICE, outcome=Outcome(**fields))
+        events = await engine.events("n1")
+    assert recorded["step_id"] == "qa" and recorded["schema_version"] == "review/v1"
+    assert again == run and events[-1].type == "action_blocked"
+
+
+async def test_a_process_killed_while_the_model_drives_is_picked_up_by_another(tmp_path: pathlib.Path) -> None:
+    install(tmp_path / "skills")
+    killed = _child(tmp_path, "6", str(pathlib.Path(__file__).with_name("newsletter_model_driver.py")))
+    assert killed.returncode == -9, killed.stderr
+    model = driver_model("m1")
+    async with Harness(model=model, workspace=tmp_path) as agent:
+        engine = agent.workflow_engine(ALICE)
+        crashed = await engine.inspect("m1")
+        assert crashed.current_step == "qa" and not crashed.done  # the first QA was never reported
+        await agent.run("continue the newsletter run", context=ALICE)
+        run = await engine.inspect("m1")
+        assert run.blocked is not None
+        await engine.resume("m1", confirm=run.blocked.action.id)
+        await agent.run("publish it now", context=ALICE)
+        run = await engine.inspect("m1")
+        events = await engine.events("m1")
+    assert (run.status, run.domain_state) == ("completed", "published")
+    assert _steps(events) == TRAJECTORY
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
