@@ -235,3 +235,23 @@ async def test_a_process_killed_while_the_model_drives_is_picked_up_by_another(t
     assert (run.status, run.domain_state) == ("completed", "published")
     assert _steps(events) == TRAJECTORY
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_shell_commands_of_a_step_turn_get_the_action_id(tmp_path: pathlib.Path) -> None:
+    workflow = (
+        "goal: {statement: Note the id}\nskills: [{id: noter}]\n"
+        "tools: [{id: shell, kind: function, source: execute_shell_command, side_effect: write}]\n"
+        "orchestration:\n  mode: deterministic\n  entry: note\n  steps:\n"
+        "    - {id: note, action: {type: invoke_skill, ref: noter}, allowed_tools: [shell]}\n"
+    )
+    make_skill(tmp_path / "skills", "noting", files={"workflow.yaml": workflow})
+    make_skill(tmp_path / "skills", "noter", body="Note the action id.\n")
+    command = {"command": 'printf %s "$HARNESS_ACTION_ID" > id.txt'}
+    model = ScriptedModel(
+        [Message.assistant("", [ToolCall(id="s", name="execute_shell_command", arguments=command)]), "noted"]
+    )
+    async with Harness(model=model, workspace=tmp_path) as agent:
+        run = await agent.run_workflow("noting", context=ALICE, run_id="s1")
+        [proposed] = [e for e in await agent.workflow_engine(ALICE).events("s1") if e.type == "action_proposed"]
+    assert run.status == "completed"
+    assert (tmp_path / "alice" / "id.txt").read_text() == proposed.data["action_id"]
