@@ -307,7 +307,9 @@ def upgrade(old: Workflow, new: Workflow, run: Run, snapshot: str, *, now: str) 
         raise UpgradeRefused(f"the new version is {new.mode}, the run is {old.mode}")
     if run.mode == "deterministic" and run.current_step and not new.has_step(run.current_step):
         raise UpgradeRefused(f"the new version has no step {run.current_step!r}, where the run stands")
-    change = _Change(new, replace(run, snapshot=snapshot), now)
+    # A version that introduces a state machine starts the run in its initial state.
+    state = run.domain_state if run.domain_state is not None or new.states is None else new.states.initial
+    change = _Change(new, replace(run, snapshot=snapshot, domain_state=state), now)
     change.emit("run_upgraded", from_snapshot=run.snapshot, to_snapshot=snapshot)
     blocked = run.blocked
     if blocked is not None:

@@ -17,6 +17,8 @@ from harness.engine import (
     SkillPackage,
     WorkflowEngine,
     check_workflow,
+    comet_event,
+    comet_status,
     load_workflow,
 )
 from harness.engine.run import RunStatus
@@ -259,3 +261,54 @@ def test_an_unknown_side_file_is_an_error() -> None:
     files["comet/skill.yaml"] += b"sideFiles: [notes.txt]\n"
     _, problems = check_workflow(files, name="flow")
     assert any(p.message.startswith("sideFiles[0] names 'notes.txt'; the side files are") for p in problems)
+
+
+async def test_a_comet_package_runs_unchanged_statuses_and_trajectory(engine: WorkflowEngine) -> None:
+    """Names list, evals.yaml, a step check after each outcome, retry exhaustion, an operator retry."""
+    package = await example("change-proposal")
+    assert (
+        "comet/evals.yaml" in package.files
+        and b"skills: [comet-open, comet-design]" in package.files["comet/skill.yaml"]
+    )
+    statuses = []
+    run = await engine.start(package, run_id="cp", inputs={"change": "cache"})
+    statuses.append(comet_status(run))
+    run = await engine.resume("cp", answer(run, "failed"))  # the open step's check runs, and fails
+    await engine.write_artifact("cp", "proposal.md", b"# Cache\n")
+    run = await engine.resume("cp", answer(run))
+    run = await engine.resume("cp", answer(run))
+    run = await engine.resume("cp", answer(run, "failed", summary="lint"))
+    run = await engine.resume("cp", answer(run, "failed", summary="lint"))
+    statuses.append(comet_status(run))
+    assert run.reason == "step 'verify' failed after 2 attempt(s): lint"
+    run = await engine.resolve("cp", "retry", note="fixed")
+    statuses.append(comet_status(run))
+    run = await engine.resume("cp", answer(run, state={"verified": True}))
+    statuses.append(comet_status(run))
+    assert statuses == ["running", "blocked", "running", "succeeded"]
+    trajectory = [comet_event(e)["type"] for e in await engine.events("cp")]
+    assert trajectory == [
+        "run.started",
+        "action.proposed",
+        "action.completed",
+        "evals.evaluated",
+        "step.retried",
+        "action.proposed",
+        "action.completed",
+        "evals.evaluated",
+        "step.completed",
+        "action.proposed",
+        "action.completed",
+        "step.completed",
+        "action.proposed",
+        "action.completed",
+        "step.retried",
+        "action.proposed",
+        "action.completed",
+        "run.blocked",
+        "run.resolved",
+        "action.proposed",
+        "action.completed",
+        "step.completed",
+        "run.succeeded",
+    ]
