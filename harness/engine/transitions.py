@@ -457,17 +457,20 @@ class _Change:
                 outcome_id: RecordedOutcome(action_id=pending.id, fingerprint=outcome.fingerprint()),
             },
         )
-        self.emit(
-            "outcome_recorded",
-            outcome_id=outcome_id,
-            action_id=pending.id,
-            step_id=pending.step_id,
-            status=outcome.status,
-            summary=outcome.summary,
-            artifacts=dict(outcome.artifacts),
-            state=dict(outcome.state),
-            **{k: v for k, v in (("to_state", outcome.to_state), ("schema_version", outcome.schema_version)) if v},
-        )
+        data: dict[str, Any] = {
+            "outcome_id": outcome_id,
+            "action_id": pending.id,
+            "step_id": pending.step_id,
+            "status": outcome.status,
+            "summary": outcome.summary,
+            "artifacts": dict(outcome.artifacts),
+            "state": dict(outcome.state),
+        }
+        # Only when set, so the events of workflows without schemas or states stay as they were.
+        for key in ("to_state", "schema_version"):
+            if getattr(outcome, key) is not None:
+                data[key] = getattr(outcome, key)
+        self.emit("outcome_recorded", **data)
 
     def route(self, pending: PendingAction, outcome: Outcome) -> None:
         step = self.workflow.step(pending.step_id)
