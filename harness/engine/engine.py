@@ -54,6 +54,11 @@ class WorkflowEngine:
     edited outside the engine raises :class:`RunTampered` and nothing is performed. Build the
     engine on the workspace root and call :meth:`for_user`, so the key stays outside users' areas.
 
+    A skill group's contracts (a step's ``writes``, ``final`` artifacts, the ``states`` machine,
+    schema versions and ``requires`` at hand-offs) are enforced on every outcome: a breaking
+    outcome raises :class:`OutcomeRefused` and changes nothing; a refused hand-off fails the step.
+    Packages that ask for Comet's side files get them rewritten after every change.
+
     ``clock`` returns the current time (UTC) for timestamps; ``before_write`` is called with the
     name of every durable write just before it happens (tracing, fault-injection tests).
     """
