@@ -223,6 +223,8 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
     else:
         where = f" at step {run.current_step}" if run.current_step and not run.done else ""
         print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
+        if run.domain_state is not None:
+            print(escape_control(f"domain state: {run.domain_state}"))
         if run.reason:
             print(escape_control(f"reason: {run.reason}"))
         print(escape_control(f"Next: {hint}"))
@@ -236,6 +238,7 @@ def _comet_run(run: Run) -> dict[str, Any]:
         "skill": run.skill,
         "status": comet_status(run),
         "step": run.current_step,
+        "state": run.domain_state,
         "reason": run.reason,
     }
 
