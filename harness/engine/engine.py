@@ -321,7 +321,8 @@ class WorkflowEngine:
         return _Loaded(run=run, version=version, workflow=load_workflow(package.files, name=package.name))
 
     async def _artifact_files(self, loaded: _Loaded) -> frozenset[str]:
-        if any(check.type == "artifact_exists" for check in loaded.workflow.checks):
+        workflow = loaded.workflow
+        if any(check.type == "artifact_exists" for check in workflow.checks) or any(s.requires for s in workflow.steps):
             return await self._store.artifact_files(loaded.run.run_id)
         return frozenset()
 

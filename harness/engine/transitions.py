@@ -104,7 +104,7 @@ def start(workflow: Workflow, *, run_id: str, snapshot: str, inputs: Mapping[str
 
 def unmet_requirements(workflow: Workflow, run: Run, step: Step, files: frozenset[str]) -> list[str]:
     """What of ``step``'s ``requires`` does not hold: a check that fails (with its detail), or a
-    state key / artifact that is not set."""
+    state key / artifact that is neither set nor a file under the run's ``artifacts/``."""
     unmet = []
     checks = {check.id for check in workflow.checks}
     for requirement in step.requires:
@@ -112,7 +112,7 @@ def unmet_requirements(workflow: Workflow, run: Run, step: Step, files: frozense
             [result] = evaluate_checks(workflow, run, "step", files, ids=[requirement]).results
             if not result.passed:
                 unmet.append(f"{requirement} ({result.detail})")
-        elif requirement not in run.vars and requirement not in run.artifacts:
+        elif requirement not in run.vars and requirement not in run.artifacts and requirement not in files:
             unmet.append(f"{requirement!r}, which is not set")
     return unmet
 

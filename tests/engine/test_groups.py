@@ -207,3 +207,10 @@ async def test_the_executor_sees_the_action_context(engine: WorkflowEngine) -> N
     assert second.reads == {} and second.domain_state == "done"
     recorded = [e.data for e in await engine.events("g1") if e.type == "outcome_recorded"]
     assert recorded[0]["status"] == "failed" and "it does not declare 'bad'" in recorded[0]["summary"]
+
+
+async def test_a_stored_artifact_file_meets_a_requirement(engine: WorkflowEngine) -> None:
+    await start(engine, GROUP.replace("requires: [x]", "requires: [notes.md]"))
+    await engine.write_artifact("g1", "notes.md", b"notes")
+    run = await engine.resume("g1", answer(await engine.inspect("g1")))
+    assert run.current_step == "second"
