@@ -29,12 +29,18 @@ from harness.agent.workflow_tools import workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
-from harness.engine import Outcome, Run, WorkflowEngine
+from harness.engine import Decision, Outcome, Run, WorkflowEngine
 from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import AuditRecord, CuratorConfig, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ModelError, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
-from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL
+from harness.pipeline.catalog import (
+    DEFAULT_CATALOG_BUDGET,
+    LOAD_TOOL,
+    SEARCH_TOOL,
+    SHELL_TOOL,
+    WORKFLOW_REPORT_TOOL,
+)
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
@@ -524,16 +530,27 @@ class Harness(AsyncResource):
         return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=skill))
 
     async def continue_workflow(
-        self, run_id: str, *, context: RuntimeContext, outcome: Outcome | None = None, confirm: str | None = None
+        self,
+        run_id: str,
+        *,
+        context: RuntimeContext,
+        outcome: Outcome | None = None,
+        confirm: str | None = None,
+        decision: Decision | None = None,
+        note: str = "",
     ) -> Run:
-        """Report an outcome or a confirmation, then perform actions until blocked or done.
+        """Report an outcome, a confirmation or a decision, then perform actions until blocked or done.
 
         ``confirm`` is the application's (or operator's) confirmation of the blocked action with
-        that id; the model's workflow tools cannot give one. A run record edited outside the
-        engine raises :class:`~harness.engine.RunTampered` before anything is performed.
+        that id; ``decision`` (``retry``, ``skip``, ``abort``, with ``note``) lifts a block by an
+        exhausted retry budget, like :meth:`~harness.engine.WorkflowEngine.resolve`. The model's
+        workflow tools can give neither. A run record edited outside the engine raises
+        :class:`~harness.engine.RunTampered` before anything is performed.
         """
         engine = self.workflow_engine(context)
         run = await engine.resume(run_id, outcome, confirm=confirm)
+        if decision is not None:
+            run = await engine.resolve(run_id, decision, note=note)
         return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=run.skill))
 
     def _check_tool_names(self) -> None:
@@ -550,6 +567,7 @@ class Harness(AsyncResource):
             for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
         }
         builtin.add(SEARCH_TOOL)  # offered only on turns whose catalog is cut
+        builtin.add(WORKFLOW_REPORT_TOOL)  # offered only in a workflow step's skill turn
         seen: set[str] = set()
         for tool in self.tools:
             if tool.name in builtin:

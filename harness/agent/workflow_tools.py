@@ -42,7 +42,7 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
             inputs: Initial values for the run's variables (the goal's inputs).
         """
         run = await engine.start(await resolve_skill(skill), run_id=run_id, inputs=inputs or {})
-        return _answer(run)
+        return await _answer(engine, run)
 
     async def workflow_continue(
         run_id: str,
@@ -51,6 +51,8 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
         outcome_id: str | None = None,
         artifacts: dict[str, str] | None = None,
         state: dict[str, Any] | None = None,
+        to_state: str | None = None,
+        schema_version: str | None = None,
     ) -> str:
         """Report the outcome of the run's pending action.
 
@@ -61,6 +63,8 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
             outcome_id: Identifies this report; sending the same report again changes nothing.
             artifacts: Named results of the action (name to value or run-relative path).
             state: Values merged into the run's variables (checks read them as vars.NAME).
+            to_state: The domain state the run moves to, when the workflow declares states.
+            schema_version: The schema version of the step's hand-off (default: what the step produces).
         """
         outcome = None
         if status is not None:
@@ -70,8 +74,10 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
                 outcome_id=outcome_id,
                 artifacts=artifacts or {},
                 state=state or {},
+                to_state=to_state,
+                schema_version=schema_version,
             )
-        return _answer(await engine.resume(run_id, outcome))
+        return await _answer(engine, await engine.resume(run_id, outcome))
 
     async def workflow_status(run_id: str) -> str:
         """The run's status, pending or blocked action and what to do next.
@@ -79,7 +85,7 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
         Args:
             run_id: The run.
         """
-        return _answer(await engine.inspect(run_id))
+        return await _answer(engine, await engine.inspect(run_id))
 
     return [
         tool_from_function(workflow_start, name=WORKFLOW_START_TOOL),
@@ -99,7 +105,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         "current_step": run.current_step,
         "iteration": run.iteration,
         "pending_action": (
-            {"id": pending.id, "step": pending.step_id, "action": _action(pending.action)} if pending else None
+            {"id": pending.id, "step": pending.step_id, "attempt": pending.attempt, "action": _action(pending.action)}
+            if pending
+            else None
         ),
         "blocked": ({"kind": blocked.kind, "reason": _reason(blocked)} if blocked else None),
         "reason": run.reason,
@@ -140,5 +148,9 @@ def _reason(blocked: Blocked) -> str:
     return blocked.reason.replace(blocked.action.id, "this step")
 
 
-def _answer(run: Run) -> str:
-    return json.dumps(run_summary(run), ensure_ascii=False)
+async def _answer(engine: WorkflowEngine, run: Run) -> str:
+    summary = run_summary(run)
+    action = await engine.action(run.run_id) if run.pending is not None else None
+    if action is not None:
+        summary["pending_action"]["contract"] = action.contract()
+    return json.dumps(summary, ensure_ascii=False)

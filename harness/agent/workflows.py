@@ -2,7 +2,9 @@
 
 The engine (``harness.engine``) never runs side effects; :class:`AgentExecutor` performs
 ``call_tool`` actions with the agent's own tools (or a script of the workflow's skill through
-the shell) and ``invoke_skill`` actions as an agent turn with that skill invoked explicitly.
+the shell) and ``invoke_skill`` actions as an agent turn with that skill invoked explicitly,
+offered ``workflow_report`` (see :mod:`harness.agent.step_report`). The action id reaches
+Python tools as :func:`harness.engine.current_action` and scripts as ``HARNESS_ACTION_ID``.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filesystems import AbstractFilesystem
+from harness.agent.step_report import StepReports, script_outcome, step_message, with_action_env
 from harness.context import RuntimeContext
-from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
+from harness.engine import ACTION_ID_ENV, STEP_READS_ENV, Outcome, SkillDecl, SkillPackage, ToolDecl, current_action
 from harness.engine.package import is_package_file
 from harness.errors import SkillError, SkillNotFound
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.skill import Layer
 from harness.tools.function import Tool, ToolError
-from harness.tools.skills import format_command_result
 
 if TYPE_CHECKING:
     from harness.agent import Harness
@@ -74,11 +76,12 @@ def _inside(location: str, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def step_tools(allowed: tuple[ToolDecl, ...]) -> Callable[[list[Tool]], list[Tool]]:
+def step_tools(allowed: tuple[ToolDecl, ...], reports: StepReports | None = None) -> Callable[[list[Tool]], list[Tool]]:
     """Narrow a turn's tools to a workflow step's ``allowed`` ones (by ``source`` or id).
 
     A tool that ``requires_confirmation`` stays visible but refuses to run, with a message
-    saying the workflow must call it as its own confirmed action.
+    saying the workflow must call it as its own confirmed action. With ``reports`` (a step of a
+    run) the turn is also offered ``workflow_report``, and shell commands get the action id.
     """
     names = {tool.source or tool.id: tool for tool in allowed if tool.kind == "function"}
 
@@ -88,8 +91,10 @@ def step_tools(allowed: tuple[ToolDecl, ...]) -> Callable[[list[Tool]], list[Too
             decl = names.get(tool.name)
             if decl is None:
                 continue
+            if reports is not None:
+                tool = with_action_env(tool, reports.action)
             offered.append(_guarded(tool, decl.id) if decl.requires_confirmation else tool)
-        return offered
+        return [*offered, reports.tool()] if reports is not None else offered
 
     return offer
 
@@ -153,14 +158,20 @@ class AgentExecutor:
     ) -> Outcome:
         """One agent turn with ``skill`` invoked, offered exactly the step's ``function`` tools;
         those marked ``requires_confirmation`` are refused inside the turn (a confirmation is
-        given to a run's action, never to a call a model makes on its own)."""
+        given to a run's action, never to a call a model makes on its own). Performing a run's
+        step, the turn is told the step's contract and reports with ``workflow_report``."""
+        action = current_action()
+        reports = StepReports(action) if action is not None else None
+        message = step_message(instructions, action) if action is not None else instructions
         try:
             result = await self.agent._step_turn(
-                skill.id, instructions, context=self.context, offer=step_tools(allowed_tools)
+                skill.id, message, context=self.context, offer=step_tools(allowed_tools, reports)
             )
         except Exception as exc:
             return Outcome(status="failed", summary=f"{type(exc).__name__}: {exc}")
-        return Outcome(status="succeeded", summary=result.reply)
+        return (
+            reports.outcome(result.reply) if reports is not None else Outcome(status="succeeded", summary=result.reply)
+        )
 
     async def _script(self, plan: TurnPlan, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
         resolved = plan.invoke(self.workflow_skill)
@@ -169,5 +180,7 @@ class AgentExecutor:
         script = f"{resolved.files_root}/{tool.source or tool.id}"
         runner = "python3 " if script.endswith(".py") else ""
         command = f"{runner}{shlex.quote(script)} {shlex.quote(json.dumps(dict(args)))}"
-        result = await plan.filesystem.run(command)
-        return Outcome(status="succeeded" if result.ok else "failed", summary=format_command_result(result))
+        action = current_action()
+        env = {ACTION_ID_ENV: action.action_id, STEP_READS_ENV: json.dumps(dict(action.reads))} if action else None
+        result = await plan.filesystem.run(command, env=env)
+        return script_outcome(result)

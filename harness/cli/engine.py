@@ -68,6 +68,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cont.add_argument("--outcome-id", help="identifies this report; resubmitting it is a no-op")
     cont.add_argument("--artifact", action="append", default=[], metavar="NAME=VALUE")
     cont.add_argument("--state", action="append", default=[], metavar="KEY=JSON", help="merged into the run's vars")
+    cont.add_argument("--to-state", metavar="STATE", help="the domain state the run moves to (workflow states)")
+    cont.add_argument("--schema-version", metavar="VERSION", help="the schema version of the step's hand-off")
     cont.add_argument("--confirm", metavar="ACTION_ID", help="confirm the blocked action")
     decide = cont.add_mutually_exclusive_group()
     for decision, text in (
@@ -165,6 +167,8 @@ async def _continue(engine: WorkflowEngine, args: argparse.Namespace) -> int:
             outcome_id=args.outcome_id,
             artifacts=_pairs(args.artifact, "--artifact"),
             state={k: _json_value(v) for k, v in _pairs(args.state, "--state").items()},
+            to_state=args.to_state,
+            schema_version=args.schema_version,
         )
     run = await engine.resume(args.run_id, outcome, confirm=args.confirm)
     return _print_run(run, args)
@@ -219,6 +223,8 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
     else:
         where = f" at step {run.current_step}" if run.current_step and not run.done else ""
         print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
+        if run.domain_state is not None:
+            print(escape_control(f"domain state: {run.domain_state}"))
         if run.reason:
             print(escape_control(f"reason: {run.reason}"))
         print(escape_control(f"Next: {hint}"))
@@ -232,6 +238,7 @@ def _comet_run(run: Run) -> dict[str, Any]:
         "skill": run.skill,
         "status": comet_status(run),
         "step": run.current_step,
+        "state": run.domain_state,
         "reason": run.reason,
     }
 

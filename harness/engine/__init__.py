@@ -6,16 +6,19 @@ graph or an adaptive mode. :class:`WorkflowEngine` runs it one persisted action 
 pinned to a content-hashed snapshot of the package, through the filesystem abstraction.
 """
 
+from harness.engine.action import ACTION_ID_ENV, STEP_READS_ENV, ActionContext, current_action, performing
 from harness.engine.checks import CheckReport, CheckResult
 from harness.engine.comet import COMET_EVENTS, COMET_STATUSES, comet_event, comet_status
 from harness.engine.definition import (
     Action,
     AgentDecl,
+    ArtifactDecl,
     Check,
     Goal,
     Guardrails,
     NamedValue,
     SkillDecl,
+    StateMachine,
     Step,
     ToolDecl,
     Workflow,
@@ -25,6 +28,8 @@ from harness.engine.errors import (
     ChecksFailed,
     EngineError,
     OutcomeConflict,
+    OutcomeRefused,
+    RequirementUnmet,
     RunConflict,
     RunExists,
     RunNotFound,
@@ -53,11 +58,15 @@ from harness.engine.store import RunKey, run_relative
 from harness.engine.transitions import DECISIONS, Decision
 
 __all__ = [
+    "ACTION_ID_ENV",
     "COMET_EVENTS",
     "COMET_STATUSES",
     "DECISIONS",
+    "STEP_READS_ENV",
     "Action",
+    "ActionContext",
     "AgentDecl",
+    "ArtifactDecl",
     "Blocked",
     "Check",
     "CheckReport",
@@ -73,7 +82,9 @@ __all__ = [
     "NamedValue",
     "Outcome",
     "OutcomeConflict",
+    "OutcomeRefused",
     "PendingAction",
+    "RequirementUnmet",
     "Run",
     "RunConflict",
     "RunExists",
@@ -86,6 +97,7 @@ __all__ = [
     "SkillDecl",
     "SkillPackage",
     "SnapshotIntegrityError",
+    "StateMachine",
     "Step",
     "ToolDecl",
     "UpgradeRefused",
@@ -96,8 +108,10 @@ __all__ = [
     "check_workflow",
     "comet_event",
     "comet_status",
+    "current_action",
     "is_workflow_package",
     "load_schema",
     "load_workflow",
+    "performing",
     "run_relative",
 ]

@@ -45,7 +45,7 @@ class CheckReport:
 
 def run_view(run: Run) -> dict[str, Any]:
     """What ``state_equals`` field paths read: ``vars``, ``artifacts``, ``status``,
-    ``current_step``, ``iteration``, ``skill``."""
+    ``current_step``, ``iteration``, ``skill``, ``domain_state``."""
     return {
         "vars": dict(run.vars),
         "artifacts": dict(run.artifacts),
@@ -53,6 +53,7 @@ def run_view(run: Run) -> dict[str, Any]:
         "current_step": run.current_step,
         "iteration": run.iteration,
         "skill": run.skill,
+        "domain_state": run.domain_state,
     }
 
 

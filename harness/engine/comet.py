@@ -36,6 +36,8 @@ COMET_EVENTS: Mapping[str, str] = {
     "checks_failed": "evals.failed",
     "step_retried": "step.retried",
     "step_completed": "step.completed",
+    "handoff_refused": "handoff.rejected",
+    "state_changed": "state.changed",
     "run_upgraded": "run.upgraded",
     "run_completed": "run.succeeded",
     "run_failed": "run.failed",

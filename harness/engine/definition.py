@@ -15,6 +15,7 @@ __all__ = [
     "Action",
     "ActionType",
     "AgentDecl",
+    "ArtifactDecl",
     "Check",
     "CheckScope",
     "Goal",
@@ -22,6 +23,7 @@ __all__ = [
     "NamedValue",
     "Next",
     "SkillDecl",
+    "StateMachine",
     "Step",
     "ToolDecl",
     "Workflow",
@@ -130,6 +132,13 @@ class Step:
     ``completion_checks`` name checks that must pass for a succeeded outcome to count as
     succeeded; ``allowed_tools`` (``None`` = the guardrails') narrows the tools usable while
     the step runs.
+
+    Hand-off contract (all optional): ``reads`` names the state keys and artifacts the step is
+    given; ``writes`` the only ones its outcome may set (``None`` = anything); ``requires``
+    lists preconditions to enter the step — check ids, or state keys / artifact names that must
+    be set; ``accepts`` the schema versions of the hand-off it takes (``None`` = any);
+    ``produces`` the schema version of the hand-off it gives; ``moves_to`` the domain state the
+    run enters after the step, by outcome status (see :class:`StateMachine`).
     """
 
     id: str
@@ -139,6 +148,12 @@ class Step:
     completion_checks: tuple[str, ...] = ()
     allowed_tools: tuple[str, ...] | None = None
     description: str = ""
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] | None = None
+    requires: tuple[str, ...] = ()
+    accepts: tuple[str, ...] | None = None
+    produces: str | None = None
+    moves_to: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,12 +191,42 @@ class Check:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ArtifactDecl:
+    """A named artifact of the workflow; a ``final`` one cannot change once written."""
+
+    name: str
+    final: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateMachine:
+    """The domain's states beside the step graph: ``initial`` and, per state, the states it may
+    move to. Every step outcome that moves the run (``Step.moves_to`` or a reported
+    ``Outcome.to_state``) must follow a listed transition."""
+
+    initial: str
+    transitions: Mapping[str, tuple[str, ...]]
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """Every declared state."""
+        return tuple(self.transitions)
+
+    def allows(self, current: str | None, target: str) -> bool:
+        """Whether the run may move from ``current`` to ``target`` (staying put is always allowed)."""
+        return target == current or target in self.transitions.get(current or "", ())
+
+
+@dataclass(frozen=True, kw_only=True)
 class Workflow:
     """A loaded, valid workflow definition.
 
     ``format`` says which layout it came from (``native`` or ``comet``); ``mode`` is
     ``deterministic`` (``entry`` + ``steps``) or ``adaptive`` (no steps: actions are proposed
-    from outside and a ``complete`` action finishes the run).
+    from outside and a ``complete`` action finishes the run). ``artifacts`` and ``states``
+    declare a skill group's artifacts and domain state machine; ``side_files`` the Comet side
+    files (``context.md``, ``checkpoint.json``) the engine keeps next to the run's record.
     """
 
     name: str
@@ -197,6 +242,14 @@ class Workflow:
     tools: tuple[ToolDecl, ...] = ()
     agents: tuple[AgentDecl, ...] = ()
     checks: tuple[Check, ...] = ()
+    artifacts: tuple[ArtifactDecl, ...] = ()
+    states: StateMachine | None = None
+    side_files: tuple[str, ...] = ()
+
+    @property
+    def final_artifacts(self) -> frozenset[str]:
+        """The names of the artifacts declared ``final``."""
+        return frozenset(a.name for a in self.artifacts if a.final)
 
     def step(self, step_id: str) -> Step:
         """The step with ``step_id``; ``KeyError`` if there is none."""

@@ -10,15 +10,17 @@ from typing import Any
 
 from filesystems import AbstractFilesystem
 from harness.engine import transitions
+from harness.engine.action import ActionContext, performing
 from harness.engine.checks import CheckReport, evaluate_checks
 from harness.engine.definition import Action, CheckScope, ToolDecl, Workflow
-from harness.engine.errors import RunStateError, SnapshotIntegrityError
+from harness.engine.errors import OutcomeRefused, RunStateError, SnapshotIntegrityError
 from harness.engine.executor import Executor
 from harness.engine.loader import load_workflow
 from harness.engine.package import SkillPackage
 from harness.engine.run import Event, Outcome, Run
+from harness.engine.side_files import render_side_file
 from harness.engine.snapshot import make_snapshot, verify_snapshot
-from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id
+from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id, run_relative
 from harness.engine.transitions import Decision
 
 __all__ = ["WorkflowEngine"]
@@ -51,6 +53,11 @@ class WorkflowEngine:
     ``.harness/engine.key`` of ``filesystem``, shared with :meth:`for_user` engines); a record
     edited outside the engine raises :class:`RunTampered` and nothing is performed. Build the
     engine on the workspace root and call :meth:`for_user`, so the key stays outside users' areas.
+
+    A skill group's contracts (a step's ``writes``, ``final`` artifacts, the ``states`` machine,
+    schema versions and ``requires`` at hand-offs) are enforced on every outcome: a breaking
+    outcome raises :class:`OutcomeRefused` and changes nothing; a refused hand-off fails the step.
+    Packages that ask for Comet's side files get them rewritten after every change.
 
     ``clock`` returns the current time (UTC) for timestamps; ``before_write`` is called with the
     name of every durable write just before it happens (tracing, fault-injection tests).
@@ -102,6 +109,7 @@ class WorkflowEngine:
         )
         await self._store.create(run)
         await self._store.flush(run)
+        await self._side_files(workflow, run)
         return run
 
     async def resume(self, run_id: str, outcome: Outcome | None = None, *, confirm: str | None = None) -> Run:
@@ -224,10 +232,24 @@ class WorkflowEngine:
         """Store a file under the run's ``artifacts/``; returns ``artifacts/<path>``.
 
         ``path`` is run-relative: absolute paths, ``~``, drive letters, ``..`` and symlinks
-        leading out are refused with :class:`filesystems.PathEscapeError`.
+        leading out are refused with :class:`filesystems.PathEscapeError`. The file of a
+        ``final`` artifact (its name, or the path it was reported with) is written once:
+        replacing it raises :class:`OutcomeRefused`.
         """
-        await self._store.load(run_id)
+        loaded = await self._load(run_id)
+        final = _final_file(loaded.workflow, loaded.run, run_relative(path))
+        if final is not None and final in await self._store.artifact_files(run_id):
+            raise OutcomeRefused(
+                f"run {run_id}: artifact {final!r} is final and already written; it cannot be replaced"
+            )
         return await self._store.write_artifact(run_id, path, data)
+
+    async def action(self, run_id: str) -> ActionContext | None:
+        """The contract of the run's pending action (what it reads, may write, where the domain
+        state may move), or ``None`` when nothing is pending."""
+        loaded = await self._load(run_id)
+        pending = loaded.run.pending
+        return transitions.action_context(loaded.workflow, loaded.run, pending) if pending else None
 
     async def read_artifact(self, run_id: str, path: str) -> bytes:
         """The bytes of the run's artifact file ``path`` (same path rules as ``write_artifact``)."""
@@ -240,13 +262,22 @@ class WorkflowEngine:
 
         ``call_tool`` and ``invoke_skill`` go to the executor, ``checkpoint`` succeeds by
         itself; the loop stops at ``ask_user`` and ``handoff`` (status ``waiting``), at a
-        blocked or finished run, and when an adaptive run waits for a proposal.
+        blocked or finished run, and when an adaptive run waits for a proposal. While the
+        executor performs an action, :func:`~harness.engine.current_action` returns its
+        :class:`ActionContext` (the idempotency key for side effects); an outcome that breaks the
+        step's contract is recorded as a failed attempt naming why.
         """
         loaded = await self._load(run_id)
         while loaded.run.status == "running" and loaded.run.pending is not None:
             pending = loaded.run.pending
-            outcome = await self._perform(loaded.workflow, pending.action, pending.allowed_tools, executor)
+            context = transitions.action_context(loaded.workflow, loaded.run, pending)
+            with performing(context):
+                outcome = await self._perform(loaded.workflow, pending.action, pending.allowed_tools, executor)
             outcome = replace(outcome, outcome_id=outcome.outcome_id or pending.id, action_id=pending.id)
+            problem = context.refusal(outcome)
+            if problem is not None:  # the performer broke the step's contract: the attempt failed
+                summary = f"outcome refused: {problem}"
+                outcome = Outcome(status="failed", summary=summary, outcome_id=pending.id, action_id=pending.id)
             files = await self._artifact_files(loaded)
             changed = transitions.apply_outcome(loaded.workflow, loaded.run, outcome, files, now=self._now())
             loaded = await self._commit(loaded, changed)
@@ -290,7 +321,8 @@ class WorkflowEngine:
         return _Loaded(run=run, version=version, workflow=load_workflow(package.files, name=package.name))
 
     async def _artifact_files(self, loaded: _Loaded) -> frozenset[str]:
-        if any(check.type == "artifact_exists" for check in loaded.workflow.checks):
+        workflow = loaded.workflow
+        if any(check.type == "artifact_exists" for check in workflow.checks) or any(s.requires for s in workflow.steps):
             return await self._store.artifact_files(loaded.run.run_id)
         return frozenset()
 
@@ -303,7 +335,22 @@ class WorkflowEngine:
         await self._store.flush(loaded.run)
         version = await self._store.replace(changed, loaded.version)
         await self._store.flush(changed)
+        await self._side_files(loaded.workflow, changed)
         return replace(loaded, run=changed, version=version)
+
+    async def _side_files(self, workflow: Workflow, run: Run) -> None:
+        """Rewrite the Comet side files the package asks for (views of ``run``, never read back)."""
+        for name in workflow.side_files:
+            await self._store.write_side_file(run.run_id, name, render_side_file(name, workflow, run))
+
+
+def _final_file(workflow: Workflow, run: Run, path: str) -> str | None:
+    """The final artifact stored at ``path`` (by name, or the path it was reported with)."""
+    for name in workflow.final_artifacts:
+        reported = run.artifacts.get(name, "").removeprefix("artifacts/")
+        if path in (name, reported):
+            return path
+    return None
 
 
 def _with_confirmation(workflow: Workflow, tool: ToolDecl) -> ToolDecl:

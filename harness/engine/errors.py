@@ -16,6 +16,8 @@ __all__ = [
     "ChecksFailed",
     "EngineError",
     "OutcomeConflict",
+    "OutcomeRefused",
+    "RequirementUnmet",
     "RunConflict",
     "RunExists",
     "RunNotFound",
@@ -93,3 +95,15 @@ class RunTampered(EngineError):
 class RunRecordCorrupt(EngineError):
     """A run's record or trajectory cannot be read: damaged, truncated, or written by an
     incompatible engine version. The message names the file; nothing was performed."""
+
+
+class OutcomeRefused(EngineError, PermissionError):
+    """An outcome breaks the step's contract and was not recorded: it writes a state key or
+    artifact the step does not declare in ``writes``, changes a ``final`` artifact already
+    written, or moves the domain state along a transition ``states`` does not list. The message
+    names what and how to fix it; report a corrected outcome."""
+
+
+class RequirementUnmet(EngineError):
+    """A step's ``requires`` preconditions do not hold, so it cannot be entered (at the start of a
+    run: pass the missing inputs)."""

@@ -17,7 +17,10 @@ class Executor(Protocol):
     Both return the action's :class:`Outcome` (``outcome_id`` and ``action_id`` may be left
     ``None``: the engine fills in the action's id). A failure is an outcome with
     ``status="failed"``; an exception is recorded as a failed outcome too, with the exception as
-    its summary. The engine never runs side effects itself.
+    its summary. The engine never runs side effects itself. While a method runs,
+    :func:`harness.engine.current_action` returns the action's :class:`ActionContext` (its id as
+    an idempotency key, the step's reads and contract); an outcome that breaks the contract is
+    recorded as a failed attempt.
     """
 
     async def call_tool(self, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:

@@ -2,7 +2,8 @@
 
 Native layout (snake_case; an unknown key is an error)::
 
-    workflow.yaml     name, version, description, goal, orchestration, skills, tools, agents
+    workflow.yaml     name, version, description, goal, orchestration, skills, tools, agents,
+                      artifacts, states, side_files                          (last three optional)
     guardrails.yaml   allowed_skills, allowed_tools, allowed_agents, max_iterations,
                       max_retries_per_action, confirmation_required_for      (optional)
     checks.yaml       checks: [{id, type, scope, artifact | field + equals}]  (optional;
@@ -16,6 +17,19 @@ warning and is ignored)::
     comet/guardrails.yaml, comet/checks.yaml or comet/evals.yaml (checks under ``runtime:``)
 
 ``skills`` entries are mappings (``{id, source, version}``) or just names (``- comet-open``).
+
+Skill groups (both layouts; see ``schema/workflow.schema.json`` and :mod:`harness.engine.transitions`
+for what the engine enforces)::
+
+    artifacts:  [{name, final, description}] or names     a final artifact is written once
+    states:     {initial, transitions: {state: [states]}}  the legal domain transitions
+    step keys:  reads, writes        state keys / artifacts given to / settable by the step
+                requires             check ids or keys that must hold to enter the step
+                accepts, produces    schema versions taken / given at hand-offs
+                moves_to             state, or {succeeded|failed: state}, entered after the step
+
+``side_files`` (Comet ``sideFiles``) asks for Comet's ``context.md`` / ``checkpoint.json`` next
+to the run's record (see :mod:`harness.engine.side_files`).
 
 Key mapping, Comet → native: ``metadata.name/version/description`` → top-level
 ``name/version/description``; camelCase → snake_case (``maxIterations`` → ``max_iterations``,
@@ -44,17 +58,20 @@ from harness.engine.definition import (
     ACTION_TYPES,
     Action,
     AgentDecl,
+    ArtifactDecl,
     Check,
     Goal,
     Guardrails,
     NamedValue,
     Next,
     SkillDecl,
+    StateMachine,
     Step,
     ToolDecl,
     Workflow,
 )
 from harness.engine.errors import WorkflowDefinitionError
+from harness.engine.side_files import SIDE_FILES
 from harness.engine.spelling import COMET, COMET_FILES, EVALS_FILES, NATIVE, NATIVE_FILES, Spelling
 from harness.engine.validation import validate_workflow
 from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
@@ -126,7 +143,19 @@ def check_workflow(files: Mapping[str, bytes], *, name: str) -> tuple[Workflow |
     return (None if failed else workflow), tuple(diagnostics)
 
 
-_TOP_KEYS = ("name", "version", "description", "goal", "orchestration", "skills", "tools", "agents")
+_TOP_KEYS = (
+    "name",
+    "version",
+    "description",
+    "goal",
+    "orchestration",
+    "skills",
+    "tools",
+    "agents",
+    "artifacts",
+    "states",
+    "side_files",
+)
 _GOAL_KEYS = ("statement", "inputs", "outputs", "success")
 _NAMED_KEYS = ("name", "description", "required")
 _ORCHESTRATION_KEYS = ("mode", "entry", "steps")
@@ -138,7 +167,15 @@ _STEP_KEYS = (
     "completion_checks",
     "allowed_tools",
     "description",
+    "reads",
+    "writes",
+    "requires",
+    "accepts",
+    "produces",
+    "moves_to",
 )
+_ARTIFACT_KEYS = ("name", "final", "description")
+_STATES_KEYS = ("initial", "transitions")
 _ACTION_KEYS = ("type", "ref", "args", "instructions", "to", "question", "options", "note")
 _SKILL_KEYS = ("id", "source", "version")
 _TOOL_KEYS = ("id", "kind", "source", "side_effect", "requires_confirmation", "description")
@@ -208,6 +245,9 @@ class _Parser:
         skills = tuple(self.each(body, "skills", "", self.skill_decl))
         tools = tuple(self.each(body, "tools", "", self.tool_decl))
         agents = tuple(self.each(body, "agents", "", self.agent_decl))
+        artifacts = tuple(self.each(body, "artifacts", "", self.artifact_decl))
+        states = self.states(body.get("states"))
+        side_files = self.side_files(body)
         self.file = spelling.guardrails_file
         guardrails = self.guardrails(guardrails_doc or {}, skills, tools, agents)
         self.file = spelling.checks_file
@@ -230,6 +270,9 @@ class _Parser:
             agents=agents,
             guardrails=guardrails,
             checks=checks,
+            artifacts=artifacts,
+            states=states,
+            side_files=side_files,
         )
 
     def refuse_two_checks_files(self, files: Mapping[str, bytes]) -> None:
@@ -434,7 +477,9 @@ class _Parser:
         checks = self.strings(body, "completion_checks", path, context="step") or ()
         allowed_tools = self.strings(body, "allowed_tools", path)
         description = self.string(body, "description", path, text=False) or ""
-        if step_id is None or action is None or next_step is _INVALID:
+        accepts = self.versions(body, path)
+        moves_to = self.moves_to(body, path)
+        if step_id is None or action is None or next_step is _INVALID or accepts is _INVALID or moves_to is None:
             return None
         return Step(
             id=step_id,
@@ -444,7 +489,96 @@ class _Parser:
             completion_checks=checks,
             allowed_tools=allowed_tools,
             description=description,
+            reads=self.strings(body, "reads", path) or (),
+            writes=self.strings(body, "writes", path),
+            requires=self.strings(body, "requires", path) or (),
+            accepts=cast("tuple[str, ...] | None", accepts),
+            produces=self.string(body, "produces", path),
+            moves_to=moves_to,
         )
+
+    def versions(self, body: Mapping[str, Any], path: str) -> object:
+        """``accepts``: one schema version or a list of them (``None`` when absent)."""
+        value = body.get("accepts")
+        if isinstance(value, str) and value.strip():
+            return (value,)
+        if value is None:
+            return None
+        accepted = self.strings(body, "accepts", path)
+        if accepted is None or not accepted:
+            if accepted is not None:
+                self.error(_join(path, "accepts"), "must name at least one schema version")
+            return _INVALID
+        return accepted
+
+    def moves_to(self, body: Mapping[str, Any], path: str) -> dict[str, str] | None:
+        """``moves_to``: a state (entered when the step succeeds) or ``{outcome status: state}``."""
+        where = _join(path, self.spelling.key("moves_to"))
+        value = body.get("moves_to")
+        if value is None:
+            return {}
+        if isinstance(value, str) and value.strip():
+            return {"succeeded": value}
+        if not isinstance(value, dict) or not value:
+            self.error(where, f"must be a state or a map of outcome status to state, got {_kind(value)}")
+            return None
+        for status, state in value.items():
+            if status not in _OUTCOME_STATUSES:
+                self.error(_join(where, str(status)), f"is not an outcome status ({', '.join(_OUTCOME_STATUSES)})")
+                return None
+            if not isinstance(state, str) or not state.strip():
+                self.error(_join(where, status), f"must be a state name, got {_kind(state)}")
+                return None
+        return dict(value)
+
+    def artifact_decl(self, value: Any, path: str) -> ArtifactDecl | None:
+        if isinstance(value, str) and value.strip():
+            return ArtifactDecl(name=value)
+        body = self.mapping(value, path, _ARTIFACT_KEYS)
+        if body is None:
+            return None
+        name = self.string(body, "name", path, required=True)
+        final = self.boolean(body, "final", path, False)
+        description = self.string(body, "description", path, text=False) or ""
+        return None if name is None else ArtifactDecl(name=name, final=final, description=description)
+
+    def side_files(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """``side_files`` (Comet ``sideFiles``): which of :data:`SIDE_FILES` to keep."""
+        names = self.strings(body, "side_files", "") or ()
+        for index, name in enumerate(names):
+            if name not in SIDE_FILES:
+                self.error(
+                    f"{self.spelling.key('side_files')}[{index}]",
+                    f"names {name!r}; the side files are {', '.join(SIDE_FILES)}",
+                )
+        return tuple(dict.fromkeys(names))
+
+    def states(self, value: Any) -> StateMachine | None:
+        """``states: {initial, transitions: {state: [next states]}}`` (optional)."""
+        if value is None:
+            return None
+        path = "states"
+        body = self.mapping(value, path, _STATES_KEYS)
+        if body is None:
+            return None
+        initial = self.string(body, "initial", path, required=True)
+        where = _join(path, "transitions")
+        table = body.get("transitions")
+        if not isinstance(table, dict) or not table:
+            self.error(where, f"must map every state to the states it may move to, got {_kind(table)}")
+            return None
+        transitions: dict[str, tuple[str, ...]] = {}
+        for state, targets in table.items():
+            if not isinstance(state, str) or not state.strip():
+                self.error(where, f"has a state that is not a name: {state!r}")
+                return None
+            listed = self.strings(table, state, where) if targets is not None else ()
+            if listed is None:
+                return None
+            transitions[state] = listed
+        if initial is None:
+            return None
+        return StateMachine(initial=initial, transitions=transitions)
 
     def next(self, body: Mapping[str, Any], path: str) -> object:
         where = _join(path, "next")

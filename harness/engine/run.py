@@ -85,7 +85,9 @@ class Outcome:
     ``outcome_id`` identifies the report (default: the action id), so a resubmission is a
     no-op; ``action_id`` (optional) names the action it answers, guarding against answering a
     later one by mistake. ``state`` is merged into the run's ``vars``; ``artifacts`` (name →
-    value, typically a run-relative path) into its artifacts.
+    value, typically a run-relative path) into its artifacts. ``to_state`` moves the run's
+    domain state (a legal transition of the workflow's ``states``); ``schema_version`` says
+    which schema the step's hand-off follows (default: the step's ``produces``).
     """
 
     status: OutcomeStatus
@@ -94,6 +96,8 @@ class Outcome:
     state: Mapping[str, Any] = field(default_factory=dict)
     outcome_id: str | None = None
     action_id: str | None = None
+    to_state: str | None = None
+    schema_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in ("succeeded", "failed"):
@@ -103,6 +107,10 @@ class Outcome:
         if not all(isinstance(k, str) for k in self.state):
             raise ValueError("outcome state must be a mapping with string keys")
         canonical_json(dict(self.state))  # refuses what JSON cannot store
+        for name in ("to_state", "schema_version"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"outcome {name} must be a non-empty string, not {value!r}")
 
     def fingerprint(self) -> str:
         """A digest of the reported content (status, summary, artifacts, state)."""
@@ -112,6 +120,11 @@ class Outcome:
             "artifacts": dict(self.artifacts),
             "state": dict(self.state),
         }
+        # Only when set, so outcomes recorded before these fields keep their fingerprint.
+        if self.to_state is not None:
+            content["to_state"] = self.to_state
+        if self.schema_version is not None:
+            content["schema_version"] = self.schema_version
         return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
@@ -128,7 +141,9 @@ class HandoffRecord:
     """Left by every completed step: where the run goes next and what it carries along.
 
     ``constraints`` holds the guardrails in force for the next step (allowed tools, iterations
-    left, retry budget); ``open_confirmations`` lists action ids still waiting for one.
+    left, retry budget); ``open_confirmations`` lists action ids still waiting for one;
+    ``schema_version`` is the schema the hand-off follows and ``domain_state`` the run's domain
+    state after the step (both ``None`` when the workflow does not declare them).
     """
 
     from_step: str
@@ -138,6 +153,8 @@ class HandoffRecord:
     artifacts: Mapping[str, str]
     open_confirmations: tuple[str, ...]
     constraints: Mapping[str, Any]
+    schema_version: str | None = None
+    domain_state: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,7 +185,8 @@ class Run:
     the content hash of the skill version the run is pinned to; ``iteration`` counts issued
     actions. Exactly one of ``pending`` / ``blocked`` is set while the run waits on something;
     an adaptive run that is ``running`` with neither waits for a proposal. ``outbox`` holds the
-    events of the latest write until they are in the trajectory.
+    events of the latest write until they are in the trajectory. ``domain_state`` is the
+    workflow's domain state (``None`` without a ``states`` table).
     """
 
     run_id: str
@@ -192,6 +210,7 @@ class Run:
     reason: str | None = None
     last_seq: int = 0
     outbox: tuple[Event, ...] = ()
+    domain_state: str | None = None
 
     @property
     def done(self) -> bool:
@@ -246,6 +265,7 @@ def run_from_json(document: Mapping[str, Any]) -> Run:
         reason=d["reason"],
         last_seq=d["last_seq"],
         outbox=tuple(event_from_json(e) for e in d["outbox"]),
+        domain_state=d.get("domain_state"),
     )
 
 
@@ -277,4 +297,6 @@ def _handoff(d: Mapping[str, Any]) -> HandoffRecord:
         artifacts=d["artifacts"],
         open_confirmations=tuple(d["open_confirmations"]),
         constraints=d["constraints"],
+        schema_version=d.get("schema_version"),
+        domain_state=d.get("domain_state"),
     )

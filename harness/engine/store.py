@@ -5,6 +5,7 @@ Layout below the filesystem root::
     .harness/runs/<run_id>/run.json          the run record (one file, compare-and-set)
     .harness/runs/<run_id>/trajectory.jsonl  append-only events, one JSON line each
     .harness/runs/<run_id>/artifacts/...     files the run's actions store
+    .harness/runs/<run_id>/context.md, checkpoint.json   Comet side files (views, never read)
     .harness/skill-snapshots/<hash>/manifest.json and files/...
 
 Authenticity: the user's area is writable by parties the engine does not trust (a tenant's
@@ -40,7 +41,8 @@ from harness.engine.snapshot import Snapshot
 __all__ = ["RunKey", "RunStore", "WritePoint", "check_run_id", "run_relative"]
 
 #: Called with the name of every durable write just before it happens: ``snapshot-file``,
-#: ``snapshot-manifest``, ``run-create``, ``run-update``, ``trajectory-append``, ``artifact``.
+#: ``snapshot-manifest``, ``run-create``, ``run-update``, ``trajectory-append``, ``artifact``,
+#: ``side-file``.
 WritePoint = Callable[[str], None]
 
 _ROOT = ".harness"
@@ -291,6 +293,11 @@ class RunStore:
         self._point("artifact")
         await self.filesystem.write_bytes(full, data)
         return relative
+
+    async def write_side_file(self, run_id: str, name: str, data: bytes) -> None:
+        """Replace the run's side file ``name`` (``context.md``, ``checkpoint.json``)."""
+        self._point("side-file")
+        await self.filesystem.write_bytes(f"{self._run_dir(run_id)}/{name}", data)
 
     async def read_artifact(self, run_id: str, path: str) -> bytes:
         """The bytes of an artifact file (``FileNotFoundError`` if absent)."""

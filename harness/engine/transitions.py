@@ -13,6 +13,15 @@ then the step's ``on_failure``; otherwise the run is ``blocked`` (kind ``retries
 operator decides with :func:`resolve`: retry the step, skip it, or abort the run. A ``next`` of
 ``None`` (or a map entry ``None``) ends the workflow: it completes if the completion checks pass,
 else it fails.
+
+Skill-group contracts: an outcome that writes outside the step's ``writes``, replaces a
+``final`` artifact or names an illegal ``to_state`` is refused before anything is recorded
+(:class:`OutcomeRefused`). Every hand-off (leaving a step by an outcome) is then checked: the
+schema version carried (the outcome's ``schema_version``, default the step's ``produces``) must
+equal ``produces`` and be one the next step ``accepts``, the next step's ``requires`` must hold
+and the domain state move (the outcome's ``to_state``, default the step's ``moves_to``) must be
+a legal transition; a refused hand-off (``handoff_refused``) fails the step, which retries
+within its budget and otherwise blocks. An operator's ``skip`` hands off without these checks.
 """
 
 from __future__ import annotations
@@ -22,11 +31,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any, Literal, TypeAlias
 
+from harness.engine.action import ActionContext
 from harness.engine.checks import evaluate_checks
 from harness.engine.definition import Action, Step, Workflow
 from harness.engine.errors import (
     ChecksFailed,
     OutcomeConflict,
+    RequirementUnmet,
     RunStateError,
     UpgradeRefused,
 )
@@ -43,7 +54,19 @@ from harness.engine.run import (
     action_id,
 )
 
-__all__ = ["DECISIONS", "Decision", "apply_outcome", "cancel", "confirm", "propose", "resolve", "start", "upgrade"]
+__all__ = [
+    "DECISIONS",
+    "Decision",
+    "action_context",
+    "apply_outcome",
+    "cancel",
+    "confirm",
+    "propose",
+    "resolve",
+    "start",
+    "unmet_requirements",
+    "upgrade",
+]
 
 _WAITING_TYPES = ("ask_user", "handoff")
 
@@ -64,12 +87,54 @@ def start(workflow: Workflow, *, run_id: str, snapshot: str, inputs: Mapping[str
         created_at=now,
         updated_at=now,
         vars=dict(inputs),
+        domain_state=workflow.states.initial if workflow.states is not None else None,
     )
+    if workflow.mode == "deterministic" and workflow.entry is not None:
+        unmet = unmet_requirements(workflow, run, workflow.step(workflow.entry), frozenset())
+        if unmet:
+            raise RequirementUnmet(
+                f"step {workflow.entry!r} requires {'; '.join(unmet)}: pass the missing inputs when starting the run"
+            )
     change = _Change(workflow, run, now)
     change.emit("run_started", skill=workflow.name, snapshot=snapshot, mode=workflow.mode)
     if workflow.mode == "deterministic" and workflow.entry is not None:
         change.enter(workflow.entry, attempt=1)
     return change.finish()
+
+
+def unmet_requirements(workflow: Workflow, run: Run, step: Step, files: frozenset[str]) -> list[str]:
+    """What of ``step``'s ``requires`` does not hold: a check that fails (with its detail), or a
+    state key / artifact that is neither set nor a file under the run's ``artifacts/``."""
+    unmet = []
+    checks = {check.id for check in workflow.checks}
+    for requirement in step.requires:
+        if requirement in checks:
+            [result] = evaluate_checks(workflow, run, "step", files, ids=[requirement]).results
+            if not result.passed:
+                unmet.append(f"{requirement} ({result.detail})")
+        elif requirement not in run.vars and requirement not in run.artifacts and requirement not in files:
+            unmet.append(f"{requirement!r}, which is not set")
+    return unmet
+
+
+def action_context(workflow: Workflow, run: Run, pending: PendingAction) -> ActionContext:
+    """The contract of ``pending`` as the performer sees it (see :class:`ActionContext`)."""
+    step = workflow.step(pending.step_id) if run.mode == "deterministic" else None
+    machine = workflow.states
+    values = {**run.artifacts, **run.vars}
+    return ActionContext(
+        run_id=run.run_id,
+        action_id=pending.id,
+        step_id=pending.step_id,
+        attempt=pending.attempt,
+        workflow=workflow.name,
+        reads={name: values[name] for name in (step.reads if step else ()) if name in values},
+        writes=step.writes if step else None,
+        final={name: run.artifacts[name] for name in sorted(workflow.final_artifacts) if name in run.artifacts},
+        domain_state=run.domain_state,
+        next_states=machine.transitions.get(run.domain_state or "", ()) if machine is not None else None,
+        produces=step.produces if step else None,
+    )
 
 
 def apply_outcome(workflow: Workflow, run: Run, outcome: Outcome, files: frozenset[str], *, now: str) -> Run | None:
@@ -95,6 +160,7 @@ def apply_outcome(workflow: Workflow, run: Run, outcome: Outcome, files: frozens
         raise RunStateError(f"action {outcome.action_id} is not the run's pending action")
     if pending is None or outcome_id is None:
         raise RunStateError(f"run {run.run_id} is {run.status}; no action waits for an outcome")
+    action_context(workflow, run, pending).check(outcome)
     change = _Change(workflow, run, now, files)
     change.record(outcome_id, pending, outcome)
     if run.mode == "adaptive":
@@ -241,7 +307,9 @@ def upgrade(old: Workflow, new: Workflow, run: Run, snapshot: str, *, now: str) 
         raise UpgradeRefused(f"the new version is {new.mode}, the run is {old.mode}")
     if run.mode == "deterministic" and run.current_step and not new.has_step(run.current_step):
         raise UpgradeRefused(f"the new version has no step {run.current_step!r}, where the run stands")
-    change = _Change(new, replace(run, snapshot=snapshot), now)
+    # A version that introduces a state machine starts the run in its initial state.
+    state = run.domain_state if run.domain_state is not None or new.states is None else new.states.initial
+    change = _Change(new, replace(run, snapshot=snapshot, domain_state=state), now)
     change.emit("run_upgraded", from_snapshot=run.snapshot, to_snapshot=snapshot)
     blocked = run.blocked
     if blocked is not None:
@@ -389,16 +457,20 @@ class _Change:
                 outcome_id: RecordedOutcome(action_id=pending.id, fingerprint=outcome.fingerprint()),
             },
         )
-        self.emit(
-            "outcome_recorded",
-            outcome_id=outcome_id,
-            action_id=pending.id,
-            step_id=pending.step_id,
-            status=outcome.status,
-            summary=outcome.summary,
-            artifacts=dict(outcome.artifacts),
-            state=dict(outcome.state),
-        )
+        data: dict[str, Any] = {
+            "outcome_id": outcome_id,
+            "action_id": pending.id,
+            "step_id": pending.step_id,
+            "status": outcome.status,
+            "summary": outcome.summary,
+            "artifacts": dict(outcome.artifacts),
+            "state": dict(outcome.state),
+        }
+        # Only when set, so the events of workflows without schemas or states stay as they were.
+        for key in ("to_state", "schema_version"):
+            if getattr(outcome, key) is not None:
+                data[key] = getattr(outcome, key)
+        self.emit("outcome_recorded", **data)
 
     def route(self, pending: PendingAction, outcome: Outcome) -> None:
         step = self.workflow.step(pending.step_id)
@@ -416,20 +488,60 @@ class _Change:
                 status = "failed"
                 self.emit("checks_failed", step_id=step.id, checks=list(report.failed))
         if isinstance(step.next, Mapping) and status in step.next:
-            self.leave(pending, status, step.next[status])
+            self.hand_off(pending, outcome, status, step.next[status])
         elif status == "failed":
-            if pending.attempt <= self.workflow.guardrails.max_retries_per_action:
-                self.emit("step_retried", step_id=step.id, attempt=pending.attempt + 1)
-                self.enter(step.id, attempt=pending.attempt + 1)
-            elif step.on_failure:
-                self.leave(pending, status, step.on_failure)
-            else:
-                self.block_retries(
-                    pending,
-                    f"step {step.id!r} failed after {pending.attempt} attempt(s): {outcome.summary}".rstrip(": "),
-                )
+            reason = f"step {step.id!r} failed after {pending.attempt} attempt(s): {outcome.summary}".rstrip(": ")
+            self.fail_step(pending, outcome, reason)
         else:
-            self.leave(pending, status, step.next if isinstance(step.next, str) else None)
+            self.hand_off(pending, outcome, status, step.next if isinstance(step.next, str) else None)
+
+    def fail_step(self, pending: PendingAction, outcome: Outcome, reason: str, *, fallback: bool = True) -> None:
+        """A failed attempt: retry within the budget, else ``on_failure``, else block for an operator."""
+        step = self.workflow.step(pending.step_id)
+        if pending.attempt <= self.workflow.guardrails.max_retries_per_action:
+            self.emit("step_retried", step_id=step.id, attempt=pending.attempt + 1, reason=reason)
+            self.enter(step.id, attempt=pending.attempt + 1)
+        elif fallback and step.on_failure:
+            self.hand_off(pending, outcome, "failed", step.on_failure)
+        else:
+            self.block_retries(pending, reason)
+
+    def hand_off(self, pending: PendingAction, outcome: Outcome, status: OutcomeStatus, target: str | None) -> None:
+        """Leave the step for ``target`` if the hand-off keeps the contract (schema versions,
+        the next step's ``requires``, a legal domain state); otherwise the step failed."""
+        step = self.workflow.step(pending.step_id)
+        schema = outcome.schema_version or step.produces
+        # A reported state goes with the reported status; when the step's checks failed the
+        # outcome, the step's own ``moves_to`` for the failure applies.
+        reported = outcome.to_state if outcome.status == status else None
+        to_state = reported or step.moves_to.get(status)
+        problem = self.handoff_problem(step, schema, to_state, target)
+        if problem is not None:
+            self.emit("handoff_refused", step_id=step.id, to_step=target, reason=problem)
+            reason = f"step {step.id!r} failed after {pending.attempt} attempt(s): {problem}"
+            self.fail_step(pending, outcome, reason, fallback=False)
+            return
+        if to_state is not None and to_state != self.run.domain_state:
+            self.emit("state_changed", step_id=step.id, from_state=self.run.domain_state, to_state=to_state)
+            self.run = replace(self.run, domain_state=to_state)
+        self.leave(pending, status, target, schema=schema)
+
+    def handoff_problem(self, step: Step, schema: str | None, to_state: str | None, target: str | None) -> str | None:
+        if step.produces is not None and schema != step.produces:
+            return f"it produced schema {schema!r}, but it declares produces {step.produces!r}"
+        machine = self.workflow.states
+        if to_state is not None and machine is not None and not machine.allows(self.run.domain_state, to_state):
+            return f"illegal transition {self.run.domain_state!r} -> {to_state!r}"
+        if target is None:
+            return None
+        nxt = self.workflow.step(target)
+        if nxt.accepts is not None and schema not in nxt.accepts:
+            carried = f"schema {schema!r}" if schema else "no schema version"
+            return f"the hand-off carries {carried}, but step {target!r} accepts {', '.join(map(repr, nxt.accepts))}"
+        unmet = unmet_requirements(self.workflow, self.run, nxt, self.files)
+        if unmet:
+            return f"step {target!r} requires {'; '.join(unmet)}"
+        return None
 
     def adaptive_outcome(self, pending: PendingAction, outcome: Outcome) -> None:
         key = _action_key(pending.action)
@@ -448,16 +560,18 @@ class _Change:
         self.run = replace(self.run, status="blocked", pending=None, blocked=blocked, reason=reason)
         self.emit("action_blocked", action_id=pending.id, step_id=pending.step_id, kind="retries", reason=reason)
 
-    def leave(self, pending: PendingAction, status: OutcomeStatus, target: str | None) -> None:
+    def leave(
+        self, pending: PendingAction, status: OutcomeStatus, target: str | None, *, schema: str | None = None
+    ) -> None:
         if target is None:
-            self.handoff(pending, status, None)
+            self.handoff(pending, status, None, schema=schema)
             self.finish_workflow()
             return
         # The handoff names what the next step needs (its tools, open confirmations), so it is
         # built after entering that step but recorded before the step's own events.
         mark = len(self.events)
         self.enter(target, attempt=1)
-        self.handoff(pending, status, target, at_index=mark)
+        self.handoff(pending, status, target, at_index=mark, schema=schema)
 
     def handoff(
         self,
@@ -466,6 +580,7 @@ class _Change:
         target: str | None,
         *,
         at_index: int | None = None,
+        schema: str | None = None,
     ) -> None:
         rails = self.workflow.guardrails
         run = self.run
@@ -483,6 +598,8 @@ class _Change:
                 "iterations_left": max(rails.max_iterations - run.iteration, 0),
                 "max_retries_per_action": rails.max_retries_per_action,
             },
+            schema_version=schema,
+            domain_state=run.domain_state,
         )
         self.run = replace(run, handoffs=run.handoffs + (record,))
         self.emit("step_completed", at_index=at_index, handoff=asdict(record))

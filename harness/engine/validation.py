@@ -2,8 +2,10 @@
 
 Errors: duplicate ids, an entry / ``next`` / ``on_failure`` naming no step, an action or
 ``allowed_tools`` naming an undeclared skill, tool or agent, an unknown completion check, a
-guardrail allowing something undeclared. Warnings: steps unreachable from the entry, steps whose
-action the guardrails will block, a state check on an unknown field root.
+guardrail allowing something undeclared; for skill groups, a hand-off whose ``produces`` the
+next step does not ``accept``, a ``states`` table naming undeclared states or a ``moves_to``
+without one. Warnings: steps unreachable from the entry, steps whose action the guardrails will
+block, a state check on an unknown field root, a ``requires`` / ``reads`` entry nothing provides.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from harness.engine.spelling import Spelling
 __all__ = ["STATE_ROOTS", "validate_workflow"]
 
 #: The roots a ``state_equals`` field path may start with (see :func:`harness.engine.checks.run_view`).
-STATE_ROOTS = ("vars", "artifacts", "status", "current_step", "iteration", "skill")
+STATE_ROOTS = ("vars", "artifacts", "status", "current_step", "iteration", "skill", "domain_state")
 
 
 @dataclass
@@ -51,18 +53,23 @@ def validate_workflow(workflow: Workflow, spelling: Spelling) -> list[Diagnostic
     _duplicates(findings, "agents", (a.id for a in workflow.agents))
     _duplicates(findings, "orchestration.steps", (s.id for s in workflow.steps))
     _duplicates(findings, spelling.checks_key, (c.id for c in workflow.checks), file=spelling.checks_file)
+    _duplicates(findings, "artifacts", (a.name for a in workflow.artifacts), key="name")
     _guardrails(findings, workflow)
     _checks(findings, workflow)
+    _states(findings, workflow)
     if workflow.mode == "deterministic":
         _steps(findings, workflow)
+        _contracts(findings, workflow)
     return findings.items
 
 
-def _duplicates(findings: _Findings, path: str, ids: Iterable[str], *, file: str | None = None) -> None:
+def _duplicates(
+    findings: _Findings, path: str, ids: Iterable[str], *, file: str | None = None, key: str = "id"
+) -> None:
     seen: set[str] = set()
     for index, item_id in enumerate(ids):
         if item_id in seen:
-            findings.error(f"{path}[{index}].id", f"duplicates id {item_id!r}", "workflow-duplicate", file=file)
+            findings.error(f"{path}[{index}].{key}", f"duplicates {key} {item_id!r}", "workflow-duplicate", file=file)
         seen.add(item_id)
 
 
@@ -196,3 +203,74 @@ def _unreachable(findings: _Findings, workflow: Workflow) -> None:
                 f"(step {step.id!r}) is unreachable from entry {workflow.entry!r}",
                 "workflow-unreachable",
             )
+
+
+def _states(findings: _Findings, workflow: Workflow) -> None:
+    machine = workflow.states
+    if machine is None:
+        for index, step in enumerate(workflow.steps):
+            if step.moves_to:
+                findings.error(
+                    findings.spelling.step_path(index, "moves_to"),
+                    "needs a top-level states table with the legal transitions",
+                    "workflow-states",
+                )
+        return
+    known = set(machine.states)
+    if machine.initial not in known:
+        findings.error(
+            "states.initial",
+            f"names {machine.initial!r}, which is not a state of states.transitions ({', '.join(machine.states)})",
+            "workflow-states",
+        )
+    for state, targets in machine.transitions.items():
+        for n, target in enumerate(targets):
+            if target not in known:
+                findings.error(
+                    f"states.transitions.{state}[{n}]",
+                    f"moves to undeclared state {target!r}; list it as a key of states.transitions",
+                    "workflow-states",
+                )
+    for index, step in enumerate(workflow.steps):
+        for status, target in step.moves_to.items():
+            if target not in known:
+                findings.error(
+                    f"{findings.spelling.step_path(index, 'moves_to')}.{status}",
+                    f"names undeclared state {target!r} ({', '.join(machine.states)})",
+                    "workflow-states",
+                )
+
+
+def _contracts(findings: _Findings, workflow: Workflow) -> None:
+    """Hand-offs between steps: schema versions along every edge, and what ``requires`` /
+    ``reads`` name exists somewhere (a goal input, a declared artifact, a step's writes)."""
+    spelling = findings.spelling
+    by_id = {s.id: s for s in workflow.steps}
+    for index, step in enumerate(workflow.steps):
+        for key, target in _targets(step):
+            nxt = by_id.get(target)
+            if nxt is None or step.produces is None or nxt.accepts is None or step.produces in nxt.accepts:
+                continue
+            findings.error(
+                spelling.step_path(index, *key),
+                f"hands off schema {step.produces!r} (produces of step {step.id!r}) to step {target!r}, "
+                f"which accepts {', '.join(map(repr, nxt.accepts))}",
+                "workflow-schema-mismatch",
+            )
+    provided = {i.name for i in workflow.goal.inputs} | {a.name for a in workflow.artifacts}
+    declared_writes = [step.writes for step in workflow.steps]
+    if any(writes is None for writes in declared_writes):
+        return  # a step may write anything: nothing to compare against
+    provided |= {name for writes in declared_writes for name in writes or ()}
+    checks = {c.id for c in workflow.checks}
+    for index, step in enumerate(workflow.steps):
+        for key, names in (("requires", step.requires), ("reads", step.reads)):
+            for n, name in enumerate(names):
+                if name in provided or (key == "requires" and name in checks):
+                    continue
+                findings.warn(
+                    f"{spelling.step_path(index, key)}[{n}]",
+                    f"names {name!r}, which no goal input, declared artifact or step's writes provides"
+                    + (" and no check has as id" if key == "requires" else ""),
+                    "workflow-unprovided",
+                )

@@ -15,6 +15,7 @@ __all__ = [
     "SEARCH_TOOL",
     "SHELL_TOOL",
     "WORKFLOW_CONTINUE_TOOL",
+    "WORKFLOW_REPORT_TOOL",
     "WORKFLOW_START_TOOL",
     "Catalog",
     "CatalogEntry",
@@ -31,6 +32,8 @@ SHELL_TOOL = "execute_shell_command"
 SEARCH_TOOL = "search_skills"
 WORKFLOW_START_TOOL = "workflow_start"
 WORKFLOW_CONTINUE_TOOL = "workflow_continue"
+#: Offered only inside a workflow step's skill turn: the skill reports its step's outcome.
+WORKFLOW_REPORT_TOOL = "workflow_report"
 
 #: Characters of catalog a turn gets by default: roomy for hundreds of skills, and a
 #: 10,000-skill market still leaves the model a prompt it can read (the rest is searched).

@@ -82,3 +82,35 @@ def test_cli_reports_errors_with_exit_codes(tmp_path: pathlib.Path) -> None:
     assert "workflow.yaml: orchestration.mode must be one of deterministic, adaptive" in invalid.stderr
     usage = subprocess.run([HARNESS, "engine", "continue"], capture_output=True, text=True)
     assert usage.returncode == 2
+
+
+def test_cli_reports_group_contracts_and_refuses_what_breaks_them(tmp_path: pathlib.Path) -> None:
+    newsletter = str(EXAMPLES / "newsletter")
+    missing = harness(tmp_path, "run", newsletter, "--run-id", "n0")
+    assert missing.returncode == 1 and "step 'intake' requires 'request', which is not set" in missing.stderr
+    assert harness(tmp_path, "run", newsletter, "--run-id", "n1", "--input", "request=2.0").returncode == 0
+    brief = ["--state", 'brief="b"', "--state", 'audience="users"']
+    refused = harness(
+        tmp_path, "continue", "--run-id", "n1", "--status", "succeeded", *brief, "--to-state", "published"
+    )
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "illegal transition 'received' -> 'published'" in refused.stderr
+    done = harness(
+        tmp_path,
+        "continue",
+        "--run-id",
+        "n1",
+        "--status",
+        "succeeded",
+        *brief,
+        "--schema-version",
+        "brief/v1",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert (run["current_step"], run["domain_state"], run["handoffs"][0]["schema_version"]) == (
+        "plan",
+        "briefed",
+        "brief/v1",
+    )

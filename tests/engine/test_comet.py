@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 from collections.abc import Callable
 
@@ -16,6 +17,8 @@ from harness.engine import (
     SkillPackage,
     WorkflowEngine,
     check_workflow,
+    comet_event,
+    comet_status,
     load_workflow,
 )
 from harness.engine.run import RunStatus
@@ -226,3 +229,86 @@ def test_problems_in_evals_yaml_are_reported_at_evals_yaml() -> None:
     twice = EVALS + "  - {id: built, scope: completion, type: state_equals, field: vars.built, equals: true}\n"
     _, problems = check_workflow(comet(extra={"comet/evals.yaml": twice}), name="flow")
     assert [p.location for p in problems if "built" in p.message and p.severity == "error"] == ["comet/evals.yaml"]
+
+
+async def test_side_files_follow_the_run_when_the_package_asks_for_them(engine: WorkflowEngine) -> None:
+    run = await engine.start(await example("change-proposal"), run_id="p1", inputs={"change": "cache"})
+    folder = ".harness/runs/p1"
+    fs = engine._store.filesystem
+    checkpoint = json.loads(await fs.read_bytes(f"{folder}/checkpoint.json"))
+    assert (checkpoint["status"], checkpoint["currentStep"], checkpoint["action"]["step"]) == (
+        "running",
+        "open",
+        "open",
+    )
+    run = await engine.resume("p1", answer(run, "failed", summary="no proposal yet"))
+    checkpoint = json.loads(await fs.read_bytes(f"{folder}/checkpoint.json"))
+    assert (checkpoint["revision"], checkpoint["action"]["attempt"]) == (run.revision, 2)
+    context = (await fs.read_bytes(f"{folder}/context.md")).decode()
+    assert context.startswith("# change-proposal — run p1\n") and "- current step: open" in context
+    assert '- `change`: "cache"' in context
+    await engine.cancel("p1")
+    assert json.loads(await fs.read_bytes(f"{folder}/checkpoint.json"))["status"] == "aborted"
+
+
+async def test_no_side_files_unless_asked(engine: WorkflowEngine) -> None:
+    await start(engine)
+    assert not await engine._store.filesystem.exists(".harness/runs/c1/checkpoint.json")
+
+
+def test_an_unknown_side_file_is_an_error() -> None:
+    files = comet()
+    files["comet/skill.yaml"] += b"sideFiles: [notes.txt]\n"
+    _, problems = check_workflow(files, name="flow")
+    assert any(p.message.startswith("sideFiles[0] names 'notes.txt'; the side files are") for p in problems)
+
+
+async def test_a_comet_package_runs_unchanged_statuses_and_trajectory(engine: WorkflowEngine) -> None:
+    """Names list, evals.yaml, a step check after each outcome, retry exhaustion, an operator retry."""
+    package = await example("change-proposal")
+    assert (
+        "comet/evals.yaml" in package.files
+        and b"skills: [comet-open, comet-design]" in package.files["comet/skill.yaml"]
+    )
+    statuses = []
+    run = await engine.start(package, run_id="cp", inputs={"change": "cache"})
+    statuses.append(comet_status(run))
+    run = await engine.resume("cp", answer(run, "failed"))  # the open step's check runs, and fails
+    await engine.write_artifact("cp", "proposal.md", b"# Cache\n")
+    run = await engine.resume("cp", answer(run))
+    run = await engine.resume("cp", answer(run))
+    run = await engine.resume("cp", answer(run, "failed", summary="lint"))
+    run = await engine.resume("cp", answer(run, "failed", summary="lint"))
+    statuses.append(comet_status(run))
+    assert run.reason == "step 'verify' failed after 2 attempt(s): lint"
+    run = await engine.resolve("cp", "retry", note="fixed")
+    statuses.append(comet_status(run))
+    run = await engine.resume("cp", answer(run, state={"verified": True}))
+    statuses.append(comet_status(run))
+    assert statuses == ["running", "blocked", "running", "succeeded"]
+    trajectory = [comet_event(e)["type"] for e in await engine.events("cp")]
+    assert trajectory == [
+        "run.started",
+        "action.proposed",
+        "action.completed",
+        "evals.evaluated",
+        "step.retried",
+        "action.proposed",
+        "action.completed",
+        "evals.evaluated",
+        "step.completed",
+        "action.proposed",
+        "action.completed",
+        "step.completed",
+        "action.proposed",
+        "action.completed",
+        "step.retried",
+        "action.proposed",
+        "action.completed",
+        "run.blocked",
+        "run.resolved",
+        "action.proposed",
+        "action.completed",
+        "step.completed",
+        "run.succeeded",
+    ]

@@ -166,7 +166,7 @@ async def test_a_skill_step_is_offered_exactly_its_allowed_tools(workspace: Abst
     model = ScriptedModel(["prepared"])
     async with _agent(workspace, model, effects) as agent:
         await _blocked_run(agent)
-    assert set(model.calls[0].tool_names) == {"take_note", "deploy"}
+    assert set(model.calls[0].tool_names) == {"take_note", "deploy", "workflow_report"}
 
 
 async def test_a_guarded_tool_is_refused_inside_a_skill_turn(workspace: AbstractFilesystem) -> None:
