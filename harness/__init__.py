@@ -6,8 +6,23 @@ models, tools, the skill loader and validator, and the errors worth catching. Bu
 """
 
 from harness.agent import Harness, RunResult, StepLimitExceeded
+from harness.agent.approval import (
+    AllowAll,
+    AllowByPattern,
+    ApprovalError,
+    ApprovalPolicy,
+    ApprovalRule,
+    Decision,
+    DenyByPattern,
+    PatternPolicy,
+    StdinApprover,
+    ToolRequest,
+)
 from harness.agent.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
+    MessageInjected,
     ModelReplied,
     ShellRan,
     SkillLoaded,
@@ -16,6 +31,8 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
+from harness.agent.hooks import Answer, RunStart
+from harness.agent.queues import NoActiveRun
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
@@ -42,8 +59,18 @@ from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, too
 from harness.tools.skills import UsageHooks
 
 __all__ = [
+    "AllowAll",
+    "AllowByPattern",
+    "Answer",
+    "ApprovalDecided",
+    "ApprovalError",
+    "ApprovalPolicy",
+    "ApprovalRequested",
+    "ApprovalRule",
     "ConfigError",
+    "Decision",
     "DemoModel",
+    "DenyByPattern",
     "Diagnostic",
     "EngineError",
     "Event",
@@ -54,11 +81,15 @@ __all__ = [
     "Layer",
     "LearningError",
     "Message",
+    "MessageInjected",
     "Model",
     "ModelError",
     "ModelReplied",
     "ModelUnavailable",
+    "NoActiveRun",
+    "PatternPolicy",
     "RunResult",
+    "RunStart",
     "RuntimeContext",
     "ScriptedModel",
     "Session",
@@ -70,12 +101,14 @@ __all__ = [
     "SkillNotFound",
     "SkillPipeline",
     "SkillWarning",
+    "StdinApprover",
     "StepLimitExceeded",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
     "ToolCalled",
     "ToolError",
+    "ToolRequest",
     "ToolReturned",
     "TurnPlan",
     "TurnPrepared",

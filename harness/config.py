@@ -15,6 +15,7 @@ import yaml
 
 from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_modes, open_filesystem, redact_secrets
 from filesystems.local import DEFAULT_TIMEOUT
+from harness.agent.approval import ApprovalPolicy, policy_from_data
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
@@ -49,6 +50,7 @@ class HarnessConfig:
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False
     trusted_markets: tuple[str, ...] = ()
+    approval: ApprovalPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -138,6 +140,8 @@ def load_config(path: str | Path) -> HarnessConfig:
     if not isinstance(markets, list) or not all(isinstance(m, str) for m in markets):
         raise ConfigError(f"{path}: trusted_markets must be a list of market slugs")
     values["trusted_markets"] = tuple(markets)
+    if data.get("approval") is not None:
+        values["approval"] = _approval(path, data["approval"])
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}
@@ -225,6 +229,14 @@ def _size(path: Path, key: str, value: object) -> object:
     if not number.isdigit():
         raise ConfigError(f"{path}: filesystem.limits.{key}: {value!r} is not a size like 512M or 4G")
     return int(number) * factor
+
+
+def _approval(path: Path, value: object) -> ApprovalPolicy:
+    """``approval``: ``allow-all`` or ``{default: ask, rules: [{action, patterns, tools, kinds}]}``."""
+    try:
+        return policy_from_data(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _market_scan(path: Path, value: object) -> MarketScanPolicy:

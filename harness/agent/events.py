@@ -8,7 +8,10 @@ from typing import Any
 from harness.models import Usage
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
     "Event",
+    "MessageInjected",
     "ModelReplied",
     "ShellRan",
     "SkillLoaded",
@@ -86,4 +89,49 @@ class SkillWarning:
     message: str
 
 
-Event = TurnPrepared | SkillLoaded | SkillWarning | ToolCalled | ToolReturned | ShellRan | ModelReplied
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalRequested:
+    """The approval policy asks about a gated call (a shell command, a write, an app tool
+    marked ``requires_approval``); an approver or the app decides."""
+
+    approval_id: str
+    tool: str
+    kind: str
+    subject: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalDecided:
+    """A gated call was allowed or denied, and ``by`` whom (``policy:<name>``,
+    ``approver:<name>``, ``operator:<name>``); a denied call did not run."""
+
+    approval_id: str
+    tool: str
+    kind: str
+    subject: str
+    allowed: bool
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageInjected:
+    """A message joined the run: ``steer`` (at a step boundary), ``follow_up`` (after the run's
+    last reply) or ``context`` (what ``before_run`` added)."""
+
+    kind: str
+    text: str
+
+
+Event = (
+    TurnPrepared
+    | SkillLoaded
+    | SkillWarning
+    | ToolCalled
+    | ToolReturned
+    | ShellRan
+    | ModelReplied
+    | ApprovalRequested
+    | ApprovalDecided
+    | MessageInjected
+)

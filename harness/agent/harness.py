@@ -13,8 +13,20 @@ from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
 from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalFilesystem
+from harness.agent.approval import (
+    ApprovalGate,
+    ApprovalNotFound,
+    ApprovalPolicy,
+    Approver,
+    Decision,
+    Gating,
+    ToolRequest,
+)
 from harness.agent.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
+    MessageInjected,
     ModelReplied,
     ShellRan,
     SkillLoaded,
@@ -23,6 +35,8 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
+from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart, call_hook
+from harness.agent.queues import MessageQueues, RunControl
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
@@ -30,7 +44,7 @@ from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Outcome, Run, WorkflowEngine
 from harness.errors import ConfigError, HarnessError, SkillNotFound
-from harness.learning import AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
+from harness.learning import AuditLog, AuditRecord, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
 from harness.models import Message, Model, ModelError, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL
@@ -84,12 +98,16 @@ class StepLimitExceeded(HarnessError):
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
-    """The final reply of a turn with its usage and everything that happened on the way."""
+    """The final reply of a turn with its usage and everything that happened on the way.
+
+    ``approvals`` are the gated calls the run stopped at, waiting for the app
+    (:meth:`Harness.resolve_approval`, then :meth:`Harness.resume`)."""
 
     reply: str
     usage: Usage
     steps: int
     events: tuple[Event, ...] = field(default=())
+    approvals: tuple[ApprovalRequested, ...] = field(default=())
 
 
 class Harness(AsyncResource):
@@ -112,6 +130,11 @@ class Harness(AsyncResource):
     ``models`` names extra models a skill's ``model:`` field may pick (before ``open_model``
     specs). ``enforce_allowed_tools`` narrows an explicitly invoked skill's turn to its
     ``allowed-tools``; market skills only from the ``trusted_markets`` (source slugs).
+    ``approval`` decides shell commands, writes and tools marked ``requires_approval`` before
+    they run; ``approver`` answers the calls it asks about (without one, a run pauses for
+    :meth:`resolve_approval`). ``on_input`` and ``before_run`` are the input hooks
+    (:mod:`harness.agent.hooks`); :meth:`steer` and :meth:`follow_up` queue messages for a run
+    in progress.
     """
 
     def __init__(
@@ -142,6 +165,10 @@ class Harness(AsyncResource):
         models: Mapping[str, Model] | None = None,
         enforce_allowed_tools: bool = False,
         trusted_markets: Collection[str] = (),
+        approval: ApprovalPolicy | None = None,
+        approver: Approver | None = None,
+        on_input: OnInput | None = None,
+        before_run: BeforeRun | None = None,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -191,6 +218,12 @@ class Harness(AsyncResource):
         # owner opens and closes them.
         self._owns_resources = pipeline is None
         self._check_tool_names()
+        # Tool approval, input hooks and the per-(user, session) message queues.
+        self.approval, self.approver = approval, approver
+        audit = self.learning.audit if self.learning is not None else AuditLog(self.filesystem)
+        self._gate = ApprovalGate(policy=approval, approver=approver, audit=audit) if approval is not None else None
+        self.on_input, self.before_run = on_input, before_run
+        self._queues = MessageQueues()
 
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
@@ -215,6 +248,7 @@ class Harness(AsyncResource):
             "skill_dirs": config.skill_dirs,
             "enforce_allowed_tools": config.enforce_allowed_tools,
             "trusted_markets": config.trusted_markets,
+            "approval": config.approval,
             **overrides,
         }
         # Open resources only for what the overrides leave to the file.
@@ -257,11 +291,16 @@ class Harness(AsyncResource):
         final = next((e for e in reversed(events) if isinstance(e, ModelReplied) and e.final), None)
         usage = sum((e.usage for e in events if isinstance(e, ModelReplied)), Usage())
         steps = sum(1 for e in events if isinstance(e, ModelReplied))
-        return RunResult(reply=final.content if final else "", usage=usage, steps=steps, events=tuple(events))
+        decided = {e.approval_id for e in events if isinstance(e, ApprovalDecided)}
+        waiting = tuple(e for e in events if isinstance(e, ApprovalRequested) and e.approval_id not in decided)
+        return RunResult(
+            reply=final.content if final else "", usage=usage, steps=steps, events=tuple(events), approvals=waiting
+        )
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
-        return await self._step_turn(name, instructions, context=context)
+        message = f"/skill:{name} {instructions}".rstrip()
+        return await self._collect(self._controlled(message, context, strict=True, user_input=False))
 
     async def _step_turn(
         self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer | None = None
@@ -276,10 +315,16 @@ class Harness(AsyncResource):
         A message ``/skill:<name> args`` invokes that skill explicitly; an unknown name is
         reported as the reply without calling the model.
         """
-        return self._turn(message, context, strict=False)
+        return self._controlled(message, context)
 
     async def _turn(
-        self, message: str, context: RuntimeContext, *, strict: bool, offer: ToolOffer | None = None
+        self,
+        message: str,
+        context: RuntimeContext,
+        *,
+        strict: bool,
+        offer: ToolOffer | None = None,
+        control: RunControl | None = None,
     ) -> AsyncIterator[Event]:
         plan = await self.prepare(context)
         yield TurnPrepared(
@@ -317,19 +362,27 @@ class Harness(AsyncResource):
                     yield event
                 return
         pending: list[Event] = []
-        tools = self._tools(plan, session, pending)
+        tools = self._tools(plan, session, pending, control)
         if offer is not None:
             tools = offer(tools)
         by_name = {t.name: t for t in tools}
         specs = [t.spec for t in tools]
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
         turn: list[Message] = [Message.user(invocation.text)]
+        if control is not None:  # before_run's context, or a resumed run's turn so far
+            control.skill = invocation.skill
+            skill = invocation.skill.skill.name if invocation.skill is not None else None
+            start = RunStart(
+                context=context, message=invocation.text, original=message, skill=skill, plan=plan, tools=tuple(by_name)
+            )
+            async for event in control.opening(turn, start):
+                yield event
         for _ in range(self.max_steps):
             reply = await model.complete([Message.system(system), *session.messages, *turn], specs)
             turn.append(reply.message)
             final = not reply.message.tool_calls
             yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
-            if final:
+            if final and not (control is not None and control.steering):
                 session.messages.extend(turn)
                 await self.sessions.save(context.user_id, context.session_id, session)
                 return
@@ -342,6 +395,12 @@ class Harness(AsyncResource):
                 pending.clear()
                 yield ToolReturned(call_id=call.id, name=call.name, content=content, error=error)
                 turn.append(Message.tool_result(call, content))
+            if control is not None:  # a step boundary: pause for approvals, or take steering
+                if control.pause(turn, message=message, strict=strict):
+                    return
+                for text in control.take_steering():
+                    yield MessageInjected(kind="steer", text=text)
+                    turn.append(Message.user(text))
         session.messages.extend(turn)
         await self.sessions.save(context.user_id, context.session_id, session)
         raise StepLimitExceeded(
@@ -377,7 +436,90 @@ class Harness(AsyncResource):
             models=self.models,
             enforce_allowed_tools=self.enforce_allowed_tools,
             trusted_markets=self.trusted_markets,
+            approval=self.approval,
+            approver=self.approver,
         )
+
+    # -- input hooks, message queues, approvals --------------------------------------------
+
+    async def _controlled(
+        self, message: str | None, context: RuntimeContext, *, strict: bool = False, user_input: bool = True
+    ) -> AsyncIterator[Event]:
+        """A run the app started: ``on_input`` (for user input), the turn, then the steering it
+        could not take and the follow-ups, each as a turn. ``message=None`` resumes the paused run."""
+        if message is not None:
+            await self._discard_paused(context)
+            if user_input and self.on_input is not None:
+                answer = await call_hook(self.on_input(message, context))
+                if isinstance(answer, Answer):
+                    yield ModelReplied(content=answer.text, usage=Usage(), final=True)
+                    return
+                message = message if answer is None else answer
+        with self._queues.open(context, before_run=self.before_run, resume=message is None) as control:
+            paused = control.resumed
+            text, strict = (paused.message, paused.strict) if paused is not None else (message or "", strict)
+            async for event in self._turn(text, context, strict=strict, control=control):
+                yield event
+            while (queued := control.next_queued()) is not None:
+                kind, text = queued
+                yield MessageInjected(kind=kind, text=text)
+                async for event in self._turn(text, context, strict=False, control=control):
+                    yield event
+
+    async def _discard_paused(self, context: RuntimeContext) -> None:
+        """A new message moves the conversation on: a paused run's turn joins the session as it
+        stood (its waiting calls never run)."""
+        paused = self._queues.discard(context)
+        if paused is not None:
+            session = await self.sessions.get(context.user_id, context.session_id)
+            session.messages.extend(paused.turn)
+            await self.sessions.save(context.user_id, context.session_id, session)
+
+    async def steer(self, text: str, *, context: RuntimeContext) -> None:
+        """Inject ``text`` (a ``/skill:`` command is expanded first) as a user message into the
+        run in progress for ``context``'s user and session, at its next step boundary. Raises
+        :class:`~harness.agent.queues.NoActiveRun` when there is none and ``SkillNotFound`` for
+        an unknown skill. ``on_input`` and ``before_run`` do not run for it."""
+        control, expanded = await self._queued(text, context)
+        control.steering.append(expanded)
+
+    async def follow_up(self, text: str, *, context: RuntimeContext) -> None:
+        """Queue ``text`` to run as a turn of its own after the run in progress for ``context``'s
+        user and session has answered (in the same run: its events join the run's stream).
+        Raises like :meth:`steer`."""
+        control, _ = await self._queued(text, context)
+        control.follow_ups.append(text)
+
+    async def _queued(self, text: str, context: RuntimeContext) -> tuple[RunControl, str]:
+        plan = self._queues.active(context).plan or await self.prepare(context)
+        expanded = self._expand(text, plan, user=True).text
+        return self._queues.active(context), expanded  # the run may have ended meanwhile
+
+    def pending_approvals(self, context: RuntimeContext) -> list[ToolRequest]:
+        """The calls of ``context``'s paused run that wait for :meth:`resolve_approval`."""
+        return [w.request for w in self._queues.waiting(context) if w.decision is None]
+
+    async def resolve_approval(
+        self, approval_id: str, *, approved: bool, context: RuntimeContext, reviewer: str = "app", reason: str = ""
+    ) -> None:
+        """The app's decision on a waiting call (an event and an audit record by
+        ``operator:<reviewer>``); the call runs, or is refused, on :meth:`resume`. Raises
+        :class:`~harness.agent.approval.ApprovalNotFound` for an id that does not wait for this
+        user and session."""
+        if self._gate is None:
+            raise ApprovalNotFound(f"agent {self.name!r} has no approval policy")
+        default = "approved by the app" if approved else "refused by the app"
+        decision = Decision(action="allow" if approved else "deny", reason=reason or default, by=f"operator:{reviewer}")
+        await self._queues.decide(approval_id, decision, context=context, gate=self._gate)
+
+    async def resume(self, *, context: RuntimeContext) -> RunResult:
+        """Continue the paused run of ``context``'s user and session once every waiting call is
+        decided: allowed calls run, denied ones return their refusal, and the model goes on."""
+        return await self._collect(self.resume_stream(context=context))
+
+    def resume_stream(self, *, context: RuntimeContext) -> AsyncIterator[Event]:
+        """Like :meth:`resume`, yielding typed events as they happen."""
+        return self._controlled(None, context)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -532,7 +674,9 @@ class Harness(AsyncResource):
                 raise ConfigError(f"tools: two tools are named {tool.name!r}; give each tool its own name")
             seen.add(tool.name)
 
-    def _tools(self, plan: TurnPlan, session: Session, pending: list[Event]) -> list[Tool]:
+    def _tools(
+        self, plan: TurnPlan, session: Session, pending: list[Event], control: RunControl | None = None
+    ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             pending.append(SkillLoaded(skill_id=skill_id, path=path))
 
@@ -548,7 +692,24 @@ class Harness(AsyncResource):
             if any(s.workflow for s in plan.available())
             else []
         )
-        return [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+        tools = [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+        return self._gated(tools, plan, session, pending, control)
+
+    def _gated(
+        self, tools: list[Tool], plan: TurnPlan, session: Session, pending: list[Event], control: RunControl | None
+    ) -> list[Tool]:
+        """``tools`` behind the approval policy; calls wait for the app only in a run it started."""
+        if self._gate is None:
+            return tools
+
+        def roots() -> tuple[str, ...]:
+            invoked = [control.skill] if control is not None and control.skill is not None else []
+            loaded = [plan.find(skill_id) for skill_id in sorted(session.loaded)]
+            return tuple(dict.fromkeys(s.files_root for s in [*invoked, *loaded] if s is not None and s.files_root))
+
+        waiting = control.waiting if control is not None else None
+        gating = Gating(context=plan.context, agent=self.name, emit=pending.append, roots=roots, waiting=waiting)
+        return self._gate.wrap(tools, gating)
 
     def _learning_tools(self, context: RuntimeContext) -> list[Tool]:
         return self.learning.tools(context) if self.learning is not None else []
