@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import sys
 import uuid
 from abc import ABC, abstractmethod
@@ -72,7 +73,8 @@ _ACTIONS: tuple[Action, ...] = get_args(Action)
 WRITE_TOOLS: frozenset[str] = frozenset({"write_file", "propose_skill", "skill_manage"})
 #: Characters that make a shell line more than one plain command (lists, pipes, redirections,
 #: substitutions, globs of the shell's own, line breaks).
-_SHELL_SYNTAX = re.compile(r"[;&|<>`$(){}\n\r\\*?\[\]!~#]")
+_SHELL_SYNTAX = re.compile(r"[;&|<>`$(){}\n\r\\*?\[\]!~#^]")
+_SINGLE_QUOTED = re.compile(r"'[^']*'")
 _MAX_SUBJECT = 2000
 
 
@@ -164,9 +166,9 @@ class ApprovalRule:
     Patterns are whole-string globs: ``*`` is any text (``/`` included), ``?`` one character,
     and ``{skill_root}`` stands for the files-root of a skill the conversation invoked or loaded
     (a pattern naming it matches nothing when there is none). An ``allow`` rule matches a shell
-    command only when it is one plain command: no ``;``, ``&``, ``|``, redirections,
-    substitutions, quotes' escapes, globs or line breaks, and no ``..`` path segment, so a
-    command cannot ride on an allowed prefix.
+    command only when it is one plain command — words and single-quoted literals; no ``;``,
+    ``&``, ``|``, redirections, substitutions, double quotes, escapes, globs or line breaks; no
+    ``..`` path segment in any word — so nothing can ride on an allowed prefix.
     """
 
     action: Action
@@ -254,9 +256,12 @@ def _glob(pattern: str, roots: Collection[str]) -> re.Pattern[str]:
 
 
 def _plain_command(command: str) -> bool:
-    if _SHELL_SYNTAX.search(command) or "'" in command or '"' in command:
+    """Whether ``command`` is one simple command: words and single-quoted literals (which the
+    shell never interprets), no operator, expansion or glob, and no ``..`` in any word."""
+    unquoted = _SINGLE_QUOTED.sub("", command)
+    if _SHELL_SYNTAX.search(unquoted) or "'" in unquoted or '"' in unquoted:
         return False
-    return not any(".." in word.split("/") for word in command.split())
+    return not any(".." in word.split("/") for word in shlex.split(command))
 
 
 Approver = Callable[[ToolRequest], Awaitable["bool | Decision"]]
@@ -332,25 +337,39 @@ class ApprovalGate:
         inner = tool.function
 
         async def checked(**arguments: Any) -> Any:
-            request = ToolRequest(
-                approval_id=self._ids(),
-                tool=tool.name,
-                kind=kind,
-                subject=_subject(kind, arguments),
-                arguments=dict(arguments),
-                context=gating.context,
-                agent=gating.agent,
-                skill_roots=gating.roots(),
-            )
+            request = self._request(tool.name, kind, arguments, gating)
             decision = await self._decide(request, gating)
             if decision is None:
                 return await self._wait(request, gating, lambda: inner(**arguments))
-            await self.record(request, decision, gating.emit)
-            if decision.action != "allow":
-                raise ToolDenied(refusal(request, decision))
+            await self._enforce(request, decision, gating)
             return await inner(**arguments)
 
         return dataclasses.replace(tool, function=checked)
+
+    async def admit(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> None:
+        """Check a call the harness makes outside a tool (a workflow's script tool): returns
+        when it may run, raises :class:`ToolDenied` otherwise (it never waits)."""
+        request = self._request(tool, kind, arguments, dataclasses.replace(gating, waiting=None))
+        decision = await self._decide(request, dataclasses.replace(gating, waiting=None))
+        assert decision is not None
+        await self._enforce(request, decision, gating)
+
+    def _request(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> ToolRequest:
+        return ToolRequest(
+            approval_id=self._ids(),
+            tool=tool,
+            kind=kind,
+            subject=_subject(kind, arguments),
+            arguments=dict(arguments),
+            context=gating.context,
+            agent=gating.agent,
+            skill_roots=gating.roots(),
+        )
+
+    async def _enforce(self, request: ToolRequest, decision: Decision, gating: Gating) -> None:
+        await self.record(request, decision, gating.emit)
+        if decision.action != "allow":
+            raise ToolDenied(refusal(request, decision))
 
     async def _decide(self, request: ToolRequest, gating: Gating) -> Decision | None:
         """The decision, or ``None`` when the call must wait for the app."""

@@ -711,6 +711,13 @@ class Harness(AsyncResource):
         gating = Gating(context=plan.context, agent=self.name, emit=pending.append, roots=roots, waiting=waiting)
         return self._gate.wrap(tools, gating)
 
+    async def _admit_script(self, plan: TurnPlan, command: str, root: str) -> None:
+        """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command
+        (``root``: the workflow skill's files-root, its ``{skill_root}``)."""
+        if self._gate is not None:
+            gating = Gating(context=plan.context, agent=self.name, emit=lambda event: None, roots=lambda: (root,))
+            await self._gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
+
     def _learning_tools(self, context: RuntimeContext) -> list[Tool]:
         return self.learning.tools(context) if self.learning is not None else []
 

@@ -169,5 +169,9 @@ class AgentExecutor:
         script = f"{resolved.files_root}/{tool.source or tool.id}"
         runner = "python3 " if script.endswith(".py") else ""
         command = f"{runner}{shlex.quote(script)} {shlex.quote(json.dumps(dict(args)))}"
+        try:
+            await self.agent._admit_script(plan, command, resolved.files_root)
+        except ToolError as exc:  # the approval policy refused the command: it does not run
+            return Outcome(status="failed", summary=str(exc))
         result = await plan.filesystem.run(command)
         return Outcome(status="succeeded" if result.ok else "failed", summary=format_command_result(result))
