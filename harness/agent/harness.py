@@ -362,7 +362,7 @@ class Harness(AsyncResource):
                     yield event
                 return
         pending: list[Event] = []
-        tools = self._tools(plan, session, pending, control)
+        tools = self._tools(plan, session, pending, control, invocation.skill)
         if offer is not None:
             tools = offer(tools)
         by_name = {t.name: t for t in tools}
@@ -370,7 +370,6 @@ class Harness(AsyncResource):
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
         turn: list[Message] = [Message.user(invocation.text)]
         if control is not None:  # before_run's context, or a resumed run's turn so far
-            control.skill = invocation.skill
             skill = invocation.skill.skill.name if invocation.skill is not None else None
             start = RunStart(
                 context=context, message=invocation.text, original=message, skill=skill, plan=plan, tools=tuple(by_name)
@@ -675,7 +674,12 @@ class Harness(AsyncResource):
             seen.add(tool.name)
 
     def _tools(
-        self, plan: TurnPlan, session: Session, pending: list[Event], control: RunControl | None = None
+        self,
+        plan: TurnPlan,
+        session: Session,
+        pending: list[Event],
+        control: RunControl | None = None,
+        invoked: ResolvedSkill | None = None,
     ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             pending.append(SkillLoaded(skill_id=skill_id, path=path))
@@ -693,19 +697,25 @@ class Harness(AsyncResource):
             else []
         )
         tools = [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
-        return self._gated(tools, plan, session, pending, control)
+        return self._gated(tools, plan, session, pending, control, invoked)
 
     def _gated(
-        self, tools: list[Tool], plan: TurnPlan, session: Session, pending: list[Event], control: RunControl | None
+        self,
+        tools: list[Tool],
+        plan: TurnPlan,
+        session: Session,
+        pending: list[Event],
+        control: RunControl | None,
+        invoked: ResolvedSkill | None,
     ) -> list[Tool]:
-        """``tools`` behind the approval policy; calls wait for the app only in a run it started."""
+        """``tools`` behind the approval policy; calls wait for the app only in a run it started.
+        ``{skill_root}`` is the invoked skill's and those the conversation loaded."""
         if self._gate is None:
             return tools
 
         def roots() -> tuple[str, ...]:
-            invoked = [control.skill] if control is not None and control.skill is not None else []
-            loaded = [plan.find(skill_id) for skill_id in sorted(session.loaded)]
-            return tuple(dict.fromkeys(s.files_root for s in [*invoked, *loaded] if s is not None and s.files_root))
+            current = [invoked, *(plan.find(skill_id) for skill_id in sorted(session.loaded))]
+            return tuple(dict.fromkeys(s.files_root for s in current if s is not None and s.files_root))
 
         waiting = control.waiting if control is not None else None
         gating = Gating(context=plan.context, agent=self.name, emit=pending.append, roots=roots, waiting=waiting)

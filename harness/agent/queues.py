@@ -28,7 +28,7 @@ from harness.errors import HarnessError
 from harness.models import Message
 
 if TYPE_CHECKING:
-    from harness.pipeline.plan import ResolvedSkill, TurnPlan
+    from harness.pipeline.plan import TurnPlan
 
 __all__ = ["MessageQueues", "NoActiveRun", "PausedRun", "RunControl"]
 
@@ -61,7 +61,6 @@ class RunControl:
     before_run: BeforeRun | None = None
     resumed: PausedRun | None = None
     plan: TurnPlan | None = None
-    skill: ResolvedSkill | None = None
     steering: collections.deque[str] = field(default_factory=collections.deque)
     follow_ups: collections.deque[str] = field(default_factory=collections.deque)
     waiting: list[Waiting] = field(default_factory=list)
