@@ -220,8 +220,7 @@ class Harness(AsyncResource):
         self._check_tool_names()
         # Tool approval, input hooks and the per-(user, session) message queues.
         self.approval, self.approver = approval, approver
-        audit = self.learning.audit if self.learning is not None else AuditLog(self.filesystem)
-        self._gate = ApprovalGate(policy=approval, approver=approver, audit=audit) if approval is not None else None
+        self._gate = None if approval is None else ApprovalGate(policy=approval, approver=approver, audit=self._audit())
         self.on_input, self.before_run = on_input, before_run
         self._queues = MessageQueues()
 
@@ -720,6 +719,11 @@ class Harness(AsyncResource):
         waiting = control.waiting if control is not None else None
         gating = Gating(context=plan.context, agent=self.name, emit=pending.append, roots=roots, waiting=waiting)
         return self._gate.wrap(tools, gating)
+
+    def _audit(self) -> AuditLog:
+        """Where approval decisions are recorded: the learning loop's audit log, else one on the
+        shared workspace (``skills/.audit/``)."""
+        return self.learning.audit if self.learning is not None else AuditLog(self.filesystem)
 
     async def _admit_script(self, plan: TurnPlan, command: str, root: str) -> None:
         """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command

@@ -142,9 +142,15 @@ async def _settle(turn: list[Message], waiting: Waiting) -> AsyncIterator[Event]
 
 
 class MessageQueues:
-    """The runs in progress and the paused runs of one agent, by (user, session)."""
+    """The runs in progress and the paused runs of one agent, by (user, session).
 
-    def __init__(self) -> None:
+    Paused runs live in this process; at most ``max_paused`` are kept (the oldest is dropped,
+    its waiting calls never run)."""
+
+    def __init__(self, *, max_paused: int = 1000) -> None:
+        if max_paused < 1:
+            raise ValueError("max_paused must be at least 1")
+        self.max_paused = max_paused
         self._active: dict[Key, list[RunControl]] = {}
         self._paused: dict[Key, PausedRun] = {}
 
@@ -177,6 +183,8 @@ class MessageQueues:
                 del self._active[key]
             if control.paused is not None:
                 self._paused[key] = control.paused
+                while len(self._paused) > self.max_paused:
+                    del self._paused[next(iter(self._paused))]
 
     def active(self, context: RuntimeContext) -> RunControl:
         """The latest run in progress of ``context``'s user and session."""
