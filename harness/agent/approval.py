@@ -28,7 +28,7 @@ import sys
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TextIO, get_args
 
 import anyio.to_thread
@@ -102,8 +102,9 @@ class AwaitingApproval(ToolError):
 class ToolRequest:
     """A gated call as a policy sees it.
 
-    ``subject`` is what patterns match: the command line for the shell, the ``path`` (or the
-    ``name``) argument for writes, else the arguments as JSON. ``skill_roots`` are the
+    ``subject`` is what patterns match: the command line for the shell, the ``path`` argument
+    for writes (``name/path`` or ``name`` for the skill tools), the arguments as JSON for app
+    tools. ``skill_roots`` are the
     files-roots of the skills the conversation invoked or loaded (``{skill_root}`` in a
     pattern). ``approval_id`` names the request in events, audit records and
     ``Harness.resolve_approval``.
@@ -278,19 +279,21 @@ class StdinApprover:
     def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None) -> None:
         self._input = input
         self._output = output
+        self._lock = anyio.Lock()  # one question on the terminal at a time
 
     async def __call__(self, request: ToolRequest) -> Decision:
         output = self._output or sys.stderr
         source = self._input or sys.stdin
         what = escape_control(request.subject)
-        print(
-            f"[approval] {request.agent} wants to run {request.tool} ({request.kind}) for user "
-            f"{request.context.user_id}:\n  {what}\nAllow? [y/N] ",
-            end="",
-            file=output,
-            flush=True,
-        )
-        answer = await anyio.to_thread.run_sync(source.readline)
+        async with self._lock:
+            print(
+                f"[approval] {request.agent} wants to run {request.tool} ({request.kind}) for user "
+                f"{escape_control(request.context.user_id)}:\n  {what}\nAllow? [y/N] ",
+                end="",
+                file=output,
+                flush=True,
+            )
+            answer = await anyio.to_thread.run_sync(source.readline)
         allowed = answer.strip().lower() in ("y", "yes")
         reason = "approved on the terminal" if allowed else "refused on the terminal"
         return Decision(action="allow" if allowed else "deny", reason=reason, by=f"approver:{self.name}")
@@ -325,7 +328,6 @@ class ApprovalGate:
     policy: ApprovalPolicy
     approver: Approver | None = None
     audit: AuditLog | None = None
-    _ids: Callable[[], str] = field(default=lambda: f"ap-{uuid.uuid4().hex[:16]}", repr=False)
 
     def wrap(self, tools: Sequence[Tool], gating: Gating) -> list[Tool]:
         """``tools`` with every gated one checked before it runs."""
@@ -356,7 +358,7 @@ class ApprovalGate:
 
     def _request(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> ToolRequest:
         return ToolRequest(
-            approval_id=self._ids(),
+            approval_id=f"ap-{uuid.uuid4().hex[:16]}",
             tool=tool,
             kind=kind,
             subject=_subject(kind, arguments),
@@ -455,8 +457,8 @@ def refusal(request: ToolRequest, decision: Decision) -> str:
 def _subject(kind: ApprovalKind, arguments: Mapping[str, Any]) -> str:
     if kind == "shell":
         text = str(arguments.get("command", ""))
-    elif isinstance(arguments.get("path"), str) or isinstance(arguments.get("name"), str):
-        text = str(arguments.get("path") if isinstance(arguments.get("path"), str) else arguments["name"])
+    elif kind == "write" and any(isinstance(arguments.get(key), str) for key in ("name", "path")):
+        text = "/".join(arguments[key] for key in ("name", "path") if isinstance(arguments.get(key), str))
     else:
         text = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False, default=str)
     return text[:_MAX_SUBJECT]
