@@ -48,6 +48,16 @@ class Counters:
     async def before_run(self, start: RunStart) -> None:
         self.starts.append(start)
 
+    def agent(self, model: ScriptedModel, workspace: Path, act: Callable[[], object]) -> Harness:
+        """An agent with these hooks and a ``poke`` tool that runs ``act``."""
+        return Harness(
+            model=model,
+            workspace=workspace,
+            tools=[_agent_tool(act)],
+            on_input=self.on_input,
+            before_run=self.before_run,
+        )
+
 
 def _agent_tool(act: Callable[[], object]) -> Tool:
     @tool
@@ -126,13 +136,7 @@ async def test_steer_joins_the_run_at_the_next_step_boundary_without_the_hooks(t
         await agent.steer("also check the tests", context=ALICE)
 
     model = ScriptedModel([_call("poke"), "checked"])
-    agent = Harness(
-        model=model,
-        workspace=tmp_path,
-        tools=[_agent_tool(steer)],
-        on_input=hooks.on_input,
-        before_run=hooks.before_run,
-    )
+    agent = hooks.agent(model, tmp_path, steer)
     async with agent:
         result = await agent.run("review this", context=ALICE)
     assert _said(model.calls[1].messages) == [
@@ -201,13 +205,7 @@ async def test_follow_up_runs_after_the_run_answers_as_its_own_turn(tmp_path: Pa
         await agent.follow_up("/skill:haiku dusk", context=ALICE)
 
     model = ScriptedModel([_call("poke"), "first answer", "a dusk haiku"])
-    agent = Harness(
-        model=model,
-        workspace=tmp_path,
-        tools=[_agent_tool(queue)],
-        on_input=hooks.on_input,
-        before_run=hooks.before_run,
-    )
+    agent = hooks.agent(model, tmp_path, queue)
     async with agent:
         result = await agent.run("start", context=ALICE)
     # The follow-up waited for the first answer, then started a turn of its own.
