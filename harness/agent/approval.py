@@ -301,22 +301,25 @@ class StdinApprover:
 
 @dataclass(kw_only=True)
 class Waiting:
-    """A call that waits for the app: its request, how to run it, and the decision once made."""
+    """A call that waits for the app: its request, how to run it, where the tool reports its
+    events (``ShellRan``, ``SkillLoaded``) when it runs, and the decision once made."""
 
     request: ToolRequest
     execute: Callable[[], Awaitable[Any]]
     placeholder: str
+    events: list[Event]
     decision: Decision | None = None
 
 
 @dataclass(kw_only=True)
 class Gating:
-    """What one turn's gate needs from the turn: where events go, the skill roots, and the
-    list of waiting calls when the turn can pause (``None``: an undecided call is denied)."""
+    """What one turn's gate needs from the turn: the list its events go to (the turn's tools
+    report there too), the skill roots, and the list of waiting calls when the turn can pause
+    (``None``: an undecided call is denied)."""
 
     context: RuntimeContext
     agent: str
-    emit: Callable[[Event], None]
+    events: list[Event]
     roots: Callable[[], tuple[str, ...]] = tuple
     waiting: list[Waiting] | None = None
 
@@ -369,7 +372,7 @@ class ApprovalGate:
         )
 
     async def _enforce(self, request: ToolRequest, decision: Decision, gating: Gating) -> None:
-        await self.record(request, decision, gating.emit)
+        await self.record(request, decision, gating.events.append)
         if decision.action != "allow":
             raise ToolDenied(refusal(request, decision))
 
@@ -381,7 +384,7 @@ class ApprovalGate:
             return Decision(action="deny", reason=f"the policy failed ({type(exc).__name__}: {exc})", by="harness")
         if decision.action != "ask":
             return decision
-        gating.emit(_requested(request))
+        gating.events.append(_requested(request))
         if self.approver is not None:
             try:
                 answer = await self.approver(request)
@@ -405,7 +408,7 @@ class ApprovalGate:
             f"call of {request.tool} awaits approval {request.approval_id}; it has not run "
             "(the run pauses until the app decides)"
         )
-        gating.waiting.append(Waiting(request=request, execute=execute, placeholder=placeholder))
+        gating.waiting.append(Waiting(request=request, execute=execute, placeholder=placeholder, events=gating.events))
         await self._audit(request, "pending", "harness", "waiting for the app's decision")
         raise AwaitingApproval(placeholder)
 

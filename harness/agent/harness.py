@@ -717,7 +717,7 @@ class Harness(AsyncResource):
             return tuple(dict.fromkeys(s.files_root for s in current if s is not None and s.files_root))
 
         waiting = control.waiting if control is not None else None
-        gating = Gating(context=plan.context, agent=self.name, emit=pending.append, roots=roots, waiting=waiting)
+        gating = Gating(context=plan.context, agent=self.name, events=pending, roots=roots, waiting=waiting)
         return self._gate.wrap(tools, gating)
 
     def _audit(self) -> AuditLog:
@@ -729,7 +729,7 @@ class Harness(AsyncResource):
         """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command
         (``root``: the workflow skill's files-root, its ``{skill_root}``)."""
         if self._gate is not None:
-            gating = Gating(context=plan.context, agent=self.name, emit=lambda event: None, roots=lambda: (root,))
+            gating = Gating(context=plan.context, agent=self.name, events=[], roots=lambda: (root,))
             await self._gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
 
     def _learning_tools(self, context: RuntimeContext) -> list[Tool]:

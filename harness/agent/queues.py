@@ -15,6 +15,7 @@ Keys are exact (user, session) pairs, so one user's queue never reaches another'
 from __future__ import annotations
 
 import collections
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -129,9 +130,12 @@ async def _settle(turn: list[Message], waiting: Waiting) -> AsyncIterator[Event]
     else:
         try:
             result = await waiting.execute()
-            content = result if isinstance(result, str) else str(result)
+            content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
         except Exception as exc:  # as in the turn: a tool's failure goes back to the model
             content, error = f"error: {type(exc).__name__}: {exc}", True
+        for event in waiting.events:  # what the tool reported while it ran (ShellRan, ...)
+            yield event
+        waiting.events.clear()
     for index, message in enumerate(turn):
         if message.role == "tool" and message.content.endswith(waiting.placeholder):
             turn[index] = Message(role="tool", content=content, tool_call_id=message.tool_call_id, name=message.name)

@@ -23,6 +23,7 @@ from harness.agent import (
     DenyByPattern,
     Harness,
     PatternPolicy,
+    ShellRan,
     StdinApprover,
     ToolRequest,
     ToolReturned,
@@ -207,6 +208,8 @@ async def test_a_run_pauses_for_the_app_and_resumes_with_the_approved_call(tmp_p
     assert resumed.reply == "greeted" and resumed.approvals == ()
     [decided] = [e for e in resumed.events if isinstance(e, ApprovalDecided)]
     assert decided.allowed and decided.by == "operator:ops"
+    [ran] = [e for e in resumed.events if isinstance(e, ShellRan)]
+    assert ran.command == "echo hi > greeting" and ran.exit_code == 0
     # The model continues the same turn: its call, then the real result, no extra user message.
     roles = [m.role for m in model.calls[1].messages]
     assert roles == ["system", "user", "assistant", "tool"]
@@ -327,3 +330,20 @@ def test_a_bad_approval_block_is_a_config_error(tmp_path: Path, text: str, probl
     config.write_text(text)
     with pytest.raises(ConfigError, match=re.escape(problem)):
         load_config(config)
+
+
+async def test_a_waiting_app_tool_resumes_with_its_result_as_the_model_would_read_it(tmp_path: Path) -> None:
+    @tool(requires_approval=True)
+    async def refund(order: str) -> dict[str, object]:
+        """Refund an order."""
+        return {"order": order, "refunded": True}
+
+    model = ScriptedModel([_call("refund", "r1", order="A-1"), "refunded"])
+    async with Harness(
+        model=model, workspace=tmp_path, tools=[refund], approval=PatternPolicy([], default="ask")
+    ) as agent:
+        paused = await agent.run("refund A-1", context=ALICE)
+        assert paused.approvals[0].subject == '{"order": "A-1"}'
+        await agent.resolve_approval(paused.approvals[0].approval_id, approved=True, context=ALICE)
+        await agent.resume(context=ALICE)
+    assert model.calls[1].messages[-1].content == '{"order": "A-1", "refunded": true}'
