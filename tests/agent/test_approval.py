@@ -347,3 +347,34 @@ async def test_a_waiting_app_tool_resumes_with_its_result_as_the_model_would_rea
         await agent.resolve_approval(paused.approvals[0].approval_id, approved=True, context=ALICE)
         await agent.resume(context=ALICE)
     assert model.calls[1].messages[-1].content == '{"order": "A-1", "refunded": true}'
+
+
+WRITING_WORKFLOW = """\
+name: scribe
+version: "1"
+description: Write a file as a workflow action.
+goal:
+  statement: Written.
+tools:
+  - {id: write, kind: function, source: write_file, side_effect: write}
+orchestration:
+  mode: deterministic
+  entry: write
+  steps:
+    - id: write
+      action: {type: call_tool, ref: write, args: {path: report.txt, content: x}}
+      next: null
+"""
+
+
+async def test_a_workflow_tool_action_goes_through_the_policy(tmp_path: Path) -> None:
+    folder = tmp_path / "skills" / "scribe"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: scribe\ndescription: Writes.\n---\nA workflow.\n")
+    (folder / "workflow.yaml").write_text(WRITING_WORKFLOW)
+    policy = DenyByPattern(["report.txt"], tools=["write_file"])
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, approval=policy) as agent:
+        run = await agent.run_workflow("scribe", context=ALICE, run_id="w1")
+        events = [str(e) for e in await agent.workflow_engine(ALICE).events("w1")]
+    assert not (tmp_path / "alice" / "report.txt").exists()
+    assert run.status != "completed" and any("denied by policy:deny-by-pattern" in e for e in events)
