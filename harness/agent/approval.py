@@ -149,6 +149,9 @@ class ApprovalPolicy(ABC):
     async def decide(self, request: ToolRequest) -> Decision:
         """Allow, deny or ask about ``request``."""
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
 
 class AllowAll(ApprovalPolicy):
     """Allows every call (recording each in the audit log)."""
@@ -206,6 +209,9 @@ class PatternPolicy(ApprovalPolicy):
         self.rules = tuple(rules)
         self.default: Action = default
         self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(rules={list(self.rules)!r}, default={self.default!r}, name={self.name!r})"
 
     async def decide(self, request: ToolRequest) -> Decision:
         for rule in self.rules:

@@ -378,3 +378,46 @@ async def test_a_workflow_tool_action_goes_through_the_policy(tmp_path: Path) ->
         events = [str(e) for e in await agent.workflow_engine(ALICE).events("w1")]
     assert not (tmp_path / "alice" / "report.txt").exists()
     assert run.status != "completed" and any("denied by policy:deny-by-pattern" in e for e in events)
+
+
+def _shell_request(command: str, roots: tuple[str, ...] = ("/ws/skills/ok",)) -> ToolRequest:
+    return ToolRequest(
+        approval_id="ap-x",
+        tool=SHELL,
+        kind="shell",
+        subject=command,
+        arguments={"command": command},
+        context=ALICE,
+        agent="assistant",
+        skill_roots=roots,
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("python3 /ws/skills/ok/scripts/run.py", True),
+        ("python3 /ws/skills/ok/scripts/run.py --top 3 data.csv", True),
+        ("""python3 /ws/skills/ok/scripts/run.py '{"a": "$(x); `y` | z"}'""", True),  # a literal
+        ("python3 /ws/skills/ok/scripts/run.py; id", False),
+        ("python3 /ws/skills/ok/scripts/run.py 'a'; id", False),
+        ('python3 /ws/skills/ok/scripts/run.py "$(id)"', False),
+        ("python3 /ws/skills/ok/scripts/run.py\\\nid", False),
+        ("python3 /ws/skills/ok/scripts/run.py > out", False),
+        ("python3 /ws/skills/ok/scripts/../../../x.py", False),
+        ("python3 /ws/skills/ok/scripts/'..'/x.py", False),
+        ("python3 /ws/skills/ok/scripts/run.py '", False),
+        ("python3 /ws/skills/okay/scripts/run.py", False),
+        ("python3 /ws/skills/ok/scripts", False),
+    ],
+)
+async def test_an_allow_pattern_matches_only_one_plain_command(command: str, allowed: bool) -> None:
+    policy = AllowByPattern(["python3 {skill_root}/scripts/*"])
+    decision = await policy.decide(_shell_request(command))
+    assert (decision.action == "allow") is allowed, decision.reason
+
+
+async def test_a_skill_root_pattern_matches_nothing_without_a_current_skill() -> None:
+    policy = AllowByPattern(["python3 {skill_root}/scripts/*"])
+    decision = await policy.decide(_shell_request("python3 /ws/skills/ok/scripts/run.py", roots=()))
+    assert decision.action == "deny" and "no rule matches" in decision.reason
