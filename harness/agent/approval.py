@@ -75,6 +75,8 @@ WRITE_TOOLS: frozenset[str] = frozenset({"write_file", "propose_skill", "skill_m
 #: substitutions, globs of the shell's own, line breaks).
 _SHELL_SYNTAX = re.compile(r"[;&|<>`$(){}\n\r\\*?\[\]!~#^]")
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
+#: Where a shell line holds further commands (for deny and ask rules, which match each part).
+_SHELL_SEPARATORS = re.compile(r"[;&|\n\r`()]|\$\(")
 _MAX_SUBJECT = 2000
 
 
@@ -172,7 +174,9 @@ class ApprovalRule:
     (a pattern naming it matches nothing when there is none). An ``allow`` rule matches a shell
     command only when it is one plain command — words and single-quoted literals; no ``;``,
     ``&``, ``|``, redirections, substitutions, double quotes, escapes, globs or line breaks; no
-    ``..`` path segment in any word — so nothing can ride on an allowed prefix.
+    ``..`` path segment in any word — so nothing can ride on an allowed prefix. A ``deny`` or
+    ``ask`` rule matches a shell command when the whole line or any command in it (split at
+    ``;``, ``&``, ``|``, line breaks, backticks and ``$(``) matches.
     """
 
     action: Action
@@ -195,9 +199,13 @@ class ApprovalRule:
         """The pattern that matches ``request``, or ``None``."""
         if request.kind not in self.kinds or not any(_glob(t, ()).fullmatch(request.tool) for t in self.tools):
             return None
-        if self.action == "allow" and request.kind == "shell" and not _plain_command(request.subject):
+        subjects = [request.subject]
+        if request.kind == "shell" and self.action == "allow" and not _plain_command(request.subject):
             return None
-        return next((p for p in self.patterns if _glob(p, request.skill_roots).fullmatch(request.subject)), None)
+        if request.kind == "shell" and self.action != "allow":
+            subjects += [part.strip() for part in _SHELL_SEPARATORS.split(request.subject) if part.strip()]
+        globs = [_glob(p, request.skill_roots) for p in self.patterns]
+        return next((p for p, g in zip(self.patterns, globs, strict=True) if any(map(g.fullmatch, subjects))), None)
 
 
 class PatternPolicy(ApprovalPolicy):

@@ -421,3 +421,24 @@ async def test_a_skill_root_pattern_matches_nothing_without_a_current_skill() ->
     policy = AllowByPattern(["python3 {skill_root}/scripts/*"])
     decision = await policy.decide(_shell_request("python3 /ws/skills/ok/scripts/run.py", roots=()))
     assert decision.action == "deny" and "no rule matches" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf data",
+        "ls; rm -rf data",
+        "ls && rm -rf data",
+        "ls | rm -rf data",
+        "echo $(rm -rf data)",
+        "ls\nrm -rf data",
+    ],
+)
+async def test_a_deny_pattern_matches_any_command_of_a_line(command: str) -> None:
+    decision = await DenyByPattern(["rm *"]).decide(_shell_request(command))
+    assert decision.action == "deny" and "'rm *'" in decision.reason
+
+
+async def test_a_deny_pattern_leaves_other_commands_to_the_default() -> None:
+    decision = await DenyByPattern(["rm *"]).decide(_shell_request("ls -la; echo rm"))
+    assert decision.action == "allow"
