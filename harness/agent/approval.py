@@ -368,8 +368,9 @@ class ApprovalGate:
     async def admit(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> None:
         """Check a call the harness makes outside a tool (a workflow's script tool): returns
         when it may run, raises :class:`ToolDenied` otherwise (it never waits)."""
-        request = self._request(tool, kind, arguments, dataclasses.replace(gating, waiting=None))
-        decision = await self._decide(request, dataclasses.replace(gating, waiting=None))
+        gating = dataclasses.replace(gating, waiting=None)
+        request = self._request(tool, kind, arguments, gating)
+        decision = await self._decide(request, gating)
         assert decision is not None
         await self._enforce(request, decision, gating)
 
@@ -394,6 +395,8 @@ class ApprovalGate:
         """The decision, or ``None`` when the call must wait for the app."""
         try:
             decision = await self.policy.decide(request)
+            if not isinstance(decision, Decision):
+                raise TypeError(f"decide() returned {type(decision).__name__}, not a Decision")
         except Exception as exc:  # a broken policy denies; it never lets a call through
             return Decision(action="deny", reason=f"the policy failed ({type(exc).__name__}: {exc})", by="harness")
         if decision.action != "ask":
