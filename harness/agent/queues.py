@@ -110,6 +110,9 @@ class RunControl:
             for waiting in resumed.waiting:
                 async for event in _settle(turn, waiting):
                     yield event
+            for text in self.take_steering():  # the pause was a step boundary
+                turn.append(Message.user(text))
+                yield MessageInjected(kind="steer", text=text)
             return
         if self.before_run is not None:
             hook, self.before_run = self.before_run, None

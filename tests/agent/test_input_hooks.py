@@ -279,3 +279,28 @@ async def test_queued_messages_of_a_paused_run_wait_for_its_resume(tmp_path: Pat
         resumed = await agent.resume(context=ALICE)
     assert resumed.reply == "then this"
     assert _said(model.calls[2].messages)[-1] == ("user", "and then?")
+
+
+async def test_steering_queued_before_a_pause_joins_the_resumed_turn_first(tmp_path: Path) -> None:
+    from harness.agent import PatternPolicy
+
+    agent: Harness
+
+    async def steer() -> None:
+        await agent.steer("use the staging server", context=ALICE)
+
+    calls = [
+        ToolCall(id="p", name="poke", arguments={}),
+        ToolCall(id="s", name="execute_shell_command", arguments={"command": "true"}),
+    ]
+    model = ScriptedModel([Message.assistant("", calls), "deployed to staging"])
+    agent = Harness(
+        model=model, workspace=tmp_path, tools=[_agent_tool(steer)], approval=PatternPolicy([], default="ask")
+    )
+    async with agent:
+        paused = await agent.run("deploy", context=ALICE)
+        await agent.resolve_approval(paused.approvals[0].approval_id, approved=True, context=ALICE)
+        resumed = await agent.resume(context=ALICE)
+    assert [role for role, _ in _said(model.calls[1].messages)] == ["user", "assistant", "tool", "tool", "user"]
+    assert _said(model.calls[1].messages)[-1] == ("user", "use the staging server")
+    assert resumed.reply == "deployed to staging"
