@@ -452,6 +452,8 @@ class Harness(AsyncResource):
                 if isinstance(answer, Answer):
                     yield ModelReplied(content=answer.text, usage=Usage(), final=True)
                     return
+                if answer is not None and not isinstance(answer, str):
+                    raise TypeError(f"on_input returned {type(answer).__name__}; return None, text or Answer(text=...)")
                 message = message if answer is None else answer
         with self._queues.open(context, before_run=self.before_run, resume=message is None) as control:
             paused = control.resumed

@@ -117,6 +117,8 @@ class RunControl:
         if self.before_run is not None:
             hook, self.before_run = self.before_run, None
             extra = await call_hook(hook(start))
+            if extra is not None and not isinstance(extra, str):
+                raise TypeError(f"before_run returned {type(extra).__name__}; return None or context text")
             if extra:
                 turn.insert(0, Message.user(extra))
                 yield MessageInjected(kind="context", text=extra)

@@ -304,3 +304,12 @@ async def test_steering_queued_before_a_pause_joins_the_resumed_turn_first(tmp_p
     assert [role for role, _ in _said(model.calls[1].messages)] == ["user", "assistant", "tool", "tool", "user"]
     assert _said(model.calls[1].messages)[-1] == ("user", "use the staging server")
     assert resumed.reply == "deployed to staging"
+
+
+async def test_a_hook_returning_something_else_is_a_clear_error(tmp_path: Path) -> None:
+    async with Harness(model=ScriptedModel(["x"]), workspace=tmp_path, on_input=lambda text, context: 42) as agent:
+        with pytest.raises(TypeError, match="on_input returned int"):
+            await agent.run("hi", context=ALICE)
+    async with Harness(model=ScriptedModel(["x"]), workspace=tmp_path, before_run=lambda start: ["x"]) as agent:
+        with pytest.raises(TypeError, match="before_run returned list"):
+            await agent.run("hi", context=ALICE)
