@@ -6,8 +6,23 @@ models, tools, the skill loader and validator, and the errors worth catching. Bu
 """
 
 from harness.agent import Harness, RunResult, StepLimitExceeded
+from harness.agent.approval import (
+    AllowAll,
+    AllowByPattern,
+    ApprovalError,
+    ApprovalPolicy,
+    ApprovalRule,
+    Decision,
+    DenyByPattern,
+    PatternPolicy,
+    StdinApprover,
+    ToolRequest,
+)
 from harness.agent.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
+    MessageInjected,
     ModelReplied,
     RunFinished,
     RunStarted,
@@ -20,6 +35,8 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
+from harness.agent.hooks import Answer, RunStart
+from harness.agent.queues import NoActiveRun
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
@@ -46,8 +63,18 @@ from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, too
 from harness.tools.skills import UsageHooks
 
 __all__ = [
+    "AllowAll",
+    "AllowByPattern",
+    "Answer",
+    "ApprovalDecided",
+    "ApprovalError",
+    "ApprovalPolicy",
+    "ApprovalRequested",
+    "ApprovalRule",
     "ConfigError",
+    "Decision",
     "DemoModel",
+    "DenyByPattern",
     "Diagnostic",
     "EngineError",
     "Event",
@@ -58,12 +85,16 @@ __all__ = [
     "Layer",
     "LearningError",
     "Message",
+    "MessageInjected",
     "Model",
     "ModelError",
     "ModelReplied",
     "ModelUnavailable",
+    "NoActiveRun",
+    "PatternPolicy",
     "RunFinished",
     "RunResult",
+    "RunStart",
     "RunStarted",
     "RuntimeContext",
     "ScriptedModel",
@@ -76,6 +107,7 @@ __all__ = [
     "SkillNotFound",
     "SkillPipeline",
     "SkillWarning",
+    "StdinApprover",
     "StepLimitExceeded",
     "TextDelta",
     "Tool",
@@ -84,6 +116,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCalled",
     "ToolError",
+    "ToolRequest",
     "ToolReturned",
     "TurnPlan",
     "TurnPrepared",

@@ -15,6 +15,7 @@ import yaml
 
 from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_modes, open_filesystem, redact_secrets
 from filesystems.local import DEFAULT_TIMEOUT
+from harness.agent.approval import ApprovalPolicy, policy_from_data
 from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
 from harness.learning.schedule import CuratorConfig
@@ -51,6 +52,7 @@ class HarnessConfig:
     enforce_allowed_tools: bool = False
     trusted_markets: tuple[str, ...] = ()
     curator: CuratorConfig | None = None
+    approval: ApprovalPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -142,6 +144,8 @@ def load_config(path: str | Path) -> HarnessConfig:
     values["trusted_markets"] = tuple(markets)
     if "curator" in data:
         values["curator"] = _curator(path, data["curator"])
+    if data.get("approval") is not None:
+        values["approval"] = _approval(path, data["approval"])
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}
@@ -245,6 +249,14 @@ def _curator(path: Path, value: object) -> CuratorConfig | None:
         return CuratorConfig.from_data(value)
     except ValueError as exc:
         raise ConfigError(f"{path}: curator: {exc}") from None
+
+
+def _approval(path: Path, value: object) -> ApprovalPolicy:
+    """``approval``: ``allow-all`` or ``{default: ask, rules: [{action, patterns, tools, kinds}]}``."""
+    try:
+        return policy_from_data(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _market_scan(path: Path, value: object) -> MarketScanPolicy:

@@ -13,8 +13,11 @@ exported from :mod:`harness`::
     │   ├── SkillNotFound (LookupError)
     │   └── skills.FrontmatterError (ValueError)
     ├── agent.StepLimitExceeded             a turn used up its model steps
+    ├── agent.NoActiveRun                   steer/follow_up named a (user, session) with no run
+    ├── agent.ApprovalError                 ApprovalNotFound (LookupError), ApprovalStillPending
     ├── tools.ToolError                     a tool failed; the model sees the message
-    │   └── tools.ToolArgumentError (ValueError)
+    │   ├── tools.ToolArgumentError (ValueError)
+    │   └── agent.ToolDenied, agent.AwaitingApproval   the approval policy stopped a call
     ├── models.ModelError                   ModelUnavailable, ScriptExhausted, UnknownModel
     ├── engine.EngineError                  RunNotFound, RunExists, RunStateError, RunConflict,
     │                                       OutcomeConflict, ChecksFailed, UpgradeRefused,

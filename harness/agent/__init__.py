@@ -1,7 +1,29 @@
-"""The agent: the model ↔ tools loop, sessions, events and the workflow executor."""
+"""The agent: the model ↔ tools loop, sessions, events, tool approval, input hooks, message
+queues and the workflow executor."""
 
+from harness.agent.approval import (
+    AllowAll,
+    AllowByPattern,
+    ApprovalError,
+    ApprovalGate,
+    ApprovalNotFound,
+    ApprovalPolicy,
+    ApprovalRule,
+    ApprovalStillPending,
+    Approver,
+    AwaitingApproval,
+    Decision,
+    DenyByPattern,
+    PatternPolicy,
+    StdinApprover,
+    ToolDenied,
+    ToolRequest,
+)
 from harness.agent.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
+    MessageInjected,
     ModelReplied,
     RunFinished,
     RunStarted,
@@ -15,28 +37,54 @@ from harness.agent.events import (
     TurnPrepared,
 )
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
+from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
+from harness.agent.queues import NoActiveRun
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import run_summary, workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, step_tools
 
 __all__ = [
     "AgentExecutor",
+    "AllowAll",
+    "AllowByPattern",
+    "Answer",
+    "ApprovalDecided",
+    "ApprovalError",
+    "ApprovalGate",
+    "ApprovalNotFound",
+    "ApprovalPolicy",
+    "ApprovalRequested",
+    "ApprovalRule",
+    "ApprovalStillPending",
+    "Approver",
+    "AwaitingApproval",
+    "BeforeRun",
+    "Decision",
+    "DenyByPattern",
     "Event",
     "Harness",
     "InMemorySessionStore",
+    "MessageInjected",
     "ModelReplied",
+    "NoActiveRun",
+    "OnInput",
+    "PatternPolicy",
     "RunFinished",
     "RunResult",
+    "RunStart",
     "RunStarted",
     "Session",
     "SessionStore",
     "ShellRan",
     "SkillLoaded",
     "SkillWarning",
+    "StdinApprover",
     "StepLimitExceeded",
     "TextDelta",
     "ToolCallDelta",
     "ToolCalled",
+    "ToolDenied",
+    "ToolRequest",
     "ToolReturned",
     "TurnPrepared",
     "package_for",

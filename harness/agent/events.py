@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from harness.pipeline.plan import TurnPlan
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
     "Event",
+    "MessageInjected",
     "ModelReplied",
     "RunFinished",
     "RunStarted",
@@ -145,6 +148,40 @@ class SkillWarning:
     message: str
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalRequested:
+    """The approval policy asks about a gated call (a shell command, a write, an app tool
+    marked ``requires_approval``); an approver or the app decides."""
+
+    approval_id: str
+    tool: str
+    kind: str
+    subject: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalDecided:
+    """A gated call was allowed or denied, and ``by`` whom (``policy:<name>``,
+    ``approver:<name>``, ``operator:<name>``); a denied call did not run."""
+
+    approval_id: str
+    tool: str
+    kind: str
+    subject: str
+    allowed: bool
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageInjected:
+    """A message joined the run: ``steer`` (at a step boundary), ``follow_up`` (after the run's
+    last reply) or ``context`` (what ``before_run`` added)."""
+
+    kind: str
+    text: str
+
+
 Event = (
     RunStarted
     | TurnPrepared
@@ -157,4 +194,7 @@ Event = (
     | ShellRan
     | ModelReplied
     | RunFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | MessageInjected
 )

@@ -13,8 +13,20 @@ from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
 from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalFilesystem
+from harness.agent.approval import (
+    ApprovalGate,
+    ApprovalNotFound,
+    ApprovalPolicy,
+    Approver,
+    Decision,
+    Gating,
+    ToolRequest,
+)
 from harness.agent.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
+    MessageInjected,
     ModelReplied,
     ShellRan,
     SkillLoaded,
@@ -23,6 +35,8 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
+from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart, call_hook
+from harness.agent.queues import MessageQueues, RunControl
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.streaming import ModelStep, RunTally, framed
 from harness.agent.workflow_tools import workflow_tools
@@ -31,7 +45,15 @@ from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Decision, Outcome, Run, WorkflowEngine
 from harness.errors import ConfigError, HarnessError, SkillNotFound
-from harness.learning import AuditRecord, CuratorConfig, CuratorReport, MarketScanPolicy, PromotionResult, SelfLearning
+from harness.learning import (
+    AuditLog,
+    AuditRecord,
+    CuratorConfig,
+    CuratorReport,
+    MarketScanPolicy,
+    PromotionResult,
+    SelfLearning,
+)
 from harness.models import Message, Model, ModelError, ToolCall, Usage, open_model
 from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import (
@@ -92,12 +114,16 @@ class StepLimitExceeded(HarnessError):
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
-    """The final reply of a turn with its usage and everything that happened on the way."""
+    """The final reply of a turn with its usage and everything that happened on the way.
+
+    ``approvals`` are the gated calls the run stopped at, waiting for the app
+    (:meth:`Harness.resolve_approval`, then :meth:`Harness.resume`)."""
 
     reply: str
     usage: Usage
     steps: int
     events: tuple[Event, ...] = field(default=())
+    approvals: tuple[ApprovalRequested, ...] = field(default=())
 
 
 class Harness(AsyncResource):
@@ -125,6 +151,11 @@ class Harness(AsyncResource):
     global one; see :class:`~harness.tracing.RunTracer`).
     ``curator`` (a :class:`~harness.learning.CuratorConfig`) runs the curator in its own task
     while the agent is entered, throttled across replicas, stopped on exit.
+    ``approval`` decides shell commands, writes and tools marked ``requires_approval`` before
+    they run; ``approver`` answers the calls it asks about (without one, a run pauses for
+    :meth:`resolve_approval`). ``on_input`` and ``before_run`` are the input hooks
+    (:mod:`harness.agent.hooks`); :meth:`steer` and :meth:`follow_up` queue messages for a run
+    in progress.
     """
 
     def __init__(
@@ -157,6 +188,10 @@ class Harness(AsyncResource):
         trusted_markets: Collection[str] = (),
         tracer_provider: Any | None = None,
         curator: CuratorConfig | None = None,
+        approval: ApprovalPolicy | None = None,
+        approver: Approver | None = None,
+        on_input: OnInput | None = None,
+        before_run: BeforeRun | None = None,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -208,6 +243,11 @@ class Harness(AsyncResource):
         self._owns_resources = pipeline is None
         self._check_tool_names()
         self.curator = curator
+        # Tool approval, input hooks and the per-(user, session) message queues.
+        self.approval, self.approver = approval, approver
+        self._gate = None if approval is None else ApprovalGate(policy=approval, approver=approver, audit=self._audit())
+        self.on_input, self.before_run = on_input, before_run
+        self._queues = MessageQueues()
 
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
@@ -233,6 +273,7 @@ class Harness(AsyncResource):
             "enforce_allowed_tools": config.enforce_allowed_tools,
             "trusted_markets": config.trusted_markets,
             "curator": config.curator,
+            "approval": config.approval,
             **overrides,
         }
         # Open resources only for what the overrides leave to the file.
@@ -270,13 +311,17 @@ class Harness(AsyncResource):
 
     async def run(self, message: str, *, context: RuntimeContext) -> RunResult:
         """One user turn: returns the final reply with usage and the turn's events."""
-        return await self._collect(self._traced(message, context, self._turn(message, context, strict=False)))
+        return await self._collect(self._traced(message, context, self._controlled(message, context)))
 
     @staticmethod
     async def _collect(stream: AsyncIterator[Event]) -> RunResult:
         events = [event async for event in stream]
         tally = RunTally.of(events)
-        return RunResult(reply=tally.reply, usage=tally.usage, steps=tally.steps, events=tuple(events))
+        decided = {e.approval_id for e in events if isinstance(e, ApprovalDecided)}
+        waiting = tuple(e for e in events if isinstance(e, ApprovalRequested) and e.approval_id not in decided)
+        return RunResult(
+            reply=tally.reply, usage=tally.usage, steps=tally.steps, events=tuple(events), approvals=waiting
+        )
 
     def _traced(self, message: str, context: RuntimeContext, turn: AsyncIterator[Event]) -> AsyncIterator[Event]:
         """``turn`` traced as one run of this agent."""
@@ -284,7 +329,9 @@ class Harness(AsyncResource):
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
-        return await self._step_turn(name, instructions, context=context)
+        message = f"/skill:{name} {instructions}".rstrip()
+        turn = self._controlled(message, context, strict=True, user_input=False)
+        return await self._collect(self._traced(message, context, turn))
 
     async def _step_turn(
         self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer | None = None
@@ -303,7 +350,7 @@ class Harness(AsyncResource):
         A message ``/skill:<name> args`` invokes that skill explicitly; an unknown name is
         reported as the reply without calling the model.
         """
-        turn = self._turn(message, context, strict=False, stream=True)
+        turn = self._controlled(message, context, stream=True)
         return framed(self._traced(message, context, turn), agent=self.name, context=context)
 
     async def _turn(
@@ -314,6 +361,7 @@ class Harness(AsyncResource):
         strict: bool,
         offer: ToolOffer | None = None,
         stream: bool = False,
+        control: RunControl | None = None,
     ) -> AsyncIterator[Event]:
         plan = await self.prepare(context)
         yield TurnPrepared.of(plan)
@@ -344,13 +392,20 @@ class Harness(AsyncResource):
                     yield event
                 return
         pending: list[Event] = []
-        tools = self._tools(plan, session, pending)
+        tools = self._tools(plan, session, pending, control, invocation.skill)
         if offer is not None:
             tools = offer(tools)
         by_name = {t.name: t for t in tools}
         specs = [t.spec for t in tools]
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
         turn: list[Message] = [Message.user(invocation.text)]
+        if control is not None:  # before_run's context, or a resumed run's turn so far
+            skill = invocation.skill.skill.name if invocation.skill is not None else None
+            start = RunStart(
+                context=context, message=invocation.text, original=message, skill=skill, plan=plan, tools=tuple(by_name)
+            )
+            async for event in control.opening(turn, start):
+                yield event
         for _ in range(self.max_steps):
             step = ModelStep(model, [Message.system(system), *session.messages, *turn], specs, stream=stream)
             async for delta in step:
@@ -359,7 +414,7 @@ class Harness(AsyncResource):
             turn.append(reply.message)
             final = not reply.message.tool_calls
             yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
-            if final:
+            if final and not (control is not None and control.steering):
                 session.messages.extend(turn)
                 await self.sessions.save(context.user_id, context.session_id, session)
                 return
@@ -373,6 +428,12 @@ class Harness(AsyncResource):
                 error = error_type is not None
                 yield ToolReturned(call_id=call.id, name=call.name, content=content, error=error, error_type=error_type)
                 turn.append(Message.tool_result(call, content))
+            if control is not None:  # a step boundary: pause for approvals, or take steering
+                if control.pause(turn, message=message, strict=strict):
+                    return
+                for text in control.take_steering():
+                    yield MessageInjected(kind="steer", text=text)
+                    turn.append(Message.user(text))
         session.messages.extend(turn)
         await self.sessions.save(context.user_id, context.session_id, session)
         raise StepLimitExceeded(
@@ -409,7 +470,99 @@ class Harness(AsyncResource):
             enforce_allowed_tools=self.enforce_allowed_tools,
             trusted_markets=self.trusted_markets,
             tracer_provider=self.tracer.tracer_provider,
+            approval=self.approval,
+            approver=self.approver,
         )
+
+    # -- input hooks, message queues, approvals --------------------------------------------
+
+    async def _controlled(
+        self,
+        message: str | None,
+        context: RuntimeContext,
+        *,
+        strict: bool = False,
+        user_input: bool = True,
+        stream: bool = False,
+    ) -> AsyncIterator[Event]:
+        """A run the app started: ``on_input`` (for user input), the turn, then the steering it
+        could not take and the follow-ups, each as a turn. ``message=None`` resumes the paused run."""
+        if message is not None:
+            await self._discard_paused(context)
+            if user_input and self.on_input is not None:
+                answer = await call_hook(self.on_input(message, context))
+                if isinstance(answer, Answer):
+                    yield ModelReplied(content=answer.text, usage=Usage(), final=True)
+                    return
+                if answer is not None and not isinstance(answer, str):
+                    raise TypeError(f"on_input returned {type(answer).__name__}; return None, text or Answer(text=...)")
+                message = message if answer is None else answer
+        with self._queues.open(context, before_run=self.before_run, resume=message is None) as control:
+            paused = control.resumed
+            text, strict = (paused.message, paused.strict) if paused is not None else (message or "", strict)
+            async for event in self._turn(text, context, strict=strict, control=control, stream=stream):
+                yield event
+            while (queued := control.next_queued()) is not None:
+                kind, text = queued
+                yield MessageInjected(kind=kind, text=text)
+                async for event in self._turn(text, context, strict=False, control=control, stream=stream):
+                    yield event
+
+    async def _discard_paused(self, context: RuntimeContext) -> None:
+        """A new message moves the conversation on: a paused run's turn joins the session as it
+        stood (its waiting calls never run)."""
+        paused = self._queues.discard(context)
+        if paused is not None:
+            session = await self.sessions.get(context.user_id, context.session_id)
+            session.messages.extend(paused.turn)
+            await self.sessions.save(context.user_id, context.session_id, session)
+
+    async def steer(self, text: str, *, context: RuntimeContext) -> None:
+        """Inject ``text`` (a ``/skill:`` command is expanded first) as a user message into the
+        run in progress for ``context``'s user and session, at its next step boundary. Raises
+        :class:`~harness.agent.queues.NoActiveRun` when there is none and ``SkillNotFound`` for
+        an unknown skill. ``on_input`` and ``before_run`` do not run for it."""
+        control, expanded = await self._queued(text, context)
+        control.steering.append(expanded)
+
+    async def follow_up(self, text: str, *, context: RuntimeContext) -> None:
+        """Queue ``text`` to run as a turn of its own after the run in progress for ``context``'s
+        user and session has answered (in the same run: its events join the run's stream).
+        Raises like :meth:`steer`."""
+        control, _ = await self._queued(text, context)
+        control.follow_ups.append(text)
+
+    async def _queued(self, text: str, context: RuntimeContext) -> tuple[RunControl, str]:
+        plan = self._queues.active(context).plan or await self.prepare(context)
+        expanded = self._expand(text, plan, user=True).text
+        return self._queues.active(context), expanded  # the run may have ended meanwhile
+
+    def pending_approvals(self, context: RuntimeContext) -> list[ToolRequest]:
+        """The calls of ``context``'s paused run that wait for :meth:`resolve_approval`."""
+        return [w.request for w in self._queues.waiting(context) if w.decision is None]
+
+    async def resolve_approval(
+        self, approval_id: str, *, approved: bool, context: RuntimeContext, reviewer: str = "app", reason: str = ""
+    ) -> None:
+        """The app's decision on a waiting call (an event and an audit record by
+        ``operator:<reviewer>``); the call runs, or is refused, on :meth:`resume`. Raises
+        :class:`~harness.agent.approval.ApprovalNotFound` for an id that does not wait for this
+        user and session."""
+        if self._gate is None:
+            raise ApprovalNotFound(f"agent {self.name!r} has no approval policy")
+        default = "approved by the app" if approved else "refused by the app"
+        decision = Decision(action="allow" if approved else "deny", reason=reason or default, by=f"operator:{reviewer}")
+        await self._queues.decide(approval_id, decision, context=context, gate=self._gate)
+
+    async def resume(self, *, context: RuntimeContext) -> RunResult:
+        """Continue the paused run of ``context``'s user and session once every waiting call is
+        decided: allowed calls run, denied ones return their refusal, and the model goes on."""
+        return await self._collect(self._traced("", context, self._controlled(None, context)))
+
+    def resume_stream(self, *, context: RuntimeContext) -> AsyncIterator[Event]:
+        """Like :meth:`resume`, yielding typed events as they happen (framed like :meth:`stream`)."""
+        turn = self._controlled(None, context, stream=True)
+        return framed(self._traced("", context, turn), agent=self.name, context=context)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -576,7 +729,14 @@ class Harness(AsyncResource):
                 raise ConfigError(f"tools: two tools are named {tool.name!r}; give each tool its own name")
             seen.add(tool.name)
 
-    def _tools(self, plan: TurnPlan, session: Session, pending: list[Event]) -> list[Tool]:
+    def _tools(
+        self,
+        plan: TurnPlan,
+        session: Session,
+        pending: list[Event],
+        control: RunControl | None = None,
+        invoked: ResolvedSkill | None = None,
+    ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             skill = plan.skills[skill_id].skill
             pending.append(SkillLoaded(skill_id=skill_id, path=path, name=skill.name, location=skill.location))
@@ -600,7 +760,42 @@ class Harness(AsyncResource):
             if any(s.workflow for s in plan.available())
             else []
         )
-        return [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+        tools = [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+        return self._gated(tools, plan, session, pending, control, invoked)
+
+    def _gated(
+        self,
+        tools: list[Tool],
+        plan: TurnPlan,
+        session: Session,
+        pending: list[Event],
+        control: RunControl | None,
+        invoked: ResolvedSkill | None,
+    ) -> list[Tool]:
+        """``tools`` behind the approval policy; calls wait for the app only in a run it started.
+        ``{skill_root}`` is the invoked skill's and those the conversation loaded."""
+        if self._gate is None:
+            return tools
+
+        def roots() -> tuple[str, ...]:
+            current = [invoked, *(plan.find(skill_id) for skill_id in sorted(session.loaded))]
+            return tuple(dict.fromkeys(s.files_root for s in current if s is not None and s.files_root))
+
+        waiting = control.waiting if control is not None else None
+        gating = Gating(context=plan.context, agent=self.name, events=pending, roots=roots, waiting=waiting)
+        return self._gate.wrap(tools, gating)
+
+    def _audit(self) -> AuditLog:
+        """Where approval decisions are recorded: the learning loop's audit log, else one on the
+        shared workspace (``skills/.audit/``)."""
+        return self.learning.audit if self.learning is not None else AuditLog(self.filesystem)
+
+    async def _admit_script(self, plan: TurnPlan, command: str, root: str) -> None:
+        """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command
+        (``root``: the workflow skill's files-root, its ``{skill_root}``)."""
+        if self._gate is not None:
+            gating = Gating(context=plan.context, agent=self.name, events=[], roots=lambda: (root,))
+            await self._gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
 
     def _learning_tools(self, context: RuntimeContext) -> list[Tool]:
         return self.learning.tools(context) if self.learning is not None else []

@@ -180,6 +180,10 @@ class AgentExecutor:
         script = f"{resolved.files_root}/{tool.source or tool.id}"
         runner = "python3 " if script.endswith(".py") else ""
         command = f"{runner}{shlex.quote(script)} {shlex.quote(json.dumps(dict(args)))}"
+        try:
+            await self.agent._admit_script(plan, command, resolved.files_root)
+        except ToolError as exc:  # the approval policy refused the command: it does not run
+            return Outcome(status="failed", summary=str(exc))
         action = current_action()
         env = {ACTION_ID_ENV: action.action_id, STEP_READS_ENV: json.dumps(dict(action.reads))} if action else None
         result = await plan.filesystem.run(command, env=env)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import anyio
 
-from harness.agent.events import RunFinished, ShellRan, SkillLoaded, ToolCalled
+from harness.agent.approval import StdinApprover
+from harness.agent.events import ApprovalDecided, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.cli.common import WORKSPACE_OPTIONS, context_from_args, harness_from_args
 from harness.terminal import echo
 
@@ -20,11 +21,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run",
         parents=[WORKSPACE_OPTIONS],
         help="run one turn of the agent",
-        description="Run one turn as --user (default cli) and print the reply.",
+        description="Run one turn as --user (default cli) and print the reply. When harness.yaml has an "
+        "approval policy, the calls it asks about are put to you on the terminal (y/N on stdin).",
     )
     run.add_argument("message")
     run.add_argument("--model", help="e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, demo (default from config)")
-    run.add_argument("--verbose", "-v", action="store_true", help="print tool calls and skill loads")
+    run.add_argument(
+        "--verbose", "-v", action="store_true", help="print tool calls, skill loads and approval decisions"
+    )
     run.set_defaults(handler=_run)
 
     demo = sub.add_parser(
@@ -39,11 +43,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     async def main() -> int:
-        overrides = {"model": args.model} if args.model else {}
+        overrides: dict[str, object] = {"model": args.model} if args.model else {}
+        overrides["approver"] = StdinApprover()  # the policy's "ask" is a question on the terminal
         async with harness_from_args(args, **overrides) as agent:
             reply = ""
             async for event in agent.stream(args.message, context=context_from_args(args)):
-                if args.verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan)):
+                if args.verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan, ApprovalDecided)):
                     echo(f"[{type(event).__name__}] {event}")
                 if isinstance(event, RunFinished):
                     reply = event.reply

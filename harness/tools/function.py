@@ -57,7 +57,8 @@ class Tool:
     ``parameters`` is a JSON schema of type ``object``; ``call`` enforces its ``properties``,
     ``required`` list and the types it names before calling ``function`` with the arguments as
     keywords. Exceptions the function raises propagate unchanged: the agent loop decides how
-    to report them to the model.
+    to report them to the model. ``requires_approval`` puts every call before the agent's
+    approval policy (as shell commands and writes are).
     """
 
     name: str
@@ -66,6 +67,7 @@ class Tool:
         default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": False}
     )
     function: ToolFunction
+    requires_approval: bool = False
 
     def __post_init__(self) -> None:
         if not callable(self.function):
@@ -101,7 +103,7 @@ def tool(func: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    func: None = None, /, *, name: str | None = None, description: str | None = None
+    func: None = None, /, *, name: str | None = None, description: str | None = None, requires_approval: bool = False
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -111,18 +113,26 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """``@tool`` or ``@tool(name=..., description=...)``: ``tool_from_function`` as a decorator."""
+    """``@tool`` or ``@tool(name=..., description=..., requires_approval=...)``:
+    ``tool_from_function`` as a decorator."""
     if func is not None:
         return tool_from_function(func)
 
     def decorate(f: Callable[..., Any]) -> Tool:
-        return tool_from_function(f, name=name, description=description)
+        return tool_from_function(f, name=name, description=description, requires_approval=requires_approval)
 
     return decorate
 
 
-def tool_from_function(func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
+def tool_from_function(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+) -> Tool:
     """Build a ``Tool`` from a function's signature, type hints and docstring.
 
     Supported hints: ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``tuple[X, ...]``,
@@ -131,7 +141,7 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None, des
     model). A synchronous function runs in a worker thread so it cannot block the event loop.
 
     Raises ``TypeError`` for a parameter without a type hint, with an unsupported hint, or for
-    ``*args``/``**kwargs``.
+    ``*args``/``**kwargs``. ``requires_approval`` marks calls for the agent's approval policy.
     """
     tool_name = name or func.__name__
     summary, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
@@ -166,6 +176,7 @@ def tool_from_function(func: Callable[..., Any], *, name: str | None = None, des
         description=description if description is not None else summary,
         parameters=parameters,
         function=_as_async(func),
+        requires_approval=requires_approval,
     )
 
 

@@ -1,0 +1,537 @@
+"""Tool approval: a host policy decides each gated tool call before it runs.
+
+Gated calls are shell commands (``execute_shell_command``), writes (``write_file``,
+``propose_skill``, ``skill_manage``) and any tool marked ``requires_approval=True``. For each
+one an :class:`ApprovalPolicy` answers *allow*, *deny* or *ask*:
+
+- **allow**: the call runs;
+- **deny**: the call does not run; the model gets an error result naming the policy and the
+  reason, and the turn goes on;
+- **ask**: an :data:`Approver` decides (a callback, or :class:`StdinApprover` in the CLI). With
+  no approver, a run the app started pauses: the call waits, the run ends with the request in
+  ``RunResult.approvals``, and the app decides later with ``Harness.resolve_approval`` and
+  continues with ``Harness.resume``. A call that cannot wait (a ``context: fork`` subagent, a
+  workflow step) is denied instead: an undecided call never runs.
+
+:class:`ApprovalGate` applies a policy by wrapping tools, so every path that calls a tool —
+a turn, a subagent's turn, a workflow's tool action — goes through the same check. Every
+decision becomes an :class:`~harness.agent.events.ApprovalDecided` event and an audit record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+import sys
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TextIO, get_args
+
+import anyio.to_thread
+
+from filesystems import redact_secrets
+from harness.agent.events import ApprovalDecided, ApprovalRequested, Event
+from harness.context import RuntimeContext
+from harness.errors import HarnessError
+from harness.learning.audit import AuditLog
+from harness.pipeline.catalog import SHELL_TOOL
+from harness.terminal import escape_control
+from harness.tools.function import Tool, ToolError
+
+__all__ = [
+    "WRITE_TOOLS",
+    "AllowAll",
+    "AllowByPattern",
+    "ApprovalError",
+    "ApprovalGate",
+    "ApprovalKind",
+    "ApprovalNotFound",
+    "ApprovalPolicy",
+    "ApprovalRule",
+    "ApprovalStillPending",
+    "Approver",
+    "AwaitingApproval",
+    "Decision",
+    "DenyByPattern",
+    "PatternPolicy",
+    "StdinApprover",
+    "ToolDenied",
+    "ToolRequest",
+    "policy_from_data",
+]
+
+ApprovalKind = Literal["shell", "write", "tool"]
+Action = Literal["allow", "deny", "ask"]
+_KINDS: tuple[ApprovalKind, ...] = get_args(ApprovalKind)
+_ACTIONS: tuple[Action, ...] = get_args(Action)
+
+#: Built-in tools that write: gated like the shell.
+WRITE_TOOLS: frozenset[str] = frozenset({"write_file", "propose_skill", "skill_manage"})
+#: Characters that make a shell line more than one plain command (lists, pipes, redirections,
+#: substitutions, globs of the shell's own, line breaks).
+_SHELL_SYNTAX = re.compile(r"[;&|<>`$(){}\n\r\\*?\[\]!~#^]")
+_SINGLE_QUOTED = re.compile(r"'[^']*'")
+#: Where a shell line holds further commands (for deny and ask rules, which match each part).
+_SHELL_SEPARATORS = re.compile(r"[;&|\n\r`()]|\$\(")
+_MAX_SUBJECT = 2000
+
+
+class ApprovalError(HarnessError):
+    """An approval could not be resolved or resumed."""
+
+
+class ApprovalNotFound(ApprovalError, LookupError):
+    """No waiting call has that approval id for that user and session."""
+
+
+class ApprovalStillPending(ApprovalError):
+    """``resume`` was called while a call of the paused run still waits for a decision."""
+
+
+class ToolDenied(ToolError):
+    """A gated call was denied (by the policy, an approver or the app); it did not run."""
+
+
+class AwaitingApproval(ToolError):
+    """A gated call waits for the app's decision; it has not run."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolRequest:
+    """A gated call as a policy sees it.
+
+    ``subject`` is what patterns match: the command line for the shell, the ``path`` argument
+    for writes (``name/path`` or ``name`` for the skill tools), the arguments as JSON for app
+    tools. ``skill_roots`` are the
+    files-roots of the skills the conversation invoked or loaded (``{skill_root}`` in a
+    pattern). ``approval_id`` names the request in events, audit records and
+    ``Harness.resolve_approval``.
+    """
+
+    approval_id: str
+    tool: str
+    kind: ApprovalKind
+    subject: str
+    arguments: Mapping[str, Any]
+    context: RuntimeContext
+    agent: str
+    skill_roots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """What to do with a call: ``allow``, ``deny`` or ``ask``; ``by`` says who decided
+    (``policy:<name>``, ``approver:<name>``, ``operator:<name>``)."""
+
+    action: Action
+    reason: str = ""
+    by: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in _ACTIONS:
+            raise ValueError(f"approval action {self.action!r} is not one of {', '.join(_ACTIONS)}")
+
+
+class ApprovalPolicy(ABC):
+    """Decides gated tool calls before they run.
+
+    :meth:`decide` gets every gated call of every turn (the model's, a subagent's, a workflow
+    step's) and returns a :class:`Decision`. It must not raise for a call it does not like:
+    return ``deny`` with a reason the model can read. ``name`` appears in events and audit
+    records as ``policy:<name>``.
+    """
+
+    name: str = "policy"
+
+    @abstractmethod
+    async def decide(self, request: ToolRequest) -> Decision:
+        """Allow, deny or ask about ``request``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class AllowAll(ApprovalPolicy):
+    """Allows every call (recording each in the audit log)."""
+
+    name = "allow-all"
+
+    async def decide(self, request: ToolRequest) -> Decision:
+        return Decision(action="allow", reason="every call is allowed", by=f"policy:{self.name}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRule:
+    """One rule of a :class:`PatternPolicy`: ``action`` for calls whose tool name matches one of
+    ``tools``, whose kind is one of ``kinds`` and whose subject matches one of ``patterns``.
+
+    Patterns are whole-string globs: ``*`` is any text (``/`` included), ``?`` one character,
+    and ``{skill_root}`` stands for the files-root of a skill the conversation invoked or loaded
+    (a pattern naming it matches nothing when there is none). An ``allow`` rule matches a shell
+    command only when it is one plain command — words and single-quoted literals; no ``;``,
+    ``&``, ``|``, redirections, substitutions, double quotes, escapes, globs or line breaks; no
+    ``..`` path segment in any word — so nothing can ride on an allowed prefix. A ``deny`` or
+    ``ask`` rule matches a shell command when the whole line or any command in it (split at
+    ``;``, ``&``, ``|``, line breaks, backticks and ``$(``) matches.
+    """
+
+    action: Action
+    patterns: tuple[str, ...] = ("*",)
+    tools: tuple[str, ...] = ("*",)
+    kinds: tuple[ApprovalKind, ...] = _KINDS
+
+    def __post_init__(self) -> None:
+        if self.action not in _ACTIONS:
+            raise ValueError(f"rule action {self.action!r} is not one of {', '.join(_ACTIONS)}")
+        if isinstance(self.patterns, str) or isinstance(self.tools, str) or isinstance(self.kinds, str):
+            raise ValueError("rule patterns, tools and kinds must be lists, not single strings")
+        if not self.patterns or not all(isinstance(p, str) and p for p in self.patterns):
+            raise ValueError(f"rule patterns must be non-empty strings, got {self.patterns!r}")
+        unknown = [kind for kind in self.kinds if kind not in _KINDS]
+        if unknown or not self.kinds:
+            raise ValueError(f"rule kinds {self.kinds!r} must be some of {', '.join(_KINDS)}")
+
+    def match(self, request: ToolRequest) -> str | None:
+        """The pattern that matches ``request``, or ``None``."""
+        if request.kind not in self.kinds or not any(_glob(t, ()).fullmatch(request.tool) for t in self.tools):
+            return None
+        subjects = [request.subject]
+        if request.kind == "shell" and self.action == "allow" and not _plain_command(request.subject):
+            return None
+        if request.kind == "shell" and self.action != "allow":
+            subjects += [part.strip() for part in _SHELL_SEPARATORS.split(request.subject) if part.strip()]
+        globs = [_glob(p, request.skill_roots) for p in self.patterns]
+        return next((p for p, g in zip(self.patterns, globs, strict=True) if any(map(g.fullmatch, subjects))), None)
+
+
+class PatternPolicy(ApprovalPolicy):
+    """The first rule that matches decides; ``default`` decides what no rule matches."""
+
+    def __init__(self, rules: Sequence[ApprovalRule], *, default: Action = "ask", name: str = "rules") -> None:
+        if default not in _ACTIONS:
+            raise ValueError(f"default {default!r} is not one of {', '.join(_ACTIONS)}")
+        self.rules = tuple(rules)
+        self.default: Action = default
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(rules={list(self.rules)!r}, default={self.default!r}, name={self.name!r})"
+
+    async def decide(self, request: ToolRequest) -> Decision:
+        for rule in self.rules:
+            pattern = rule.match(request)
+            if pattern is not None:
+                return Decision(
+                    action=rule.action,
+                    reason=f"{request.kind} {request.subject!r} matches {rule.action} pattern {pattern!r}",
+                    by=f"policy:{self.name}",
+                )
+        return Decision(
+            action=self.default,
+            reason=f"no rule matches {request.kind} {request.subject!r}; the default is {self.default}",
+            by=f"policy:{self.name}",
+        )
+
+
+class DenyByPattern(PatternPolicy):
+    """Denies calls whose subject matches one of ``patterns``; ``otherwise`` (allow) the rest.
+
+    A deny list is a convenience, not a wall: a shell has many spellings of one command. Where
+    a denied command must never run, allow what may run instead (:class:`AllowByPattern`).
+    """
+
+    def __init__(self, patterns: Sequence[str], *, tools: Sequence[str] = ("*",), otherwise: Action = "allow") -> None:
+        rule = ApprovalRule(action="deny", patterns=tuple(patterns), tools=tuple(tools))
+        super().__init__([rule], default=otherwise, name="deny-by-pattern")
+
+
+class AllowByPattern(PatternPolicy):
+    """Allows calls whose subject matches one of ``patterns``; ``otherwise`` (deny) the rest.
+
+    ``AllowByPattern(["python3 {skill_root}/scripts/*"], tools=["execute_shell_command"])``
+    runs only the invoked or loaded skill's scripts and denies every other gated call.
+    """
+
+    def __init__(self, patterns: Sequence[str], *, tools: Sequence[str] = ("*",), otherwise: Action = "deny") -> None:
+        rule = ApprovalRule(action="allow", patterns=tuple(patterns), tools=tuple(tools))
+        super().__init__([rule], default=otherwise, name="allow-by-pattern")
+
+
+def _glob(pattern: str, roots: Collection[str]) -> re.Pattern[str]:
+    pieces = []
+    for index, part in enumerate(pattern.split("{skill_root}")):
+        if index:
+            pieces.append("(?:" + "|".join(re.escape(root) for root in roots) + ")" if roots else "(?!)")
+        pieces.append("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in part))
+    return re.compile("".join(pieces), re.DOTALL)
+
+
+def _plain_command(command: str) -> bool:
+    """Whether ``command`` is one simple command: words and single-quoted literals (which the
+    shell never interprets), no operator, expansion or glob, and no ``..`` in any word."""
+    unquoted = _SINGLE_QUOTED.sub("", command)
+    if _SHELL_SYNTAX.search(unquoted) or "'" in unquoted or '"' in unquoted:
+        return False
+    return not any(".." in word.split("/") for word in shlex.split(command))
+
+
+Approver = Callable[[ToolRequest], Awaitable["bool | Decision"]]
+"""Decides a call the policy asks about: ``True``/``False`` or a :class:`Decision`."""
+
+
+class StdinApprover:
+    """Asks on a terminal: prints the call (control characters escaped) to ``output`` and reads
+    ``y``/``yes`` from ``input`` (in a worker thread, so other users' turns go on). Anything
+    else, or the end of the input, denies."""
+
+    name = "stdin"
+
+    def __init__(self, *, input: TextIO | None = None, output: TextIO | None = None) -> None:
+        self._input = input
+        self._output = output
+        self._lock = anyio.Lock()  # one question on the terminal at a time
+
+    async def __call__(self, request: ToolRequest) -> Decision:
+        output = self._output or sys.stderr
+        source = self._input or sys.stdin
+        what = escape_control(request.subject)
+        async with self._lock:
+            print(
+                f"[approval] {request.agent} wants to run {request.tool} ({request.kind}) for user "
+                f"{escape_control(request.context.user_id)}:\n  {what}\nAllow? [y/N] ",
+                end="",
+                file=output,
+                flush=True,
+            )
+            answer = await anyio.to_thread.run_sync(source.readline)
+        allowed = answer.strip().lower() in ("y", "yes")
+        reason = "approved on the terminal" if allowed else "refused on the terminal"
+        return Decision(action="allow" if allowed else "deny", reason=reason, by=f"approver:{self.name}")
+
+
+@dataclass(kw_only=True)
+class Waiting:
+    """A call that waits for the app: its request, how to run it, where the tool reports its
+    events (``ShellRan``, ``SkillLoaded``) when it runs, and the decision once made."""
+
+    request: ToolRequest
+    execute: Callable[[], Awaitable[Any]]
+    placeholder: str
+    events: list[Event]
+    decision: Decision | None = None
+
+
+@dataclass(kw_only=True)
+class Gating:
+    """What one turn's gate needs from the turn: the list its events go to (the turn's tools
+    report there too), the skill roots, and the list of waiting calls when the turn can pause
+    (``None``: an undecided call is denied)."""
+
+    context: RuntimeContext
+    agent: str
+    events: list[Event]
+    roots: Callable[[], tuple[str, ...]] = tuple
+    waiting: list[Waiting] | None = None
+
+
+@dataclass(kw_only=True)
+class ApprovalGate:
+    """Applies ``policy`` (and ``approver`` for *ask*) to tools; records decisions in ``audit``."""
+
+    policy: ApprovalPolicy
+    approver: Approver | None = None
+    audit: AuditLog | None = None
+
+    def wrap(self, tools: Sequence[Tool], gating: Gating) -> list[Tool]:
+        """``tools`` with every gated one checked before it runs."""
+        return [self._wrapped(tool, gating) if gated_kind(tool) else tool for tool in tools]
+
+    def _wrapped(self, tool: Tool, gating: Gating) -> Tool:
+        kind = gated_kind(tool)
+        assert kind is not None
+        inner = tool.function
+
+        async def checked(**arguments: Any) -> Any:
+            request = self._request(tool.name, kind, arguments, gating)
+            decision = await self._decide(request, gating)
+            if decision is None:
+                return await self._wait(request, gating, lambda: inner(**arguments))
+            await self._enforce(request, decision, gating)
+            return await inner(**arguments)
+
+        return dataclasses.replace(tool, function=checked)
+
+    async def admit(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> None:
+        """Check a call the harness makes outside a tool (a workflow's script tool): returns
+        when it may run, raises :class:`ToolDenied` otherwise (it never waits)."""
+        gating = dataclasses.replace(gating, waiting=None)
+        request = self._request(tool, kind, arguments, gating)
+        decision = await self._decide(request, gating)
+        assert decision is not None
+        await self._enforce(request, decision, gating)
+
+    def _request(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> ToolRequest:
+        return ToolRequest(
+            approval_id=f"ap-{uuid.uuid4().hex[:16]}",
+            tool=tool,
+            kind=kind,
+            subject=_subject(kind, arguments),
+            arguments=dict(arguments),
+            context=gating.context,
+            agent=gating.agent,
+            skill_roots=gating.roots(),
+        )
+
+    async def _enforce(self, request: ToolRequest, decision: Decision, gating: Gating) -> None:
+        await self.record(request, decision, gating.events.append)
+        if decision.action != "allow":
+            raise ToolDenied(refusal(request, decision))
+
+    async def _decide(self, request: ToolRequest, gating: Gating) -> Decision | None:
+        """The decision, or ``None`` when the call must wait for the app."""
+        try:
+            decision = await self.policy.decide(request)
+            if not isinstance(decision, Decision):
+                raise TypeError(f"decide() returned {type(decision).__name__}, not a Decision")
+        except Exception as exc:  # a broken policy denies; it never lets a call through
+            return Decision(action="deny", reason=f"the policy failed ({type(exc).__name__}: {exc})", by="harness")
+        if decision.action != "ask":
+            return decision
+        gating.events.append(_requested(request))
+        if self.approver is not None:
+            try:
+                answer = await self.approver(request)
+            except Exception as exc:
+                return Decision(
+                    action="deny", reason=f"the approver failed ({type(exc).__name__}: {exc})", by="harness"
+                )
+            return _as_decision(answer)
+        if gating.waiting is None:
+            return Decision(
+                action="deny",
+                reason="the policy asks for approval, and this call cannot wait for one (no approver; "
+                "subagent and workflow turns do not pause)",
+                by=decision.by,
+            )
+        return None
+
+    async def _wait(self, request: ToolRequest, gating: Gating, execute: Callable[[], Awaitable[Any]]) -> Any:
+        assert gating.waiting is not None
+        placeholder = (
+            f"call of {request.tool} awaits approval {request.approval_id}; it has not run "
+            "(the run pauses until the app decides)"
+        )
+        gating.waiting.append(Waiting(request=request, execute=execute, placeholder=placeholder, events=gating.events))
+        await self._audit(request, "pending", "harness", "waiting for the app's decision")
+        raise AwaitingApproval(placeholder)
+
+    async def record(self, request: ToolRequest, decision: Decision, emit: Callable[[Event], None]) -> None:
+        """Emit the decision as an event and append it to the audit log."""
+        allowed = decision.action == "allow"
+        emit(
+            ApprovalDecided(
+                approval_id=request.approval_id,
+                tool=request.tool,
+                kind=request.kind,
+                subject=request.subject,
+                allowed=allowed,
+                by=decision.by,
+                reason=decision.reason,
+            )
+        )
+        await self._audit(request, "allowed" if allowed else "denied", decision.by, decision.reason)
+
+    async def _audit(self, request: ToolRequest, outcome: str, actor: str, reason: str) -> None:
+        if self.audit is None:
+            return
+        await self.audit.record(
+            actor=actor,
+            op=f"tool.{request.kind}",
+            target=request.tool,
+            decision=outcome,
+            context=request.context,
+            detail=redact_secrets(f"{request.approval_id}: {request.subject} — {reason}"),
+        )
+
+
+def gated_kind(tool: Tool) -> ApprovalKind | None:
+    """Which kind of gated call ``tool`` makes, or ``None`` when it runs unchecked."""
+    if tool.name == SHELL_TOOL:
+        return "shell"
+    if tool.name in WRITE_TOOLS:
+        return "write"
+    return "tool" if tool.requires_approval else None
+
+
+def refusal(request: ToolRequest, decision: Decision) -> str:
+    """What the model reads when a call is denied."""
+    return f"{request.tool} was not run: denied by {decision.by or 'the host'}" + (
+        f": {decision.reason}" if decision.reason else ""
+    )
+
+
+def _subject(kind: ApprovalKind, arguments: Mapping[str, Any]) -> str:
+    if kind == "shell":
+        text = str(arguments.get("command", ""))
+    elif kind == "write" and any(isinstance(arguments.get(key), str) for key in ("name", "path")):
+        text = "/".join(arguments[key] for key in ("name", "path") if isinstance(arguments.get(key), str))
+    else:
+        text = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False, default=str)
+    return text[:_MAX_SUBJECT]
+
+
+def _requested(request: ToolRequest) -> ApprovalRequested:
+    return ApprovalRequested(
+        approval_id=request.approval_id, tool=request.tool, kind=request.kind, subject=request.subject
+    )
+
+
+def _as_decision(answer: bool | Decision) -> Decision:
+    if isinstance(answer, Decision):
+        if answer.action == "ask":
+            return Decision(action="deny", reason="the approver did not decide", by=answer.by or "approver")
+        return answer
+    if answer is True:
+        return Decision(action="allow", reason="approved", by="approver")
+    return Decision(action="deny", reason="refused by the approver", by="approver")
+
+
+def policy_from_data(data: object) -> ApprovalPolicy:
+    """The policy ``approval:`` in ``harness.yaml`` describes (``ValueError`` naming the problem).
+
+    Either ``allow-all``, or a mapping ``{default: allow|deny|ask, rules: [{action, patterns,
+    tools, kinds}, ...]}`` (a rule may say ``pattern:`` for one pattern, ``tool:`` for one tool).
+    """
+    if data == "allow-all":
+        return AllowAll()
+    if not isinstance(data, Mapping) or set(data) - {"default", "rules"}:
+        raise ValueError("approval must be 'allow-all' or a mapping with keys default, rules")
+    rules = data.get("rules") or []
+    if not isinstance(rules, list):
+        raise ValueError("approval.rules must be a list of rules")
+    return PatternPolicy([_rule(i, rule) for i, rule in enumerate(rules)], default=data.get("default", "ask"))
+
+
+def _rule(index: int, data: object) -> ApprovalRule:
+    keys = {"action", "pattern", "patterns", "tool", "tools", "kinds"}
+    if not isinstance(data, Mapping) or "action" not in data or set(data) - keys:
+        raise ValueError(f"approval.rules[{index}] must be a mapping with action and some of {', '.join(sorted(keys))}")
+    values: dict[str, Any] = {"action": data["action"]}
+    for one, many in (("pattern", "patterns"), ("tool", "tools")):
+        if one in data or many in data:
+            value = [data[one]] if one in data else data[many]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"approval.rules[{index}].{many} must be a list of strings")
+            values[many] = tuple(value)
+    if "kinds" in data:
+        if not isinstance(data["kinds"], list):
+            raise ValueError(f"approval.rules[{index}].kinds must be a list of shell, write, tool")
+        values["kinds"] = tuple(data["kinds"])
+    try:
+        return ApprovalRule(**values)
+    except ValueError as exc:
+        raise ValueError(f"approval.rules[{index}]: {exc}") from None
