@@ -43,7 +43,8 @@ from harness.agent.workflow_tools import workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
-from harness.engine import Decision, Outcome, Run, WorkflowEngine
+from harness.engine import Decision as WorkflowDecision
+from harness.engine import Outcome, Run, WorkflowEngine
 from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import (
     AuditLog,
@@ -689,7 +690,7 @@ class Harness(AsyncResource):
         context: RuntimeContext,
         outcome: Outcome | None = None,
         confirm: str | None = None,
-        decision: Decision | None = None,
+        decision: WorkflowDecision | None = None,
         note: str = "",
     ) -> Run:
         """Report an outcome, a confirmation or a decision, then perform actions until blocked or done.

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 from typing import Any, Literal
 
 from filesystems import CommandResult
 from harness.engine import ACTION_ID_ENV, ActionContext, Outcome
 from harness.pipeline.catalog import SHELL_TOOL, WORKFLOW_REPORT_TOOL
 from harness.tools.function import Tool, ToolError, tool_from_function
-from harness.tools.skills import format_command_result
+from harness.tools.skills import format_command_result, shell_environment
 
 __all__ = ["StepReports", "script_outcome", "step_message", "with_action_env"]
 
@@ -113,12 +112,11 @@ def with_action_env(tool: Tool, action: ActionContext) -> Tool:
     if tool.name != SHELL_TOOL:
         return tool
     original = tool.function
-    # Action ids are 16 hex digits; quoting keeps the prefix safe whatever they become.
-    prefix = f"export {ACTION_ID_ENV}={shlex.quote(action.action_id)}\n"
+    env = {ACTION_ID_ENV: action.action_id}
 
     async def run(**arguments: Any) -> Any:
-        arguments["command"] = prefix + str(arguments.get("command", ""))
-        return await original(**arguments)
+        with shell_environment(env):
+            return await original(**arguments)
 
     return dataclasses.replace(tool, function=run)
 

@@ -7,7 +7,9 @@ user's turn: a filtered or another user's skill is "not found".
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
 from filesystems import CommandResult, loose_path_parts, loose_path_problem
@@ -21,7 +23,28 @@ from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_l
 if TYPE_CHECKING:
     from harness.pipeline.plan import ResolvedSkill, TurnPlan
 
-__all__ = ["MAX_LINES", "MAX_PAGE_BYTES", "UsageHooks", "load_skill_file", "read_skill_bytes", "skill_tools"]
+__all__ = [
+    "MAX_LINES",
+    "MAX_PAGE_BYTES",
+    "UsageHooks",
+    "load_skill_file",
+    "read_skill_bytes",
+    "shell_environment",
+    "skill_tools",
+]
+
+_shell_env: ContextVar[Mapping[str, str] | None] = ContextVar("harness_shell_env", default=None)
+
+
+@contextmanager
+def shell_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """Within this block (this task and what it awaits), the shell tool adds ``env`` to the
+    environment of the commands it runs; the command text itself is not changed."""
+    token = _shell_env.set(env)
+    try:
+        yield
+    finally:
+        _shell_env.reset(token)
 
 
 class UsageHooks(Protocol):
@@ -128,7 +151,8 @@ def skill_tools(
             cwd: A folder relative to the user's workspace to run in.
             timeout: Seconds before the command is killed (at most the operator's limit).
         """
-        result = await plan.filesystem.run(command, cwd=cwd, timeout=_tool_timeout(timeout, shell_timeout))
+        env = _shell_env.get()
+        result = await plan.filesystem.run(command, cwd=cwd, env=env, timeout=_tool_timeout(timeout, shell_timeout))
         if usage is not None:
             for resolved in plan.available():
                 if resolved.files_root and resolved.files_root in command:
