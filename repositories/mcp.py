@@ -182,11 +182,14 @@ class McpRepository(SkillRepository):
 
     async def _request(self, client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
         import mcp_types
-        from pydantic import TypeAdapter
+        from pydantic import BaseModel, ConfigDict
+
+        class Raw(BaseModel):
+            model_config = ConfigDict(extra="allow")
 
         request = mcp_types.Request[dict[str, Any], str](method=method, params=params)
-        result = await client.session.send_request(request, TypeAdapter(dict[str, Any]))
-        return result
+        result = await client.session.send_request(request, Raw)
+        return dict(result.model_extra or {})
 
     # -- listing -----------------------------------------------------------------------------
 

@@ -9,9 +9,7 @@ tokens to users. Install with ``pip install 'agent-skill-harness[mcp]'``.
 try:
     import mcp as _sdk  # noqa: F401  (the SDK is an optional extra: say so clearly)
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "harness.mcp needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'"
-    ) from exc
+    raise ImportError("harness.mcp needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'") from exc
 
 from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
 from harness.mcp.errors import McpServerError, SkillRequestError, TokenConfigError

@@ -51,7 +51,6 @@ _MAIN = "SKILL.md"
 _CACHE_SIZE = 4096
 
 
-
 @dataclass(frozen=True, slots=True)
 class Listing:
     """``skills/list`` for one user: the entries, and the skills left out with the reason."""

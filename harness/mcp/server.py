@@ -54,7 +54,8 @@ from starlette.applications import Starlette
 
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
-from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog, SkillRequestError
+from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
+from harness.mcp.errors import SkillRequestError
 from harness.mcp.tokens import TokenMap
 from harness.pipeline import SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
@@ -145,10 +146,14 @@ class SkillServer:
 
     # -- transports --------------------------------------------------------------------------
 
-    async def serve_stdio(self, user: str) -> None:
-        """Serve ``user``'s skills over this process's stdin and stdout until the client leaves."""
+    def bind_user(self, user: str) -> None:
+        """Serve ``user``'s skills to every request (stdio, or an in-process client)."""
         RuntimeContext(user_id=user)  # refuse a bad id before serving anything
         self._principal = lambda ctx: user
+
+    async def serve_stdio(self, user: str) -> None:
+        """Serve ``user``'s skills over this process's stdin and stdout until the client leaves."""
+        self.bind_user(user)
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 

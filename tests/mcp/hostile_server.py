@@ -22,7 +22,11 @@ LISTED = {**FILES, "skill://good/tampered.txt": b"listed bytes\n", "skill://liar
 
 def _file(uri: str, data: bytes | None = None, size: int | None = None) -> dict[str, Any]:
     data = LISTED.get(uri, b"") if data is None else data
-    return {"uri": uri, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data) if size is None else size}
+    return {
+        "uri": uri,
+        "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "size": len(data) if size is None else size,
+    }
 
 
 def _skill(uri: str, resources: Any) -> dict[str, Any]:
@@ -54,7 +58,9 @@ async def _list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequ
     return {"skills": SKILLS, "ttlMs": 0, "cacheScope": "private"}
 
 
-async def _read(ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+async def _read(
+    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
     text = FILES[params.uri].decode()
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=text)])
 

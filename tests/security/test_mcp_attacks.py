@@ -100,7 +100,9 @@ async def _no_uri_reaches_alice_or_the_host(bob: Client) -> None:
             _clean(caught.value.error)
 
 
-async def test_no_tool_call_reaches_alice_or_the_host(as_bob: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
+async def test_no_tool_call_reaches_alice_or_the_host(
+    as_bob: Callable[[], AbstractAsyncContextManager[Client]],
+) -> None:
     async with as_bob() as bob:
         await _no_tool_call_reaches_alice_or_the_host(bob)
 

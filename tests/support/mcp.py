@@ -21,7 +21,7 @@ import httpx2
 import mcp_types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict
 
 from tests.support.polling import eventually
 
@@ -54,8 +54,12 @@ async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
 async def call(client: Client, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """The raw result of a request the SDK has no method for (``skills/list``, ``skills/get``, ...)."""
     request = mcp_types.Request[dict[str, Any], str](method=method, params=params or {})
-    result: dict[str, Any] = await client.session.send_request(request, TypeAdapter(dict[str, Any]))
-    return result
+    result = await client.session.send_request(request, _Raw)
+    return dict(result.model_extra or {})
+
+
+class _Raw(BaseModel):
+    model_config = ConfigDict(extra="allow")
 
 
 def free_port() -> int:

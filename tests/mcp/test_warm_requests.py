@@ -1,0 +1,33 @@
+"""A request that finds nothing changed reads no file: the pipeline's warm path and the manifest cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp import Client
+
+from harness.mcp import SkillServer
+from harness.pipeline import SkillPipeline
+from tests.support.filesystems import open_filesystem
+from tests.support.io import IORecorder
+from tests.support.mcp import call
+from tests.support.skills import make_skill
+
+
+async def test_a_warm_request_opens_lists_and_writes_nothing(tmp_path: Path) -> None:
+    make_skill(tmp_path / "skills", "shared")
+    make_skill(tmp_path / "alice" / "skills", "mine", files={"notes/a.md": "a\n"})
+    async with (
+        open_filesystem("local-shell", tmp_path) as fs,
+        SkillPipeline(filesystem=fs) as pipeline,
+    ):
+        server = SkillServer(pipeline)
+        server.bind_user("alice")
+        async with Client(server.server, cache=None) as client:
+            cold = await call(client, "skills/list")
+            with IORecorder() as warm_events:
+                warm = await call(client, "skills/list")
+                await call(client, "skills/get", {"uri": "skill://mine/SKILL.md"})
+                await client.list_prompts()
+    assert warm_events == []
+    assert warm["skills"] == cold["skills"]
