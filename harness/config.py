@@ -49,6 +49,7 @@ class HarnessConfig:
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False
     trusted_markets: tuple[str, ...] = ()
+    mcp_tokens: Path | None = None  # harness mcp serve --http: the bearer token -> user file
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -138,6 +139,7 @@ def load_config(path: str | Path) -> HarnessConfig:
     if not isinstance(markets, list) or not all(isinstance(m, str) for m in markets):
         raise ConfigError(f"{path}: trusted_markets must be a list of market slugs")
     values["trusted_markets"] = tuple(markets)
+    values["mcp_tokens"] = _path(base, data["mcp_tokens"]) if data.get("mcp_tokens") else None
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}

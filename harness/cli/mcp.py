@@ -36,7 +36,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    serve.add_argument("--tokens", type=Path, metavar="FILE", help="YAML mapping of user ids to bearer tokens")
+    serve.add_argument(
+        "--tokens", type=Path, metavar="FILE", help="YAML mapping of user ids to bearer tokens (default: mcp_tokens)"
+    )
     serve.add_argument(
         "--allow-shell",
         action="store_true",
@@ -54,11 +56,14 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if args.http and args.user:
         raise ConfigError("--user is for stdio; over HTTP each token's user is served (see --tokens)")
-    tokens = TokenMap.load(args.tokens) if args.http else None
-    if tokens is not None and not tokens:
-        raise ConfigError("--http needs a token mapping (--tokens FILE or HARNESS_MCP_TOKENS): no token, no skills")
-    user = None if args.http else context_from_args(args).user_id
     config = config_from_args(args)
+    tokens = TokenMap.load(args.tokens or config.mcp_tokens) if args.http else None
+    if tokens is not None and not tokens:
+        raise ConfigError(
+            "--http needs a token mapping (--tokens FILE, mcp_tokens in harness.yaml or HARNESS_MCP_TOKENS): "
+            "no token, no skills"
+        )
+    user = None if args.http else context_from_args(args).user_id
 
     async def main() -> None:
         async with Harness.from_config(config, model="demo") as agent:

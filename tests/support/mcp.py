@@ -74,12 +74,11 @@ class HttpServer:
     """``harness mcp serve --http`` on a free port, tokens from a file; ``async with`` waits until
     it answers and stops it afterwards."""
 
-    def __init__(self, workspace: Path, tokens: Path, *args: str) -> None:
+    def __init__(self, workspace: Path, tokens: Path | None, *args: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.argv: Sequence[str] = serve_command(
-            workspace, "--http", "--port", str(self.port), "--tokens", str(tokens), *args
-        )
+        given = ("--tokens", str(tokens)) if tokens is not None else ()
+        self.argv: Sequence[str] = serve_command(workspace, "--http", "--port", str(self.port), *given, *args)
         self.process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()
 
