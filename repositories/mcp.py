@@ -2,8 +2,11 @@
 
 The server is any MCP server that declares ``io.modelcontextprotocol/skills`` (``harness mcp
 serve`` is one): over streamable HTTP (``McpRepository(url=...)``, optionally with a bearer token)
-or a command started over stdio (``McpRepository(command=[...])``). The market talks the
-protocol only:
+or a command started over stdio (``McpRepository(command=[...])``). While the market is entered
+(``async with``, as the harness does) one connection is kept open by a task the market owns, so
+a stdio server is started once; a broken or stuck connection is dropped and the next call opens
+a new one. Outside ``async with`` each operation opens its own. The market talks the protocol
+only:
 
 - ``skills/list`` (every page) is the version token: the ``sha256:`` digests and sizes of every
   listed file, hashed together. Equal listings mean equal content, so an unchanged server costs
@@ -33,12 +36,13 @@ import os
 import re
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
+from anyio.abc import TaskGroup
 
 from filesystems import redact_secrets, redact_url
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
@@ -57,6 +61,8 @@ if TYPE_CHECKING:
     from mcp import Client
 
 __all__ = ["MAX_BYTES", "MAX_FILES", "McpRepository"]
+
+T = TypeVar("T")
 
 #: The Skills extension's per-skill limits: files (SKILL.md included) and their total size.
 MAX_FILES = 512
@@ -126,6 +132,10 @@ class McpRepository(SkillRepository):
         super().__init__(source=source or self._default_source())
         self._listing: _Listing | None = None
         self._main_files: dict[str, bytes] = {}  # SKILL.md bytes by digest
+        self._stack = AsyncExitStack()
+        self._group: TaskGroup | None = None
+        self._link: _Link | None = None
+        self._link_lock = anyio.Lock()
 
     def _default_source(self) -> str:
         if self.url is not None:
@@ -144,9 +154,21 @@ class McpRepository(SkillRepository):
 
     # -- the connection ----------------------------------------------------------------------
 
+    async def __aenter__(self) -> Self:
+        entered = await super().__aenter__()
+        # While entered, one connection is kept open by a task of this group (a stdio server is
+        # started once, not per check); without it every operation opens its own connection.
+        self._group = await self._stack.enter_async_context(anyio.create_task_group())
+        return entered
+
+    async def _aclose(self) -> None:
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+        await self._stack.aclose()
+
     @asynccontextmanager
-    async def _client(self) -> AsyncIterator[Client]:
-        """One connection to the server; every failure becomes ``RepositoryUnavailable``."""
+    async def _connection(self) -> AsyncIterator[Client]:
+        """One connection to the server (the caller bounds how long opening may take)."""
         try:
             from mcp import Client, StdioServerParameters
             from mcp.client.streamable_http import streamable_http_client
@@ -154,27 +176,38 @@ class McpRepository(SkillRepository):
             raise RepositoryUnavailable(
                 f"{self.where}: the MCP market needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'"
             ) from exc
-        try:
-            with anyio.fail_after(self.timeout):
-                async with AsyncExitStack() as stack:
-                    if self.command is not None:
-                        server: Any = StdioServerParameters(
-                            command=self.command[0], args=list(self.command[1:]), env=self._env or None
-                        )
-                    else:
-                        import httpx2
+        async with AsyncExitStack() as stack:
+            if self.command is not None:
+                server: Any = StdioServerParameters(
+                    command=self.command[0], args=list(self.command[1:]), env=self._env or None
+                )
+            else:
+                import httpx2
 
-                        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-                        http = await stack.enter_async_context(
-                            httpx2.AsyncClient(headers=headers, timeout=self.timeout)
-                        )
-                        assert self.url is not None
-                        server = streamable_http_client(self.url, http_client=http)
-                    client = await stack.enter_async_context(Client(server, cache=None))
-                    extensions = client.server_capabilities.extensions or {}
-                    if "io.modelcontextprotocol/skills" not in extensions:
-                        raise RepositoryUnavailable(f"{self.where} does not serve the MCP Skills extension")
-                    yield client
+                headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+                http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=self.timeout))
+                assert self.url is not None
+                server = streamable_http_client(self.url, http_client=http)
+            client = await stack.enter_async_context(Client(server, cache=None))
+            if "io.modelcontextprotocol/skills" not in (client.server_capabilities.extensions or {}):
+                raise RepositoryUnavailable(f"{self.where} does not serve the MCP Skills extension")
+            yield client
+
+    async def _use(self, work: Callable[[Client], Awaitable[T]]) -> T:
+        """``work`` on a connection (the kept one while entered); every failure that is not
+        already a ``RepositoryError`` becomes ``RepositoryUnavailable``."""
+        try:
+            if self._group is None:
+                with anyio.fail_after(self.timeout):
+                    async with self._connection() as client:
+                        return await work(client)
+            async with self._link_lock:
+                if self._link is None or self._link.closed:
+                    self._link = _Link()
+                    self._group.start_soon(self._link.run, self._connection)
+                    await self._link.opened(self.timeout)
+                link = self._link
+            return await link.call(work, self.timeout)
         except RepositoryError:
             raise
         except Exception as exc:
@@ -197,7 +230,8 @@ class McpRepository(SkillRepository):
         listing = self._listing
         if listing is not None and self.check_interval and time.monotonic() - listing.checked < self.check_interval:
             return listing.version
-        async with self._client() as client:
+
+        async def list_all(client: Client) -> list[Any]:
             entries: list[Any] = []
             cursor: str | None = None
             for _ in range(_MAX_PAGES):
@@ -209,7 +243,9 @@ class McpRepository(SkillRepository):
                 cursor = page.get("nextCursor")
                 if not isinstance(cursor, str) or not cursor:
                     break
-        self._listing = self._parse(entries)
+            return entries
+
+        self._listing = self._parse(await self._use(list_all))
         return self._listing.version
 
     def _parse(self, entries: list[Any]) -> _Listing:
@@ -269,13 +305,16 @@ class McpRepository(SkillRepository):
             raise RepositoryUnavailable(f"{self.where}: no listing to load")
         problems = list(listing.problems)
         wanted = [s.files[_MAIN] for s in listing.skills.values() if s.files[_MAIN].digest not in self._main_files]
+
+        async def fetch_main_files(client: Client) -> None:
+            for file in wanted:
+                try:
+                    self._main_files[file.digest] = await self._fetch(client, file)
+                except RepositoryUnavailable as exc:
+                    problems.append(f"skill skipped: {exc}")
+
         if wanted:
-            async with self._client() as client:
-                for file in wanted:
-                    try:
-                        self._main_files[file.digest] = await self._fetch(client, file)
-                    except RepositoryUnavailable as exc:
-                        problems.append(f"skill skipped: {exc}")
+            await self._use(fetch_main_files)
         live = {s.files[_MAIN].digest for s in listing.skills.values()}
         self._main_files = {d: data for d, data in self._main_files.items() if d in live}
         bundles = [
@@ -306,10 +345,13 @@ class McpRepository(SkillRepository):
             raise BundleNotFound(f"{skill.uri} lists no file {missing[0]!r}")
         found = {p: self._main_files[skill.files[p].digest] for p in paths if skill.files[p].digest in self._main_files}
         rest = [p for p in paths if p not in found]
+
+        async def fetch(client: Client) -> None:
+            for path in rest:
+                found[path] = await self._fetch(client, skill.files[path])
+
         if rest:
-            async with self._client() as client:
-                for path in rest:
-                    found[path] = await self._fetch(client, skill.files[path])
+            await self._use(fetch)
         return found
 
     async def _fetch(self, client: Client, file: _RemoteFile) -> bytes:
@@ -324,7 +366,8 @@ class McpRepository(SkillRepository):
         if item is None or data is None or len(data) != file.size:
             self._recheck()
             raise RepositoryUnavailable(f"{file.uri} is not the {file.size} bytes its listing says; not delivered")
-        if "sha256:" + hashlib.sha256(data).hexdigest() != file.digest:
+        digest = await anyio.to_thread.run_sync(_sha256, data) if len(data) > 1 << 20 else _sha256(data)
+        if digest != file.digest:
             self._recheck()
             raise RepositoryUnavailable(f"{file.uri} does not match its listed digest; not delivered")
         return data
@@ -336,6 +379,98 @@ class McpRepository(SkillRepository):
 
     def _invalidate(self) -> None:
         self._listing = None
+
+
+class _Link:
+    """A connection kept open by one task, which runs the work sent to it one piece at a time.
+
+    A failure that is not a ``RepositoryError`` (a broken pipe, a server error) closes it, and so
+    does a call that times out (a stuck server is dropped, not waited for); the market opens a
+    new one on its next call.
+    """
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[Any, _Reply]](64)
+        self._scope = anyio.CancelScope()
+        self._ready = anyio.Event()
+        self._failure: Exception | None = None
+        self.closed = False
+
+    async def opened(self, timeout: float) -> None:
+        """Wait until the connection is open; raise why it could not be (or ``TimeoutError``)."""
+        with anyio.move_on_after(timeout) as waited:
+            await self._ready.wait()
+        if waited.cancelled_caught:
+            self.closed = True
+            self._scope.cancel()
+            raise TimeoutError(f"no connection within {timeout} seconds")
+        if self._failure is not None:
+            raise self._failure
+
+    async def run(self, connect: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
+        """Open the connection and serve calls until it breaks or is cancelled; never raises
+        (it runs in the market's task group, which must outlive any one connection)."""
+        try:
+            with self._scope:
+                async with connect() as client:
+                    self._ready.set()
+                    async for work, reply in self._receive:
+                        try:
+                            reply.value, reply.error = await work(client), None
+                        except RepositoryError as exc:
+                            reply.error = exc
+                        except Exception as exc:
+                            reply.error = exc
+                            return
+                        finally:
+                            reply.done.set()
+        except Exception as exc:
+            self._failure = exc
+        finally:
+            self.closed = True
+            self._ready.set()
+            self._send.close()
+            while True:
+                try:
+                    _, reply = self._receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+                reply.done.set()
+            self._receive.close()
+
+    async def call(self, work: Callable[[Client], Awaitable[T]], timeout: float) -> T:
+        reply = _Reply()
+        try:
+            await self._send.send((work, reply))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise _closed() from None
+        with anyio.move_on_after(timeout) as waited:
+            await reply.done.wait()
+        if waited.cancelled_caught:
+            self.closed = True
+            self._scope.cancel()
+            raise TimeoutError(f"no answer within {timeout} seconds")
+        if reply.error is not None:
+            raise reply.error
+        value: T = reply.value
+        return value
+
+
+def _closed() -> Exception:
+    return RepositoryUnavailable("the connection to the MCP server closed")
+
+
+@dataclass
+class _Reply:
+    """One call's outcome; until the work finishes it is the connection closing under it."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    value: Any = None
+    error: Exception | None = field(default_factory=_closed)
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _remote_file(item: Any) -> _RemoteFile | None:

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from filesystems import relative_path_problem
 from harness.mcp.errors import SkillRequestError
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
@@ -73,8 +75,12 @@ def frontmatter_json(value: Any) -> Any:
     return str(value)
 
 
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+def _hashed(files: dict[str, bytes]) -> tuple[dict[str, Any], ...]:
+    """Manifest items (relative ``uri``, ``digest``, ``size``) of ``files``, in their order."""
+    return tuple(
+        {"uri": path, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
+        for path, data in files.items()
+    )
 
 
 def mime_type(path: str) -> str:
@@ -185,11 +191,9 @@ class SkillCatalog:
             self._manifests.move_to_end(key)
             return cached
         paths = [f.path for f in entry.files]
-        data = await resolved.source.read_files(entry, paths) if paths else {}
-        manifest = (
-            {"uri": _MAIN, "digest": _digest(resolved.skill.raw), "size": len(resolved.skill.raw)},
-            *({"uri": p, "digest": _digest(data[p]), "size": len(data[p])} for p in paths),
-        )
+        data = {_MAIN: resolved.skill.raw, **(await resolved.source.read_files(entry, paths) if paths else {})}
+        # Up to 16 MiB to hash: one worker-thread hop per skill keeps other requests moving.
+        manifest = await anyio.to_thread.run_sync(_hashed, data)
         self._manifests[key] = manifest
         while len(self._manifests) > _CACHE_SIZE:
             self._manifests.popitem(last=False)

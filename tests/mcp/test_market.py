@@ -14,6 +14,7 @@ from harness.tools import load_skill_file
 from repositories import RepositoryUnavailable, open_repository
 from repositories.mcp import McpRepository
 from tests.mcp.test_serve import TOKENS, _workspace
+from tests.support.io import started_subprocesses
 from tests.support.mcp import HttpServer, free_port, serve_command
 from tests.support.polling import eventually
 
@@ -44,6 +45,10 @@ async def test_http_market_serves_the_users_skills_and_files_on_demand(tmp_path:
             offline = await market.snapshot()
             assert offline.error is not None and [b.folder for b in offline.bundles] == ["alpha", "shared"]
 
+            async with HttpServer(ws, tokens, port=server.port):  # back again: the market reconnects
+                back = await eventually(market.snapshot, lambda s: s.error is None, what="the market reconnecting")
+                assert back.version == edited.version
+
 
 async def test_stdio_market_feeds_another_harness_through_the_registry(tmp_path: Path) -> None:
     served = _workspace(tmp_path / "served")
@@ -55,6 +60,17 @@ async def test_stdio_market_feeds_another_harness_through_the_registry(tmp_path:
         assert alpha.skill.layer.value == "market"
         text = await load_skill_file(plan, "alpha", "references/guide.md")
         assert "step one" in text
+
+
+async def test_an_open_stdio_market_starts_its_server_once(tmp_path: Path) -> None:
+    served = _workspace(tmp_path)
+    with started_subprocesses() as started:
+        async with McpRepository(command=serve_command(served, "--user", "alice")) as market:
+            first = await market.snapshot()
+            assert await market.version() == first.version
+            assert await market.read_file("alpha", "references/guide.md") == b"# Guide\nstep one\n"
+            assert await market.read_file("alpha", "scripts/run.sh") == b"#!/bin/sh\necho run\n"
+    assert [argv[1:3] for argv in started] == [["mcp", "serve"]]
 
 
 async def test_a_hostile_server_loses_only_what_is_wrong() -> None:

@@ -74,8 +74,8 @@ class HttpServer:
     """``harness mcp serve --http`` on a free port, tokens from a file; ``async with`` waits until
     it answers and stops it afterwards."""
 
-    def __init__(self, workspace: Path, tokens: Path | None, *args: str) -> None:
-        self.port = free_port()
+    def __init__(self, workspace: Path, tokens: Path | None, *args: str, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         given = ("--tokens", str(tokens)) if tokens is not None else ()
         self.argv: Sequence[str] = serve_command(workspace, "--http", "--port", str(self.port), *given, *args)
