@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="serve a user's merged skills over MCP (stdio or streamable HTTP)",
         description="Serve merged skills over MCP with the Skills extension (skills/list, skills/get, "
         "skill:// resources, directory reads), the load_skill and read_skill_resource tools and one prompt "
-        "per user-invocable skill. On stdio (the default) it serves --user; with --http it serves the user "
+        "per user-invocable skill. On stdio (the default) it serves --user (default: cli); with --http it serves the user "
         "each bearer token maps to (--tokens FILE and/or HARNESS_MCP_TOKENS) and answers 401 without one.",
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")

@@ -128,6 +128,7 @@ class SkillServer:
         self.shell_timeout = shell_timeout
         self.catalog = SkillCatalog()
         self._principal: Principal = _no_principal
+        self._reported: set[tuple[str, str]] = set()
         self.server: Server[Any] = Server(
             name,
             instructions="Agent skills: list them with skills/list (or the load_skill tool), read their "
@@ -202,7 +203,9 @@ class SkillServer:
         result["skills"] = list(listing.skills)
         if listing.omitted:
             for item in listing.omitted:
-                log.warning("skill %s is not listed: %s", item["uri"], item["reason"])
+                if (item["uri"], item["reason"]) not in self._reported:  # once, not on every request
+                    self._reported.add((item["uri"], item["reason"]))
+                    log.warning("skill %s is not listed: %s", item["uri"], item["reason"])
             result["_meta"] = {OMITTED_META: list(listing.omitted)}
         return result
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from harness.mcp import SkillServer
 from harness.pipeline import SkillPipeline
@@ -31,3 +33,18 @@ async def test_a_warm_request_opens_lists_and_writes_nothing(tmp_path: Path) -> 
                 await client.list_prompts()
     assert warm_events == []
     assert warm["skills"] == cold["skills"]
+
+
+async def test_without_a_principal_nothing_is_served(tmp_path: Path) -> None:
+    make_skill(tmp_path / "skills", "shared")
+    async with (
+        open_filesystem("local", tmp_path) as fs,
+        SkillPipeline(filesystem=fs, watch=False) as pipeline,
+    ):
+        server = SkillServer(pipeline)  # neither bound to a user nor behind a token check
+        async with Client(server.server, cache=None) as client:
+            assert (await call(client, "skills/list"))["skills"] == []
+            assert (await client.list_resources()).resources == []
+            assert (await client.list_tools()).tools == [] and (await client.list_prompts()).prompts == []
+            with pytest.raises(MCPError, match="without an authenticated user"):
+                await client.read_resource("skill://shared/SKILL.md")
