@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -59,6 +60,7 @@ from repositories.sources import make_source
 
 if TYPE_CHECKING:
     from mcp import Client
+    from pydantic import BaseModel
 
 __all__ = ["MAX_BYTES", "MAX_FILES", "McpRepository"]
 
@@ -100,8 +102,9 @@ class McpRepository(SkillRepository):
     """Skills served by an MCP server (see the module docstring).
 
     Give exactly one of ``url`` (streamable HTTP; ``token`` is sent as ``Authorization: Bearer``)
-    or ``command`` (the server's argv, started per connection over stdio; ``env`` adds variables).
-    ``timeout`` bounds each connection's work in seconds.
+    or ``command`` (the server's argv, run over stdio; ``env`` adds variables). ``timeout`` bounds
+    opening a connection and each piece of work on it, in seconds; ``check_interval`` lets a
+    listing stand that long before the server is asked again.
     """
 
     def __init__(
@@ -214,14 +217,11 @@ class McpRepository(SkillRepository):
             raise RepositoryUnavailable(f"{self.where}: {_describe(exc)}") from exc
 
     async def _request(self, client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request the SDK has no method for (``skills/list``), answered as a plain mapping."""
         import mcp_types
-        from pydantic import BaseModel, ConfigDict
-
-        class Raw(BaseModel):
-            model_config = ConfigDict(extra="allow")
 
         request = mcp_types.Request[dict[str, Any], str](method=method, params=params)
-        result = await client.session.send_request(request, Raw)
+        result = await client.session.send_request(request, _raw_result())
         return dict(result.model_extra or {})
 
     # -- listing -----------------------------------------------------------------------------
@@ -467,6 +467,17 @@ class _Reply:
     done: anyio.Event = field(default_factory=anyio.Event)
     value: Any = None
     error: Exception | None = field(default_factory=_closed)
+
+
+@functools.cache
+def _raw_result() -> type[BaseModel]:
+    """A result model that keeps every field as given (built on first use: pydantic is the SDK's)."""
+    from pydantic import BaseModel, ConfigDict
+
+    class RawResult(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    return RawResult
 
 
 def _sha256(data: bytes) -> str:
