@@ -55,7 +55,7 @@ from starlette.applications import Starlette
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
-from harness.mcp.errors import SkillRequestError
+from harness.mcp.errors import McpServerError, SkillRequestError
 from harness.mcp.tokens import TokenMap
 from harness.pipeline import SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
@@ -170,11 +170,15 @@ class SkillServer:
         )
 
     async def serve_http(self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000) -> None:
-        """Serve :meth:`http_app` with uvicorn until interrupted."""
+        """Serve :meth:`http_app` with uvicorn until interrupted; raises :class:`McpServerError`
+        when it cannot start."""
         import uvicorn
 
         app = self.http_app(tokens, host=host, port=port)
-        await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+        try:
+            await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+        except SystemExit as exc:  # uvicorn exits when it cannot start (the port taken, say)
+            raise McpServerError(f"cannot serve HTTP on {host}:{port} (uvicorn exit status {exc.code})") from None
 
     # -- the request's user ------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The bearer-token → user mapping: file, environment variable and ``harness.yaml``."""
+"""The bearer-token → user mapping (file, variable, ``harness.yaml``) and when HTTP serving refuses to start."""
 
 from __future__ import annotations
 
@@ -60,3 +60,15 @@ async def test_harness_yaml_names_the_token_file(tmp_path: Path) -> None:
         async with http_client(server.url, "alice-token-0001") as alice:
             listing = await call(alice, "skills/list")
     assert [s["frontmatter"]["name"] for s in listing["skills"]] == ["alpha"]
+
+
+async def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "tokens.yaml").write_text("alice: alice-token-0001\n")
+    async with HttpServer(tmp_path, tmp_path / "tokens.yaml") as first:
+        argv = [
+            *serve_command(tmp_path, "--http", "--tokens", str(tmp_path / "tokens.yaml")),
+            "--port",
+            str(first.port),
+        ]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and f"cannot serve HTTP on 127.0.0.1:{first.port}" in result.stderr
