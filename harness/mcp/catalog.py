@@ -55,10 +55,12 @@ _CACHE_SIZE = 4096
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """``skills/list`` for one user: the entries, and the skills left out with the reason."""
+    """One page of ``skills/list`` for one user: the entries, the skills left out with the
+    reason, and the position the next page starts at (``None`` on the last page)."""
 
     skills: tuple[dict[str, Any], ...]
     omitted: tuple[dict[str, str], ...]
+    next: int | None = None
 
 
 def frontmatter_json(value: Any) -> Any:
@@ -136,11 +138,14 @@ class SkillCatalog:
 
     # -- entries -----------------------------------------------------------------------------
 
-    async def listing(self, plan: TurnPlan) -> Listing:
-        """Every skill of ``plan`` within the limits, and the ones left out."""
+    async def listing(self, plan: TurnPlan, start: int = 0, count: int | None = None) -> Listing:
+        """The skills of ``plan`` from position ``start`` (``count`` of them, default all) within
+        the limits, the ones left out, and where the next page starts (``None``: no more)."""
+        paths = list(self.paths(plan).items())
+        end = len(paths) if count is None else min(len(paths), start + count)
         skills: list[dict[str, Any]] = []
         omitted: list[dict[str, str]] = []
-        for path, resolved in self.paths(plan).items():
+        for path, resolved in paths[start:end]:
             problem = self.over_limits(resolved)
             if problem is None:
                 try:
@@ -149,7 +154,7 @@ class SkillCatalog:
                 except (OSError, RepositoryError) as exc:  # a file over max_file_size, a market down
                     problem = f"its files cannot be read: {exc}"
             omitted.append({"uri": f"{SCHEME}{path}/{_MAIN}", "reason": problem})
-        return Listing(skills=tuple(skills), omitted=tuple(omitted))
+        return Listing(skills=tuple(skills), omitted=tuple(omitted), next=end if end < len(paths) else None)
 
     async def get(self, plan: TurnPlan, uri: str) -> dict[str, Any]:
         """The entry of the skill whose SKILL.md is ``uri``."""

@@ -5,8 +5,8 @@ The server implements the MCP Skills extension on the SDK's low-level :class:`mc
 
 - **capability**: ``capabilities.extensions["io.modelcontextprotocol/skills"] = {"directoryRead": true}``
   next to ``resources``, ``tools`` and ``prompts``.
-- **``skills/list``** (params ``{cursor?}``) → ``{"skills": [Skill...], "ttlMs": 0, "cacheScope":
-  "private"}``; one page, no ``nextCursor``. A ``Skill`` is ``{"uri": "skill://<path>/SKILL.md",
+- **``skills/list``** (params ``{cursor?}``) → ``{"skills": [Skill...], "nextCursor"?, "ttlMs": 0,
+  "cacheScope": "private"}``, ``page_size`` skills a page (the cursor is the next position). A ``Skill`` is ``{"uri": "skill://<path>/SKILL.md",
   "frontmatter": {...verbatim...}, "resources": [{"uri", "digest": "sha256:<hex>", "size"}...]}``.
   Skills over the extension's limits (512 files, 16 MiB per skill) are left out and named with
   the reason in ``_meta["agent-skill-harness/omitted"]: [{"uri", "reason"}]``.
@@ -121,9 +121,13 @@ class SkillServer:
         *,
         allow_shell: bool = False,
         shell_timeout: float = 120.0,
+        page_size: int = 100,
         name: str = "agent-skill-harness",
     ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
         self.pipeline = pipeline
+        self.page_size = page_size
         self.allow_shell = allow_shell
         self.shell_timeout = shell_timeout
         self.catalog = SkillCatalog()
@@ -203,8 +207,13 @@ class SkillServer:
         result: dict[str, Any] = {"skills": [], "ttlMs": 0, "cacheScope": "private"}
         if plan is None:
             return result
-        listing = await self.catalog.listing(plan)
+        cursor = params.cursor or "0"
+        if not cursor.isdigit():
+            raise _invalid(f"cursor {cursor[:40]!r} was not given by this server")
+        listing = await self.catalog.listing(plan, int(cursor), self.page_size)
         result["skills"] = list(listing.skills)
+        if listing.next is not None:
+            result["nextCursor"] = str(listing.next)
         if listing.omitted:
             for item in listing.omitted:
                 if (item["uri"], item["reason"]) not in self._reported:  # once, not on every request

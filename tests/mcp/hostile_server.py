@@ -55,7 +55,12 @@ SKILLS[-1]["resources"][0]["digest"] = "sha256:" + hashlib.sha256(b"other").hexd
 
 
 async def _list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
-    return {"skills": SKILLS, "ttlMs": 0, "cacheScope": "private"}
+    """Two skills a page, so the market must follow ``nextCursor``."""
+    start = int(params.cursor or 0)
+    page: dict[str, Any] = {"skills": SKILLS[start : start + 2], "ttlMs": 0, "cacheScope": "private"}
+    if start + 2 < len(SKILLS):
+        page["nextCursor"] = str(start + 2)
+    return page
 
 
 async def _read(

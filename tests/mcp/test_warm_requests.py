@@ -48,3 +48,21 @@ async def test_without_a_principal_nothing_is_served(tmp_path: Path) -> None:
             assert (await client.list_tools()).tools == [] and (await client.list_prompts()).prompts == []
             with pytest.raises(MCPError, match="without an authenticated user"):
                 await client.read_resource("skill://shared/SKILL.md")
+
+
+async def test_skills_list_pages_follow_the_cursor(tmp_path: Path) -> None:
+    for name in ("a-one", "b-two", "c-three"):
+        make_skill(tmp_path / "skills", name)
+    async with (
+        open_filesystem("local", tmp_path) as fs,
+        SkillPipeline(filesystem=fs, watch=False) as pipeline,
+    ):
+        server = SkillServer(pipeline, page_size=2)
+        server.bind_user("alice")
+        async with Client(server.server, cache=None) as client:
+            first = await call(client, "skills/list")
+            second = await call(client, "skills/list", {"cursor": first["nextCursor"]})
+            with pytest.raises(MCPError, match="was not given by this server"):
+                await call(client, "skills/list", {"cursor": "../x"})
+    assert [s["frontmatter"]["name"] for s in first["skills"]] == ["a-one", "b-two"]
+    assert [s["frontmatter"]["name"] for s in second["skills"]] == ["c-three"] and "nextCursor" not in second
