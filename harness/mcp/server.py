@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 #: ``_meta`` key of ``skills/list`` naming the skills left out and why.
 OMITTED_META = "agent-skill-harness/omitted"
 
-Principal = Callable[[ServerRequestContext[Any, Any]], str | None]
+_Principal = Callable[[ServerRequestContext[Any, Any]], str | None]
 
 
 class _UriParams(types.RequestParams):
@@ -131,7 +131,7 @@ class SkillServer:
         self.allow_shell = allow_shell
         self.shell_timeout = shell_timeout
         self.catalog = SkillCatalog()
-        self._principal: Principal = _no_principal
+        self._principal: _Principal = _no_principal
         self._reported: set[tuple[str, str]] = set()
         self.server: Server[Any] = Server(
             name,
