@@ -53,6 +53,7 @@ class HarnessConfig:
     trusted_markets: tuple[str, ...] = ()
     curator: CuratorConfig | None = None
     approval: ApprovalPolicy | None = None
+    mcp_tokens: Path | None = None  # harness mcp serve --http: the bearer token -> user file
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -146,6 +147,7 @@ def load_config(path: str | Path) -> HarnessConfig:
         values["curator"] = _curator(path, data["curator"])
     if data.get("approval") is not None:
         values["approval"] = _approval(path, data["approval"])
+    values["mcp_tokens"] = _path(base, data["mcp_tokens"]) if data.get("mcp_tokens") else None
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}

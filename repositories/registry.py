@@ -28,6 +28,13 @@ URL                                                    repository
 (also ``+git+ssh``, ``+git+file``, ``+git+http``)      form takes the git options above;
                                                        both take ``cache_dir`` for remote
                                                        plugins' clones)
+``mcp+https://host/mcp#token_env=VAR``, ``mcp+http://…``  ``McpRepository`` over streamable HTTP
+                                                       (fragment options: ``token_env``, the
+                                                       variable holding the bearer token;
+                                                       ``timeout``, ``check_interval``)
+``mcp+stdio:<command …>``                              ``McpRepository`` over a command's
+                                                       stdio (split shell-style; ``timeout``,
+                                                       ``check_interval`` as fragment)
 =====================================================  =========================================
 
 Every URL also takes ``source=<slug>`` (fragment, or query for ``mysql``). Third parties add
@@ -38,15 +45,19 @@ schemes with :func:`register_scheme` or through the entry-point group ``harness.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
+import shlex
 import urllib.parse
 from collections.abc import Callable
+from typing import Any
 
 from filesystems import redact_url
 from repositories.base import SkillRepository
 from repositories.directory import DirectoryRepository
 from repositories.errors import InvalidRepositoryConfig, UnknownScheme
 from repositories.git import GitRepository
+from repositories.mcp import McpRepository
 from repositories.mysql import MySQLRepository
 from repositories.nacos import NacosRepository
 from repositories.package import EntryPointRepository, PackageRepository
@@ -199,6 +210,30 @@ def _open_plugins(url: str) -> SkillRepository:
     return PluginMarketplaceRepository(root, cache_dir=cache_dir, source=source)
 
 
+def _open_mcp(url: str) -> SkillRepository:
+    base, options = _split_fragment(url)
+    common: dict[str, Any] = {
+        "timeout": _number(options, "timeout", 30.0),
+        "check_interval": _number(options, "check_interval", 0.0),
+        "source": options.pop("source", None),
+    }
+    if base.startswith("mcp+stdio:"):
+        try:
+            command = shlex.split(base[len("mcp+stdio:") :])
+        except ValueError as exc:
+            raise InvalidRepositoryConfig(f"cannot split the command of {redact_url(url)!r}: {exc}") from None
+        if not command:
+            raise InvalidRepositoryConfig(f"no command in {redact_url(url)!r}")
+        _no_more(url, options)
+        return McpRepository(command=command, **common)
+    variable = options.pop("token_env", None)
+    token = os.environ.get(variable) if variable else None
+    if variable and not token:
+        raise InvalidRepositoryConfig(f"the variable {variable!r} named by token_env is not set")
+    _no_more(url, options)
+    return McpRepository(url=base[len("mcp+") :], token=token, **common)
+
+
 _BUILTIN: dict[str, RepositoryFactory] = {
     "dir": _open_dir,
     "git+https": _open_git,
@@ -214,6 +249,9 @@ _BUILTIN: dict[str, RepositoryFactory] = {
     "claude-plugins+git+http": _open_plugins,
     "claude-plugins+git+ssh": _open_plugins,
     "claude-plugins+git+file": _open_plugins,
+    "mcp+https": _open_mcp,
+    "mcp+http": _open_mcp,
+    "mcp+stdio": _open_mcp,
 }
 _registered: dict[str, RepositoryFactory] = {}
 

@@ -39,7 +39,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("harness",),
         ("harness.tracing", "harness.agent.events", "harness.agent.streaming", "harness.context", "harness.skills"),
     ),
+    ("harness.mcp", ("harness.agent", "harness.cli", "harness.engine", "harness.learning"), ()),
 )
+
+# The MCP SDK is an optional extra: only these modules may import it (and ``harness.mcp``).
+MCP_SDK = ("mcp", "mcp_types")
+MCP_SDK_USERS = ("harness.mcp", "repositories.mcp")
+HARNESS_MCP_USERS = ("harness.mcp", "harness.cli.mcp")
 
 # Cycles that remain for now, each with the reason (none today; keep it that way).
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
@@ -147,6 +153,20 @@ def test_layers_import_only_downwards() -> None:
         and not any(_within(imp.target, prefix) for prefix in allowed)
     ]
     assert broken == []
+
+
+def test_the_mcp_sdk_stays_behind_its_extra() -> None:
+    sdk = [
+        _where(imp)
+        for imp in ALL_IMPORTS
+        if imp.target.split(".")[0] in MCP_SDK and not any(_within(imp.importer, u) for u in MCP_SDK_USERS)
+    ]
+    server = [
+        _where(imp)
+        for imp in OURS
+        if _within(imp.target, "harness.mcp") and not any(_within(imp.importer, u) for u in HARNESS_MCP_USERS)
+    ]
+    assert sdk == [] and server == []
 
 
 def test_no_private_module_is_imported_from_another_package() -> None:

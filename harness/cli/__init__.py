@@ -10,14 +10,14 @@ import sys
 from collections.abc import Sequence
 
 from filesystems import FilesystemError, redact_secrets
-from harness.cli import agent, engine, market, skills
+from harness.cli import agent, engine, market, mcp, skills
 from harness.errors import ConfigError, HarnessError
 from harness.terminal import escape_control
 from repositories import RepositoryError
 
 __all__ = ["main"]
 
-_COMMANDS = (skills, market, agent, engine)
+_COMMANDS = (skills, market, agent, engine, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

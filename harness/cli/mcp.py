@@ -1,0 +1,79 @@
+"""``harness mcp serve``: one user's merged skills over MCP (stdio, or streamable HTTP with tokens).
+
+The MCP SDK is an optional extra: it is imported when the command runs, so the rest of the CLI
+works without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import anyio
+
+from harness.cli.common import WORKSPACE_OPTIONS, config_from_args, context_from_args
+from harness.errors import ConfigError
+
+__all__ = ["register"]
+
+_MISSING_SDK = "harness mcp needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``mcp`` command group."""
+    parser = sub.add_parser("mcp", help="serve skills over the Model Context Protocol")
+    commands = parser.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
+    serve = commands.add_parser(
+        "serve",
+        parents=[WORKSPACE_OPTIONS],
+        help="serve a user's merged skills over MCP (stdio or streamable HTTP)",
+        description="Serve merged skills over MCP with the Skills extension (skills/list, skills/get, "
+        "skill:// resources, directory reads), the load_skill and read_skill_resource tools and one prompt "
+        "per user-invocable skill. On stdio (the default) it serves --user (default: cli); with --http it serves the user "
+        "each bearer token maps to (--tokens FILE and/or HARNESS_MCP_TOKENS) and answers 401 without one.",
+    )
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    serve.add_argument(
+        "--tokens", type=Path, metavar="FILE", help="YAML mapping of user ids to bearer tokens (default: mcp_tokens)"
+    )
+    serve.add_argument(
+        "--allow-shell",
+        action="store_true",
+        help="also offer the execute_shell_command tool in the user's workspace (off by default)",
+    )
+    serve.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from harness.agent import Harness
+        from harness.mcp import SkillServer, TokenMap
+    except ImportError as exc:
+        print(f"harness: {_MISSING_SDK} ({exc})", file=sys.stderr)
+        return 1
+    if args.http and args.user:
+        raise ConfigError("--user is for stdio; over HTTP each token's user is served (see --tokens)")
+    config = config_from_args(args)
+    tokens = TokenMap.load(args.tokens or config.mcp_tokens) if args.http else None
+    if tokens is not None and not tokens:
+        raise ConfigError(
+            "--http needs a token mapping (--tokens FILE, mcp_tokens in harness.yaml or HARNESS_MCP_TOKENS): "
+            "no token, no skills"
+        )
+    user = None if args.http else context_from_args(args).user_id
+
+    async def main() -> None:
+        async with Harness.from_config(config, model="demo") as agent:
+            server = SkillServer(agent.pipeline, allow_shell=args.allow_shell)
+            if tokens is not None:
+                print(f"harness: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+                await server.serve_http(tokens, host=args.host, port=args.port)
+            else:
+                assert user is not None
+                await server.serve_stdio(user)
+
+    anyio.run(main)
+    return 0

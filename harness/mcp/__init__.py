@@ -1,0 +1,32 @@
+"""Serve one user's merged skills over MCP (``harness mcp serve``); needs the ``mcp`` extra.
+
+:class:`SkillServer` implements the MCP Skills extension (``io.modelcontextprotocol/skills``)
+plus fallback tools and prompts over a :class:`~harness.pipeline.SkillPipeline`;
+:class:`SkillCatalog` holds the extension's wire shapes; :class:`TokenMap` maps HTTP bearer
+tokens to users. Install with ``pip install 'agent-skill-harness[mcp]'``.
+"""
+
+try:
+    import mcp as _sdk  # noqa: F401  (the SDK is an optional extra: say so clearly)
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("harness.mcp needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'") from exc
+
+from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
+from harness.mcp.errors import McpServerError, SkillRequestError, TokenConfigError
+from harness.mcp.server import OMITTED_META, SkillServer
+from harness.mcp.tokens import TOKENS_ENV, TokenMap
+
+__all__ = [
+    "EXTENSION",
+    "MAX_BYTES",
+    "MAX_FILES",
+    "OMITTED_META",
+    "TOKENS_ENV",
+    "Listing",
+    "McpServerError",
+    "SkillCatalog",
+    "SkillRequestError",
+    "SkillServer",
+    "TokenConfigError",
+    "TokenMap",
+]

@@ -1,0 +1,371 @@
+"""``harness mcp serve``: one user's merged skills over MCP, stdio or streamable HTTP.
+
+The server implements the MCP Skills extension on the SDK's low-level :class:`mcp.server.Server`
+(the SDK ships no types for it; its extension hooks add methods, which is what this does):
+
+- **capability**: ``capabilities.extensions["io.modelcontextprotocol/skills"] = {"directoryRead": true}``
+  next to ``resources``, ``tools`` and ``prompts``.
+- **``skills/list``** (params ``{cursor?}``) → ``{"skills": [Skill...], "nextCursor"?, "ttlMs": 0,
+  "cacheScope": "private"}``, ``page_size`` skills a page (the cursor is the next position). A ``Skill`` is ``{"uri": "skill://<path>/SKILL.md",
+  "frontmatter": {...verbatim...}, "resources": [{"uri", "digest": "sha256:<hex>", "size"}...]}``.
+  Skills over the extension's limits (512 files, 16 MiB per skill) are left out and named with
+  the reason in ``_meta["agent-skill-harness/omitted"]: [{"uri", "reason"}]``.
+- **``skills/get``** (params ``{uri}``, the SKILL.md URI) → ``{"skill": Skill, "ttlMs": 0,
+  "cacheScope": "private"}``; an unknown or over-limit skill is error -32602 saying why.
+- **``resources/read``** of ``skill://<path>/<file>`` → the file as text (UTF-8) or a base64 blob;
+  ``resources/list`` lists each skill's SKILL.md.
+- **``resources/directory/read``** (params ``{uri, cursor?}``) of ``skill://<path>`` or a folder of
+  it → ``{"resources": [{"uri", "name", "mimeType"}...]}``, folders as ``inode/directory``.
+- **tools**, for clients without the extension: ``load_skill(name)`` (SKILL.md, paged, plus the
+  list of the skill's files) and ``read_skill_resource(skill_name, path, offset?, limit?)``; the
+  shell tool ``execute_shell_command`` only when the operator allows it (``allow_shell``).
+- **prompts**: one per user-invocable skill, named for it; its arguments are the skill's
+  ``arguments:`` names, else one free-text ``arguments``; ``$ARGUMENTS`` and friends are filled in
+  as a ``/skill:`` command would (:func:`harness.skills.arguments.substitute`).
+
+Every request runs :meth:`SkillPipeline.prepare` for its user, so an edit shows on the next
+request and a warm request reads nothing (the pipeline's cached views and the manifest cache
+of :class:`~harness.mcp.catalog.SkillCatalog`). Results carry ``ttlMs: 0`` so clients do not
+cache them past an edit.
+
+Who the user is: on stdio the operator names one (``--user``); over HTTP it is the principal of
+the bearer token (:class:`~harness.mcp.tokens.TokenMap`); the SDK's bearer middleware answers
+401 to a request without a known token, and a request that somehow has no principal sees no
+skills at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import shlex
+from collections.abc import Callable
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+
+from harness.context import RuntimeContext
+from harness.errors import SkillNotFound
+from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
+from harness.mcp.errors import McpServerError, SkillRequestError
+from harness.mcp.tokens import TokenMap
+from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline.catalog import SHELL_TOOL
+from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
+from harness.tools import Tool, load_skill_file, looks_binary, skill_tools, tool_from_function
+
+__all__ = ["OMITTED_META", "SkillServer"]
+
+log = logging.getLogger(__name__)
+
+#: ``_meta`` key of ``skills/list`` naming the skills left out and why.
+OMITTED_META = "agent-skill-harness/omitted"
+
+_Principal = Callable[[ServerRequestContext[Any, Any]], str | None]
+
+
+class _UriParams(types.RequestParams):
+    uri: str
+
+
+class _DirectoryParams(types.RequestParams):
+    uri: str
+    cursor: str | None = None
+
+
+def _no_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    return None
+
+
+def _bearer_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The user of the request's verified bearer token (set by the SDK's auth middleware)."""
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
+
+
+class _TokenVerifier:
+    """The SDK's ``TokenVerifier`` over a :class:`TokenMap`: the token's user is its client id."""
+
+    def __init__(self, tokens: TokenMap) -> None:
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        user = self.tokens.user_for(token)
+        return None if user is None else AccessToken(token=token, client_id=user, scopes=[], subject=user)
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message)
+
+
+class SkillServer:
+    """An MCP server over a :class:`SkillPipeline`, serving each request's user their merged skills.
+
+    Serve it once, over one transport: :meth:`serve_stdio` for one named user, or
+    :meth:`http_app` / :meth:`serve_http` for the users of a token mapping.
+    """
+
+    def __init__(
+        self,
+        pipeline: SkillPipeline,
+        *,
+        allow_shell: bool = False,
+        shell_timeout: float = 120.0,
+        page_size: int = 100,
+        name: str = "agent-skill-harness",
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.pipeline = pipeline
+        self.page_size = page_size
+        self.allow_shell = allow_shell
+        self.shell_timeout = shell_timeout
+        self.catalog = SkillCatalog()
+        self._principal: _Principal = _no_principal
+        self._reported: set[tuple[str, str]] = set()
+        self.server: Server[Any] = Server(
+            name,
+            instructions="Agent skills: list them with skills/list (or the load_skill tool), read their "
+            f"files as {SCHEME}<skill>/<path> resources (or read_skill_resource).",
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+        )
+        self.server.extensions[EXTENSION] = {"directoryRead": True}
+        self.server.add_request_handler("skills/list", types.PaginatedRequestParams, self._skills_list)
+        self.server.add_request_handler("skills/get", _UriParams, self._skills_get)
+        self.server.add_request_handler("resources/directory/read", _DirectoryParams, self._directory_read)
+
+    # -- transports --------------------------------------------------------------------------
+
+    def bind_user(self, user: str) -> None:
+        """Serve ``user``'s skills to every request (stdio, or an in-process client)."""
+        RuntimeContext(user_id=user)  # refuse a bad id before serving anything
+        self._principal = lambda ctx: user
+
+    async def serve_stdio(self, user: str) -> None:
+        """Serve ``user``'s skills over this process's stdin and stdout until the client leaves."""
+        self.bind_user(user)
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    def http_app(self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> Starlette:
+        """The streamable HTTP app (an ASGI app for any server) whose users are ``tokens``' principals."""
+        self._principal = _bearer_principal
+        origin = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return self.server.streamable_http_app(
+            streamable_http_path=path,
+            host=host,
+            auth=AuthSettings(issuer_url=origin, resource_server_url=None),  # type: ignore[arg-type]
+            token_verifier=_TokenVerifier(tokens),
+        )
+
+    async def serve_http(self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+        """Serve :meth:`http_app` with uvicorn until interrupted; raises :class:`McpServerError`
+        when it cannot start."""
+        import uvicorn
+
+        app = self.http_app(tokens, host=host, port=port)
+        try:
+            await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+        except SystemExit as exc:  # uvicorn exits when it cannot start (the port taken, say)
+            raise McpServerError(f"cannot serve HTTP on {host}:{port} (uvicorn exit status {exc.code})") from None
+
+    # -- the request's user ------------------------------------------------------------------
+
+    async def _plan(self, ctx: ServerRequestContext[Any, Any]) -> TurnPlan | None:
+        user = self._principal(ctx)
+        if user is None:
+            return None
+        return await self.pipeline.prepare(RuntimeContext(user_id=user), stage=self.allow_shell)
+
+    async def _need_plan(self, ctx: ServerRequestContext[Any, Any]) -> TurnPlan:
+        plan = await self._plan(ctx)
+        if plan is None:
+            raise _invalid("no skills are served without an authenticated user")
+        return plan
+
+    # -- the Skills extension ----------------------------------------------------------------
+
+    async def _skills_list(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        plan = await self._plan(ctx)
+        result: dict[str, Any] = {"skills": [], "ttlMs": 0, "cacheScope": "private"}
+        if plan is None:
+            return result
+        cursor = params.cursor or "0"
+        if not cursor.isdigit():
+            raise _invalid(f"cursor {cursor[:40]!r} was not given by this server")
+        listing = await self.catalog.listing(plan, int(cursor), self.page_size)
+        result["skills"] = list(listing.skills)
+        if listing.next is not None:
+            result["nextCursor"] = str(listing.next)
+        if listing.omitted:
+            for item in listing.omitted:
+                if (item["uri"], item["reason"]) not in self._reported:  # once, not on every request
+                    self._reported.add((item["uri"], item["reason"]))
+                    log.warning("skill %s is not listed: %s", item["uri"], item["reason"])
+            result["_meta"] = {OMITTED_META: list(listing.omitted)}
+        return result
+
+    async def _skills_get(self, ctx: ServerRequestContext[Any, Any], params: _UriParams) -> dict[str, Any]:
+        plan = await self._need_plan(ctx)
+        try:
+            skill = await self.catalog.get(plan, params.uri)
+        except SkillRequestError as exc:
+            raise _invalid(str(exc)) from None
+        return {"skill": skill, "ttlMs": 0, "cacheScope": "private"}
+
+    async def _directory_read(self, ctx: ServerRequestContext[Any, Any], params: _DirectoryParams) -> dict[str, Any]:
+        plan = await self._need_plan(ctx)
+        try:
+            return {"resources": self.catalog.directory(plan, params.uri)}
+        except SkillRequestError as exc:
+            raise _invalid(str(exc)) from None
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        plan = await self._plan(ctx)
+        resources = [
+            types.Resource(
+                uri=f"{SCHEME}{path}/SKILL.md",
+                name=resolved.skill.name,
+                description=resolved.skill.description,
+                mime_type="text/markdown",
+            )
+            for path, resolved in (self.catalog.paths(plan).items() if plan is not None else ())
+        ]
+        return types.ListResourcesResult(resources=resources)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        plan = await self._need_plan(ctx)
+        try:
+            data, mime = await self.catalog.read(plan, params.uri)
+        except SkillRequestError as exc:
+            raise _invalid(str(exc)) from None
+        except OSError as exc:
+            raise _invalid(f"{params.uri} cannot be read: {exc}") from None
+        contents: types.TextResourceContents | types.BlobResourceContents
+        if looks_binary(data):
+            contents = types.BlobResourceContents(uri=params.uri, mime_type=mime, blob=base64.b64encode(data).decode())
+        else:
+            contents = types.TextResourceContents(uri=params.uri, mime_type=mime, text=data.decode("utf-8"))
+        return types.ReadResourceResult(contents=[contents])
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def _tools(self, plan: TurnPlan) -> dict[str, Tool]:
+        async def load_skill(name: str) -> str:
+            """Load a skill's instructions (its SKILL.md) by name, with the list of its other files.
+
+            Args:
+                name: The skill's name.
+            """
+            text = await load_skill_file(plan, name)
+            resolved = plan.find(name)
+            files = resolved.skill.files if resolved is not None else ()
+            return text + (f"\n\nFiles of this skill (read_skill_resource): {', '.join(files)}" if files else "")
+
+        async def read_skill_resource(skill_name: str, path: str, offset: int = 1, limit: int | None = None) -> str:
+            """Read one file of a skill, paged by lines.
+
+            Args:
+                skill_name: The skill's name.
+                path: A path relative to the skill folder, e.g. "references/guide.md".
+                offset: The first line to return (1-based), to continue a long file.
+                limit: The most lines to return.
+            """
+            return await load_skill_file(plan, skill_name, path, offset, limit)
+
+        tools = [tool_from_function(load_skill), tool_from_function(read_skill_resource)]
+        if self.allow_shell:
+            tools += [t for t in skill_tools(plan, shell_timeout=self.shell_timeout) if t.name == SHELL_TOOL]
+        return {t.name: t for t in tools}
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        plan = await self._plan(ctx)
+        tools = self._tools(plan).values() if plan is not None else ()
+        return types.ListToolsResult(
+            tools=[types.Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in tools]
+        )
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        plan = await self._need_plan(ctx)
+        tool = self._tools(plan).get(params.name)
+        if tool is None:
+            raise _invalid(f"there is no tool named {params.name!r}")
+        try:
+            text, failed = await tool.call(params.arguments or {}), False
+        except Exception as exc:  # a tool's failure goes back to the client, never ends the server
+            text, failed = f"error: {type(exc).__name__}: {exc}", True
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=failed)
+
+    # -- prompts -----------------------------------------------------------------------------
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        plan = await self._plan(ctx)
+        prompts: dict[str, types.Prompt] = {}
+        for resolved in self.catalog.paths(plan).values() if plan is not None else ():
+            skill = resolved.skill
+            if not user_invocable(skill.metadata) or skill.name in prompts:
+                continue
+            names = argument_names(skill.metadata)
+            hint = argument_hint(skill.metadata) or None
+            arguments = [types.PromptArgument(name=n, required=False) for n in names] or [
+                types.PromptArgument(name="arguments", description=hint, required=False)
+            ]
+            prompts[skill.name] = types.Prompt(name=skill.name, description=skill.description, arguments=arguments)
+        return types.ListPromptsResult(prompts=list(prompts.values()))
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        plan = await self._need_plan(ctx)
+        try:
+            resolved = plan.invoke(params.name)
+        except SkillNotFound as exc:
+            raise _invalid(str(exc)) from None
+        skill = resolved.skill
+        if not user_invocable(skill.metadata):
+            raise _invalid(f"skill {skill.name!r} is not user-invocable")
+        given = params.arguments or {}
+        names = argument_names(skill.metadata)
+        text = " ".join(shlex.quote(given.get(n, "")) for n in names) if names else given.get("arguments", "")
+        # The folder a shell would use, only when the client may run one; else where the files are read.
+        path = next(p for p, s in self.catalog.paths(plan).items() if s is resolved)
+        location = (resolved.files_root if self.allow_shell else None) or f"{SCHEME}{path}"
+        body = substitute(
+            skill.body.rstrip(),
+            text.strip(),
+            names=names,
+            skill_dir=location,
+            session_id=plan.context.session_id,
+        )
+        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
+        return types.GetPromptResult(
+            description=skill.description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=block))],
+        )
