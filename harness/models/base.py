@@ -233,7 +233,7 @@ class Model(AsyncResource, ABC):
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelReply:
         """The model's next message for ``messages``, with ``tools`` offered to it."""
-        self._check(messages, tools)
+        self._check_request(messages, tools)
         return await self._complete(tuple(messages), tuple(tools))
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> AsyncIterator[StreamItem]:
@@ -241,14 +241,14 @@ class Model(AsyncResource, ABC):
 
         Raises ``ModelError`` when the backend's stream ends without a reply.
         """
-        self._check(messages, tools)
+        self._check_request(messages, tools)
         async for item in self._stream(tuple(messages), tuple(tools)):
             yield item
             if isinstance(item, ModelReply):
                 return
         raise ModelError(f"{self.name}: the reply stream ended before the reply was complete")
 
-    def _check(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> None:
+    def _check_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> None:
         if self._closed:
             raise ModelError(f"model {self.name} is closed")
         if not messages:
