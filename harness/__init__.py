@@ -59,6 +59,7 @@ from harness.pipeline.plan import TurnPlan, VisibilityPolicy
 from harness.skills.frontmatter import FrontmatterError
 from harness.skills.skill import Layer, Skill, load_skill
 from harness.skills.validation import ValidationReport, validate_skill_dir
+from harness.tools.context import ToolContext
 from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
 from harness.tools.skills import UsageHooks
 
@@ -115,6 +116,7 @@ __all__ = [
     "ToolCall",
     "ToolCallDelta",
     "ToolCalled",
+    "ToolContext",
     "ToolError",
     "ToolRequest",
     "ToolReturned",

@@ -8,7 +8,10 @@ import jsonschema
 import pytest
 
 from harness.models import ToolSpec
-from harness.tools.function import Tool, ToolArgumentError, tool, tool_from_function
+from harness.tools.context import ToolContext, calling, current_tool_context
+from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
+
+CALL = ToolContext(user_id="alice", session_id="s1", call_id="c1", tool="whoami", action_id="a1", skill="notes")
 
 
 @tool
@@ -217,3 +220,58 @@ async def test_hand_written_tool_checks_its_schema() -> None:
     assert await handmade.call({"point": {"x": 1}, "extra": 1}) == '{"point": {"x": 1}, "extra": 1}'
     with pytest.raises(ToolArgumentError, match="missing required argument\\(s\\) point.x"):
         await handmade.call({"point": {}})
+
+
+@tool
+async def whoami(greeting: str, context: ToolContext) -> dict[str, Any]:
+    """Say who is calling.
+
+    Args:
+        greeting: A word to start with.
+    """
+    return {"greeting": greeting, "user": context.user_id, "action": context.action_id}
+
+
+def test_a_tool_context_parameter_is_not_part_of_the_schema() -> None:
+    assert whoami.parameters == {
+        "type": "object",
+        "properties": {"greeting": {"type": "string", "description": "A word to start with."}},
+        "additionalProperties": False,
+        "required": ["greeting"],
+    }
+
+
+async def test_a_tool_gets_the_context_of_the_call() -> None:
+    with calling(CALL):
+        assert await whoami.call({"greeting": "hi"}) == '{"greeting": "hi", "user": "alice", "action": "a1"}'
+    assert current_tool_context() is None
+
+
+async def test_a_synchronous_tool_gets_the_context_too() -> None:
+    def where(context: ToolContext | None = None) -> str:
+        """Where the call runs."""
+        return f"{context.call_id}@{context.tool}" if context is not None else "nowhere"
+
+    wrapped = tool_from_function(where)
+    assert wrapped.parameters["properties"] == {}
+    with calling(CALL):
+        assert await wrapped.call({}) == "c1@whoami"
+    assert await wrapped.call({}) == "nowhere"  # ToolContext | None runs without one
+
+
+async def test_a_required_tool_context_outside_an_agents_call_is_a_clear_error() -> None:
+    with pytest.raises(ToolError, match="parameter 'context' needs the call's ToolContext"):
+        await whoami.call({"greeting": "hi"})
+
+
+async def test_an_argument_named_like_the_context_parameter_is_refused() -> None:
+    with calling(CALL), pytest.raises(ToolArgumentError, match="unknown argument\\(s\\) context"):
+        await whoami.call({"greeting": "hi", "context": {"user_id": "bob"}})
+
+
+def test_two_tool_context_parameters_are_refused() -> None:
+    async def f(a: ToolContext, b: ToolContext | None) -> None:
+        """F."""
+
+    with pytest.raises(TypeError, match="parameters 'a' and 'b' both take the ToolContext"):
+        tool_from_function(f)

@@ -40,6 +40,7 @@ from harness.errors import HarnessError
 from harness.learning.audit import AuditLog
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.terminal import escape_control
+from harness.tools.context import keeping_context
 from harness.tools.function import Tool, ToolError
 
 __all__ = [
@@ -359,7 +360,7 @@ class ApprovalGate:
             request = self._request(tool.name, kind, arguments, gating)
             decision = await self._decide(request, gating)
             if decision is None:
-                return await self._wait(request, gating, lambda: inner(**arguments))
+                return await self._wait(request, gating, keeping_context(lambda: inner(**arguments)))
             await self._enforce(request, decision, gating)
             return await inner(**arguments)
 

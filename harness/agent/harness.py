@@ -40,7 +40,7 @@ from harness.agent.queues import MessageQueues, RunControl
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.streaming import ModelStep, RunTally, framed
 from harness.agent.workflow_tools import workflow_tools
-from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow, resolver
+from harness.agent.workflows import AgentExecutor, call_context, package_for, resolve_workflow, resolver
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.engine import Decision as WorkflowDecision
@@ -76,6 +76,7 @@ from harness.skills.arguments import (
     user_invocable,
 )
 from harness.skills.skill import Layer
+from harness.tools.context import calling
 from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
@@ -422,7 +423,7 @@ class Harness(AsyncResource):
             for call in reply.message.tool_calls:
                 log.debug("agent %s calls tool %s for user %s", self.name, call.name, context.user_id)
                 yield ToolCalled(call_id=call.id, name=call.name, arguments=dict(call.arguments))
-                content, error_type = await self._call(by_name, call)
+                content, error_type = await self._call(by_name, call, context, invocation.skill)
                 for event in pending:
                     yield event
                 pending.clear()
@@ -830,13 +831,18 @@ class Harness(AsyncResource):
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
 
-    async def _call(self, tools: dict[str, Tool], call: ToolCall) -> tuple[str, str | None]:
-        """The call's result, and what failed (None when it did not)."""
+    async def _call(
+        self, tools: dict[str, Tool], call: ToolCall, context: RuntimeContext, skill: ResolvedSkill | None
+    ) -> tuple[str, str | None]:
+        """The call's result, and what failed (None when it did not); the tool runs with the
+        call's :class:`ToolContext` (``skill``: the turn's invoked skill)."""
         tool = tools.get(call.name)
         if tool is None:
             return f"error: there is no tool named {call.name!r}; available: {', '.join(sorted(tools))}", "unknown_tool"
+        name = skill.skill.name if skill is not None else None
         try:
-            return await tool.call(call.arguments), None
+            with calling(call_context(context, call_id=call.id, tool=call.name, skill=name)):
+                return await tool.call(call.arguments), None
         except Exception as exc:  # a tool's failure goes back to the model, never ends the run
             log.info("tool %s failed: %s", call.name, exc)
             return f"error: {type(exc).__name__}: {exc}", type(exc).__name__

@@ -4,7 +4,9 @@ The engine (``harness.engine``) never runs side effects; :class:`AgentExecutor` 
 ``call_tool`` actions with the agent's own tools (or a script of the workflow's skill through
 the shell) and ``invoke_skill`` actions as an agent turn with that skill invoked explicitly,
 offered ``workflow_report`` (see :mod:`harness.agent.step_report`). The action id reaches
-Python tools as :func:`harness.engine.current_action` and scripts as ``HARNESS_ACTION_ID``.
+Python tools as :attr:`ToolContext.action_id <harness.tools.context.ToolContext>` (built by
+:func:`call_context`; :func:`harness.engine.current_action` is the lower-level accessor) and
+scripts as ``HARNESS_ACTION_ID``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,27 @@ from harness.engine.package import is_package_file
 from harness.errors import SkillError, SkillNotFound
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.skill import Layer
+from harness.tools.context import ToolContext, calling
 from harness.tools.function import Tool, ToolError
 
 if TYPE_CHECKING:
     from harness.agent import Harness
 
-__all__ = ["AgentExecutor", "package_for", "resolve_workflow", "step_tools"]
+__all__ = ["AgentExecutor", "call_context", "package_for", "resolve_workflow", "step_tools"]
+
+
+def call_context(context: RuntimeContext, *, call_id: str, tool: str, skill: str | None) -> ToolContext:
+    """The :class:`ToolContext` of a call of ``tool`` in ``context``'s turn, with the workflow
+    action being performed in this task (:func:`current_action`), if any."""
+    action = current_action()
+    return ToolContext(
+        user_id=context.user_id,
+        session_id=context.session_id,
+        call_id=call_id,
+        tool=tool,
+        action_id=action.action_id if action is not None else None,
+        skill=skill,
+    )
 
 
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
@@ -147,8 +164,11 @@ class AgentExecutor:
         by_name = {t.name: t for t in self.agent.tools_for(plan)}
         if name not in by_name:
             return Outcome(status="failed", summary=f"tool {tool.id!r}: the agent has no tool named {name!r}")
+        action = current_action()
+        call_id = action.action_id if action is not None else tool.id
         try:
-            result = await by_name[name].call(dict(args))
+            with calling(call_context(self.context, call_id=call_id, tool=name, skill=self.workflow_skill)):
+                result = await by_name[name].call(dict(args))
         except Exception as exc:  # the run records the failure; the engine decides what follows
             return Outcome(status="failed", summary=f"{type(exc).__name__}: {exc}")
         return Outcome(status="succeeded", summary=result)

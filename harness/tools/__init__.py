@@ -1,5 +1,6 @@
 """The tools a model is offered: function tools, skill tools, skill search, file tools and paging."""
 
+from harness.tools.context import ToolContext, calling, current_tool_context, keeping_context
 from harness.tools.files import MACHINE_OWNED, MachineOwnedPath, ModelView, file_tools
 from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
 from harness.tools.paging import looks_binary, page_lines
@@ -16,9 +17,13 @@ __all__ = [
     "SkillMatch",
     "Tool",
     "ToolArgumentError",
+    "ToolContext",
     "ToolError",
     "UsageHooks",
+    "calling",
+    "current_tool_context",
     "file_tools",
+    "keeping_context",
     "load_skill_file",
     "looks_binary",
     "page_lines",

@@ -15,7 +15,8 @@ and its Google-style ``Args:`` lines the parameter descriptions::
         return a + b
 
 ``await add.call({"a": 2})`` checks the arguments against the schema, runs the function and
-returns its result as text (a ``str`` as is, anything else JSON-encoded).
+returns its result as text (a ``str`` as is, anything else JSON-encoded). A parameter annotated
+:class:`~harness.tools.context.ToolContext` is filled in by the harness, never by the model.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import anyio.to_thread
 
 from harness.errors import HarnessError
 from harness.models.base import ToolSpec
+from harness.tools.context import ToolContext, current_tool_context
 
 __all__ = ["Tool", "ToolArgumentError", "ToolError", "tool", "tool_from_function"]
 
@@ -140,14 +142,22 @@ def tool_from_function(
     ``Any``. A parameter with a default is optional (JSON-encodable defaults are shown to the
     model). A synchronous function runs in a worker thread so it cannot block the event loop.
 
-    Raises ``TypeError`` for a parameter without a type hint, with an unsupported hint, or for
-    ``*args``/``**kwargs``. ``requires_approval`` marks calls for the agent's approval policy.
+    One parameter may be annotated ``ToolContext`` (or ``ToolContext | None``): it is not part of
+    the schema, and each call gets the :func:`~harness.tools.context.current_tool_context` the
+    agent set (a model's argument of that name is refused by the schema and never used). Called
+    outside an agent's call, a ``ToolContext`` parameter raises ``ToolError``; a
+    ``ToolContext | None`` one gets ``None``.
+
+    Raises ``TypeError`` for a parameter without a type hint, with an unsupported hint, for
+    ``*args``/``**kwargs``, or for two ``ToolContext`` parameters. ``requires_approval`` marks
+    calls for the agent's approval policy.
     """
     tool_name = name or func.__name__
     summary, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
     hints = get_type_hints(func)
     properties: dict[str, Any] = {}
     required: list[str] = []
+    context_param: tuple[str, bool] | None = None  # (name, whether None is allowed)
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(
@@ -156,6 +166,15 @@ def tool_from_function(
             )
         if param.name not in hints:
             raise TypeError(f"tool {tool_name}: parameter {param.name!r} needs a type hint")
+        optional = _context_hint(hints[param.name])
+        if optional is not None:
+            if context_param is not None:
+                raise TypeError(
+                    f"tool {tool_name}: parameters {context_param[0]!r} and {param.name!r} both take "
+                    "the ToolContext; declare one"
+                )
+            context_param = (param.name, optional)
+            continue
         schema = _schema_for(hints[param.name], f"tool {tool_name}: parameter {param.name!r}")
         if param.name in arg_docs:
             schema["description"] = arg_docs[param.name]
@@ -175,9 +194,37 @@ def tool_from_function(
         name=tool_name,
         description=description if description is not None else summary,
         parameters=parameters,
-        function=_as_async(func),
+        function=_with_context(tool_name, _as_async(func), context_param),
         requires_approval=requires_approval,
     )
+
+
+def _context_hint(hint: Any) -> bool | None:
+    """For a ``ToolContext`` hint whether it allows ``None``; ``None`` for any other hint."""
+    if hint is ToolContext:
+        return False
+    if get_origin(hint) in (Union, types.UnionType) and set(get_args(hint)) == {ToolContext, type(None)}:
+        return True
+    return None
+
+
+def _with_context(tool_name: str, function: ToolFunction, context_param: tuple[str, bool] | None) -> ToolFunction:
+    """``function`` with its ``ToolContext`` parameter filled in from the call's context."""
+    if context_param is None:
+        return function
+    name, optional = context_param
+
+    async def injected(**arguments: Any) -> Any:
+        context = current_tool_context()
+        if context is None and not optional:
+            raise ToolError(
+                f"tool {tool_name}: parameter {name!r} needs the call's ToolContext, which only an "
+                "agent's call has; annotate it ToolContext | None to run without one"
+            )
+        arguments[name] = context  # never the caller's value of that name
+        return await function(**arguments)
+
+    return injected
 
 
 def _as_async(func: Callable[..., Any]) -> ToolFunction:
