@@ -138,11 +138,14 @@ class ShellRan:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelReplied:
-    """The model produced a message; ``final`` when it asked for no tool."""
+    """The model produced a message; ``final`` when it asked for no tool. ``model`` is the name
+    of the model that replied (``provider:model``), empty when the reply came without a model
+    call (an ``on_input`` hook's answer, an unknown ``/skill:`` command)."""
 
     content: str
     usage: Usage
     final: bool
+    model: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

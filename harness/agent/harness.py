@@ -418,7 +418,7 @@ class Harness(AsyncResource):
             reply = step.reply
             turn.append(reply.message)
             final = not reply.message.tool_calls
-            yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
+            yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final, model=model.name)
             if final and not (control is not None and control.steering):
                 session.messages.extend(turn)
                 await self.sessions.save(context.user_id, context.session_id, session)

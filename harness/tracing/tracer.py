@@ -1,7 +1,8 @@
 """``RunTracer``: OpenTelemetry spans for agent runs, read off the run's events.
 
 A run becomes an ``invoke_agent {agent}`` span with a ``harness.turn.prepare`` child for the
-skill pipeline and an ``execute_tool {tool}`` child per tool call (a skill load's carries the
+skill pipeline, a ``chat {model}`` child per model call and an ``execute_tool {tool}`` child per
+tool call (a skill load's carries the
 skill's name and source). A forked skill's subagent is an ``invoke_agent {subagent}``
 span under the run's, and its tool calls nest under it. The spans are made with the OpenTelemetry *API* only, through the
 tracer provider given or the global one; configuring an SDK and exporters is the
@@ -14,6 +15,7 @@ import functools
 import importlib
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -21,10 +23,13 @@ from typing import Any
 
 from harness.agent.events import (
     Event,
+    ModelReplied,
     SkillLoaded,
     SkillWarning,
     SubagentFinished,
     SubagentStarted,
+    TextDelta,
+    ToolCallDelta,
     ToolCalled,
     ToolReturned,
     TurnPrepared,
@@ -117,6 +122,9 @@ class _RunSpans:
         self._capture = capture
         self._tally = RunTally()
         provider, _, model = run.model.rpartition(":")
+        self._run_model = run.model
+        self._waiting_since = time.time_ns()  # when the step that made the latest event began
+        self.chat: Any = None  # the model call in progress (from its first delta to its reply)
         attributes: dict[str, Any] = {
             attr.OPERATION_NAME: attr.INVOKE_AGENT,
             attr.AGENT_NAME: run.agent,
@@ -138,6 +146,7 @@ class _RunSpans:
         """Pass ``events`` through, running each step of ``events`` under the current span."""
         try:
             while True:
+                self._waiting_since = time.time_ns()
                 token = context_api.attach(self.current)
                 try:
                     event = await anext(events)
@@ -158,7 +167,9 @@ class _RunSpans:
         self._tally.add(event)
         for subagent in self.subagents:
             subagent.tally.add(event)
-        if isinstance(event, TurnPrepared):
+        if isinstance(event, TextDelta | ToolCallDelta | ModelReplied):
+            self._model_step(event)
+        elif isinstance(event, TurnPrepared):
             self._prepared(event)
         elif isinstance(event, ToolCalled):
             attributes = {
@@ -220,6 +231,36 @@ class _RunSpans:
         span.end()
         self.current = self._scope()
 
+    def _model_step(self, event: TextDelta | ToolCallDelta | ModelReplied) -> None:
+        """A model call's delta or reply: its ``chat`` span starts when the harness began waiting
+        for its first event and ends with its reply, carrying the reply's model and usage. A
+        reply that no model made (``model`` empty) has no span."""
+        if self.chat is None:
+            if isinstance(event, ModelReplied) and not event.model:
+                return
+            self.chat = self._tracer.start_span(
+                attr.CHAT,
+                context=self._scope(),
+                attributes={attr.OPERATION_NAME: attr.CHAT},
+                start_time=self._waiting_since,
+            )
+        if not isinstance(event, ModelReplied):
+            return
+        provider, _, model = (event.model or self._run_model).rpartition(":")
+        self.chat.update_name(f"{attr.CHAT} {model}")
+        attributes = {
+            attr.REQUEST_MODEL: model,
+            attr.USAGE_INPUT_TOKENS: event.usage.input_tokens,
+            attr.USAGE_OUTPUT_TOKENS: event.usage.output_tokens,
+        }
+        if provider:
+            attributes[attr.PROVIDER_NAME] = provider
+        self.chat.set_attributes(attributes)
+        if self._capture and event.content:
+            self.chat.set_attribute(attr.OUTPUT_MESSAGES, _messages("assistant", event.content))
+        self.chat.end()
+        self.chat = None
+
     def _subagent_started(self, event: SubagentStarted) -> None:
         attributes = {
             attr.OPERATION_NAME: attr.INVOKE_AGENT,
@@ -246,18 +287,19 @@ class _RunSpans:
 
     def fail(self, exc: BaseException) -> None:
         """The run raised ``exc``: every open span ends with it as the error."""
-        for span in [self.run, self.prepare, *self.tools.values(), *(s.span for s in self.subagents)]:
+        open_spans = [self.run, self.prepare, self.chat, *self.tools.values(), *(s.span for s in self.subagents)]
+        for span in open_spans:
             if span is not None:
                 self._set_error(span, type(exc).__qualname__, str(exc))
         self.run.record_exception(exc)
 
     def end(self) -> None:
         """End the run's span and any span still open (a stream given up on)."""
-        for span in [self.prepare, *self.tools.values()]:
+        for span in [self.prepare, self.chat, *self.tools.values()]:
             if span is not None:
                 span.end()
         self.tools.clear()
-        self.prepare = None
+        self.prepare = self.chat = None
         while self.subagents:
             subagent = self.subagents.pop()
             self._end_agent(subagent.span, subagent.tally)

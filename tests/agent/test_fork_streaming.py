@@ -141,10 +141,14 @@ async def test_the_subagent_is_an_invoke_agent_span_holding_its_tool_calls(tmp_p
         await _stream(tmp_path, tracer_provider=provider)
     finally:
         provider.shutdown()
-    spans = {span.name: span for span in exporter.get_finished_spans()}
+    finished = exporter.get_finished_spans()
+    spans = {span.name: span for span in finished}
     run, sub, tool = spans["invoke_agent helper"], spans["invoke_agent researcher"], spans["execute_tool list_files"]
     assert sub.parent is not None and sub.parent.span_id == run.context.span_id
-    assert tool.parent is not None and tool.parent.span_id == sub.context.span_id
+    chats = [span for span in finished if span.name == "chat scripted"]
+    assert len(chats) == 2
+    for child in [tool, *chats]:
+        assert child.parent is not None and child.parent.span_id == sub.context.span_id
     attributes = dict(sub.attributes or {})
     assert attributes[attr.CONVERSATION_ID] == "s-7/fork/research"
     assert attributes[attr.SKILL_NAME] == "research"
