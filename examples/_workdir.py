@@ -4,6 +4,7 @@ temporary folder removed afterwards. Run an example as ``python examples/<name>.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -25,3 +26,12 @@ def run_in_workdir(main: Callable[[Path], Awaitable[None]], *, traversable: bool
         if traversable:
             Path(tmp).chmod(0o755)
         asyncio.run(main(Path(tmp)))
+
+
+def require(module: str, what: str) -> None:
+    """Exit cleanly, saying what to install, when the optional ``module`` cannot be imported."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        print(f"skipped: this example needs {what}")
+        sys.exit(0)

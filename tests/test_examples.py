@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,49 @@ def test_custom_tool_is_called_by_the_scripted_model(tmp_path: Path) -> None:
     assert "celsius_to_fahrenheit" in out.splitlines()[0]
     assert "[tool] celsius_to_fahrenheit -> 70.7 F" in out
     assert "reply: 21.5 C is 70.7 F." in out
+
+
+def test_streaming_agui_prints_sse_lines_with_the_subagents_text_attributed(tmp_path: Path) -> None:
+    out = run_example("streaming_agui.py", str(tmp_path))
+    events = [json.loads(line.removeprefix("data: ")) for line in out.splitlines() if line.startswith("data: ")]
+    types = [e["type"] for e in events]
+    assert types.count("RUN_STARTED") == 2 and types.count("RUN_FINISHED") == 2
+    assert "The hello-world skill ran." in "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    start, end = types.index("SUBAGENT_STARTED"), types.index("SUBAGENT_FINISHED")
+    subagent = events[start]["subagentRunId"]
+    assert events[start]["name"] == "researcher"
+    inside = events[start + 1 : end]
+    assert inside and all(e["subagentRunId"] == subagent for e in inside)
+    assert "high tide 06:12" in "".join(e.get("delta", "") for e in inside if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert not any("subagentRunId" in e for e in events[:start])
+
+
+@pytest.mark.parametrize(
+    ("example", "package", "message"),
+    [
+        ("streaming_agui.py", "ag_ui", "skipped: this example needs the 'ag-ui-protocol' package"),
+        ("tracing.py", "opentelemetry", "skipped: this example needs the OpenTelemetry SDK"),
+    ],
+)
+def test_optional_examples_skip_cleanly_without_their_package(
+    tmp_path: Path, example: str, package: str, message: str
+) -> None:
+    hidden = tmp_path / "hidden"  # a module that shadows the installed package and fails to import
+    hidden.mkdir()
+    (hidden / f"{package}.py").write_text(f"raise ImportError('{package} is not installed here')\n")
+    out = run_example(example, str(tmp_path / "work"), env={"PYTHONPATH": str(hidden)})
+    assert out.startswith(message)
+
+
+def test_tracing_prints_the_span_tree_of_a_turn_that_loads_a_skill(tmp_path: Path) -> None:
+    out = run_example("tracing.py", str(tmp_path))
+    lines = out.splitlines()
+    assert lines[0].startswith("reply: Used the hello-world skill")
+    tree = [line.split("  [")[0] for line in lines[1:]]
+    assert tree[0] == "invoke_agent traced"
+    assert {"  harness.turn.prepare", "  chat demo", "  execute_tool load_skill_through_path"} <= set(tree)
+    (load,) = [line for line in lines if "execute_tool load_skill_through_path" in line]
+    assert "gen_ai.skill.name=hello-world" in load
 
 
 def _tables_like(dsn: str, table: str) -> list[str]:

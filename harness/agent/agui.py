@@ -13,6 +13,13 @@ The mapping: ``RunStarted`` → ``RUN_STARTED`` (the session is the thread); the
 ends the stream with ``RUN_ERROR`` (the exception's class name as code). The harness's own
 events (``TurnPrepared``, ``SkillLoaded``, ``ShellRan``, ``SkillWarning``) become ``CUSTOM``
 events named ``harness.<EventName>``.
+
+A forked skill's subagent: ``SubagentStarted`` → ``SUBAGENT_STARTED`` and ``SubagentFinished`` →
+``SUBAGENT_FINISHED`` (its answer as result), with the same ``subagentRunId`` (the harness
+event's ``run_id``); every text, tool-call and custom event in between carries that
+``subagentRunId``, so a UI shows the subagent's streamed text apart from the agent's (events
+without one are the agent's own). A run that fails inside a subagent sends
+``SUBAGENT_ERROR`` for it before ``RUN_ERROR``.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from harness.agent.events import (
     ModelReplied,
     RunFinished,
     RunStarted,
+    SubagentFinished,
+    SubagentStarted,
     TextDelta,
     ToolCallDelta,
     ToolCalled,
@@ -88,6 +97,7 @@ class _Translator:
         self._streamed_text = False
         self._open_calls: list[str] = []
         self._started_calls: set[str] = set()
+        self._subagents: list[str] = []  # the open subagents' run ids, innermost last
 
     def translate(self, event: Event) -> list[Any]:
         out = [] if self._run is not None or isinstance(event, RunStarted) else self._start(None)
@@ -99,31 +109,62 @@ class _Translator:
             out += self._close_text()
             out += self._call_start(event.call_id, event.name)
             if event.arguments:
-                out.append(self._core.ToolCallArgsEvent(tool_call_id=event.call_id, delta=event.arguments))
+                out.append(self._event("ToolCallArgsEvent", tool_call_id=event.call_id, delta=event.arguments))
         elif isinstance(event, ModelReplied):
             out += self._step_end(event.content)
         elif isinstance(event, ToolCalled):
             if event.call_id not in self._started_calls:
                 out += self._call_start(event.call_id, event.name)
                 arguments = json.dumps(event.arguments)
-                out.append(self._core.ToolCallArgsEvent(tool_call_id=event.call_id, delta=arguments))
+                out.append(self._event("ToolCallArgsEvent", tool_call_id=event.call_id, delta=arguments))
                 out += self._close_calls()
         elif isinstance(event, ToolReturned):
             out.append(
-                self._core.ToolCallResultEvent(
-                    message_id=_new_id(), tool_call_id=event.call_id, content=event.content, role="tool"
+                self._event(
+                    "ToolCallResultEvent",
+                    message_id=_new_id(),
+                    tool_call_id=event.call_id,
+                    content=event.content,
+                    role="tool",
                 )
             )
         elif isinstance(event, RunFinished):
             out.append(self._finished(event))
+        elif isinstance(event, SubagentStarted):
+            out += self._step_end("")
+            parent = self._subagents[-1] if self._subagents else None
+            out.append(
+                self._core.SubagentStartedEvent(
+                    subagent_run_id=event.run_id,
+                    name=event.agent,
+                    description=f"skill {event.skill}",
+                    parent_subagent_run_id=parent,
+                )
+            )
+            self._subagents.append(event.run_id)
+        elif isinstance(event, SubagentFinished):
+            out += self._step_end("")
+            if event.run_id in self._subagents:
+                self._subagents.remove(event.run_id)
+            out.append(self._core.SubagentFinishedEvent(subagent_run_id=event.run_id, result=event.reply))
         else:
             name = f"harness.{type(event).__name__}"
-            out.append(self._core.CustomEvent(name=name, value=_jsonable(dataclasses.asdict(event))))
+            out.append(self._event("CustomEvent", name=name, value=_jsonable(dataclasses.asdict(event))))
         return out
 
     def failed(self, exc: Exception) -> list[Any]:
         out = ([] if self._run is not None else self._start(None)) + self._close_text() + self._close_calls()
-        return [*out, self._core.RunErrorEvent(message=str(exc) or type(exc).__name__, code=type(exc).__name__)]
+        message, code = str(exc) or type(exc).__name__, type(exc).__name__
+        while self._subagents:
+            run_id = self._subagents.pop()
+            out.append(self._core.SubagentErrorEvent(subagent_run_id=run_id, message=message, code=code))
+        return [*out, self._core.RunErrorEvent(message=message, code=code)]
+
+    def _event(self, kind: str, **fields: Any) -> Any:
+        """The ``ag_ui.core`` event ``kind``, attributed to the open subagent if there is one."""
+        if self._subagents:
+            fields["subagent_run_id"] = self._subagents[-1]
+        return getattr(self._core, kind)(**fields)
 
     def _start(self, event: RunStarted | None) -> list[Any]:
         self._run = event or RunStarted(run_id=_new_id(), agent="", user_id="", session_id=_new_id())
@@ -137,16 +178,16 @@ class _Translator:
     def _text(self, text: str) -> list[Any]:
         out = []
         if not self._text_open:
-            out.append(self._core.TextMessageStartEvent(message_id=self._message_id(), role="assistant"))
+            out.append(self._event("TextMessageStartEvent", message_id=self._message_id(), role="assistant"))
             self._text_open = self._streamed_text = True
-        out.append(self._core.TextMessageContentEvent(message_id=self._message_id(), delta=text))
+        out.append(self._event("TextMessageContentEvent", message_id=self._message_id(), delta=text))
         return out
 
     def _close_text(self) -> list[Any]:
         if not self._text_open:
             return []
         self._text_open = False
-        return [self._core.TextMessageEndEvent(message_id=self._message_id())]
+        return [self._event("TextMessageEndEvent", message_id=self._message_id())]
 
     def _call_start(self, call_id: str, name: str) -> list[Any]:
         if call_id in self._started_calls:
@@ -154,13 +195,13 @@ class _Translator:
         self._started_calls.add(call_id)
         self._open_calls.append(call_id)
         return [
-            self._core.ToolCallStartEvent(
-                tool_call_id=call_id, tool_call_name=name, parent_message_id=self._message_id()
+            self._event(
+                "ToolCallStartEvent", tool_call_id=call_id, tool_call_name=name, parent_message_id=self._message_id()
             )
         ]
 
     def _close_calls(self) -> list[Any]:
-        out = [self._core.ToolCallEndEvent(tool_call_id=call_id) for call_id in self._open_calls]
+        out = [self._event("ToolCallEndEvent", tool_call_id=call_id) for call_id in self._open_calls]
         self._open_calls.clear()
         return out
 

@@ -4,6 +4,11 @@
 as they happen, framed by :class:`RunStarted` and :class:`RunFinished`, with the model's reply
 arriving as :class:`~harness.models.TextDelta` and :class:`~harness.models.ToolCallDelta` pieces
 before each :class:`ModelReplied`.
+
+A forked skill (``context: fork``) runs as a subagent inside the turn: its events (deltas
+included, when the run is streamed) arrive between :class:`SubagentStarted` and
+:class:`SubagentFinished` with the same ``run_id``. Everything between the two is the
+subagent's, not the parent agent's; a UI that shows them apart keeps the open ``run_id``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ __all__ = [
     "ShellRan",
     "SkillLoaded",
     "SkillWarning",
+    "SubagentFinished",
+    "SubagentStarted",
     "TextDelta",
     "ToolCallDelta",
     "ToolCalled",
@@ -131,11 +138,14 @@ class ShellRan:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelReplied:
-    """The model produced a message; ``final`` when it asked for no tool."""
+    """The model produced a message; ``final`` when it asked for no tool. ``model`` is the name
+    of the model that replied (``provider:model``), empty when the reply came without a model
+    call (an ``on_input`` hook's answer, an unknown ``/skill:`` command)."""
 
     content: str
     usage: Usage
     final: bool
+    model: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -182,6 +192,29 @@ class MessageInjected:
     text: str
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SubagentStarted:
+    """A forked skill handed the turn to the subagent ``agent``: the events that follow, up to
+    the :class:`SubagentFinished` with this ``run_id``, are the subagent's (its own
+    ``session_id``). ``skill`` is the forked skill's name."""
+
+    run_id: str
+    agent: str
+    skill: str
+    session_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SubagentFinished:
+    """The subagent of the :class:`SubagentStarted` with this ``run_id`` answered ``reply``
+    (which is also the turn's answer). A subagent that fails ends the run with the error and
+    sends no ``SubagentFinished``."""
+
+    run_id: str
+    agent: str
+    reply: str
+
+
 Event = (
     RunStarted
     | TurnPrepared
@@ -197,4 +230,6 @@ Event = (
     | ApprovalRequested
     | ApprovalDecided
     | MessageInjected
+    | SubagentStarted
+    | SubagentFinished
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from harness.agent.events import (
     ShellRan,
     SkillLoaded,
     SkillWarning,
+    SubagentFinished,
+    SubagentStarted,
     ToolCalled,
     ToolReturned,
     TurnPrepared,
@@ -390,7 +393,8 @@ class Harness(AsyncResource):
                 yield warning
             offer = self._narrowed(invocation.skill, offer)
             if invocation.skill.skill.metadata.get("context") == "fork":
-                async for event in self._fork(invocation.skill, invocation.text, message, context, model, offer):
+                fork = self._fork(invocation.skill, invocation.text, message, context, model, offer, stream=stream)
+                async for event in fork:
                     yield event
                 return
         pending: list[Event] = []
@@ -415,7 +419,7 @@ class Harness(AsyncResource):
             reply = step.reply
             turn.append(reply.message)
             final = not reply.message.tool_calls
-            yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final)
+            yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final, model=model.name)
             if final and not (control is not None and control.steering):
                 session.messages.extend(turn)
                 await self.sessions.save(context.user_id, context.session_id, session)
@@ -649,21 +653,27 @@ class Harness(AsyncResource):
         context: RuntimeContext,
         model: Model,
         offer: ToolOffer | None,
+        *,
+        stream: bool = False,
     ) -> AsyncIterator[Event]:
         """Run a ``context: fork`` skill as a subagent turn with the skill's body as its task;
-        the subagent's answer ends this turn and joins this session."""
+        the subagent's answer ends this turn and joins this session. Its events come between
+        :class:`SubagentStarted` and :class:`SubagentFinished`, streamed (deltas) when ``stream``."""
         skill = resolved.skill
         name = text_field(skill.metadata, "agent") or f"{self.name}.{skill.name}"
         child = self.subagent(name=name, model=model)
         child_context = dataclasses.replace(context, session_id=f"{context.session_id}/fork/{skill.name}")
+        run_id = uuid.uuid4().hex
+        yield SubagentStarted(run_id=run_id, agent=name, skill=skill.name, session_id=child_context.session_id)
         answer = ""
-        async for event in child._turn(task, child_context, strict=True, offer=offer):
+        async for event in child._turn(task, child_context, strict=True, offer=offer, stream=stream):
             if isinstance(event, ModelReplied) and event.final:
                 answer = event.content
             yield event
         session = await self.sessions.get(context.user_id, context.session_id)
         session.messages.extend([Message.user(message), Message.assistant(answer)])
         await self.sessions.save(context.user_id, context.session_id, session)
+        yield SubagentFinished(run_id=run_id, agent=name, reply=answer)
 
     def tools_for(self, plan: TurnPlan) -> list[Tool]:
         """The tools a turn of ``plan`` offers (skill, file, learning, workflow and user tools)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "AGENT_NAME",
     "CAPTURE_CONTENT_ENV",
+    "CHAT",
     "CONVERSATION_ID",
     "DIAGNOSTICS",
     "ERROR_TYPE",
@@ -43,9 +44,10 @@ __all__ = [
 # The opt-in to record message contents (prompts, replies, tool arguments and results).
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
-# Operations (``gen_ai.operation.name``); spans are named "<operation> <agent or tool>".
+# Operations (``gen_ai.operation.name``); spans are named "<operation> <agent, model or tool>".
 INVOKE_AGENT = "invoke_agent"
 EXECUTE_TOOL = "execute_tool"
+CHAT = "chat"  # one model call; its span is named "chat <model>"
 PREPARE_SPAN = "harness.turn.prepare"
 
 OPERATION_NAME = "gen_ai.operation.name"

@@ -14,12 +14,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from harness import RuntimeContext
-from harness.agent import Harness
+from harness.agent import Answer, Harness
 from harness.models import DemoModel, Message, ModelReply, ScriptedModel, ToolCall, Usage
 from harness.tools.function import tool
 from harness.tracing import attributes as attr
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 from tests.support.io import FILE_EVENTS, IORecorder
+from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice", session_id="conv-42")
 CAPTURE = attr.CAPTURE_CONTENT_ENV
@@ -209,8 +210,11 @@ async def test_a_streamed_run_is_traced_like_a_run(
     reply = ModelReply(message=Message.assistant("hi there"), usage=Usage(input_tokens=5, output_tokens=2))
     async with Harness(model=ScriptedModel([reply]), workspace=tmp_path, tracer_provider=provider) as agent:
         _ = [event async for event in agent.stream("hello", context=ALICE)]
-    (run,) = _by_name(exporter)["invoke_agent assistant"]
+    spans = _by_name(exporter)
+    (run,) = spans["invoke_agent assistant"]
     assert (_attrs(run)[attr.USAGE_INPUT_TOKENS], _attrs(run)[attr.USAGE_OUTPUT_TOKENS]) == (5, 2)
+    (chat,) = spans["chat scripted"]  # one model call, however many deltas it streamed
+    assert (_attrs(chat)[attr.USAGE_INPUT_TOKENS], _attrs(chat)[attr.USAGE_OUTPUT_TOKENS]) == (5, 2)
 
 
 async def test_a_warm_traced_turn_does_no_file_operations(
@@ -225,3 +229,52 @@ async def test_a_warm_traced_turn_does_no_file_operations(
             await agent.run("second", context=ALICE)
     assert seen == []
     assert len(_by_name(exporter)["invoke_agent assistant"]) == 2
+
+
+async def test_each_model_call_is_a_chat_span_with_its_model_and_usage(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    await _demo_run(tmp_path, provider)
+    spans = _by_name(exporter)
+    (run,) = spans["invoke_agent helper"]
+    chats = spans["chat demo"]
+    assert len(chats) == 3  # load the skill, run its script, answer
+    for chat in chats:
+        attributes = _attrs(chat)
+        assert attributes[attr.OPERATION_NAME] == "chat" and attributes[attr.REQUEST_MODEL] == "demo"
+        assert chat.parent is not None and chat.parent.span_id == run.context.span_id
+        assert chat.start_time is not None and chat.end_time is not None and chat.start_time <= chat.end_time
+    assert sum(_attrs(c)[attr.USAGE_INPUT_TOKENS] for c in chats) == _attrs(run)[attr.USAGE_INPUT_TOKENS]
+    assert sum(_attrs(c)[attr.USAGE_OUTPUT_TOKENS] for c in chats) == _attrs(run)[attr.USAGE_OUTPUT_TOKENS]
+    # The calls and the tools alternate: each chat span ends before the tool it asked for starts.
+    ordered = sorted([*chats, *spans["execute_tool load_skill_through_path"]], key=lambda s: s.start_time or 0)
+    assert [s.name for s in ordered] == ["chat demo", "execute_tool load_skill_through_path", "chat demo", "chat demo"]
+    assert (ordered[0].end_time or 0) <= (ordered[1].start_time or 0)
+
+
+async def test_a_skill_that_picks_its_model_names_it_on_the_chat_span(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    make_skill(tmp_path / "skills", "deep", extra="model: thinker\n")
+    models = {"thinker": ScriptedModel(["deep answer"], name="acme:thinker-1")}
+    async with Harness(
+        model=ScriptedModel([]), workspace=tmp_path, models=models, tracer_provider=provider, watch=False
+    ) as agent:
+        await agent.run("/skill:deep", context=ALICE)
+    (chat,) = _by_name(exporter)["chat thinker-1"]
+    assert (_attrs(chat)[attr.REQUEST_MODEL], _attrs(chat)[attr.PROVIDER_NAME]) == ("thinker-1", "acme")
+
+
+async def test_a_reply_no_model_made_has_no_chat_span(
+    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    async with Harness(
+        model=ScriptedModel([]),
+        workspace=tmp_path,
+        tracer_provider=provider,
+        on_input=lambda text, ctx: Answer(text="hi"),
+    ) as agent:
+        result = await agent.run("hello", context=ALICE)
+    assert result.reply == "hi"
+    assert not [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert len(_by_name(exporter)["invoke_agent assistant"]) == 1
