@@ -14,6 +14,9 @@ import binascii
 import bisect
 import dataclasses
 import enum
+import hashlib
+import importlib
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -32,12 +35,17 @@ __all__ = [
     "TrustLevel",
     "decoded_blobs",
     "despace",
+    "needles",
     "normalise",
     "rules_from_data",
     "scan",
 ]
 
 Severity = Literal["low", "medium", "high", "critical"]
+# The standard library's own regular-expression parser (no typed public name): rules' literal
+# prefilters are read off the parsed pattern.
+_sre_parser: Any = importlib.import_module("re._parser")
+_sre: Any = importlib.import_module("re._constants")
 _SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 _EXCERPT = 160
 
@@ -86,6 +94,22 @@ class Finding:
         """The JSON shape used in audit records and tool replies."""
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        """A finding back from :meth:`as_dict`'s shape (``KeyError``/``ValueError`` when it is not)."""
+        severity = str(data["severity"])
+        if severity not in _SEVERITY_RANK:
+            raise ValueError(f"unknown severity {severity!r}")
+        return cls(
+            rule=str(data["rule"]),
+            category=str(data["category"]),
+            severity=severity,  # type: ignore[arg-type]  # checked above
+            message=str(data["message"]),
+            path=str(data["path"]),
+            line=int(data["line"]),
+            excerpt=str(data["excerpt"]),
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class ScanVerdict:
@@ -101,6 +125,15 @@ class ScanVerdict:
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape used in audit records and tool replies."""
         return {"dangerous": self.dangerous, "findings": [f.as_dict() for f in self.findings]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScanVerdict:
+        """A verdict back from :meth:`as_dict`'s shape (``KeyError``/``ValueError``/``TypeError``
+        when it is not)."""
+        dangerous = data["dangerous"]
+        if not isinstance(dangerous, bool):
+            raise ValueError("dangerous must be true or false")
+        return cls(dangerous=dangerous, findings=tuple(Finding.from_dict(f) for f in data["findings"]))
 
 
 def _rule(id: str, category: str, severity: Severity, pattern: str, message: str) -> ScanRule:
@@ -346,6 +379,9 @@ def rules_from_data(items: Iterable[Mapping[str, Any]]) -> tuple[ScanRule, ...]:
 class _Compiled:
     rule: ScanRule
     regex: re.Pattern[str]
+    # Lower-case strings one of which every match contains (``None``: no such set is known, the
+    # rule always runs). Derived from the pattern itself, never written by hand.
+    needles: tuple[str, ...] | None
 
 
 class Scanner:
@@ -364,9 +400,12 @@ class Scanner:
             raise ValueError("scan rule ids must be unique")
         self.block_at: Severity = block_at
         self._compiled = tuple(
-            _Compiled(rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE))
+            _Compiled(
+                rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE), needles(rule.pattern)
+            )
             for rule in self.rules
         )
+        self.version = _rules_version(self.rules, block_at)
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
@@ -386,10 +425,13 @@ class Scanner:
         seen: dict[tuple[int, str], Finding] = {}
         for view in _views(lines):
             joined = "\n".join(segment for _, segment in view)
+            probe = joined.translate(_FOLD_TO_ASCII).lower()
             starts = [0]
             for _, segment in view:
                 starts.append(starts[-1] + len(segment) + 1)
             for compiled in self._compiled:
+                if compiled.needles is not None and not any(needle in probe for needle in compiled.needles):
+                    continue  # no match is possible without one of them
                 for match in compiled.regex.finditer(joined):
                     number = view[_index_of(starts, match.start())][0]
                     rule = compiled.rule
@@ -406,6 +448,68 @@ class Scanner:
                         ),
                     )
         return sorted(seen.values(), key=lambda f: (f.line, f.rule))
+
+
+# The non-ASCII characters a case-insensitive ``re`` match treats as an ASCII letter (checked
+# against every code point by the tests): folding them first keeps ``probe.lower()`` a superset.
+_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def needles(pattern: str) -> tuple[str, ...] | None:
+    """Lower-case ASCII strings one of which appears in every text ``pattern`` matches
+    (case-insensitively or not), or ``None`` when the pattern promises none.
+
+    Read off the parsed pattern: a run of literal characters, a group, a repeat of at least one,
+    a lookahead, or an alternation whose every branch promises one; the most selective promise of
+    a sequence wins. Rules use it to skip texts that cannot match."""
+    try:
+        parsed = _sre_parser.parse(pattern)
+    except re.error:
+        return None
+    found = _required(list(parsed))
+    return tuple(sorted(found)) if found else None
+
+
+def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            candidates.append(frozenset({"".join(run)}))
+            run.clear()
+
+    for op, arg in items:
+        if op is _sre.LITERAL and arg < 128:
+            run.append(chr(arg).lower())
+            continue
+        flush()
+        found: frozenset[str] | None = None
+        if op is _sre.SUBPATTERN:
+            found = _required(list(arg[-1]))
+        elif op is _sre.ATOMIC_GROUP:
+            found = _required(list(arg))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and arg[0] >= 1:
+            found = _required(list(arg[2]))
+        elif op is _sre.ASSERT and arg[0] == 1:  # a lookahead: the text holds it too
+            found = _required(list(arg[1]))
+        elif op is _sre.BRANCH:
+            branches = [_required(list(branch)) for branch in arg[1]]
+            if all(branches):
+                found = frozenset().union(*(b for b in branches if b))
+        if found:
+            candidates.append(found)
+    flush()
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (min(map(len, c)), -len(c)))
+
+
+def _rules_version(rules: Iterable[ScanRule], block_at: str) -> str:
+    """A digest of everything a verdict depends on: each rule's fields and the blocking severity
+    (persisted verdicts made under other rules are not reused)."""
+    data = json.dumps([block_at, [dataclasses.asdict(rule) for rule in rules]], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()
 
 
 def _index_of(starts: list[int], offset: int) -> int:
@@ -605,12 +709,15 @@ class MarketScanPolicy:
         """The trust level configured for ``source``."""
         return self.sources.get(source, self.default)
 
-    def check(self, source: str, files: Mapping[str, str | bytes]) -> IngestVerdict:
-        """Scan one market skill's files as ``source``'s trust level says."""
+    def check(
+        self, source: str, files: Mapping[str, str | bytes], *, known: ScanVerdict | None = None
+    ) -> IngestVerdict:
+        """Scan one market skill's files as ``source``'s trust level says. ``known`` is this
+        scanner's verdict on the very same files when the caller kept one (it is not rescanned)."""
         trust = self.trust_of(source)
         if trust is TrustLevel.TRUSTED:
             return IngestVerdict(source=source, trust=trust, verdict=ScanVerdict(dangerous=False), admitted=True)
-        verdict = self.scanner.scan(files)
+        verdict = known if known is not None else self.scanner.scan(files)
         admitted = not (trust is TrustLevel.ENFORCE and verdict.dangerous)
         return IngestVerdict(source=source, trust=trust, verdict=verdict, admitted=admitted)
 

@@ -19,6 +19,7 @@ import anyio
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
+from harness.pipeline.verdicts import VerdictStore, content_key
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import BundleFile, RepositoryError, RepositoryUnavailable, SkillBundle, SkillRepository, Snapshot
@@ -90,6 +91,7 @@ class SkillLayer:
         prefix: str = "",
         filesystem: AbstractFilesystem | None = None,
         scan_policy: MarketScanPolicy | None = None,
+        verdicts: VerdictStore | None = None,
         max_file_size: int | None = None,
     ) -> None:
         self.repository = repository
@@ -100,6 +102,10 @@ class SkillLayer:
         self.staged = layer in (Layer.GLOBAL, Layer.MARKET)
         # Scanned once per bundle digest, with the parse: the verdict is cached with the entry.
         self.scan_policy = scan_policy
+        # Verdicts kept across restarts (used when they are this policy's scanner's).
+        self.verdicts = verdicts if verdicts is not None and scan_policy is not None else None
+        if self.verdicts is not None and scan_policy is not None and self.verdicts.scanner is not scan_policy.scanner:
+            self.verdicts = None
         self.max_file_size = max_file_size
         self.modes_given = repository.modes_given  # see SkillRepository.modes_given
         self._watched = False
@@ -156,10 +162,14 @@ class SkillLayer:
         try:
             snapshot = await self.repository.snapshot()
             if snapshot.version != self._version:
-                # Parsing and scanning a changed market is CPU work (about a millisecond a skill):
-                # one worker-thread hop keeps other users' turns moving meanwhile.
+                if self.verdicts is not None:
+                    await self.verdicts.load()
+                # Parsing and scanning a changed market is CPU work (about half a millisecond a
+                # skill): one worker-thread hop keeps other users' turns moving meanwhile.
                 self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
                 self._version = snapshot.version
+                if self.verdicts is not None:
+                    await self.verdicts.save()
         except Exception as exc:
             return self.failed(describe_error(exc))
         if snapshot.error is not None:
@@ -323,8 +333,13 @@ class SkillLayer:
         if policy is None:
             return True, ()
         where = f"market {self.source!r}, skill {bundle.folder!r}"
+        store = self.verdicts if policy.trust_of(self.source) is not TrustLevel.TRUSTED else None
+        key = content_key(bundle.skill_md_name, bundle.skill_md) if store is not None else ""
+        known = store.get(key) if store is not None else None
         try:
-            ingest = policy.check(self.source, {bundle.skill_md_name: bundle.skill_md})
+            ingest = policy.check(self.source, {bundle.skill_md_name: bundle.skill_md}, known=known)
+            if store is not None and known is None:
+                store.put(key, ingest.verdict)
         except Exception as exc:  # a broken custom rule or scanner must not fail the turn
             blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
             return not blocking, (

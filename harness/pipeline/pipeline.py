@@ -38,6 +38,7 @@ from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
+from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
@@ -123,8 +124,11 @@ class SkillPipeline(AsyncResource):
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
         scan_policy = market_scan or MarketScanPolicy()
+        # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
+        verdict_folder = CACHE_DIR if filesystem.has_shell else ".harness"
+        self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
         markets = [
-            SkillLayer(repo, source=slug, scan_policy=scan_policy, max_file_size=max_file_size)
+            SkillLayer(repo, source=slug, scan_policy=scan_policy, verdicts=self.verdicts, max_file_size=max_file_size)
             for repo, slug in zip(repositories, slugs)
         ]
         global_layers, self._global_missing = _global_layers(global_skills_dir)
