@@ -153,6 +153,10 @@ class SkillPipeline(AsyncResource):
         self._watchers: list[TreeWatcher] = []
         self._stack = AsyncExitStack()
         self._base_lock = anyio.Lock()
+        # Single-flight refreshes of the shared layers: turns join the current wave until it is
+        # done or something is invalidated (``_epoch`` counts invalidations).
+        self._epoch = 0
+        self._wave: _Wave | None = None
 
     async def __aenter__(self) -> Self:
         if self._watch:
@@ -235,6 +239,7 @@ class SkillPipeline(AsyncResource):
 
         The harness calls this after its own writes so they show on the next turn at once.
         """
+        self._epoch += 1
         if user_id is None:
             for layer in self._layers:
                 if layer.layer is not Layer.MARKET:
@@ -245,6 +250,7 @@ class SkillPipeline(AsyncResource):
 
     async def refresh(self) -> None:
         """Re-read every layer and market on the next turn (even with ``dynamic_skills=False``)."""
+        self._epoch += 1
         for user in self._users.values():
             for layer in user:
                 layer.mark_stale()
@@ -255,10 +261,19 @@ class SkillPipeline(AsyncResource):
     # -- layers 1–3 ------------------------------------------------------------------------
 
     async def _current_base(self) -> _Base:
+        """The shared layers, brought up to date once per wave of turns: a turn that arrives
+        while another turn's refresh is pending or in flight shares its result (so N concurrent
+        turns check each market once), unless something was invalidated since that wave began."""
+        if self._base is not None and not self.dynamic_skills:
+            return self._base
+        wave = self._wave
+        if wave is None or wave.done or wave.epoch != self._epoch:
+            wave = self._wave = _Wave(epoch=self._epoch)
         async with self._base_lock:
-            if self._base is not None and not self.dynamic_skills:
+            if wave.done and self._base is not None:
                 return self._base
             results = await self._load_layers()
+            wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
                 self._base = self._merge_base(results)
                 self._base_inputs = results
@@ -475,12 +490,14 @@ class SkillPipeline(AsyncResource):
         return host is not None and any(host == root or root in host.parents for root in self._watched_roots)
 
     def _on_change(self, paths: set[Path]) -> None:
+        self._epoch += 1
         for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
             host = layer.watch_root
             if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
                 layer.mark_stale()
 
     def _on_watch_failure(self, reason: str) -> None:
+        self._epoch += 1
         self._watched_roots.clear()
         for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
             layer.watch(False)
@@ -488,6 +505,14 @@ class SkillPipeline(AsyncResource):
     def _stop_watchers(self) -> None:
         for watcher in self._watchers:
             watcher.stop()
+
+
+@dataclass(slots=True)
+class _Wave:
+    """One refresh of the shared layers that arriving turns share."""
+
+    epoch: int
+    done: bool = False
 
 
 def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
