@@ -312,7 +312,11 @@ class DirectoryRepository(SkillRepository):
 
     async def _scan(self) -> FolderScan:
         previous = self._last.by_root if self._last is not None else {}
-        if self.filesystem is None:
+        if self.filesystem is None and self._rules.optional and not os.path.lexists(self.path):
+            # A missing optional folder (a user without skills of their own) is one lstat: not
+            # worth a worker-thread hop on the user's first turn.
+            scan = scan_folder(self.path, previous, self._rules)
+        elif self.filesystem is None:
             scan = await anyio.to_thread.run_sync(scan_folder, self.path, previous, self._rules)
         else:
             scan = await self._scan_filesystem(self.filesystem, previous)

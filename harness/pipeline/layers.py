@@ -165,8 +165,12 @@ class SkillLayer:
                 if self.verdicts is not None:
                     await self.verdicts.load()
                 # Parsing and scanning a changed market is CPU work (about half a millisecond a
-                # skill): one worker-thread hop keeps other users' turns moving meanwhile.
-                self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
+                # skill): one worker-thread hop keeps other users' turns moving meanwhile. With
+                # nothing new to parse (an empty folder, a changed token alone) it is done inline.
+                if self._needs_parsing(snapshot):
+                    self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
+                else:
+                    self._result = self._parse(snapshot)
                 self._version = snapshot.version
                 if self.verdicts is not None:
                     await self.verdicts.save()
@@ -243,6 +247,13 @@ class SkillLayer:
                 f"{self.source}/{entry.key}/{path} is {size} bytes, over the {self.max_file_size}-byte "
                 "limit for market files (max_file_size); it is not staged or read",
             )
+
+    def _needs_parsing(self, snapshot: Snapshot) -> bool:
+        for bundle in snapshot.bundles:
+            cached = self._parsed.get(bundle.key)
+            if cached is None or cached[0] != bundle.digest:
+                return True
+        return False
 
     def _parse(self, snapshot: Snapshot) -> LayerResult:
         entries: list[LayerEntry] = []

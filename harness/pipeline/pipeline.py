@@ -487,7 +487,7 @@ class SkillPipeline(AsyncResource):
     # -- watching ----------------------------------------------------------------------------
 
     def _is_watched(self, host: Path | None) -> bool:
-        return host is not None and any(host == root or root in host.parents for root in self._watched_roots)
+        return host is not None and any(host.is_relative_to(root) for root in self._watched_roots)
 
     def _on_change(self, paths: set[Path]) -> None:
         self._epoch += 1

@@ -162,13 +162,23 @@ class Stager(AsyncResource):
             if key == self._last_key and not verify:
                 self._last_items = items if isinstance(items, tuple) else None
                 return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
-            manifest = await anyio.to_thread.run_sync(self._read_manifest)
-            needed = [item for item in items if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest]
             oversize = self._oversize(items)
             contents: dict[str, dict[str, _Fetched]] = {}
+            diagnostics: list[Diagnostic] = []
             try:
-                diagnostics = await self._fetch(needed, contents)
-                result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
+                # A restart over a cache that already holds exactly what we serve trusts the
+                # manifest (only the verify pass re-hashes) and just claims it with our lease.
+                claimed, manifest = await anyio.to_thread.run_sync(self._claim, items, verify)
+                if claimed is not None:
+                    result = claimed
+                else:
+                    needed = [
+                        item
+                        for item in items
+                        if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
+                    ]
+                    diagnostics = await self._fetch(needed, contents)
+                    result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
             except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
                 result = StageResult(
                     diagnostics=(
@@ -314,6 +324,23 @@ class Stager(AsyncResource):
             return {}
         return data if isinstance(data, dict) else {}
 
+    def _claim(self, items: Sequence[StageItem], verify: bool) -> tuple[StageResult | None, dict[str, Any]]:
+        """When the manifest lists exactly ``items`` at their digests, write this process's
+        lease and serve the cache as it is (no file hashed, no folder listed); else ``None``.
+        Either way, the manifest it read."""
+        try:
+            with _file_lock(self.cache_dir / _LOCK):
+                manifest = self._read_manifest()
+                if verify or manifest.keys() != {item.key for item in items}:
+                    return None, manifest
+                if any(_digest_of(manifest[item.key]) != item.entry.digest for item in items):
+                    return None, manifest
+                self._write_lease(set(manifest))
+        except FileNotFoundError:  # no cache yet
+            return None, {}
+        files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
+        return StageResult(unchanged=files), manifest
+
     def _apply(
         self,
         items: Sequence[StageItem],
@@ -323,46 +350,55 @@ class Stager(AsyncResource):
     ) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
-            _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
-            _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
-            manifest = self._read_manifest()
-            written = unchanged = removed = 0
-            diagnostics: list[Diagnostic] = []
-            for item in items:
-                files = contents.get(item.key)
-                if files is None:
-                    unchanged += len(manifest.get(item.key, {}).get("files", {}))
-                    continue
-                counts, entry_manifest, found = self._write_skill(item, files, manifest.get(item.key), verify)
-                written += counts[0]
-                unchanged += counts[1]
-                removed += counts[2]
-                diagnostics.extend(found)
-                if not any(d.severity == "error" for d in found):
-                    manifest[item.key] = entry_manifest
-            ours = {item.key for item in items}
-            self._write_lease(ours)
-            keep = ours | self._leased_by_others()
-            kept: dict[str, int] = {}
-            for key in sorted(set(manifest) | self._folders_on_disk()):
-                if key in keep:
-                    continue
-                source = key.partition("/")[0]
-                if source in keep_sources:
-                    kept[source] = kept.get(source, 0) + 1
-                    continue
-                removed += self._remove_folder(key)
-                manifest.pop(key, None)
-            diagnostics.extend(
-                Diagnostic.warning(
-                    code="stage-kept",
-                    message=f"kept {count} staged folder(s) of {source}: it did not answer, so what it offered before stays",
-                    location=source,
-                )
-                for source, count in sorted(kept.items())
+            return self._apply_locked(items, contents, verify, keep_sources)
+
+    def _apply_locked(
+        self,
+        items: Sequence[StageItem],
+        contents: dict[str, dict[str, _Fetched]],
+        verify: bool,
+        keep_sources: frozenset[str],
+    ) -> StageResult:
+        _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
+        _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
+        manifest = self._read_manifest()
+        written = unchanged = removed = 0
+        diagnostics: list[Diagnostic] = []
+        for item in items:
+            files = contents.get(item.key)
+            if files is None:
+                unchanged += len(manifest.get(item.key, {}).get("files", {}))
+                continue
+            counts, entry_manifest, found = self._write_skill(item, files, manifest.get(item.key), verify)
+            written += counts[0]
+            unchanged += counts[1]
+            removed += counts[2]
+            diagnostics.extend(found)
+            if not any(d.severity == "error" for d in found):
+                manifest[item.key] = entry_manifest
+        ours = {item.key for item in items}
+        self._write_lease(ours)
+        keep = ours | self._leased_by_others()
+        kept: dict[str, int] = {}
+        for key in sorted(set(manifest) | self._folders_on_disk()):
+            if key in keep:
+                continue
+            source = key.partition("/")[0]
+            if source in keep_sources:
+                kept[source] = kept.get(source, 0) + 1
+                continue
+            removed += self._remove_folder(key)
+            manifest.pop(key, None)
+        diagnostics.extend(
+            Diagnostic.warning(
+                code="stage-kept",
+                message=f"kept {count} staged folder(s) of {source}: it did not answer, so what it offered before stays",
+                location=source,
             )
-            _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
-            return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
+            for source, count in sorted(kept.items())
+        )
+        _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+        return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
         self, item: StageItem, files: dict[str, _Fetched], old: dict[str, Any] | None, verify: bool
@@ -475,6 +511,10 @@ class Stager(AsyncResource):
                 with contextlib.suppress(OSError):
                     path.unlink()
         return keys
+
+
+def _digest_of(entry: Any) -> object:
+    return entry.get("digest") if isinstance(entry, dict) else None
 
 
 def _is_current(target: Path, digest: str, mode: int, old: Any, verify: bool) -> bool:
