@@ -24,6 +24,7 @@ overrides and visibility filters, so one user's turn never removes what another'
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import fcntl
@@ -33,6 +34,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ _LEASES = ".leases"
 _LOCK = ".lock"
 _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
 _READ_CONCURRENCY = 16
+_WRITE_CONCURRENCY = 4
 _INCOMING = ".incoming"
 _STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
 _INCOMING_MAX_AGE = 3600.0
@@ -142,6 +145,7 @@ class Stager(AsyncResource):
         self._last_items: tuple[StageItem, ...] | None = None
         self._last_files = 0
         self._last_verify = time.monotonic()
+        self._plain_dirs: set[Path] = set()
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
 
     async def stage(
@@ -359,17 +363,25 @@ class Stager(AsyncResource):
         verify: bool,
         keep_sources: frozenset[str],
     ) -> StageResult:
+        self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
         _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
         _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
         manifest = self._read_manifest()
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
+        writes = [(item, files) for item in items if (files := contents.get(item.key)) is not None]
         for item in items:
-            files = contents.get(item.key)
-            if files is None:
+            if item.key not in contents:
                 unchanged += len(manifest.get(item.key, {}).get("files", {}))
-                continue
-            counts, entry_manifest, found = self._write_skill(item, files, manifest.get(item.key), verify)
+        # Skills are written side by side (each file still temp + rename): creating and renaming
+        # files waits on the filesystem's journal far more than on the CPU.
+        with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
+            outcomes = list(
+                pool.map(
+                    lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify), writes
+                )
+            )
+        for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
             written += counts[0]
             unchanged += counts[1]
             removed += counts[2]
@@ -410,6 +422,7 @@ class Stager(AsyncResource):
         modes = {f.path: f.mode for f in item.entry.files}
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
+        checked: set[Path] = set()
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
         for path, fetched in sorted(files.items()):
@@ -431,12 +444,14 @@ class Stager(AsyncResource):
                 unchanged += 1
                 continue
             try:
-                self._check_inside(target.parent)
+                if target.parent not in checked:  # once per folder of the skill
+                    self._check_inside(target.parent)
+                    checked.add(target.parent)
                 if fetched.temp is not None:
                     os.chmod(fetched.temp, mode)
                     os.replace(fetched.temp, target)
                 else:
-                    _atomic_write(target, fetched.data or b"", mode)
+                    _atomic_write(target, fetched.data or b"", mode, parents=False)
             except OSError as exc:
                 diagnostics.append(
                     Diagnostic.error(
@@ -459,7 +474,26 @@ class Stager(AsyncResource):
         return (written, unchanged, removed), {"digest": item.entry.digest, "files": new_files}, diagnostics
 
     def _inside(self, folder: Path) -> bool:
-        return os.path.realpath(folder).startswith(os.path.realpath(self.cache_dir) + os.sep)
+        """Whether ``folder`` lies inside the cache without crossing a link: every component
+        below the cache root is ``lstat``-ed (once per pass) and none may be a symlink."""
+        try:
+            parts = folder.relative_to(self.cache_dir).parts
+        except ValueError:
+            return False
+        if not parts or ".." in parts:
+            return False
+        current = self.cache_dir
+        for part in parts:
+            current = current / part
+            if current in self._plain_dirs:
+                continue
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return False
+            except FileNotFoundError:
+                return True  # created below by mkdir, inside what was checked
+            self._plain_dirs.add(current)
+        return True
 
     def _check_inside(self, folder: Path) -> None:
         # Checked before mkdir: creating the folder through a planted link would already leave the cache.
@@ -558,8 +592,9 @@ def _abandoned(incoming: Path) -> list[Path]:
     return found
 
 
-def _atomic_write(target: Path, data: bytes, mode: int) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _atomic_write(target: Path, data: bytes, mode: int, *, parents: bool = True) -> None:
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         with open(tmp, "wb") as handle:
