@@ -8,7 +8,18 @@ overrides and visibility filters, so one user's turn never removes what another'
   (``.skills-cache/.manifest.json``) lets a warm turn skip reading and hashing entirely. The
   manifest is trusted until a *verify* pass (periodic, or on demand) re-hashes what is on disk
   and repairs anything changed or deleted behind the stager's back.
-- Writes are atomic (temp file + ``os.replace``); a crash leaves old or new files, never torn.
+- Writes are atomic (temp file + ``os.replace``) and the manifest is written last, so a process
+  killed mid-stage leaves every file old or new, never torn, and a manifest that claims nothing
+  that is not in place; the next stage finishes the work. Nothing is fsynced (the cache can
+  always be rebuilt from its sources): instead the manifest records the machine's boot
+  (``.manifest.boot``), and the first stage after a reboot — when a power loss may have kept
+  renames but lost data — verifies every file before trusting the manifest again.
+- Skills are written side by side (a few threads under the one lock): creating and renaming
+  files waits on the filesystem's journal, not the CPU. Each skill's files are read in one
+  batched call (one worker-thread hop per skill).
+- A restart trusts the manifest: when it lists exactly the offered skills at their digests (and
+  the machine has not rebooted since), a new process writes its lease and serves, reading no
+  staged file; only the verify pass re-hashes.
 - A staged folder is removed only when a source that answered no longer offers it: a source
   that failed, timed out or never answered keeps what it staged (``keep_sources``). Processes
   that share a workspace with different configurations each hold a *lease*
@@ -55,6 +66,7 @@ DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
 
 EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
 _MANIFEST = ".manifest.json"
+_BOOT = ".manifest.boot"  # the boot the manifest was last written in (see the module notes)
 _LEASES = ".leases"
 _LOCK = ".lock"
 _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
@@ -172,7 +184,8 @@ class Stager(AsyncResource):
             try:
                 # A restart over a cache that already holds exactly what we serve trusts the
                 # manifest (only the verify pass re-hashes) and just claims it with our lease.
-                claimed, manifest = await anyio.to_thread.run_sync(self._claim, items, verify)
+                claimed, manifest, rebooted = await anyio.to_thread.run_sync(self._claim, items, verify)
+                verify = verify or rebooted
                 if claimed is not None:
                     result = claimed
                 else:
@@ -328,22 +341,24 @@ class Stager(AsyncResource):
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _claim(self, items: Sequence[StageItem], verify: bool) -> tuple[StageResult | None, dict[str, Any]]:
-        """When the manifest lists exactly ``items`` at their digests, write this process's
-        lease and serve the cache as it is (no file hashed, no folder listed); else ``None``.
-        Either way, the manifest it read."""
+    def _claim(self, items: Sequence[StageItem], verify: bool) -> tuple[StageResult | None, dict[str, Any], bool]:
+        """When the manifest lists exactly ``items`` at their digests and was written since the
+        machine last booted, write this process's lease and serve the cache as it is (no file
+        hashed, no folder listed). Returns that result (else ``None``), the manifest it read, and
+        whether the machine rebooted since (the cache is then verified: see the module notes)."""
         try:
             with _file_lock(self.cache_dir / _LOCK):
                 manifest = self._read_manifest()
-                if verify or manifest.keys() != {item.key for item in items}:
-                    return None, manifest
+                rebooted = bool(manifest) and _read_boot(self.cache_dir) != _BOOT_ID
+                if verify or rebooted or manifest.keys() != {item.key for item in items}:
+                    return None, manifest, rebooted
                 if any(_digest_of(manifest[item.key]) != item.entry.digest for item in items):
-                    return None, manifest
+                    return None, manifest, False
                 self._write_lease(set(manifest))
         except FileNotFoundError:  # no cache yet
-            return None, {}
+            return None, {}, False
         files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
-        return StageResult(unchanged=files), manifest
+        return StageResult(unchanged=files), manifest, False
 
     def _apply(
         self,
@@ -410,6 +425,8 @@ class Stager(AsyncResource):
             for source, count in sorted(kept.items())
         )
         _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+        if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
+            _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
         return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
@@ -545,6 +562,24 @@ class Stager(AsyncResource):
                 with contextlib.suppress(OSError):
                     path.unlink()
         return keys
+
+
+def _boot_id() -> str | None:
+    """This boot of the machine (Linux), or ``None`` where the kernel does not say."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+_BOOT_ID = _boot_id()
+
+
+def _read_boot(cache_dir: Path) -> str | None:
+    try:
+        return (cache_dir / _BOOT).read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _digest_of(entry: Any) -> object:

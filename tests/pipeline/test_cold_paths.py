@@ -101,3 +101,25 @@ async def test_a_users_first_turn_without_own_skills_touches_no_file(tmp_path: P
         assert len(plan.skills) == 3
         shared = await pipeline.prepare(RuntimeContext(user_id="carol"))
         assert shared.catalog == plan.catalog
+
+
+async def test_the_first_stage_after_a_reboot_verifies_before_trusting_the_manifest(tmp_path: Path) -> None:
+    cache = tmp_path / CACHE
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market()], watch=False) as first,
+    ):
+        await first.stage()
+    assert (cache / ".manifest.boot").read_text() == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    # A power loss kept the rename of a file but not its data; the machine booted again.
+    (cache / "acme" / "tool-2" / "scripts" / "run.sh").write_bytes(b"")
+    (cache / ".manifest.boot").write_text("an-earlier-boot\n")
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market()], watch=False) as restarted,
+    ):
+        result = await restarted.stage()
+        assert (result.written, result.unchanged) == (1, 5)
+        again = await restarted.stage()
+    assert (again.written, again.unchanged) == (0, 6)
+    assert (cache / "acme" / "tool-2" / "scripts" / "run.sh").read_bytes() == b"#!/bin/sh\necho hi\n"
