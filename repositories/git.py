@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import fcntl
 import hashlib
@@ -86,6 +87,24 @@ class _Node(NamedTuple):
     sha: str
     mode: int
     path: str
+
+
+async def _wait_for(future: concurrent.futures.Future[str]) -> None:
+    """Until ``future`` is done (cancellable; the future itself runs on). On asyncio the loop is
+    woken by the future's callback; elsewhere a worker thread waits for it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        await anyio.to_thread.run_sync(concurrent.futures.wait, [future], abandon_on_cancel=True)
+        return
+    wrapped = asyncio.wrap_future(future)
+    wrapped.add_done_callback(_retrieve)  # the caller reads the outcome from ``future``
+    await asyncio.wait([wrapped])  # asyncio.wait never cancels what it waits for
+
+
+def _retrieve(future: asyncio.Future[str]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +239,7 @@ class GitRepository(SkillRepository):
         if budget is None or budget > 0:
             # Wait for the check in flight (ours or another caller's), at most ``budget``.
             with anyio.move_on_after(budget):
-                await anyio.to_thread.run_sync(concurrent.futures.wait, [pending], abandon_on_cancel=True)
+                await _wait_for(pending)
         if pending.done():
             if self._pending is pending:
                 self._pending = None
