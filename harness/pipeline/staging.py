@@ -94,7 +94,7 @@ class StageItem:
     @property
     def folder(self) -> str:
         """The staged folder's name: the skill's real folder name."""
-        return PurePosixPath(self.entry.path).name
+        return self.entry.path.rstrip("/").rpartition("/")[2]  # PurePosixPath(path).name, without the cost
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
