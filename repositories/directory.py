@@ -272,7 +272,8 @@ def _open_at(root: int, folder_path: str, path: str) -> BinaryIO:
     try:
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
-            flags = os.O_RDONLY | os.O_NOFOLLOW | (0 if last else os.O_DIRECTORY)
+            # O_NONBLOCK: a FIFO planted as a file must not hang the read (it is refused below).
+            flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
             try:
                 current = os.open(part, flags, dir_fd=current)
             except OSError as exc:

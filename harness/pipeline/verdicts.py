@@ -92,23 +92,27 @@ class VerdictStore:
         if self._loaded:
             return
         async with self._lock:
-            if self._loaded:
-                return
-            self._loaded = True
-            try:
-                self._secret = await self._key()
-                raw = await self.filesystem.read_bytes(self.path)
-            except FileNotFoundError:
-                return
-            except Exception as exc:  # an unreadable store costs rescans, never a turn
-                log.warning("cannot read %s, market skills are rescanned: %s", self.path, exc)
-                return
-            records = self._verified(raw)
-            if records is None:
-                self.rejected = True
-                log.warning("%s failed its integrity check; ignoring it, market skills are rescanned", self.path)
-                return
-            self._verdicts = {**records, **self._verdicts}
+            if not self._loaded:
+                try:
+                    await self._read()
+                finally:
+                    self._loaded = True  # set last: layers loading side by side wait for it
+
+    async def _read(self) -> None:
+        try:
+            self._secret = await self._key()
+            raw = await self.filesystem.read_bytes(self.path)
+        except FileNotFoundError:
+            return
+        except Exception as exc:  # an unreadable store costs rescans, never a turn
+            log.warning("cannot read %s, market skills are rescanned: %s", self.path, exc)
+            return
+        records = self._verified(raw)
+        if records is None:
+            self.rejected = True
+            log.warning("%s failed its integrity check; ignoring it, market skills are rescanned", self.path)
+            return
+        self._verdicts = {**records, **self._verdicts}
 
     async def save(self) -> None:
         """Write the verdicts if a scan added any: one atomic write of the whole file."""
@@ -123,11 +127,22 @@ class VerdictStore:
                 self._verdicts = {k: self._verdicts[k] for k in keep}
             try:
                 secret = self._secret or await self._key()
+                self._secret = secret
+                await self._merge_stored()
                 body = {"format": _FORMAT, "rules": self.scanner.version, "verdicts": self._verdicts}
                 document = json.dumps({**body, "mac": _mac(secret, body)}).encode()
                 await self.filesystem.write_bytes(self.path, document)
             except Exception as exc:
                 log.warning("cannot save %s (market skills will be rescanned after a restart): %s", self.path, exc)
+
+    async def _merge_stored(self) -> None:
+        """Keep what another process sharing the workspace saved meanwhile (if it verifies)."""
+        try:
+            raw = await self.filesystem.read_bytes(self.path)
+        except FileNotFoundError:
+            return
+        for key, record in (self._verified(raw) or {}).items():
+            self._verdicts.setdefault(key, record)
 
     def _verified(self, raw: bytes) -> dict[str, dict[str, Any]] | None:
         """The records of ``raw`` when its MAC verifies and they are this scanner's, else ``None``

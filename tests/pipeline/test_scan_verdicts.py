@@ -109,3 +109,35 @@ async def test_changed_rules_rescan(tmp_path: Path) -> None:
     stricter = CountingScanner(block_at="medium")
     await prepare(tmp_path, stricter)
     assert stricter.calls == 2
+
+
+async def test_two_processes_sharing_a_workspace_keep_each_others_verdicts(tmp_path: Path) -> None:
+    market = tmp_path / "market"
+    make_skill(market, "helper", text=_HOSTILE)
+    other = tmp_path / "other-market"
+    make_skill(other, "clean", text=_CLEAN)
+    policy = MarketScanPolicy(scanner=CountingScanner())
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(
+            filesystem=fs, repositories=[open_repository(f"dir:{market}")], market_scan=policy, watch=False
+        ) as first,
+        SkillPipeline(
+            filesystem=fs, repositories=[open_repository(f"dir:{other}")], market_scan=policy, watch=False
+        ) as second,
+    ):
+        await second.verdicts.load()  # before the first saved anything
+        await first.prepare(ALICE)
+        await second.prepare(ALICE)  # saves after the first: keeps what the first saved
+    scanner = CountingScanner()
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(
+            filesystem=fs,
+            repositories=[open_repository(f"dir:{market}"), open_repository(f"dir:{other}")],
+            market_scan=MarketScanPolicy(scanner=scanner),
+            watch=False,
+        ) as both,
+    ):
+        await both.prepare(ALICE)
+    assert scanner.calls == 0
