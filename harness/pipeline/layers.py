@@ -172,8 +172,6 @@ class SkillLayer:
                 else:
                     self._result = self._parse(snapshot)
                 self._version = snapshot.version
-                if self.verdicts is not None:
-                    await self.verdicts.save()
         except Exception as exc:
             return self.failed(describe_error(exc))
         if snapshot.error is not None:

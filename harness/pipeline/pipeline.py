@@ -189,6 +189,8 @@ class SkillPipeline(AsyncResource):
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
         base = await self._current_base()
+        if stage:
+            await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
@@ -231,6 +233,7 @@ class SkillPipeline(AsyncResource):
         if self.stager is None:
             raise ShellUnavailable("staging needs a filesystem with a shell on this host")
         base = await self._current_base()
+        await self.verdicts.save()
         result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
         return dataclasses.replace(result, diagnostics=(*base.diagnostics, *result.diagnostics))
 

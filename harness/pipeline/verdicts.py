@@ -53,7 +53,8 @@ class VerdictStore:
 
     :meth:`get` and :meth:`put` are plain dictionary operations (safe from the worker thread that
     parses a layer); :meth:`load` and :meth:`save` do the I/O, each at most once per call, and
-    never raise: a store that cannot be read or written only costs rescans.
+    never raise: a store that cannot be read or written only costs rescans. :meth:`load` only
+    reads; the pipeline calls :meth:`save` only on turns that may write (not ``stage=False``).
     """
 
     def __init__(self, filesystem: AbstractFilesystem, scanner: Scanner, *, folder: str = ".harness") -> None:
@@ -99,8 +100,8 @@ class VerdictStore:
                     self._loaded = True  # set last: layers loading side by side wait for it
 
     async def _read(self) -> None:
-        try:
-            self._secret = await self._key()
+        try:  # reading never creates anything: without a key, nothing stored can be verified
+            self._secret = bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
             raw = await self.filesystem.read_bytes(self.path)
         except FileNotFoundError:
             return
