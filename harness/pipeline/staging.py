@@ -369,65 +369,56 @@ class Stager(AsyncResource):
     ) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
-            return self._apply_locked(items, contents, verify, keep_sources)
-
-    def _apply_locked(
-        self,
-        items: Sequence[StageItem],
-        contents: dict[str, dict[str, _Fetched]],
-        verify: bool,
-        keep_sources: frozenset[str],
-    ) -> StageResult:
-        self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
-        _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
-        _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
-        manifest = self._read_manifest()
-        written = unchanged = removed = 0
-        diagnostics: list[Diagnostic] = []
-        writes = [(item, files) for item in items if (files := contents.get(item.key)) is not None]
-        for item in items:
-            if item.key not in contents:
-                unchanged += len(manifest.get(item.key, {}).get("files", {}))
-        # Skills are written side by side (each file still temp + rename): creating and renaming
-        # files waits on the filesystem's journal far more than on the CPU.
-        with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
-            outcomes = list(
-                pool.map(
-                    lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify), writes
+            self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
+            _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
+            _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
+            manifest = self._read_manifest()
+            written = unchanged = removed = 0
+            diagnostics: list[Diagnostic] = []
+            writes = [(item, files) for item in items if (files := contents.get(item.key)) is not None]
+            for item in items:
+                if item.key not in contents:
+                    unchanged += len(manifest.get(item.key, {}).get("files", {}))
+            # Skills are written side by side (each file still temp + rename): creating and renaming
+            # files waits on the filesystem's journal far more than on the CPU.
+            with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
+                outcomes = list(
+                    pool.map(
+                        lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify), writes
+                    )
                 )
+            for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
+                written += counts[0]
+                unchanged += counts[1]
+                removed += counts[2]
+                diagnostics.extend(found)
+                if not any(d.severity == "error" for d in found):
+                    manifest[item.key] = entry_manifest
+            ours = {item.key for item in items}
+            self._write_lease(ours)
+            keep = ours | self._leased_by_others()
+            kept: dict[str, int] = {}
+            for key in sorted(set(manifest) | self._folders_on_disk()):
+                if key in keep:
+                    continue
+                source = key.partition("/")[0]
+                if source in keep_sources:
+                    kept[source] = kept.get(source, 0) + 1
+                    continue
+                removed += self._remove_folder(key)
+                manifest.pop(key, None)
+            diagnostics.extend(
+                Diagnostic.warning(
+                    code="stage-kept",
+                    message=f"kept {count} staged folder(s) of {source}: it did not answer, so what it offered before stays",
+                    location=source,
+                )
+                for source, count in sorted(kept.items())
             )
-        for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
-            written += counts[0]
-            unchanged += counts[1]
-            removed += counts[2]
-            diagnostics.extend(found)
-            if not any(d.severity == "error" for d in found):
-                manifest[item.key] = entry_manifest
-        ours = {item.key for item in items}
-        self._write_lease(ours)
-        keep = ours | self._leased_by_others()
-        kept: dict[str, int] = {}
-        for key in sorted(set(manifest) | self._folders_on_disk()):
-            if key in keep:
-                continue
-            source = key.partition("/")[0]
-            if source in keep_sources:
-                kept[source] = kept.get(source, 0) + 1
-                continue
-            removed += self._remove_folder(key)
-            manifest.pop(key, None)
-        diagnostics.extend(
-            Diagnostic.warning(
-                code="stage-kept",
-                message=f"kept {count} staged folder(s) of {source}: it did not answer, so what it offered before stays",
-                location=source,
-            )
-            for source, count in sorted(kept.items())
-        )
-        _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
-        if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
-            _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
-        return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
+            _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+            if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
+                _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
+            return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
         self, item: StageItem, files: dict[str, _Fetched], old: dict[str, Any] | None, verify: bool
