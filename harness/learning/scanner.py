@@ -19,7 +19,7 @@ import importlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -566,8 +566,12 @@ def despace(text: str) -> str:
 
 def decoded_blobs(text: str) -> list[str]:
     """The readable text hidden in ``text``'s base64 and hex blobs (at most a few dozen)."""
+    return _decode([*_BASE64.finditer(text), *_HEX.finditer(text)][:_MAX_BLOBS])
+
+
+def _decode(matches: list[re.Match[str]]) -> list[str]:
     found: list[str] = []
-    for match in [*_BASE64.finditer(text), *_HEX.finditer(text)][:_MAX_BLOBS]:
+    for match in matches:
         blob = match.group(0)[:_MAX_BLOB]
         data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
         decoded = _readable(data) if data else None
@@ -623,19 +627,56 @@ def _views(lines: list[str], depth: int = 0) -> list[View]:
     """The texts the rules run over, each a list of ``(original line number, text)``: the
     normalised text, the same with spaced-out words joined, and what base64/hex blobs decode
     to (decoded recursively, a couple of levels deep)."""
-    folded = [(number, _fold(line)) for number, line in _logical_lines(lines)]
-    logical = [(number, _collapse(line)) for number, line in folded]
+    logical_lines = _logical_lines(lines)
+    numbers = [number for number, _ in logical_lines]
+    folded = _per_line(_fold, [text for _, text in logical_lines])
+    collapsed = _per_line(_collapse, folded)
+    logical = list(zip(numbers, collapsed, strict=True))
     views = [logical]
     # Before collapsing: a wider gap between spaced-out words keeps the words apart.
-    joined = [(number, _collapse(despace(line))) for number, line in folded]
-    if joined != logical:
-        views.append(joined)
+    joined = _per_line(lambda text: _collapse(despace(text)), folded)
+    if joined != collapsed:
+        views.append(list(zip(numbers, joined, strict=True)))
     if depth < _MAX_DEPTH:
-        for number, line in logical:
-            for decoded in decoded_blobs(line):
+        for index, decoded_texts in _blobs_by_line(collapsed):
+            for decoded in decoded_texts:
                 for view in _views(decoded.splitlines(), depth + 1):
-                    views.append([(number, text) for _, text in view])
+                    views.append([(numbers[index], text) for _, text in view])
     return views
+
+
+def _per_line(transform: Callable[[str], str], texts: list[str]) -> list[str]:
+    """``transform`` of each text, computed once over the texts joined by newlines: no step of
+    the normalisation matches, makes or removes a newline, or joins characters across one (a
+    newline is a starter that never composes), so the pieces are the per-line results. The
+    count is checked all the same; on a mismatch each text is transformed alone."""
+    if len(texts) < 2:
+        return [transform(text) for text in texts]
+    pieces = transform("\n".join(texts)).split("\n")
+    return pieces if len(pieces) == len(texts) else [transform(text) for text in texts]
+
+
+def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
+    """What :func:`decoded_blobs` finds in each text, as ``(index, decoded)`` for the texts with
+    any: the blob patterns run once over the joined texts (no blob spans a newline) and the
+    matches are grouped back by line, each line keeping its own limit."""
+    whole = "\n".join(texts)
+    if _BASE64.search(whole) is None and _HEX.search(whole) is None:
+        return []
+    starts = [0]
+    for text in texts[:-1]:
+        starts.append(starts[-1] + len(text) + 1)
+    by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
+    for kind, pattern in enumerate((_BASE64, _HEX)):
+        for match in pattern.finditer(whole):
+            by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
+    found = []
+    for index in sorted(by_line):
+        base64_matches, hex_matches = by_line[index]
+        decoded = _decode([*base64_matches, *hex_matches][:_MAX_BLOBS])
+        if decoded:
+            found.append((index, decoded))
+    return found
 
 
 def _as_text(content: str | bytes) -> str | None:
