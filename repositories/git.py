@@ -285,20 +285,29 @@ class GitRepository(SkillRepository):
         return commit
 
     def _git(self, *args: str) -> str:
-        git = _import_git()
+        """Run git and return its stdout. A plain subprocess (no watchdog thread per call): the
+        check runs on every turn for every market, beside other users' turns."""
         try:
-            out: str = git.Git().execute(
-                ["git", *args], env={**os.environ, **_GIT_ENV}, kill_after_timeout=self.timeout
+            done = subprocess.run(
+                ["git", *args],
+                env={**os.environ, **_GIT_ENV},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
             )
-        except git.GitCommandError as exc:
-            # GitCommandError's text holds the whole command line, URL and token included; the
-            # original is not chained so no traceback can print it.
-            detail = redact_secrets((exc.stderr or "").strip() or str(exc), *self._secrets)
-            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}") from None
+        except subprocess.TimeoutExpired:
+            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} timed out after {self.timeout:g}s") from None
         except OSError as exc:
+            # The message of a failed start names the command line, URL and token included; the
+            # original is not chained so no traceback can print it.
             detail = redact_secrets(str(exc), *self._secrets)
             raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}") from None
-        return out
+        if done.returncode != 0:
+            stderr = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+            detail = redact_secrets(stderr, *self._secrets)
+            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}")
+        return done.stdout.decode("utf-8", "replace").rstrip("\n")
 
     def _ls_remote(self) -> _Remote:
         self.checks += 1
