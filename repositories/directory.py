@@ -439,6 +439,32 @@ class DirectoryRepository(SkillRepository):
             raise BundleNotFound(f"{self.source}: no skill folder {folder!r} in {str(self.path)!r}")
         return found
 
+    @property
+    def batch_reads(self) -> bool:  # type: ignore[override]  # a property: only on the host
+        """On the host, :meth:`read_files_batch` reads every folder in one worker-thread hop."""
+        return self.filesystem is None
+
+    async def _read_files_batch(
+        self, requests: list[tuple[str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        if self.filesystem is not None:
+            return await super()._read_files_batch(requests)
+        scan = self._last if self._last is not None else await self._scan()
+
+        def read_all() -> list[dict[str, bytes] | Exception]:
+            answers: list[dict[str, bytes] | Exception] = []
+            for folder, paths in requests:
+                found = scan.roots.get(folder)
+                try:
+                    if found is None:
+                        raise BundleNotFound(f"{self.source}: no skill folder {folder!r} in {str(self.path)!r}")
+                    answers.append(read_below(found, paths))
+                except Exception as exc:  # one unreadable skill costs only itself
+                    answers.append(exc)
+            return answers
+
+        return await anyio.to_thread.run_sync(read_all)
+
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         folder_path = await self._folder_path(folder)
         if self.filesystem is None:

@@ -222,6 +222,34 @@ class SkillLayer:
                 f"{self.layer.value} {self.source!r} failed to read {entry.key}: {describe_error(exc)}"
             ) from exc
 
+    async def read_files_batch(
+        self, requests: Sequence[tuple[LayerEntry, Sequence[str]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        """:meth:`read_files` for several entries in one call (see
+        ``SkillRepository.read_files_batch``): one result or error per request, same errors."""
+        results: list[dict[str, bytes] | Exception] = []
+        asks: list[int] = []
+        for index, (entry, paths) in enumerate(requests):
+            try:
+                for path in paths:
+                    self._check_size(entry, path)
+                asks.append(index)
+                results.append({})
+            except OSError as exc:
+                results.append(exc)
+        try:
+            answers = await self.repository.read_files_batch([(requests[i][0].key, list(requests[i][1])) for i in asks])
+        except Exception as exc:  # the whole batch failed: every request reports it
+            answers = [exc] * len(asks)
+        for index, answer in zip(asks, answers, strict=True):
+            if isinstance(answer, Exception) and not isinstance(answer, (RepositoryError, OSError)):
+                entry = requests[index][0]
+                answer = RepositoryUnavailable(
+                    f"{self.layer.value} {self.source!r} failed to read {entry.key}: {describe_error(answer)}"
+                )
+            results[index] = answer
+        return results
+
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
         """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""
         self._check_size(entry, path)

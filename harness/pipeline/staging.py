@@ -71,6 +71,7 @@ _LEASES = ".leases"
 _LOCK = ".lock"
 _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
 _READ_CONCURRENCY = 16
+_BATCH = 64  # skills read per worker-thread hop from a source that reads in batches
 _WRITE_CONCURRENCY = 4
 _INCOMING = ".incoming"
 _STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
@@ -266,15 +267,22 @@ class Stager(AsyncResource):
         if any(f.size > _STREAM_ABOVE for item in items for f in item.entry.files):
             await anyio.to_thread.run_sync(lambda: incoming.mkdir(parents=True, exist_ok=True))
 
+        prefetched = await self._read_batched(items)
+
         async def fetch(item: StageItem) -> None:
             files = [f for f in item.entry.files if f.size <= self.max_file_size]
-            small = [item.entry.skill.skill_md_name, *(f.path for f in files if f.size <= _STREAM_ABOVE)]
+            small = self._small_paths(item)
             large = [f.path for f in files if f.size > _STREAM_ABOVE]
             fetched: dict[str, _Fetched] = {}
             complete = False
             async with limiter:
                 try:
-                    for path, data in (await item.reader.read_files(item.entry, small)).items():
+                    read = prefetched.pop(item.key, None)
+                    if isinstance(read, Exception):
+                        raise read
+                    if read is None:
+                        read = await item.reader.read_files(item.entry, small)
+                    for path, data in read.items():
                         fetched[path] = self._checked(item, path, data)
                     missing = sorted(set(small) - set(fetched))
                     if missing:
@@ -303,6 +311,26 @@ class Stager(AsyncResource):
             for item in items:
                 group.start_soon(fetch, item)
         return diagnostics
+
+    def _small_paths(self, item: StageItem) -> list[str]:
+        """The files of ``item`` read whole (SKILL.md and those up to the streaming size)."""
+        small = (f.path for f in item.entry.files if f.size <= min(self.max_file_size, _STREAM_ABOVE))
+        return [item.entry.skill.skill_md_name, *small]
+
+    async def _read_batched(self, items: Sequence[StageItem]) -> dict[str, dict[str, bytes] | Exception]:
+        """The small files of the items whose source reads in batches (a folder on the host),
+        ``_BATCH`` skills per worker-thread hop instead of one hop per skill."""
+        by_reader: dict[int, list[StageItem]] = {}
+        for item in items:
+            if item.reader.repository.batch_reads:
+                by_reader.setdefault(id(item.reader), []).append(item)
+        read: dict[str, dict[str, bytes] | Exception] = {}
+        for group in by_reader.values():
+            for start in range(0, len(group), _BATCH):
+                batch = group[start : start + _BATCH]
+                answers = await batch[0].reader.read_files_batch([(i.entry, self._small_paths(i)) for i in batch])
+                read.update(zip((i.key for i in batch), answers, strict=True))
+        return read
 
     def _checked(self, item: StageItem, path: str, data: bytes) -> _Fetched:
         if len(data) > self.max_file_size:  # the listing understated the size

@@ -9,8 +9,9 @@ from pathlib import Path
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from repositories import FileContents, MemoryRepository, SkillBundleContents
+from repositories import DirectoryRepository, FileContents, MemoryRepository, SkillBundleContents
 from tests.support.io import IORecorder
+from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice")
 CACHE = ".skills-cache"
@@ -123,3 +124,44 @@ async def test_the_first_stage_after_a_reboot_verifies_before_trusting_the_manif
         again = await restarted.stage()
     assert (again.written, again.unchanged) == (0, 6)
     assert (cache / "acme" / "tool-2" / "scripts" / "run.sh").read_bytes() == b"#!/bin/sh\necho hi\n"
+
+
+class CountingDirectory(DirectoryRepository):
+    """Counts how the stager reads: batches of folders, or one folder at a time."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.batches: list[int] = []
+        self.singles = 0
+
+    async def _read_files_batch(
+        self, requests: list[tuple[str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        self.batches.append(len(requests))
+        return await super()._read_files_batch(requests)
+
+    async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+        self.singles += 1
+        return await super()._read_files(folder, paths)
+
+
+async def test_a_folder_market_is_read_for_staging_in_batches_and_a_bad_skill_costs_only_itself(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "market"
+    for index in range(70):
+        make_skill(tree, f"tool-{index:02d}", description=f"Tool {index}.", files={"scripts/run.sh": "echo hi\n"})
+    repository = CountingDirectory(tree)
+    async with (
+        LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[repository], watch=False) as pipeline,
+    ):
+        await pipeline.prepare(ALICE, stage=False)
+        (tree / "tool-03" / "scripts" / "run.sh").unlink()  # gone between the listing and the read
+        assert pipeline._base is not None and pipeline.stager is not None
+        result = await pipeline.stager.stage(pipeline._base.stage_items)  # the turn's staging step
+    assert repository.batches == [64, 6] and repository.singles == 0
+    failed = [d for d in result.diagnostics if d.code == "stage-read-failed"]
+    assert len(failed) == 1 and "tool-03" in failed[0].message
+    assert result.written == 69 * 2
+    assert (tmp_path / "ws" / CACHE / repository.source / "tool-69" / "scripts" / "run.sh").is_file()
