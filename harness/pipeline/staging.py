@@ -16,7 +16,8 @@ overrides and visibility filters, so one user's turn never removes what another'
   renames but lost data — verifies every file before trusting the manifest again.
 - Skills are written side by side (a few threads under the one lock): creating and renaming
   files waits on the filesystem's journal, not the CPU. Each skill's files are read in one
-  batched call (one worker-thread hop per skill).
+  call; a source that reads in batches (a folder on the host) is read 64 skills per
+  worker-thread hop.
 - A restart trusts the manifest: when it lists exactly the offered skills at their digests (and
   the machine has not rebooted since), a new process writes its lease and serves, reading no
   staged file; only the verify pass re-hashes.
