@@ -30,9 +30,12 @@ VCS_FOLDERS = frozenset({".git", ".hg", ".svn"})
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
+_ASCII_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def has_control(text: str) -> bool:
     """Whether ``text`` contains an ASCII control character (NUL, newline, DEL, ...)."""
-    return any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
+    return _ASCII_CONTROL.search(text) is not None
 
 
 def identifier_problem(text: str) -> str | None:
@@ -78,12 +81,15 @@ def relative_path_problem(path: str) -> str | None:
         return "is empty or contains NUL or control characters"
     if path.startswith("/") or "\\" in path:
         return "is absolute or contains a backslash"
-    parts = path.split("/")
-    if any(part in {"..", "", "."} for part in parts):
+    parts = set(path.split("/"))
+    if not parts.isdisjoint(_NOT_NORMALISED):
         return "escapes its folder or is not normalised"
-    if any(part in VCS_FOLDERS for part in parts):
+    if not parts.isdisjoint(VCS_FOLDERS):
         return "is version-control metadata"
     return None
+
+
+_NOT_NORMALISED = frozenset({"..", "", "."})
 
 
 _DRIVE = re.compile(r"^[A-Za-z]:")

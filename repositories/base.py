@@ -197,6 +197,9 @@ class SkillRepository(AsyncResource, ABC):
     #: ``False`` when modes may be defaults nobody chose (rows saved with ``0644``, files
     #: copied by hand), so staging also makes ``#!`` files and script suffixes executable.
     modes_given: bool = False
+    #: ``True`` when :meth:`read_files_batch` reads many folders in one step (one worker-thread
+    #: hop), so staging should hand it many skills at once rather than one at a time.
+    batch_reads: bool = False
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
         super().__init__()
@@ -285,6 +288,46 @@ class SkillRepository(AsyncResource, ABC):
             return {}
         data = await self._read_files(folder, tuple(sorted(set(clean.values()))))
         return {path: data[name] for path, name in clean.items()}
+
+    async def read_files_batch(
+        self, requests: Sequence[tuple[str, Sequence[str]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        """:meth:`read_files` for several folders: one result per ``(folder, paths)`` request, in
+        order, each the bytes keyed by the paths as given or the error that request met (one bad
+        request never fails the others)."""
+        self._check_open()
+        results: list[dict[str, bytes] | Exception] = []
+        asks: list[tuple[int, str, dict[str, str]]] = []
+        for index, (folder, paths) in enumerate(requests):
+            try:
+                _check_key(folder)
+                asks.append((index, folder, {path: normalise_file_path(path) for path in paths}))
+                results.append({})
+            except RepositoryError as exc:
+                results.append(exc)
+        answers = await self._read_files_batch(
+            [(folder, tuple(sorted(set(clean.values())))) for _, folder, clean in asks if clean]
+        )
+        answered = iter(answers)
+        for index, _, clean in asks:
+            if not clean:
+                continue
+            answer = next(answered)
+            results[index] = answer if isinstance(answer, Exception) else {p: answer[n] for p, n in clean.items()}
+        return results
+
+    async def _read_files_batch(
+        self, requests: list[tuple[str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        """Backends that can read many folders in one step override this; the default reads
+        them one after another."""
+        answers: list[dict[str, bytes] | Exception] = []
+        for folder, paths in requests:
+            try:
+                answers.append(await self._read_files(folder, paths))
+            except Exception as exc:
+                answers.append(exc)
+        return answers
 
     async def read_chunks(self, folder: str, path: str, *, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
         """The bytes of one file in pieces of at most ``chunk_size`` bytes, for files too large

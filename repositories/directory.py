@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -237,23 +238,66 @@ def _assemble(
 
 def read_below(folder_path: str, paths: tuple[str, ...]) -> dict[str, bytes]:
     """Read ``paths`` inside the host folder ``folder_path``, refusing any path that crosses a
-    symlink (``UnsafePath``) or does not exist (``BundleNotFound``)."""
+    symlink (``UnsafePath``) or does not exist (``BundleNotFound``).
+
+    The folder is opened once and each path walked from it one component at a time with
+    ``O_NOFOLLOW`` (``openat``), so no link is followed and nothing outside is reached."""
     data: dict[str, bytes] = {}
-    for path in paths:
-        with _open_below(folder_path, path) as handle:
-            data[path] = handle.read()
+    root = os.open(os.path.realpath(folder_path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for path in paths:
+            with _open_at(root, folder_path, path) as handle:
+                data[path] = handle.read()
+    finally:
+        os.close(root)
     return data
 
 
 def _open_below(folder_path: str, path: str) -> BinaryIO:
     """``path`` inside ``folder_path`` opened for reading, refusing any path that crosses a symlink."""
-    full = os.path.join(os.path.realpath(folder_path), path)
-    if os.path.realpath(full) != full:
-        raise UnsafePath(f"unsafe path refused: {path!r} crosses a symlink in {folder_path!r}")
+    root = os.open(os.path.realpath(folder_path), os.O_RDONLY | os.O_DIRECTORY)
     try:
-        return open(full, "rb")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-        raise BundleNotFound(f"{folder_path}/{path} does not exist") from exc
+        return _open_at(root, folder_path, path)
+    finally:
+        os.close(root)
+
+
+def _open_at(root: int, folder_path: str, path: str) -> BinaryIO:
+    """``path`` below the open folder ``root``, walked with ``O_NOFOLLOW`` component by component."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath(f"unsafe path refused: {path!r} is not a plain relative path in {folder_path!r}")
+    opened: list[int] = []
+    current = root
+    try:
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            # O_NONBLOCK: a FIFO planted as a file must not hang the read (it is refused below).
+            flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                current = os.open(part, flags, dir_fd=current)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP or _is_link(part, current):
+                    raise UnsafePath(f"unsafe path refused: {path!r} crosses a symlink in {folder_path!r}") from None
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
+                    raise BundleNotFound(f"{folder_path}/{path} does not exist") from exc
+                raise
+            opened.append(current)
+        if not stat.S_ISREG(os.fstat(current).st_mode):
+            raise BundleNotFound(f"{folder_path}/{path} does not exist")
+        handle = os.fdopen(current, "rb")
+        opened.pop()
+        return handle
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _is_link(name: str, folder: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=folder).st_mode)
+    except OSError:
+        return False
 
 
 class DirectoryRepository(SkillRepository):
@@ -312,7 +356,11 @@ class DirectoryRepository(SkillRepository):
 
     async def _scan(self) -> FolderScan:
         previous = self._last.by_root if self._last is not None else {}
-        if self.filesystem is None:
+        if self.filesystem is None and self._rules.optional and not os.path.lexists(self.path):
+            # A missing optional folder (a user without skills of their own) is one lstat: not
+            # worth a worker-thread hop on the user's first turn.
+            scan = scan_folder(self.path, previous, self._rules)
+        elif self.filesystem is None:
             scan = await anyio.to_thread.run_sync(scan_folder, self.path, previous, self._rules)
         else:
             scan = await self._scan_filesystem(self.filesystem, previous)
@@ -390,6 +438,32 @@ class DirectoryRepository(SkillRepository):
         if found is None:
             raise BundleNotFound(f"{self.source}: no skill folder {folder!r} in {str(self.path)!r}")
         return found
+
+    @property
+    def batch_reads(self) -> bool:  # type: ignore[override]  # a property: only on the host
+        """On the host, :meth:`read_files_batch` reads every folder in one worker-thread hop."""
+        return self.filesystem is None
+
+    async def _read_files_batch(
+        self, requests: list[tuple[str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        if self.filesystem is not None:
+            return await super()._read_files_batch(requests)
+        scan = self._last if self._last is not None else await self._scan()
+
+        def read_all() -> list[dict[str, bytes] | Exception]:
+            answers: list[dict[str, bytes] | Exception] = []
+            for folder, paths in requests:
+                found = scan.roots.get(folder)
+                try:
+                    if found is None:
+                        raise BundleNotFound(f"{self.source}: no skill folder {folder!r} in {str(self.path)!r}")
+                    answers.append(read_below(found, paths))
+                except Exception as exc:  # one unreadable skill costs only itself
+                    answers.append(exc)
+            return answers
+
+        return await anyio.to_thread.run_sync(read_all)
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         folder_path = await self._folder_path(folder)

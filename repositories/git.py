@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import fcntl
 import hashlib
@@ -88,6 +89,24 @@ class _Node(NamedTuple):
     path: str
 
 
+async def _wait_for(future: concurrent.futures.Future[str]) -> None:
+    """Until ``future`` is done (cancellable; the future itself runs on). On asyncio the loop is
+    woken by the future's callback; elsewhere a worker thread waits for it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        await anyio.to_thread.run_sync(concurrent.futures.wait, [future], abandon_on_cancel=True)
+        return
+    wrapped = asyncio.wrap_future(future)
+    wrapped.add_done_callback(_retrieve)  # the caller reads the outcome from ``future``
+    await asyncio.wait([wrapped])  # asyncio.wait never cancels what it waits for
+
+
+def _retrieve(future: asyncio.Future[str]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 @dataclass(frozen=True, slots=True)
 class _Remote:
     """What ``ls-remote`` said: the ref to fetch and the commit it points at."""
@@ -109,10 +128,13 @@ class GitRepository(SkillRepository):
     have elapsed since the last check (default 0: every call), one ``git ls-remote`` compares the
     remote's HEAD (its symref target) or ``branch`` with the served commit; only when it moved is
     the new commit fetched (``--force``, so force-pushes are handled). An unchanged remote costs
-    exactly one subprocess, and none within ``check_interval``. With ``background_refresh=True``
-    the check runs in a worker thread while the current commit keeps being served; the new commit
-    is picked up by a later call. With ``auto_sync=False`` nothing touches the network until
-    ``await sync()``.
+    exactly one subprocess, and none within ``check_interval``. Checks are single-flight: callers
+    that arrive while a check is running share it instead of starting another. With
+    ``check_budget`` (seconds) a call waits at most that long for a due check once a commit has
+    been served, then serves the last known commit; the check finishes in the background and the
+    next call serves what it found (``None``, the default, waits for the check;
+    ``background_refresh=True`` is a budget of 0). With ``auto_sync=False`` nothing touches the
+    network until ``await sync()``.
 
     Skills are read from ``subdir`` when given, else from a ``skills/`` folder when the commit has
     one, else from the root. When the remote cannot be reached the last good commit keeps being
@@ -135,6 +157,7 @@ class GitRepository(SkillRepository):
         cache_dir: str | os.PathLike[str] | None = None,
         check_interval: float = 0.0,
         background_refresh: bool = False,
+        check_budget: float | None = None,
         auto_sync: bool = True,
         shallow: bool = True,
         timeout: float = 120.0,
@@ -144,6 +167,8 @@ class GitRepository(SkillRepository):
             raise InvalidRepositoryConfig("a git repository needs a URL")
         if check_interval < 0:
             raise InvalidRepositoryConfig(f"check_interval must be >= 0, not {check_interval}")
+        if check_budget is not None and check_budget < 0:
+            raise InvalidRepositoryConfig(f"check_budget must be >= 0, not {check_budget}")
         owner, self._name = _owner_and_name(url)
         super().__init__(source=source or make_source("git", owner, self._name, branch or ""))
         self.url = url
@@ -154,6 +179,8 @@ class GitRepository(SkillRepository):
         self.subdir = subdir.strip("/") if subdir else None
         self.check_interval = check_interval
         self.background_refresh = background_refresh
+        self.check_budget = 0.0 if background_refresh else check_budget
+        self.checks = 0  # ``git ls-remote`` runs so far (how many checks concurrent callers shared)
         self.auto_sync = auto_sync
         self.shallow = shallow
         self.timeout = timeout
@@ -194,21 +221,34 @@ class GitRepository(SkillRepository):
 
     async def _version(self) -> str:
         if self._pending is not None and self._pending.done():
-            pending, self._pending = self._pending, None
-            self._served = pending.result()  # raises the check's failure, reported by snapshot()
+            finished, self._pending = self._pending, None
+            self._served = finished.result()  # raises the check's failure, reported by snapshot()
         if not self.auto_sync:
             return self._require_local()
-        due = time.monotonic() - self._last_check >= self.check_interval
-        if due and self.background_refresh and self._served is not None:
-            if self._pending is None:
-                self._last_check = time.monotonic()
-                if self._checker is None:
-                    self._checker = concurrent.futures.ThreadPoolExecutor(1, "git-check")
-                self._pending = self._checker.submit(self._check_remote)
-            return self._served
-        if due or self._served is None:
+        due = time.monotonic() - self._last_check >= self.check_interval or self._served is None
+        if due and self._pending is None:
             self._last_check = time.monotonic()
-            self._served = await anyio.to_thread.run_sync(self._check_remote)
+            if self._checker is None:
+                # One thread per repository: checks of different markets run side by side.
+                self._checker = concurrent.futures.ThreadPoolExecutor(1, "git-check")
+            self._pending = self._checker.submit(self._check_remote)
+        pending = self._pending
+        if pending is None:
+            return self._require_served()
+        budget = self.check_budget if self._served is not None else None
+        if budget is None or budget > 0:
+            # Wait for the check in flight (ours or another caller's), at most ``budget``.
+            with anyio.move_on_after(budget):
+                await _wait_for(pending)
+        if pending.done():
+            if self._pending is pending:
+                self._pending = None
+            self._served = pending.result()
+        return self._require_served()
+
+    def _require_served(self) -> str:
+        if self._served is None:  # only before the first check finished, which is waited for
+            raise RepositoryUnavailable(f"{self.shown_url}: no commit checked yet")
         return self._served
 
     def _require_local(self) -> str:
@@ -245,22 +285,32 @@ class GitRepository(SkillRepository):
         return commit
 
     def _git(self, *args: str) -> str:
-        git = _import_git()
+        """Run git and return its stdout. A plain subprocess (no watchdog thread per call): the
+        check runs on every turn for every market, beside other users' turns."""
         try:
-            out: str = git.Git().execute(
-                ["git", *args], env={**os.environ, **_GIT_ENV}, kill_after_timeout=self.timeout
+            done = subprocess.run(
+                ["git", *args],
+                env={**os.environ, **_GIT_ENV},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
             )
-        except git.GitCommandError as exc:
-            # GitCommandError's text holds the whole command line, URL and token included; the
-            # original is not chained so no traceback can print it.
-            detail = redact_secrets((exc.stderr or "").strip() or str(exc), *self._secrets)
-            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}") from None
+        except subprocess.TimeoutExpired:
+            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} timed out after {self.timeout:g}s") from None
         except OSError as exc:
+            # The message of a failed start names the command line, URL and token included; the
+            # original is not chained so no traceback can print it.
             detail = redact_secrets(str(exc), *self._secrets)
             raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}") from None
-        return out
+        if done.returncode != 0:
+            stderr = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+            detail = redact_secrets(stderr, *self._secrets)
+            raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} failed: {detail}")
+        return done.stdout.decode("utf-8", "replace").rstrip("\n")
 
     def _ls_remote(self) -> _Remote:
+        self.checks += 1
         if self.branch:
             ref = f"refs/heads/{self.branch}"
             lines = self._git("ls-remote", "--", self.url, ref).splitlines()

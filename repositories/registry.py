@@ -8,7 +8,7 @@ URL                                                    repository
 ``git+ssh://git@host/owner/repo.git``, ``git+file:///srv/repo.git``, ``git+http://…``
                                                        ``GitRepository`` (fragment options:
                                                        ``branch``, ``subdir``,
-                                                       ``check_interval``,
+                                                       ``check_interval``, ``check_budget``,
                                                        ``background_refresh``, ``auto_sync``,
                                                        ``shallow``, ``cache_dir``)
 ``mysql://user:pass@host:3306/db?table=skills``        ``MySQLRepository`` (query options:
@@ -128,6 +128,7 @@ def _open_git(url: str) -> SkillRepository:
         cache_dir=options.pop("cache_dir", None) or None,
         check_interval=_number(options, "check_interval", 0.0),
         background_refresh=_flag(options, "background_refresh", False),
+        check_budget=_number(options, "check_budget", 0.0) if "check_budget" in options else None,
         auto_sync=_flag(options, "auto_sync", True),
         shallow=_flag(options, "shallow", True),
         source=options.pop("source", None),

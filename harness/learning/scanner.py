@@ -14,9 +14,12 @@ import binascii
 import bisect
 import dataclasses
 import enum
+import hashlib
+import importlib
+import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,12 +35,17 @@ __all__ = [
     "TrustLevel",
     "decoded_blobs",
     "despace",
+    "needles",
     "normalise",
     "rules_from_data",
     "scan",
 ]
 
 Severity = Literal["low", "medium", "high", "critical"]
+# The standard library's own regular-expression parser (no typed public name): rules' literal
+# prefilters are read off the parsed pattern.
+_sre_parser: Any = importlib.import_module("re._parser")
+_sre: Any = importlib.import_module("re._constants")
 _SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 _EXCERPT = 160
 
@@ -86,6 +94,22 @@ class Finding:
         """The JSON shape used in audit records and tool replies."""
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        """A finding back from :meth:`as_dict`'s shape (``KeyError``/``ValueError`` when it is not)."""
+        severity = str(data["severity"])
+        if severity not in _SEVERITY_RANK:
+            raise ValueError(f"unknown severity {severity!r}")
+        return cls(
+            rule=str(data["rule"]),
+            category=str(data["category"]),
+            severity=severity,  # type: ignore[arg-type]  # checked above
+            message=str(data["message"]),
+            path=str(data["path"]),
+            line=int(data["line"]),
+            excerpt=str(data["excerpt"]),
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class ScanVerdict:
@@ -101,6 +125,15 @@ class ScanVerdict:
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape used in audit records and tool replies."""
         return {"dangerous": self.dangerous, "findings": [f.as_dict() for f in self.findings]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScanVerdict:
+        """A verdict back from :meth:`as_dict`'s shape (``KeyError``/``ValueError``/``TypeError``
+        when it is not)."""
+        dangerous = data["dangerous"]
+        if not isinstance(dangerous, bool):
+            raise ValueError("dangerous must be true or false")
+        return cls(dangerous=dangerous, findings=tuple(Finding.from_dict(f) for f in data["findings"]))
 
 
 def _rule(id: str, category: str, severity: Severity, pattern: str, message: str) -> ScanRule:
@@ -346,6 +379,9 @@ def rules_from_data(items: Iterable[Mapping[str, Any]]) -> tuple[ScanRule, ...]:
 class _Compiled:
     rule: ScanRule
     regex: re.Pattern[str]
+    # Lower-case strings one of which every match contains (``None``: no such set is known, the
+    # rule always runs). Derived from the pattern itself, never written by hand.
+    needles: tuple[str, ...] | None
 
 
 class Scanner:
@@ -364,9 +400,12 @@ class Scanner:
             raise ValueError("scan rule ids must be unique")
         self.block_at: Severity = block_at
         self._compiled = tuple(
-            _Compiled(rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE))
+            _Compiled(
+                rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE), needles(rule.pattern)
+            )
             for rule in self.rules
         )
+        self.version = _rules_version(self.rules, block_at)
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
@@ -386,10 +425,13 @@ class Scanner:
         seen: dict[tuple[int, str], Finding] = {}
         for view in _views(lines):
             joined = "\n".join(segment for _, segment in view)
+            probe = joined.translate(_FOLD_TO_ASCII).lower()
             starts = [0]
             for _, segment in view:
                 starts.append(starts[-1] + len(segment) + 1)
             for compiled in self._compiled:
+                if compiled.needles is not None and not any(needle in probe for needle in compiled.needles):
+                    continue  # no match is possible without one of them
                 for match in compiled.regex.finditer(joined):
                     number = view[_index_of(starts, match.start())][0]
                     rule = compiled.rule
@@ -406,6 +448,68 @@ class Scanner:
                         ),
                     )
         return sorted(seen.values(), key=lambda f: (f.line, f.rule))
+
+
+# The non-ASCII characters a case-insensitive ``re`` match treats as an ASCII letter (checked
+# against every code point by the tests): folding them first keeps ``probe.lower()`` a superset.
+_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def needles(pattern: str) -> tuple[str, ...] | None:
+    """Lower-case ASCII strings one of which appears in every text ``pattern`` matches
+    (case-insensitively or not), or ``None`` when the pattern promises none.
+
+    Read off the parsed pattern: a run of literal characters, a group, a repeat of at least one,
+    a lookahead, or an alternation whose every branch promises one; the most selective promise of
+    a sequence wins. Rules use it to skip texts that cannot match."""
+    try:
+        parsed = _sre_parser.parse(pattern)
+    except re.error:
+        return None
+    found = _required(list(parsed))
+    return tuple(sorted(found)) if found else None
+
+
+def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            candidates.append(frozenset({"".join(run)}))
+            run.clear()
+
+    for op, arg in items:
+        if op is _sre.LITERAL and arg < 128:
+            run.append(chr(arg).lower())
+            continue
+        flush()
+        found: frozenset[str] | None = None
+        if op is _sre.SUBPATTERN:
+            found = _required(list(arg[-1]))
+        elif op is _sre.ATOMIC_GROUP:
+            found = _required(list(arg))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and arg[0] >= 1:
+            found = _required(list(arg[2]))
+        elif op is _sre.ASSERT and arg[0] == 1:  # a lookahead: the text holds it too
+            found = _required(list(arg[1]))
+        elif op is _sre.BRANCH:
+            branches = [_required(list(branch)) for branch in arg[1]]
+            if all(branches):
+                found = frozenset().union(*(b for b in branches if b))
+        if found:
+            candidates.append(found)
+    flush()
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (min(map(len, c)), -len(c)))
+
+
+def _rules_version(rules: Iterable[ScanRule], block_at: str) -> str:
+    """A digest of everything a verdict depends on: each rule's fields and the blocking severity
+    (persisted verdicts made under other rules are not reused)."""
+    data = json.dumps([block_at, [dataclasses.asdict(rule) for rule in rules]], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()
 
 
 def _index_of(starts: list[int], offset: int) -> int:
@@ -462,8 +566,12 @@ def despace(text: str) -> str:
 
 def decoded_blobs(text: str) -> list[str]:
     """The readable text hidden in ``text``'s base64 and hex blobs (at most a few dozen)."""
+    return _decode([*_BASE64.finditer(text), *_HEX.finditer(text)][:_MAX_BLOBS])
+
+
+def _decode(matches: list[re.Match[str]]) -> list[str]:
     found: list[str] = []
-    for match in [*_BASE64.finditer(text), *_HEX.finditer(text)][:_MAX_BLOBS]:
+    for match in matches:
         blob = match.group(0)[:_MAX_BLOB]
         data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
         decoded = _readable(data) if data else None
@@ -519,19 +627,56 @@ def _views(lines: list[str], depth: int = 0) -> list[View]:
     """The texts the rules run over, each a list of ``(original line number, text)``: the
     normalised text, the same with spaced-out words joined, and what base64/hex blobs decode
     to (decoded recursively, a couple of levels deep)."""
-    folded = [(number, _fold(line)) for number, line in _logical_lines(lines)]
-    logical = [(number, _collapse(line)) for number, line in folded]
+    logical_lines = _logical_lines(lines)
+    numbers = [number for number, _ in logical_lines]
+    folded = _per_line(_fold, [text for _, text in logical_lines])
+    collapsed = _per_line(_collapse, folded)
+    logical = list(zip(numbers, collapsed, strict=True))
     views = [logical]
     # Before collapsing: a wider gap between spaced-out words keeps the words apart.
-    joined = [(number, _collapse(despace(line))) for number, line in folded]
-    if joined != logical:
-        views.append(joined)
+    joined = _per_line(lambda text: _collapse(despace(text)), folded)
+    if joined != collapsed:
+        views.append(list(zip(numbers, joined, strict=True)))
     if depth < _MAX_DEPTH:
-        for number, line in logical:
-            for decoded in decoded_blobs(line):
+        for index, decoded_texts in _blobs_by_line(collapsed):
+            for decoded in decoded_texts:
                 for view in _views(decoded.splitlines(), depth + 1):
-                    views.append([(number, text) for _, text in view])
+                    views.append([(numbers[index], text) for _, text in view])
     return views
+
+
+def _per_line(transform: Callable[[str], str], texts: list[str]) -> list[str]:
+    """``transform`` of each text, computed once over the texts joined by newlines: no step of
+    the normalisation matches, makes or removes a newline, or joins characters across one (a
+    newline is a starter that never composes), so the pieces are the per-line results. The
+    count is checked all the same; on a mismatch each text is transformed alone."""
+    if len(texts) < 2:
+        return [transform(text) for text in texts]
+    pieces = transform("\n".join(texts)).split("\n")
+    return pieces if len(pieces) == len(texts) else [transform(text) for text in texts]
+
+
+def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
+    """What :func:`decoded_blobs` finds in each text, as ``(index, decoded)`` for the texts with
+    any: the blob patterns run once over the joined texts (no blob spans a newline) and the
+    matches are grouped back by line, each line keeping its own limit."""
+    whole = "\n".join(texts)
+    if _BASE64.search(whole) is None and _HEX.search(whole) is None:
+        return []
+    starts = [0]
+    for text in texts[:-1]:
+        starts.append(starts[-1] + len(text) + 1)
+    by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
+    for kind, pattern in enumerate((_BASE64, _HEX)):
+        for match in pattern.finditer(whole):
+            by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
+    found = []
+    for index in sorted(by_line):
+        base64_matches, hex_matches = by_line[index]
+        decoded = _decode([*base64_matches, *hex_matches][:_MAX_BLOBS])
+        if decoded:
+            found.append((index, decoded))
+    return found
 
 
 def _as_text(content: str | bytes) -> str | None:
@@ -605,12 +750,15 @@ class MarketScanPolicy:
         """The trust level configured for ``source``."""
         return self.sources.get(source, self.default)
 
-    def check(self, source: str, files: Mapping[str, str | bytes]) -> IngestVerdict:
-        """Scan one market skill's files as ``source``'s trust level says."""
+    def check(
+        self, source: str, files: Mapping[str, str | bytes], *, known: ScanVerdict | None = None
+    ) -> IngestVerdict:
+        """Scan one market skill's files as ``source``'s trust level says. ``known`` is this
+        scanner's verdict on the very same files when the caller kept one (it is not rescanned)."""
         trust = self.trust_of(source)
         if trust is TrustLevel.TRUSTED:
             return IngestVerdict(source=source, trust=trust, verdict=ScanVerdict(dangerous=False), admitted=True)
-        verdict = self.scanner.scan(files)
+        verdict = known if known is not None else self.scanner.scan(files)
         admitted = not (trust is TrustLevel.ENFORCE and verdict.dangerous)
         return IngestVerdict(source=source, trust=trust, verdict=verdict, admitted=admitted)
 

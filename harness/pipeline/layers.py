@@ -19,6 +19,7 @@ import anyio
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy, TrustLevel
+from harness.pipeline.verdicts import VerdictStore, content_key
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import (
@@ -98,6 +99,7 @@ class SkillLayer:
         prefix: str = "",
         filesystem: AbstractFilesystem | None = None,
         scan_policy: MarketScanPolicy | None = None,
+        verdicts: VerdictStore | None = None,
         max_file_size: int | None = None,
     ) -> None:
         self.repository = repository
@@ -108,6 +110,10 @@ class SkillLayer:
         self.staged = layer in (Layer.GLOBAL, Layer.MARKET)
         # Scanned once per bundle digest, with the parse: the verdict is cached with the entry.
         self.scan_policy = scan_policy
+        # Verdicts kept across restarts (used when they are this policy's scanner's).
+        self.verdicts = verdicts if verdicts is not None and scan_policy is not None else None
+        if self.verdicts is not None and scan_policy is not None and self.verdicts.scanner is not scan_policy.scanner:
+            self.verdicts = None
         self.max_file_size = max_file_size
         self.modes_given = repository.modes_given  # see SkillRepository.modes_given
         self._watched = False
@@ -164,9 +170,15 @@ class SkillLayer:
         try:
             snapshot = await self.repository.snapshot()
             if snapshot.version != self._version:
-                # Parsing and scanning a changed market is CPU work (about a millisecond a skill):
-                # one worker-thread hop keeps other users' turns moving meanwhile.
-                self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
+                if self.verdicts is not None:
+                    await self.verdicts.load()
+                # Parsing and scanning a changed market is CPU work (about half a millisecond a
+                # skill): one worker-thread hop keeps other users' turns moving meanwhile. With
+                # nothing new to parse (an empty folder, a changed token alone) it is done inline.
+                if self._needs_parsing(snapshot):
+                    self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
+                else:
+                    self._result = self._parse(snapshot)
                 self._version = snapshot.version
         except Exception as exc:
             return self.failed(describe_error(exc))
@@ -218,6 +230,34 @@ class SkillLayer:
                 f"{self.layer.value} {self.source!r} failed to read {entry.key}: {describe_error(exc)}"
             ) from exc
 
+    async def read_files_batch(
+        self, requests: Sequence[tuple[LayerEntry, Sequence[str]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        """:meth:`read_files` for several entries in one call (see
+        ``SkillRepository.read_files_batch``): one result or error per request, same errors."""
+        results: list[dict[str, bytes] | Exception] = []
+        asks: list[int] = []
+        for index, (entry, paths) in enumerate(requests):
+            try:
+                for path in paths:
+                    self._check_size(entry, path)
+                asks.append(index)
+                results.append({})
+            except OSError as exc:
+                results.append(exc)
+        try:
+            answers = await self.repository.read_files_batch([(requests[i][0].key, list(requests[i][1])) for i in asks])
+        except Exception as exc:  # the whole batch failed: every request reports it
+            answers = [exc] * len(asks)
+        for index, answer in zip(asks, answers, strict=True):
+            if isinstance(answer, Exception) and not isinstance(answer, (RepositoryError, OSError)):
+                entry = requests[index][0]
+                answer = RepositoryUnavailable(
+                    f"{self.layer.value} {self.source!r} failed to read {entry.key}: {describe_error(answer)}"
+                )
+            results[index] = answer
+        return results
+
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
         """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""
         self._check_size(entry, path)
@@ -241,6 +281,13 @@ class SkillLayer:
                 f"{self.source}/{entry.key}/{path} is {size} bytes, over the {self.max_file_size}-byte "
                 "limit for market files (max_file_size); it is not staged or read",
             )
+
+    def _needs_parsing(self, snapshot: Snapshot) -> bool:
+        for bundle in snapshot.bundles:
+            cached = self._parsed.get(bundle.key)
+            if cached is None or cached[0] != bundle.digest:
+                return True
+        return False
 
     def _parse(self, snapshot: Snapshot) -> LayerResult:
         entries: list[LayerEntry] = []
@@ -332,8 +379,13 @@ class SkillLayer:
         if policy is None:
             return True, ()
         where = f"market {self.source!r}, skill {bundle.folder!r}"
+        store = self.verdicts if policy.trust_of(self.source) is not TrustLevel.TRUSTED else None
+        key = content_key(bundle.skill_md_name, bundle.skill_md) if store is not None else ""
+        known = store.get(key) if store is not None else None
         try:
-            ingest = policy.check(self.source, {bundle.skill_md_name: bundle.skill_md})
+            ingest = policy.check(self.source, {bundle.skill_md_name: bundle.skill_md}, known=known)
+            if store is not None and known is None:
+                store.put(key, ingest.verdict)
         except Exception as exc:  # a broken custom rule or scanner must not fail the turn
             blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
             return not blocking, (

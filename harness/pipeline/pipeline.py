@@ -38,6 +38,7 @@ from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
+from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
@@ -123,8 +124,11 @@ class SkillPipeline(AsyncResource):
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
         scan_policy = market_scan or MarketScanPolicy()
+        # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
+        verdict_folder = CACHE_DIR if filesystem.has_shell else ".harness"
+        self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
         markets = [
-            SkillLayer(repo, source=slug, scan_policy=scan_policy, max_file_size=max_file_size)
+            SkillLayer(repo, source=slug, scan_policy=scan_policy, verdicts=self.verdicts, max_file_size=max_file_size)
             for repo, slug in zip(repositories, slugs)
         ]
         global_layers, self._global_missing = _global_layers(global_skills_dir)
@@ -149,6 +153,10 @@ class SkillPipeline(AsyncResource):
         self._watchers: list[TreeWatcher] = []
         self._stack = AsyncExitStack()
         self._base_lock = anyio.Lock()
+        # Single-flight refreshes of the shared layers: turns join the current wave until it is
+        # done or something is invalidated (``_epoch`` counts invalidations).
+        self._epoch = 0
+        self._wave: _Wave | None = None
 
     async def __aenter__(self) -> Self:
         if self._watch:
@@ -181,6 +189,8 @@ class SkillPipeline(AsyncResource):
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
         base = await self._current_base()
+        if stage:
+            await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
@@ -223,6 +233,7 @@ class SkillPipeline(AsyncResource):
         if self.stager is None:
             raise ShellUnavailable("staging needs a filesystem with a shell on this host")
         base = await self._current_base()
+        await self.verdicts.save()
         result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
         return dataclasses.replace(result, diagnostics=(*base.diagnostics, *result.diagnostics))
 
@@ -231,6 +242,7 @@ class SkillPipeline(AsyncResource):
 
         The harness calls this after its own writes so they show on the next turn at once.
         """
+        self._epoch += 1
         if user_id is None:
             for layer in self._layers:
                 if layer.layer is not Layer.MARKET:
@@ -241,6 +253,7 @@ class SkillPipeline(AsyncResource):
 
     async def refresh(self) -> None:
         """Re-read every layer and market on the next turn (even with ``dynamic_skills=False``)."""
+        self._epoch += 1
         for user in self._users.values():
             for layer in user:
                 layer.mark_stale()
@@ -251,10 +264,19 @@ class SkillPipeline(AsyncResource):
     # -- layers 1–3 ------------------------------------------------------------------------
 
     async def _current_base(self) -> _Base:
+        """The shared layers, brought up to date once per wave of turns: a turn that arrives
+        while another turn's refresh is pending or in flight shares its result (so N concurrent
+        turns check each market once), unless something was invalidated since that wave began."""
+        if self._base is not None and not self.dynamic_skills:
+            return self._base
+        wave = self._wave
+        if wave is None or wave.done or wave.epoch != self._epoch:
+            wave = self._wave = _Wave(epoch=self._epoch)
         async with self._base_lock:
-            if self._base is not None and not self.dynamic_skills:
+            if wave.done and self._base is not None:
                 return self._base
             results = await self._load_layers()
+            wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
                 self._base = self._merge_base(results)
                 self._base_inputs = results
@@ -468,15 +490,17 @@ class SkillPipeline(AsyncResource):
     # -- watching ----------------------------------------------------------------------------
 
     def _is_watched(self, host: Path | None) -> bool:
-        return host is not None and any(host == root or root in host.parents for root in self._watched_roots)
+        return host is not None and any(host.is_relative_to(root) for root in self._watched_roots)
 
     def _on_change(self, paths: set[Path]) -> None:
+        self._epoch += 1
         for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
             host = layer.watch_root
             if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
                 layer.mark_stale()
 
     def _on_watch_failure(self, reason: str) -> None:
+        self._epoch += 1
         self._watched_roots.clear()
         for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
             layer.watch(False)
@@ -484,6 +508,14 @@ class SkillPipeline(AsyncResource):
     def _stop_watchers(self) -> None:
         for watcher in self._watchers:
             watcher.stop()
+
+
+@dataclass(slots=True)
+class _Wave:
+    """One refresh of the shared layers that arriving turns share."""
+
+    epoch: int
+    done: bool = False
 
 
 def _one_per_folder(result: LayerResult, source: str) -> LayerResult:

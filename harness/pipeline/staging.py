@@ -8,7 +8,19 @@ overrides and visibility filters, so one user's turn never removes what another'
   (``.skills-cache/.manifest.json``) lets a warm turn skip reading and hashing entirely. The
   manifest is trusted until a *verify* pass (periodic, or on demand) re-hashes what is on disk
   and repairs anything changed or deleted behind the stager's back.
-- Writes are atomic (temp file + ``os.replace``); a crash leaves old or new files, never torn.
+- Writes are atomic (temp file + ``os.replace``) and the manifest is written last, so a process
+  killed mid-stage leaves every file old or new, never torn, and a manifest that claims nothing
+  that is not in place; the next stage finishes the work. Nothing is fsynced (the cache can
+  always be rebuilt from its sources): instead the manifest records the machine's boot
+  (``.manifest.boot``), and the first stage after a reboot — when a power loss may have kept
+  renames but lost data — verifies every file before trusting the manifest again.
+- Skills are written side by side (a few threads under the one lock): creating and renaming
+  files waits on the filesystem's journal, not the CPU. Each skill's files are read in one
+  call; a source that reads in batches (a folder on the host) is read 64 skills per
+  worker-thread hop.
+- A restart trusts the manifest: when it lists exactly the offered skills at their digests (and
+  the machine has not rebooted since), a new process writes its lease and serves, reading no
+  staged file; only the verify pass re-hashes.
 - A staged folder is removed only when a source that answered no longer offers it: a source
   that failed, timed out or never answered keeps what it staged (``keep_sources``). Processes
   that share a workspace with different configurations each hold a *lease*
@@ -24,6 +36,7 @@ overrides and visibility filters, so one user's turn never removes what another'
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import fcntl
@@ -33,6 +46,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,10 +67,13 @@ DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
 
 EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
 _MANIFEST = ".manifest.json"
+_BOOT = ".manifest.boot"  # the boot the manifest was last written in (see the module notes)
 _LEASES = ".leases"
 _LOCK = ".lock"
 _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
 _READ_CONCURRENCY = 16
+_BATCH = 64  # skills read per worker-thread hop from a source that reads in batches
+_WRITE_CONCURRENCY = 4
 _INCOMING = ".incoming"
 _STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
 _INCOMING_MAX_AGE = 3600.0
@@ -79,7 +96,7 @@ class StageItem:
     @property
     def folder(self) -> str:
         """The staged folder's name: the skill's real folder name."""
-        return PurePosixPath(self.entry.path).name
+        return self.entry.path.rstrip("/").rpartition("/")[2]  # PurePosixPath(path).name, without the cost
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -142,6 +159,7 @@ class Stager(AsyncResource):
         self._last_items: tuple[StageItem, ...] | None = None
         self._last_files = 0
         self._last_verify = time.monotonic()
+        self._plain_dirs: set[Path] = set()
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
 
     async def stage(
@@ -162,13 +180,24 @@ class Stager(AsyncResource):
             if key == self._last_key and not verify:
                 self._last_items = items if isinstance(items, tuple) else None
                 return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
-            manifest = await anyio.to_thread.run_sync(self._read_manifest)
-            needed = [item for item in items if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest]
             oversize = self._oversize(items)
             contents: dict[str, dict[str, _Fetched]] = {}
+            diagnostics: list[Diagnostic] = []
             try:
-                diagnostics = await self._fetch(needed, contents)
-                result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
+                # A restart over a cache that already holds exactly what we serve trusts the
+                # manifest (only the verify pass re-hashes) and just claims it with our lease.
+                claimed, manifest, rebooted = await anyio.to_thread.run_sync(self._claim, items, verify)
+                verify = verify or rebooted
+                if claimed is not None:
+                    result = claimed
+                else:
+                    needed = [
+                        item
+                        for item in items
+                        if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
+                    ]
+                    diagnostics = await self._fetch(needed, contents)
+                    result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
             except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
                 result = StageResult(
                     diagnostics=(
@@ -239,15 +268,22 @@ class Stager(AsyncResource):
         if any(f.size > _STREAM_ABOVE for item in items for f in item.entry.files):
             await anyio.to_thread.run_sync(lambda: incoming.mkdir(parents=True, exist_ok=True))
 
+        prefetched = await self._read_batched(items)
+
         async def fetch(item: StageItem) -> None:
             files = [f for f in item.entry.files if f.size <= self.max_file_size]
-            small = [item.entry.skill.skill_md_name, *(f.path for f in files if f.size <= _STREAM_ABOVE)]
+            small = self._small_paths(item)
             large = [f.path for f in files if f.size > _STREAM_ABOVE]
             fetched: dict[str, _Fetched] = {}
             complete = False
             async with limiter:
                 try:
-                    for path, data in (await item.reader.read_files(item.entry, small)).items():
+                    read = prefetched.pop(item.key, None)
+                    if isinstance(read, Exception):
+                        raise read
+                    if read is None:
+                        read = await item.reader.read_files(item.entry, small)
+                    for path, data in read.items():
                         fetched[path] = self._checked(item, path, data)
                     missing = sorted(set(small) - set(fetched))
                     if missing:
@@ -276,6 +312,26 @@ class Stager(AsyncResource):
             for item in items:
                 group.start_soon(fetch, item)
         return diagnostics
+
+    def _small_paths(self, item: StageItem) -> list[str]:
+        """The files of ``item`` read whole (SKILL.md and those up to the streaming size)."""
+        small = (f.path for f in item.entry.files if f.size <= min(self.max_file_size, _STREAM_ABOVE))
+        return [item.entry.skill.skill_md_name, *small]
+
+    async def _read_batched(self, items: Sequence[StageItem]) -> dict[str, dict[str, bytes] | Exception]:
+        """The small files of the items whose source reads in batches (a folder on the host),
+        ``_BATCH`` skills per worker-thread hop instead of one hop per skill."""
+        by_reader: dict[int, list[StageItem]] = {}
+        for item in items:
+            if item.reader.repository.batch_reads:
+                by_reader.setdefault(id(item.reader), []).append(item)
+        read: dict[str, dict[str, bytes] | Exception] = {}
+        for group in by_reader.values():
+            for start in range(0, len(group), _BATCH):
+                batch = group[start : start + _BATCH]
+                answers = await batch[0].reader.read_files_batch([(i.entry, self._small_paths(i)) for i in batch])
+                read.update(zip((i.key for i in batch), answers, strict=True))
+        return read
 
     def _checked(self, item: StageItem, path: str, data: bytes) -> _Fetched:
         if len(data) > self.max_file_size:  # the listing understated the size
@@ -314,6 +370,25 @@ class Stager(AsyncResource):
             return {}
         return data if isinstance(data, dict) else {}
 
+    def _claim(self, items: Sequence[StageItem], verify: bool) -> tuple[StageResult | None, dict[str, Any], bool]:
+        """When the manifest lists exactly ``items`` at their digests and was written since the
+        machine last booted, write this process's lease and serve the cache as it is (no file
+        hashed, no folder listed). Returns that result (else ``None``), the manifest it read, and
+        whether the machine rebooted since (the cache is then verified: see the module notes)."""
+        try:
+            with _file_lock(self.cache_dir / _LOCK):
+                manifest = self._read_manifest()
+                rebooted = bool(manifest) and _read_boot(self.cache_dir) != _BOOT_ID
+                if verify or rebooted or manifest.keys() != {item.key for item in items}:
+                    return None, manifest, rebooted
+                if any(_digest_of(manifest[item.key]) != item.entry.digest for item in items):
+                    return None, manifest, False
+                self._write_lease(set(manifest))
+        except FileNotFoundError:  # no cache yet
+            return None, {}, False
+        files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
+        return StageResult(unchanged=files), manifest, False
+
     def _apply(
         self,
         items: Sequence[StageItem],
@@ -323,17 +398,25 @@ class Stager(AsyncResource):
     ) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
+            self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
             _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
             _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
             manifest = self._read_manifest()
             written = unchanged = removed = 0
             diagnostics: list[Diagnostic] = []
+            writes = [(item, files) for item in items if (files := contents.get(item.key)) is not None]
             for item in items:
-                files = contents.get(item.key)
-                if files is None:
+                if item.key not in contents:
                     unchanged += len(manifest.get(item.key, {}).get("files", {}))
-                    continue
-                counts, entry_manifest, found = self._write_skill(item, files, manifest.get(item.key), verify)
+            # Skills are written side by side (each file still temp + rename): creating and renaming
+            # files waits on the filesystem's journal far more than on the CPU.
+            with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
+                outcomes = list(
+                    pool.map(
+                        lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify), writes
+                    )
+                )
+            for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
                 written += counts[0]
                 unchanged += counts[1]
                 removed += counts[2]
@@ -362,6 +445,8 @@ class Stager(AsyncResource):
                 for source, count in sorted(kept.items())
             )
             _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+            if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
+                _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
             return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
@@ -374,6 +459,7 @@ class Stager(AsyncResource):
         modes = {f.path: f.mode for f in item.entry.files}
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
+        checked: set[Path] = set()
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
         for path, fetched in sorted(files.items()):
@@ -395,12 +481,14 @@ class Stager(AsyncResource):
                 unchanged += 1
                 continue
             try:
-                self._check_inside(target.parent)
+                if target.parent not in checked:  # once per folder of the skill
+                    self._check_inside(target.parent)
+                    checked.add(target.parent)
                 if fetched.temp is not None:
                     os.chmod(fetched.temp, mode)
                     os.replace(fetched.temp, target)
                 else:
-                    _atomic_write(target, fetched.data or b"", mode)
+                    _atomic_write(target, fetched.data or b"", mode, parents=False)
             except OSError as exc:
                 diagnostics.append(
                     Diagnostic.error(
@@ -423,7 +511,26 @@ class Stager(AsyncResource):
         return (written, unchanged, removed), {"digest": item.entry.digest, "files": new_files}, diagnostics
 
     def _inside(self, folder: Path) -> bool:
-        return os.path.realpath(folder).startswith(os.path.realpath(self.cache_dir) + os.sep)
+        """Whether ``folder`` lies inside the cache without crossing a link: every component
+        below the cache root is ``lstat``-ed (once per pass) and none may be a symlink."""
+        try:
+            parts = folder.relative_to(self.cache_dir).parts
+        except ValueError:
+            return False
+        if not parts or ".." in parts:
+            return False
+        current = self.cache_dir
+        for part in parts:
+            current = current / part
+            if current in self._plain_dirs:
+                continue
+            try:
+                if stat.S_ISLNK(os.lstat(current).st_mode):
+                    return False
+            except FileNotFoundError:
+                return True  # created below by mkdir, inside what was checked
+            self._plain_dirs.add(current)
+        return True
 
     def _check_inside(self, folder: Path) -> None:
         # Checked before mkdir: creating the folder through a planted link would already leave the cache.
@@ -477,6 +584,28 @@ class Stager(AsyncResource):
         return keys
 
 
+def _boot_id() -> str | None:
+    """This boot of the machine (Linux), or ``None`` where the kernel does not say."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+_BOOT_ID = _boot_id()
+
+
+def _read_boot(cache_dir: Path) -> str | None:
+    try:
+        return (cache_dir / _BOOT).read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _digest_of(entry: Any) -> object:
+    return entry.get("digest") if isinstance(entry, dict) else None
+
+
 def _is_current(target: Path, digest: str, mode: int, old: Any, verify: bool) -> bool:
     if not verify:
         return isinstance(old, dict) and old.get("sha256") == digest and old.get("mode") == mode
@@ -518,8 +647,9 @@ def _abandoned(incoming: Path) -> list[Path]:
     return found
 
 
-def _atomic_write(target: Path, data: bytes, mode: int) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _atomic_write(target: Path, data: bytes, mode: int, *, parents: bool = True) -> None:
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         with open(tmp, "wb") as handle:

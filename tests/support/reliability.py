@@ -121,7 +121,10 @@ def cache_problems(workspace: Path) -> list[str]:
                 problems.append(f"mode of {key}/{path} differs from the manifest")
     for path in cache.rglob("*"):
         rel = path.relative_to(cache).as_posix()
-        if rel.startswith((".leases", ".lock", ".manifest.json")) or path.is_dir():
+        if (
+            rel.startswith((".leases", ".lock", ".manifest.json", ".manifest.boot", ".scan-verdicts.json", ".scan.key"))
+            or path.is_dir()
+        ):
             continue
         if rel not in listed:
             problems.append(f"unlisted file {rel}")

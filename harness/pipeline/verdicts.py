@@ -1,0 +1,183 @@
+"""Market scan verdicts kept across restarts, so a process does not rescan what it scanned before.
+
+The ingest scan costs about half a millisecond a SKILL.md; a restart over 10,000 market skills
+would pay it all again. :class:`VerdictStore` keeps each verdict in ``.scan-verdicts.json`` of a
+machine-owned folder of the workspace (the pipeline uses ``.skills-cache/``, beside the staging
+manifest, or ``.harness/`` when nothing is staged), keyed by the SHA-256 of the scanned file (its
+name and bytes, hashed from what the market returned, never from the record) under the
+scanner's rule-set version (:attr:`Scanner.version`: every rule's fields and the blocking
+severity). A record of other rules is never reused.
+
+Both folders are machine-owned (out of the model's file tools; a sandbox sees ``.skills-cache``
+read-only and ``.harness`` not at all), and the file is authenticated all the same: an
+HMAC-SHA256 over its body with a per-workspace secret (``.scan.key`` beside it, created with 32
+random bytes and mode 0600 on first use). A file whose MAC does
+not verify, or that does not parse, is ignored whole (everything is rescanned and the file is
+rewritten); a verdict is never trusted on the file's word alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from typing import Any
+
+import anyio
+
+from filesystems import AbstractFilesystem
+from harness.learning.scanner import Scanner, ScanVerdict
+
+log = logging.getLogger(__name__)
+
+__all__ = ["VerdictStore", "content_key"]
+
+_FILE = ".scan-verdicts.json"
+_KEY = ".scan.key"
+_FORMAT = 1
+_MAX_RECORDS = 100_000
+
+
+def content_key(name: str, data: bytes) -> str:
+    """The SHA-256 a verdict is stored under: the scanned file's name and bytes."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape"))
+    digest.update(b"\0")
+    digest.update(data)
+    return digest.hexdigest()
+
+
+class VerdictStore:
+    """Scan verdicts by content key for one scanner, loaded once and saved after new scans.
+
+    :meth:`get` and :meth:`put` are plain dictionary operations (safe from the worker thread that
+    parses a layer); :meth:`load` and :meth:`save` do the I/O, each at most once per call, and
+    never raise: a store that cannot be read or written only costs rescans. :meth:`load` only
+    reads; the pipeline calls :meth:`save` only on turns that may write (not ``stage=False``).
+    """
+
+    def __init__(self, filesystem: AbstractFilesystem, scanner: Scanner, *, folder: str = ".harness") -> None:
+        self.filesystem = filesystem
+        self.scanner = scanner
+        self.path = f"{folder.strip('/')}/{_FILE}"
+        self.key_path = f"{folder.strip('/')}/{_KEY}"
+        self._verdicts: dict[str, dict[str, Any]] = {}
+        self._used: set[str] = set()
+        self._secret: bytes | None = None
+        self._loaded = False
+        self._dirty = False
+        self._lock = anyio.Lock()
+        self.rejected = False  # the last load found a file that failed its check
+
+    def get(self, key: str) -> ScanVerdict | None:
+        """The stored verdict for ``key`` (see :func:`content_key`), or ``None``."""
+        record = self._verdicts.get(key)
+        if record is None:
+            return None
+        try:
+            verdict = ScanVerdict.from_dict(record)
+        except (KeyError, TypeError, ValueError):
+            return None
+        self._used.add(key)
+        return verdict
+
+    def put(self, key: str, verdict: ScanVerdict) -> None:
+        """Remember a fresh verdict (saved by the next :meth:`save`)."""
+        self._verdicts[key] = verdict.as_dict()
+        self._used.add(key)
+        self._dirty = True
+
+    async def load(self) -> None:
+        """Read the stored verdicts once (later calls return at once)."""
+        if self._loaded:
+            return
+        async with self._lock:
+            if not self._loaded:
+                try:
+                    await self._read()
+                finally:
+                    self._loaded = True  # set last: layers loading side by side wait for it
+
+    async def _read(self) -> None:
+        try:  # reading never creates anything: without a key, nothing stored can be verified
+            self._secret = bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
+            raw = await self.filesystem.read_bytes(self.path)
+        except FileNotFoundError:
+            return
+        except Exception as exc:  # an unreadable store costs rescans, never a turn
+            log.warning("cannot read %s, market skills are rescanned: %s", self.path, exc)
+            return
+        records = self._verified(raw)
+        if records is None:
+            self.rejected = True
+            log.warning("%s failed its integrity check; ignoring it, market skills are rescanned", self.path)
+            return
+        self._verdicts = {**records, **self._verdicts}
+
+    async def save(self) -> None:
+        """Write the verdicts if a scan added any: one atomic write of the whole file."""
+        if not self._dirty:
+            return
+        async with self._lock:
+            if not self._dirty:
+                return
+            self._dirty = False
+            if len(self._verdicts) > _MAX_RECORDS:  # keep what this process used, then the rest
+                keep = sorted(self._verdicts, key=lambda k: k not in self._used)[:_MAX_RECORDS]
+                self._verdicts = {k: self._verdicts[k] for k in keep}
+            try:
+                secret = self._secret or await self._key()
+                self._secret = secret
+                await self._merge_stored()
+                body = {"format": _FORMAT, "rules": self.scanner.version, "verdicts": self._verdicts}
+                document = json.dumps({**body, "mac": _mac(secret, body)}).encode()
+                await self.filesystem.write_bytes(self.path, document)
+            except Exception as exc:
+                log.warning("cannot save %s (market skills will be rescanned after a restart): %s", self.path, exc)
+
+    async def _merge_stored(self) -> None:
+        """Keep what another process sharing the workspace saved meanwhile (if it verifies)."""
+        try:
+            raw = await self.filesystem.read_bytes(self.path)
+        except FileNotFoundError:
+            return
+        for key, record in (self._verified(raw) or {}).items():
+            self._verdicts.setdefault(key, record)
+
+    def _verified(self, raw: bytes) -> dict[str, dict[str, Any]] | None:
+        """The records of ``raw`` when its MAC verifies and they are this scanner's, else ``None``
+        (a file of other rules is not an integrity failure: an empty dict)."""
+        try:
+            document = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(document, dict) or self._secret is None:
+            return None
+        body = {k: v for k, v in document.items() if k != "mac"}
+        mac = document.get("mac")
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(self._secret, body)):
+            return None
+        verdicts = body.get("verdicts")
+        if body.get("format") != _FORMAT or body.get("rules") != self.scanner.version or not isinstance(verdicts, dict):
+            return {}
+        return {str(k): v for k, v in verdicts.items() if isinstance(v, dict)}
+
+    async def _key(self) -> bytes:
+        try:
+            return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
+        except FileNotFoundError:
+            pass
+        try:
+            await self.filesystem.create_exclusive(self.key_path, secrets.token_hex(32).encode("ascii"))
+            await self.filesystem.write_bytes(
+                self.key_path, await self.filesystem.read_bytes(self.key_path), mode=0o600
+            )
+        except FileExistsError:
+            pass  # another process made it first; use theirs
+        return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
+
+
+def _mac(secret: bytes, body: dict[str, Any]) -> str:
+    payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return hmac.new(secret, payload, hashlib.sha256).hexdigest()
