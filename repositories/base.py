@@ -307,9 +307,9 @@ class SkillRepository(AsyncResource, ABC):
             return listed
         snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
         for bundle in snapshot.bundles:
-            if bundle.key == folder:
+            if bundle.key == folder and bundle.listed:
                 return bundle.files
-        raise BundleNotFound(f"{self.source}: no skill folder {folder!r}")
+        raise BundleNotFound(f"{self.source}: no skill folder {folder!r} (any more)")
 
     async def read_files_batch(
         self, requests: Sequence[tuple[str, Sequence[str]]]
