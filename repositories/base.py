@@ -27,6 +27,7 @@ from repositories.sources import check_source
 __all__ = [
     "BundleFile",
     "FileContents",
+    "FileListing",
     "SkillBundle",
     "SkillBundleContents",
     "SkillRepository",
@@ -45,6 +46,16 @@ class BundleFile:
     path: str
     size: int
     mode: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileListing:
+    """The whole listing of a bundle (``SkillRepository.list_files``): its other files, sorted by
+    path, and a token that changes whenever any file of the bundle changes (the bundle's
+    ``digest`` when the snapshot listed it whole)."""
+
+    files: tuple[BundleFile, ...]
+    digest: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,11 +306,11 @@ class SkillRepository(AsyncResource, ABC):
         data = await self._read_files(folder, tuple(sorted(set(clean.values()))))
         return {path: data[name] for path, name in clean.items()}
 
-    async def list_files(self, folder: str) -> tuple[BundleFile, ...]:
-        """Every file of the bundle ``folder`` (its ``key``) other than its main file, sorted by
-        path. Answers from the snapshot when it listed the bundle whole; otherwise the backend
-        lists it now (cached until the market is read again). ``BundleNotFound`` for an unknown
-        bundle; ``RepositoryUnavailable`` when part of the folder cannot be read."""
+    async def list_files(self, folder: str) -> FileListing:
+        """Every file of the bundle ``folder`` (its ``key``) other than its main file, with a
+        content token. Answers from the snapshot when it listed the bundle whole; otherwise the
+        backend lists it now (cached until the market is read again). ``BundleNotFound`` for an
+        unknown bundle; ``RepositoryUnavailable`` when part of the folder cannot be read."""
         self._check_open()
         _check_key(folder)
         listed = await self._list_files(folder)
@@ -308,7 +319,7 @@ class SkillRepository(AsyncResource, ABC):
         snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
         for bundle in snapshot.bundles:
             if bundle.key == folder and bundle.listed:
-                return bundle.files
+                return FileListing(files=bundle.files, digest=bundle.digest)
         raise BundleNotFound(f"{self.source}: no skill folder {folder!r} (any more)")
 
     async def read_files_batch(
@@ -405,7 +416,7 @@ class SkillRepository(AsyncResource, ABC):
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         """Read normalised ``paths`` of ``folder`` in one hop; missing ones raise ``BundleNotFound``."""
 
-    async def _list_files(self, folder: str) -> tuple[BundleFile, ...] | None:
+    async def _list_files(self, folder: str) -> FileListing | None:
         """The whole listing of a bundle whose snapshot listing was deferred, or ``None`` to use
         the snapshot's (the default: every backend lists bundles whole unless it says otherwise)."""
         return None

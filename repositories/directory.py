@@ -22,6 +22,7 @@ from filesystems.base import normalize_path
 from repositories.base import (
     BundleFile,
     FileContents,
+    FileListing,
     SkillBundle,
     SkillBundleContents,
     SkillRepository,
@@ -94,7 +95,7 @@ class FolderScan:
     top_level: tuple[str, ...] = ()
     # Skills whose listing was deferred (by key), and the listings produced since this walk.
     deferred: dict[str, SkillLayout[str]] = field(default_factory=dict)
-    listings: dict[str, tuple[BundleFile, ...]] = field(default_factory=dict)
+    listings: dict[str, FileListing] = field(default_factory=dict)
 
 
 def _list_dir(folder: str, *, follow: bool = False, skip_prefix: str | None = None) -> list[Child[str]]:
@@ -485,7 +486,7 @@ class DirectoryRepository(SkillRepository):
     def _invalidate(self) -> None:
         self._last = None
 
-    async def _list_files(self, key: str) -> tuple[BundleFile, ...] | None:
+    async def _list_files(self, key: str) -> FileListing | None:
         scan = self._last if self._last is not None else await self._scan()
         layout = scan.deferred.get(key)
         if layout is None:
@@ -498,8 +499,8 @@ class DirectoryRepository(SkillRepository):
             log.warning("%s: %s", self.source, problem)
         if done is None:
             raise RepositoryUnavailable(f"{self.source}: {problems[-1]}")
-        scan.listings[key] = files = _listing(done)
-        return files
+        scan.listings[key] = listing = FileListing(files=_listing(done), digest=done.digest())
+        return listing
 
     async def _folder_path(self, folder: str) -> str:
         scan = self._last if self._last is not None else await self._scan()

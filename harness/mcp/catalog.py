@@ -170,7 +170,7 @@ class SkillCatalog:
     async def over_limits(resolved: ResolvedSkill) -> str | None:
         """Why a skill exceeds the extension's limits, or ``None`` (its folder is listed now
         when its layer deferred the listing)."""
-        files = await resolved.source.list_files(resolved.entry)
+        files = (await resolved.source.list_files(resolved.entry)).files
         count = 1 + len(files)
         size = len(resolved.skill.raw) + sum(f.size for f in files)
         if count > MAX_FILES:
@@ -192,12 +192,13 @@ class SkillCatalog:
     async def _manifest(self, plan: TurnPlan, resolved: ResolvedSkill) -> tuple[dict[str, Any], ...]:
         entry = resolved.entry
         owner = plan.context.user_id if resolved.skill.layer is Layer.USER else ""
-        key = (owner, resolved.source.source, entry.path, entry.digest)
+        listing = await resolved.source.list_files(entry)  # its digest covers every file
+        key = (owner, resolved.source.source, entry.path, listing.digest)
         cached = self._manifests.get(key)
         if cached is not None:
             self._manifests.move_to_end(key)
             return cached
-        paths = list(await resolved.list_files())
+        paths = [f.path for f in listing.files]
         data = {_MAIN: resolved.skill.raw, **(await resolved.source.read_files(entry, paths) if paths else {})}
         # Up to 16 MiB to hash: one worker-thread hop per skill keeps other requests moving.
         manifest = await anyio.to_thread.run_sync(_hashed, data)

@@ -24,6 +24,7 @@ from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import (
     BundleFile,
+    FileListing,
     RepositoryError,
     RepositoryUnavailable,
     SkillBundle,
@@ -221,22 +222,23 @@ class SkillLayer:
             top_level=self._result.top_level,
         )
 
-    async def list_files(self, entry: LayerEntry) -> tuple[BundleFile, ...]:
-        """The whole listing of ``entry``'s other files: ``entry.files`` when the load listed it
-        whole, else the repository's listing, produced on first use and cached until the layer
-        is read again. Raises ``RepositoryUnavailable`` naming the layer when it cannot be listed."""
+    async def list_files(self, entry: LayerEntry) -> FileListing:
+        """The whole listing of ``entry``'s other files and its content token: ``entry.files`` and
+        ``entry.digest`` when the load listed it whole, else the repository's listing, produced
+        on first use and cached until the layer is read again. Raises ``RepositoryUnavailable``
+        naming the layer when it cannot be listed."""
         if entry.listed:
-            return entry.files
+            return FileListing(files=entry.files, digest=entry.digest)
         try:
             listed = await self.repository.list_files(entry.key)
         except Exception as exc:
             raise RepositoryUnavailable(
                 f"{self.layer.value} {self.source!r} cannot list {entry.key}: {describe_error(exc)}"
             ) from exc
-        files, refused = self._safe_files(listed, entry.key, entry.skill.location)
+        files, refused = self._safe_files(listed.files, entry.key, entry.skill.location)
         for problem in refused:
             log.warning("%s", problem.message)
-        return files
+        return FileListing(files=files, digest=listed.digest)
 
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
         """The files' bytes (relative to the skill folder) in one batched call; a file over

@@ -44,7 +44,7 @@ class ResolvedSkill:
         listed the folder whole at load, else listed now (see ``SkillLayer.list_files``)."""
         if self.entry.listed:
             return self.skill.files
-        return tuple(f.path for f in await self.source.list_files(self.entry))
+        return tuple(f.path for f in (await self.source.list_files(self.entry)).files)
 
 
 @dataclass(kw_only=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from repositories import BundleNotFound, DirectoryRepository
+from repositories import BundleNotFound, DirectoryRepository, FileListing
 from tests.support.io import IORecorder
 from tests.support.repositories import write_skill
 
@@ -48,8 +48,9 @@ async def test_a_lazy_walk_lists_top_levels_only_and_the_listing_matches_an_eage
         assert [f.path for f in bundles["team/flow"].files] == ["comet/skill.yaml"]
         assert not bundles["team/flow"].listed
         for bundle in (await eager.snapshot()).bundles:
-            assert await lazy.list_files(bundle.key) == bundle.files
-        assert [f.path for f in await lazy.list_files("alpha")] == [
+            # The same files, and the same content token as a whole listing at load.
+            assert await lazy.list_files(bundle.key) == FileListing(files=bundle.files, digest=bundle.digest)
+        assert [f.path for f in (await lazy.list_files("alpha")).files] == [
             ".env.example",
             "notes.txt",
             "references/deep/more.md",
@@ -68,7 +69,9 @@ async def test_a_listing_is_cached_until_the_tree_is_walked_again(tmp_path: Path
         assert listed == []
         (tmp_path / "alpha" / "scripts" / "new.py").write_text("new")
         await repo.version()  # the freshness check: a new walk
-        assert "scripts/new.py" in [f.path for f in await repo.list_files("alpha")]
+        second = await repo.list_files("alpha")
+        assert "scripts/new.py" in [f.path for f in second.files]
+        assert second.digest != first.digest
 
 
 async def test_listing_an_unknown_or_unsafe_bundle_is_refused(tmp_path: Path) -> None:
@@ -85,4 +88,4 @@ async def test_other_markets_answer_list_files_from_their_snapshot(tmp_path: Pat
     async with DirectoryRepository(tmp_path) as repo:
         bundle = (await repo.snapshot()).bundle("alpha")
         assert bundle is not None and bundle.listed
-        assert await repo.list_files("alpha") == bundle.files
+        assert await repo.list_files("alpha") == FileListing(files=bundle.files, digest=bundle.digest)
