@@ -9,6 +9,7 @@ URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``, ``nac
 from repositories.base import (
     BundleFile,
     FileContents,
+    FileListing,
     SkillBundle,
     SkillBundleContents,
     SkillRepository,
@@ -50,6 +51,7 @@ __all__ = [
     "DirectoryRepository",
     "EntryPointRepository",
     "FileContents",
+    "FileListing",
     "GitRepository",
     "InvalidBundle",
     "InvalidRepositoryConfig",

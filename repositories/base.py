@@ -27,6 +27,7 @@ from repositories.sources import check_source
 __all__ = [
     "BundleFile",
     "FileContents",
+    "FileListing",
     "SkillBundle",
     "SkillBundleContents",
     "SkillRepository",
@@ -48,6 +49,16 @@ class BundleFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileListing:
+    """The whole listing of a bundle (``SkillRepository.list_files``): its other files, sorted by
+    path, and a token that changes whenever any file of the bundle changes (the bundle's
+    ``digest`` when the snapshot listed it whole)."""
+
+    files: tuple[BundleFile, ...]
+    digest: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class SkillBundle:
     """A raw skill as a repository offers it; the harness parses ``skill_md`` itself.
 
@@ -56,6 +67,9 @@ class SkillBundle:
       (``"SKILL.md"``, or ``"skill.md"`` when only the lowercase one exists).
     - ``files``: every other regular file, sorted by path; dot-files and symlinks are never
       listed. Read them with ``SkillRepository.read_files(folder, paths)``.
+    - ``listed``: ``False`` when the market deferred part of the listing
+      (``DirectoryRepository(lazy_files=True)``): ``files`` then holds only what it listed at
+      load, and ``SkillRepository.list_files(key)`` gives the whole listing.
     - ``location``: human-readable origin (a host path, ``git-url@commit:path``,
       ``mysql://host/db/table#folder``, ``pkg:package/folder``).
     - ``digest``: a content token that changes whenever any file of the bundle changes, so callers
@@ -80,6 +94,7 @@ class SkillBundle:
     path: str = ""
     link: str | None = None
     sub_source: str = ""
+    listed: bool = True
 
     @property
     def key(self) -> str:
@@ -174,6 +189,8 @@ class SkillRepository(AsyncResource, ABC):
     - ``read_files(folder, paths)`` / ``read_file(folder, path)``: bytes on demand, in one thread
       hop per call. Paths are relative POSIX paths inside the folder (``SKILL.md`` included);
       unsafe paths raise ``UnsafePath``, missing ones ``BundleNotFound``.
+    - ``list_files(folder)``: the whole listing of a bundle, produced on first use when the
+      snapshot deferred it (``SkillBundle.listed`` is ``False``), else the bundle's ``files``.
     - ``read_chunks(folder, path)``: one file as an async iterator of byte pieces, so a large
       file never has to be held whole (directory and git markets stream from disk / ``git
       cat-file``; other backends fall back to one read).
@@ -289,6 +306,22 @@ class SkillRepository(AsyncResource, ABC):
         data = await self._read_files(folder, tuple(sorted(set(clean.values()))))
         return {path: data[name] for path, name in clean.items()}
 
+    async def list_files(self, folder: str) -> FileListing:
+        """Every file of the bundle ``folder`` (its ``key``) other than its main file, with a
+        content token. Answers from the snapshot when it listed the bundle whole; otherwise the
+        backend lists it now (cached until the market is read again). ``BundleNotFound`` for an
+        unknown bundle; ``RepositoryUnavailable`` when part of the folder cannot be read."""
+        self._check_open()
+        _check_key(folder)
+        listed = await self._list_files(folder)
+        if listed is not None:
+            return listed
+        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        for bundle in snapshot.bundles:
+            if bundle.key == folder and bundle.listed:
+                return FileListing(files=bundle.files, digest=bundle.digest)
+        raise BundleNotFound(f"{self.source}: no skill folder {folder!r} (any more)")
+
     async def read_files_batch(
         self, requests: Sequence[tuple[str, Sequence[str]]]
     ) -> list[dict[str, bytes] | Exception]:
@@ -382,6 +415,11 @@ class SkillRepository(AsyncResource, ABC):
     @abstractmethod
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         """Read normalised ``paths`` of ``folder`` in one hop; missing ones raise ``BundleNotFound``."""
+
+    async def _list_files(self, folder: str) -> FileListing | None:
+        """The whole listing of a bundle whose snapshot listing was deferred, or ``None`` to use
+        the snapshot's (the default: every backend lists bundles whole unless it says otherwise)."""
+        return None
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
         """Yield the normalised ``path`` of ``folder`` piece by piece (default: one whole read)."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import stat
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -21,6 +22,7 @@ from filesystems.base import normalize_path
 from repositories.base import (
     BundleFile,
     FileContents,
+    FileListing,
     SkillBundle,
     SkillBundleContents,
     SkillRepository,
@@ -35,6 +37,7 @@ from repositories.discovery import (
     Child,
     Discovery,
     SkillLayout,
+    complete_layout,
     discover,
     tree_from_paths,
 )
@@ -57,6 +60,8 @@ __all__ = [
     "scan_folder",
 ]
 
+log = logging.getLogger(__name__)
+
 # A writer's temporary files (atomic writes), never content.
 _TEMPORARY = ".tmp-"
 
@@ -68,6 +73,8 @@ class _Rules:
     follow_links: bool = False
     nested: bool = False
     optional: bool = False
+    lazy_files: bool = False
+    look_for: tuple[str, ...] = ()
 
     def key(self, layout: SkillLayout[str]) -> str:
         """What names a skill in reads: its path when nested folders are kept apart, else its name."""
@@ -86,6 +93,9 @@ class FolderScan:
     generation: int | None = None
     failures: frozenset[str] = frozenset()
     top_level: tuple[str, ...] = ()
+    # Skills whose listing was deferred (by key), and the listings produced since this walk.
+    deferred: dict[str, SkillLayout[str]] = field(default_factory=dict)
+    listings: dict[str, FileListing] = field(default_factory=dict)
 
 
 def _list_dir(folder: str, *, follow: bool = False, skip_prefix: str | None = None) -> list[Child[str]]:
@@ -133,13 +143,19 @@ def read_host_file(path: str) -> bytes:
 
 
 def discover_host(
-    base: Path, *, follow: bool = False, skip_prefix: str | None = None, by_folder: bool = True
+    base: Path,
+    *,
+    follow: bool = False,
+    skip_prefix: str | None = None,
+    by_folder: bool = True,
+    defer: bool = False,
+    look_for: tuple[str, ...] = (),
 ) -> Discovery[str]:
     """Discover the skills below a host folder with the shared rules (see ``repositories.discovery``).
 
     ``follow`` follows links (for trusted folders only); nodes are then real paths; ``by_folder``
-    keeps one skill per folder name (see ``discover``). Raises
-    ``OSError`` when ``base`` itself cannot be listed.
+    keeps one skill per folder name, ``defer`` / ``look_for`` leave skills' folders unlisted
+    (see ``discover``). Raises ``OSError`` when ``base`` itself cannot be listed.
     """
     root = os.path.realpath(base) if follow else str(base)
     return discover(
@@ -149,6 +165,8 @@ def discover_host(
         read=read_host_file,
         follow_links=follow,
         by_folder=by_folder,
+        defer=defer,
+        look_for=look_for,
     )
 
 
@@ -164,7 +182,24 @@ def _discover(base: Path, rules: _Rules) -> Discovery[str]:
         return Discovery(
             skills=[], problems=[f"symlink skipped: {base.name} (this folder is a link; links are not followed here)"]
         )
-    return discover_host(base, follow=rules.follow_links, skip_prefix=_TEMPORARY, by_folder=not rules.nested)
+    return discover_host(
+        base,
+        follow=rules.follow_links,
+        skip_prefix=_TEMPORARY,
+        by_folder=not rules.nested,
+        defer=rules.lazy_files,
+        look_for=rules.look_for,
+    )
+
+
+def _complete(layout: SkillLayout[str], rules: _Rules) -> tuple[SkillLayout[str] | None, list[str]]:
+    """The whole listing of a skill whose folders a lazy walk deferred (see ``complete_layout``)."""
+    list_dir = functools.partial(_list_dir, follow=rules.follow_links, skip_prefix=_TEMPORARY)
+    return complete_layout(layout, list_dir, read=read_host_file, follow_links=rules.follow_links)
+
+
+def _listing(layout: SkillLayout[str]) -> tuple[BundleFile, ...]:
+    return tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files)
 
 
 def _bundle(layout: SkillLayout[str], digest: str, skill_md: bytes, location: str, rules: _Rules) -> SkillBundle:
@@ -172,11 +207,12 @@ def _bundle(layout: SkillLayout[str], digest: str, skill_md: bytes, location: st
         folder=layout.folder,
         skill_md=skill_md,
         skill_md_name=layout.skill_md_name,
-        files=tuple(BundleFile(path=layout.relative(e), size=e.size, mode=e.mode) for e in layout.files),
+        files=_listing(layout),
         location=location,
         digest=digest,
         path=rules.key(layout) if rules.nested else "",
         link=layout.node if layout.link else None,
+        listed=layout.listed,
     )
 
 
@@ -219,6 +255,7 @@ def _assemble(
     generation: int | None = None,
 ) -> FolderScan:
     bundles = tuple(by_root[layout.root] for layout in layouts)
+    deferred = {rules.key(layout): layout for layout in layouts if not layout.listed}
     problems = sorted(found.problems)
     token = hashlib.sha256()
     for bundle in bundles:
@@ -233,6 +270,7 @@ def _assemble(
         generation=generation,
         failures=frozenset(found.failures),
         top_level=found.top_level,
+        deferred=deferred,
     )
 
 
@@ -322,6 +360,14 @@ class DirectoryRepository(SkillRepository):
     the folder itself being a link is refused too. ``nested`` keeps skills of one folder name in
     different nested folders apart (each bundle carries its relative ``path``, which names it in
     reads). ``optional`` makes a missing folder an empty market instead of an error.
+
+    ``lazy_files`` (on the host) makes a walk list only each skill folder's top level, plus the
+    folders holding a ``look_for`` path (relative to the skill folder): a skill with other
+    folders gets a bundle with ``listed=False``, and :meth:`list_files` walks it on first use,
+    in a worker thread, cached until the next walk of the tree (the same freshness as the
+    bundles). A skill's digest then covers its top level and SKILL.md, not the files in its
+    folders: for folders read in place (the harness's workspace and users' areas), not for
+    markets that are staged by digest.
     """
 
     def __init__(
@@ -334,9 +380,17 @@ class DirectoryRepository(SkillRepository):
         follow_links: bool = False,
         nested: bool = False,
         optional: bool = False,
+        lazy_files: bool = False,
+        look_for: Sequence[str] = (),
     ) -> None:
         self.filesystem = filesystem
-        self._rules = _Rules(follow_links=follow_links, nested=nested, optional=optional)
+        self._rules = _Rules(
+            follow_links=follow_links,
+            nested=nested,
+            optional=optional,
+            lazy_files=lazy_files and filesystem is None,  # a filesystem's batched walk lists everything at once
+            look_for=tuple(look_for),
+        )
         if filesystem is None:
             self.path = Path(path).expanduser().absolute()
             name = self.path.name
@@ -431,6 +485,22 @@ class DirectoryRepository(SkillRepository):
 
     def _invalidate(self) -> None:
         self._last = None
+
+    async def _list_files(self, key: str) -> FileListing | None:
+        scan = self._last if self._last is not None else await self._scan()
+        layout = scan.deferred.get(key)
+        if layout is None:
+            return None
+        cached = scan.listings.get(key)
+        if cached is not None:
+            return cached
+        done, problems = await anyio.to_thread.run_sync(_complete, layout, self._rules)
+        for problem in problems:
+            log.warning("%s: %s", self.source, problem)
+        if done is None:
+            raise RepositoryUnavailable(f"{self.source}: {problems[-1]}")
+        scan.listings[key] = listing = FileListing(files=_listing(done), digest=done.digest())
+        return listing
 
     async def _folder_path(self, folder: str) -> str:
         scan = self._last if self._last is not None else await self._scan()

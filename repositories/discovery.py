@@ -46,6 +46,7 @@ __all__ = [
     "Entry",
     "SkillLayout",
     "check_folder",
+    "complete_layout",
     "discover",
     "find_skills",
     "normalise_file_path",
@@ -143,7 +144,9 @@ class Entry(NamedTuple, Generic[N]):
 class SkillLayout(Generic[N]):
     """One skill found in a tree: its folder name, root path and entries.
 
-    ``link`` is set when the folder was reached through a followed link.
+    ``link`` is set when the folder was reached through a followed link. ``deferred`` holds the
+    folders of the skill a walk that defers listings did not enter (path, node, the ignore rules
+    that apply there): ``files`` is then partial until :func:`complete_layout` lists them.
     """
 
     folder: str
@@ -152,6 +155,12 @@ class SkillLayout(Generic[N]):
     main: Entry[N]
     files: list[Entry[N]] = field(default_factory=list)
     link: bool = False
+    deferred: list[tuple[str, N, Any]] = field(default_factory=list)
+
+    @property
+    def listed(self) -> bool:
+        """Whether ``files`` is the skill's whole listing (no folder of it was deferred)."""
+        return not self.deferred
 
     @property
     def skill_md_name(self) -> str:
@@ -166,6 +175,8 @@ class SkillLayout(Generic[N]):
         digest = hashlib.sha256()
         for entry in [self.main, *self.files]:
             digest.update(f"{entry.path}\0{entry.token}\0{entry.size}\0{entry.mode}\n".encode())
+        for path, _, _ in self.deferred:  # not entered: only the folder's name counts
+            digest.update(f"{path}/\n".encode())
         return digest.hexdigest()
 
 
@@ -218,6 +229,8 @@ def discover(
     read: Callable[[N], bytes] | None = None,
     follow_links: bool = False,
     by_folder: bool = True,
+    defer: bool = False,
+    look_for: Iterable[str] = (),
 ) -> Discovery[N]:
     """Walk the tree below ``root`` with the module's rules.
 
@@ -227,8 +240,17 @@ def discover(
     Two skills with the same folder name (markets key skills by folder; ``by_folder=False`` for
     folder layers, which key them by path): the first in path order is kept, the other reported.
     Two paths that a followed link leads to the same folder: the real one is kept.
+
+    ``defer`` lists only each skill folder's top level (plus the folders holding a ``look_for``
+    path, relative to the skill folder, such as ``comet/skill.yaml``): its other folders are
+    left in ``SkillLayout.deferred`` for :func:`complete_layout`, so a cold load does not walk
+    every file of every skill. The rules are the same; what lies in a deferred folder (links,
+    unreadable parts) is reported when it is listed.
     """
     walker = _Walker(list_dir, read, follow_links)
+    if defer:
+        walker.wanted = frozenset(p.rsplit("/", 1)[0] for p in look_for if "/" in p)
+        walker.defer = True
     walker.run(root, root_name)
     skills = walker.unique(by_folder)
     return Discovery(
@@ -252,6 +274,8 @@ class _Walker(Generic[N]):
         self.entered: set[Any] = set()
         self.top_level: tuple[str, ...] = ()
         self.links: list[str] = []  # folders entered through a followed link
+        self.defer = False
+        self.wanted: frozenset[str] = frozenset()  # skill-relative folders listed even when deferring
 
     def fail(self, problem: str) -> None:
         self.problems.append(problem)
@@ -405,7 +429,17 @@ class _Walker(Generic[N]):
         self, layout: SkillLayout[N], prefix: str, children: list[Child[N]], main: Child[N], specs: _Specs
     ) -> bool:
         """Fill ``layout.files``; ``False`` (with a problem) when part of the skill is unreadable."""
-        pending = [(prefix, children, specs)]
+        return self.gather(layout, [(prefix, children, specs)], main)
+
+    def gather(
+        self,
+        layout: SkillLayout[N],
+        pending: list[tuple[str, list[Child[N]], _Specs]],
+        main: Child[N] | None,
+        unreadable: str = "skipped",
+    ) -> bool:
+        """List the folders on ``pending`` into ``layout.files`` (deferring what ``defer`` says)."""
+        start = len(layout.root) + 1 if layout.root else 0
         while pending:
             base, items, inherited = pending.pop()
             for child in items:
@@ -420,9 +454,16 @@ class _Walker(Generic[N]):
                 elif child.kind == DIR:
                     if child.name in SKIPPED_FOLDERS:
                         continue
+                    if self.defer and not any(
+                        w == path[start:] or w.startswith(path[start:] + "/") for w in self.wanted
+                    ):
+                        layout.deferred.append((path, child.node, inherited))
+                        continue
                     listed = self.listing(path + "/", child.node, inherited)
                     if listed is None:
-                        self.fail(f"skill {shown(layout.root or layout.folder)} skipped: part of it cannot be read")
+                        self.fail(
+                            f"skill {shown(layout.root or layout.folder)} {unreadable}: part of it cannot be read"
+                        )
                         return False
                     pending.append((path + "/", *listed))
                 else:
@@ -466,6 +507,31 @@ class _Walker(Generic[N]):
                     )
                 )
         return list(kept.values())
+
+
+def complete_layout(
+    layout: SkillLayout[N],
+    list_dir: Callable[[N], Iterable[Child[N]]],
+    *,
+    read: Callable[[N], bytes] | None = None,
+    follow_links: bool = False,
+) -> tuple[SkillLayout[N] | None, list[str]]:
+    """The whole listing of a skill a deferring walk found: its deferred folders listed with the
+    same rules (and the ignore rules that applied where they lie). Returns a new layout with no
+    folder deferred, or ``None`` when part of the skill cannot be read, and the problems met."""
+    walker = _Walker(list_dir, read, follow_links)
+    done = SkillLayout(folder=layout.folder, root=layout.root, node=layout.node, main=layout.main, link=layout.link)
+    done.files = list(layout.files)
+    pending: list[tuple[str, list[Child[N]], _Specs]] = []
+    for path, node, specs in layout.deferred:
+        listed = walker.listing(path + "/", node, specs)
+        if listed is None:
+            walker.fail(f"skill {shown(layout.root or layout.folder)} cannot be listed: part of it cannot be read")
+            return None, walker.problems
+        pending.append((path + "/", *listed))
+    if not walker.gather(done, pending, None, "cannot be listed"):
+        return None, walker.problems
+    return done, walker.problems
 
 
 def _entry(prefix: str, child: Child[N]) -> Entry[N]:

@@ -93,7 +93,7 @@ class SkillsBackend(BackendProtocol):
                 return LsResult(entries=[FileInfo(path=f"/{n}/", is_dir=True) for n in sorted(skills)])
             resolved = _skill(skills, name, path)
             prefix = f"{sub}/" if sub else ""
-            files = [f for f in _files(resolved) if f.startswith(prefix)]
+            files = [f for f in await _files(resolved) if f.startswith(prefix)]
             if not files:
                 raise _Refused(f"'{path}' is not a directory of skill {name!r}", "file_not_found")
         except _Refused as refused:
@@ -129,7 +129,7 @@ class SkillsBackend(BackendProtocol):
     async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
         try:
             matches = compile_grep_include_glob(pattern)
-            found = _under(await self._skills(), path or "/")
+            found = await _under(await self._skills(), path or "/")
         except InvalidGlobPatternError as exc:
             return GlobResult(error=str(exc))
         except _Refused as refused:
@@ -144,7 +144,7 @@ class SkillsBackend(BackendProtocol):
     ) -> GrepResult:
         try:
             skills = await self._skills()
-            found = _under(skills, path or "/")
+            found = await _under(skills, path or "/")
             texts = {}
             for file in found:
                 try:
@@ -206,7 +206,7 @@ class SkillsBackend(BackendProtocol):
         if name is None or not sub:
             raise _Refused(f"'{path}' is a directory", "is_directory")
         resolved = _skill(skills, name, path)
-        if sub not in _files(resolved):
+        if sub not in await _files(resolved):
             raise _Refused(f"File '{path}' not found", "file_not_found")
         try:
             return await read_skill_bytes(resolved, sub)
@@ -226,12 +226,12 @@ def _split(path: str) -> tuple[str | None, str]:
     return parts[0], "/".join(parts[1:])
 
 
-def _under(skills: dict[str, ResolvedSkill], path: str) -> list[str]:
+async def _under(skills: dict[str, ResolvedSkill], path: str) -> list[str]:
     """The absolute paths of every file at or under ``path``."""
     name, sub = _split(path)
     found = []
     for each in sorted(skills) if name is None else [name]:
-        for file in _files(_skill(skills, each, path)):
+        for file in await _files(_skill(skills, each, path)):
             if not sub or file == sub or file.startswith(f"{sub}/"):
                 found.append(f"/{each}/{file}")
     return found
@@ -244,6 +244,10 @@ def _skill(skills: dict[str, ResolvedSkill], name: str, path: str) -> ResolvedSk
     return resolved
 
 
-def _files(resolved: ResolvedSkill) -> list[str]:
+async def _files(resolved: ResolvedSkill) -> list[str]:
     """A skill's files as this backend shows them: ``SKILL.md`` first, then the others."""
-    return [_MAIN, *(f for f in resolved.skill.files if f != _MAIN)]
+    try:
+        files = await resolved.list_files()
+    except RepositoryError as exc:  # a folder that cannot be listed fails this call, not the run
+        raise _Refused(f"the files of skill {resolved.skill.name!r} cannot be listed: {exc}", "file_not_found") from exc
+    return [_MAIN, *(f for f in files if f != _MAIN)]

@@ -52,7 +52,7 @@ def call_context(context: RuntimeContext, *, call_id: str, tool: str, skill: str
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
     """The workflow package (definition files, SKILL.md, ``scripts/``) of a merged skill."""
     skill = resolved.skill
-    paths = [path for path in skill.files if is_package_file(path)]
+    paths = [path for path in await resolved.list_files() if is_package_file(path)]
     files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
     files[skill.skill_md_name] = skill.raw
     return SkillPackage(name=skill.name, files=files)

@@ -146,13 +146,13 @@ class SkillCatalog:
         skills: list[dict[str, Any]] = []
         omitted: list[dict[str, str]] = []
         for path, resolved in paths[start:end]:
-            problem = self.over_limits(resolved)
-            if problem is None:
-                try:
+            try:
+                problem = await self.over_limits(resolved)
+                if problem is None:
                     skills.append(await self.entry(plan, path, resolved))
                     continue
-                except (OSError, RepositoryError) as exc:  # a file over max_file_size, a market down
-                    problem = f"its files cannot be read: {exc}"
+            except (OSError, RepositoryError) as exc:  # a file over max_file_size, a market down
+                problem = f"its files cannot be read: {exc}"
             omitted.append({"uri": f"{SCHEME}{path}/{_MAIN}", "reason": problem})
         return Listing(skills=tuple(skills), omitted=tuple(omitted), next=end if end < len(paths) else None)
 
@@ -161,16 +161,18 @@ class SkillCatalog:
         path, resolved, relative = self.resolve(plan, uri)
         if relative != _MAIN:
             raise SkillRequestError(f"{uri} is not the SKILL.md of a skill (try {SCHEME}{path}/{_MAIN})")
-        problem = self.over_limits(resolved)
+        problem = await self.over_limits(resolved)
         if problem is not None:
             raise SkillRequestError(f"skill {path!r} is not served: {problem}")
         return await self.entry(plan, path, resolved)
 
     @staticmethod
-    def over_limits(resolved: ResolvedSkill) -> str | None:
-        """Why a skill exceeds the extension's limits, or ``None``."""
-        count = 1 + len(resolved.entry.files)
-        size = len(resolved.skill.raw) + sum(f.size for f in resolved.entry.files)
+    async def over_limits(resolved: ResolvedSkill) -> str | None:
+        """Why a skill exceeds the extension's limits, or ``None`` (its folder is listed now
+        when its layer deferred the listing)."""
+        files = (await resolved.source.list_files(resolved.entry)).files
+        count = 1 + len(files)
+        size = len(resolved.skill.raw) + sum(f.size for f in files)
         if count > MAX_FILES:
             return f"it has {count} files, over the extension's limit of {MAX_FILES} per skill"
         if size > MAX_BYTES:
@@ -190,12 +192,13 @@ class SkillCatalog:
     async def _manifest(self, plan: TurnPlan, resolved: ResolvedSkill) -> tuple[dict[str, Any], ...]:
         entry = resolved.entry
         owner = plan.context.user_id if resolved.skill.layer is Layer.USER else ""
-        key = (owner, resolved.source.source, entry.path, entry.digest)
+        listing = await resolved.source.list_files(entry)  # its digest covers every file
+        key = (owner, resolved.source.source, entry.path, listing.digest)
         cached = self._manifests.get(key)
         if cached is not None:
             self._manifests.move_to_end(key)
             return cached
-        paths = [f.path for f in entry.files]
+        paths = [f.path for f in listing.files]
         data = {_MAIN: resolved.skill.raw, **(await resolved.source.read_files(entry, paths) if paths else {})}
         # Up to 16 MiB to hash: one worker-thread hop per skill keeps other requests moving.
         manifest = await anyio.to_thread.run_sync(_hashed, data)
@@ -209,21 +212,21 @@ class SkillCatalog:
     async def read(self, plan: TurnPlan, uri: str) -> tuple[bytes, str]:
         """The bytes and MIME type of the skill file ``uri``."""
         path, resolved, relative = self.resolve(plan, uri)
-        problem = self.over_limits(resolved)
+        problem = await self.over_limits(resolved)
         if problem is not None:
             raise SkillRequestError(f"skill {path!r} is not served: {problem}")
         if relative == _MAIN:
             return resolved.skill.raw, mime_type(_MAIN)
-        if relative not in resolved.skill.files:
+        if relative not in await resolved.list_files():
             raise SkillRequestError(f"skill {path!r} has no file {relative!r}")
         data = await resolved.source.read_files(resolved.entry, [relative])
         return data[relative], mime_type(relative)
 
-    def directory(self, plan: TurnPlan, uri: str) -> list[dict[str, Any]]:
+    async def directory(self, plan: TurnPlan, uri: str) -> list[dict[str, Any]]:
         """The direct children of the directory ``uri`` (a skill's root or one of its folders)."""
         path, resolved, relative = self.resolve(plan, uri)
         prefix = f"{relative}/" if relative else ""
-        files = [_MAIN, *resolved.skill.files]
+        files = [_MAIN, *await resolved.list_files()]
         if relative and not any(f.startswith(prefix) for f in files):
             raise SkillRequestError(f"{uri} is not a directory resource")
         children: dict[str, dict[str, Any]] = {}

@@ -233,7 +233,7 @@ class SkillServer:
     async def _directory_read(self, ctx: ServerRequestContext[Any, Any], params: _DirectoryParams) -> dict[str, Any]:
         plan = await self._need_plan(ctx)
         try:
-            return {"resources": self.catalog.directory(plan, params.uri)}
+            return {"resources": await self.catalog.directory(plan, params.uri)}
         except SkillRequestError as exc:
             raise _invalid(str(exc)) from None
 
@@ -280,7 +280,7 @@ class SkillServer:
             """
             text = await load_skill_file(plan, name)
             resolved = plan.find(name)
-            files = resolved.skill.files if resolved is not None else ()
+            files = await resolved.list_files() if resolved is not None else ()
             return text + (f"\n\nFiles of this skill (read_skill_resource): {', '.join(files)}" if files else "")
 
         async def read_skill_resource(skill_name: str, path: str, offset: int = 1, limit: int | None = None) -> str:

@@ -24,6 +24,7 @@ from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import (
     BundleFile,
+    FileListing,
     RepositoryError,
     RepositoryUnavailable,
     SkillBundle,
@@ -44,7 +45,12 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LayerEntry:
-    """A parsed skill with what staging and the load tool need: its files and a content digest."""
+    """A parsed skill with what staging and the load tool need: its files and a content digest.
+
+    ``files`` is the whole listing unless ``listed`` is ``False`` (a folder layer read lazily):
+    then it holds what the load listed (the folder's top level and the workflow definition
+    files), and :meth:`SkillLayer.list_files` gives the whole listing.
+    """
 
     skill: Skill
     digest: str
@@ -52,6 +58,7 @@ class LayerEntry:
     path: str  # the folder's path inside the layer's filesystem (its folder name in a market)
     key: str  # what names the folder in the repository's reads (``SkillBundle.key``)
     link: str | None = None  # the real host folder when an operator's layer reached it through a link
+    listed: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -215,6 +222,24 @@ class SkillLayer:
             top_level=self._result.top_level,
         )
 
+    async def list_files(self, entry: LayerEntry) -> FileListing:
+        """The whole listing of ``entry``'s other files and its content token: ``entry.files`` and
+        ``entry.digest`` when the load listed it whole, else the repository's listing, produced
+        on first use and cached until the layer is read again. Raises ``RepositoryUnavailable``
+        naming the layer when it cannot be listed."""
+        if entry.listed:
+            return FileListing(files=entry.files, digest=entry.digest)
+        try:
+            listed = await self.repository.list_files(entry.key)
+        except Exception as exc:
+            raise RepositoryUnavailable(
+                f"{self.layer.value} {self.source!r} cannot list {entry.key}: {describe_error(exc)}"
+            ) from exc
+        files, refused = self._safe_files(listed.files, entry.key, entry.skill.location)
+        for problem in refused:
+            log.warning("%s", problem.message)
+        return FileListing(files=files, digest=listed.digest)
+
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
         """The files' bytes (relative to the skill folder) in one batched call; a file over
         ``max_file_size`` raises ``OSError(EFBIG)`` unread, and anything else the repository
@@ -333,20 +358,7 @@ class SkillLayer:
                     location=self.source,
                 ),
             )
-        files: list[BundleFile] = []
-        found: list[Diagnostic] = []
-        for file in bundle.files:
-            problem = relative_path_problem(file.path)
-            if problem is None:
-                files.append(file)
-                continue
-            found.append(
-                Diagnostic.warning(
-                    code="unsafe-market-path",
-                    message=f"refused {file.path!r} of {self.source}/{bundle.folder}: {problem}",
-                    location=bundle.location,
-                )
-            )
+        files, found = self._safe_files(bundle.files, bundle.folder, bundle.location)
         skill, diagnostics = load_skill(
             bundle.skill_md,
             folder=bundle.folder,
@@ -365,11 +377,32 @@ class SkillLayer:
                 path=_join(self.prefix, bundle.key),
                 key=bundle.key,
                 link=bundle.link,
+                listed=bundle.listed,
             )
             if skill is not None and admitted
             else None
         )
         return entry, (*found, *diagnostics, *scanned)
+
+    def _safe_files(
+        self, listed: Sequence[BundleFile], folder: str, location: str
+    ) -> tuple[tuple[BundleFile, ...], list[Diagnostic]]:
+        """The files of a listing whose paths are safe, and a warning for each one refused."""
+        files: list[BundleFile] = []
+        found: list[Diagnostic] = []
+        for file in listed:
+            problem = relative_path_problem(file.path)
+            if problem is None:
+                files.append(file)
+                continue
+            found.append(
+                Diagnostic.warning(
+                    code="unsafe-market-path",
+                    message=f"refused {file.path!r} of {self.source}/{folder}: {problem}",
+                    location=location,
+                )
+            )
+        return tuple(files), found
 
     def _scan(self, bundle: SkillBundle) -> tuple[bool, tuple[Diagnostic, ...]]:
         """Scan the bundle's main file as :attr:`scan_policy` says: admitted or not, and one

@@ -40,7 +40,7 @@ from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import TreeWatcher
-from harness.skills.skill import Layer, is_workflow_package
+from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
 __all__ = ["DEFAULT_SKILL_DIRS", "SkillPipeline"]
@@ -574,8 +574,19 @@ def _folder_layer(fs: AbstractFilesystem, kind: Layer, source: str, folder: str 
     workspace follows links."""
     host = fs.host_path(folder)
     follow = kind is Layer.WORKSPACE
+    # Read in place, so listed lazily: a cold load reads each SKILL.md and the folder's top level
+    # (and whether it holds a workflow definition), and a skill's other folders are listed when
+    # the load tool or a workflow first needs them.
     repository = (
-        DirectoryRepository(host, source=source, nested=True, follow_links=follow, optional=True)
+        DirectoryRepository(
+            host,
+            source=source,
+            nested=True,
+            follow_links=follow,
+            optional=True,
+            lazy_files=True,
+            look_for=WORKFLOW_MARKERS,
+        )
         if host is not None
         else DirectoryRepository(folder, filesystem=fs, source=source, nested=True)
     )

@@ -39,6 +39,13 @@ class ResolvedSkill:
         """The parsed skill."""
         return self.entry.skill
 
+    async def list_files(self) -> tuple[str, ...]:
+        """The relative paths of the skill's other files, sorted: ``skill.files`` when its layer
+        listed the folder whole at load, else listed now (see ``SkillLayer.list_files``)."""
+        if self.entry.listed:
+            return self.skill.files
+        return tuple(f.path for f in (await self.source.list_files(self.entry)).files)
+
 
 @dataclass(kw_only=True)
 class TurnPlan:

@@ -19,7 +19,7 @@ from harness.diagnostics import Diagnostic
 from harness.skills.frontmatter import FrontmatterError, split_frontmatter
 from harness.skills.rules import check_fields, check_name, unsafe_name_reason
 
-__all__ = ["Layer", "Skill", "load_skill"]
+__all__ = ["WORKFLOW_MARKERS", "Layer", "Skill", "load_skill"]
 
 
 class Layer(enum.Enum):
@@ -44,10 +44,14 @@ NATIVE_FILES = ("workflow.yaml", "guardrails.yaml", "checks.yaml")
 COMET_FILES = ("comet/skill.yaml", "comet/guardrails.yaml", "comet/checks.yaml")
 
 
+WORKFLOW_MARKERS = (NATIVE_FILES[0], COMET_FILES[0])
+"""The files whose presence makes a skill folder a workflow package (what a lazy listing looks for)."""
+
+
 def is_workflow_package(paths: Iterable[str]) -> bool:
     """Whether a skill folder with these relative file paths carries a workflow definition."""
     names = set(paths)
-    return NATIVE_FILES[0] in names or COMET_FILES[0] in names
+    return any(marker in names for marker in WORKFLOW_MARKERS)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,8 +61,10 @@ class Skill:
     ``metadata`` holds every frontmatter field in file order, as parsed (the specification's
     text fields as the text written, see :mod:`harness.skills.frontmatter`). ``location`` is
     the skill's real folder (host path, ``file://`` style URL or store path), ``folder`` its last
-    segment; ``files`` the relative paths of its other files; ``raw`` the SKILL.md bytes exactly
-    as they were read.
+    segment; ``files`` the relative paths of its other files as its layer listed them at load
+    (a folder layer read in place lists only the folder's top level and its workflow definition
+    files then: ``ResolvedSkill.list_files()`` gives the whole listing); ``raw`` the SKILL.md
+    bytes exactly as they were read.
     """
 
     name: str

@@ -19,6 +19,7 @@ from harness.models import Message
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
+from repositories import RepositoryError
 
 if TYPE_CHECKING:
     from harness.pipeline.plan import ResolvedSkill, TurnPlan
@@ -70,7 +71,8 @@ async def load_skill_file(
             f"skill {skill_id!r} is not available in this turn; available: "
             + (", ".join(sorted(s.skill.skill_id for s in plan.available())) or "none")
         )
-    return _page(await read_skill_bytes(resolved, path), _clean_path(path, resolved), resolved, offset, limit)
+    data = await read_skill_bytes(resolved, path)
+    return _page(data, await _clean_path(path, resolved), resolved, offset, limit)
 
 
 async def read_skill_bytes(resolved: ResolvedSkill, path: str = "SKILL.md") -> bytes:
@@ -78,12 +80,12 @@ async def read_skill_bytes(resolved: ResolvedSkill, path: str = "SKILL.md") -> b
     through its layer. Raises ``FileNotFoundError`` / ``PermissionError`` for a missing or
     unsafe path, each message listing the real paths."""
     skill = resolved.skill
-    clean = _clean_path(path, resolved)
+    clean = await _clean_path(path, resolved)
     if clean == skill.skill_md_name or (clean == "SKILL.md" and skill.skill_md_name == "skill.md"):
         return skill.raw
-    if clean in skill.files:
+    if clean in skill.files or clean in await resolved.list_files():
         return (await resolved.source.read_files(resolved.entry, [clean]))[clean]
-    raise FileNotFoundError(f"{skill.skill_id} has no file {clean!r}; {_listing(resolved)}")
+    raise FileNotFoundError(f"{skill.skill_id} has no file {clean!r}; {await _listing(resolved)}")
 
 
 def skill_tools(
@@ -122,7 +124,7 @@ def skill_tools(
             reload: Return SKILL.md again even if it was already loaded in this conversation.
         """
         resolved = plan.find(skillId)
-        main = resolved is not None and _clean_path(path, resolved) == resolved.skill.skill_md_name
+        main = resolved is not None and await _clean_path(path, resolved) == resolved.skill.skill_md_name
         if main and resolved is not None and loaded is not None and offset == 1:
             if resolved.skill.skill_id in loaded and not reload:
                 return (
@@ -203,21 +205,25 @@ def format_command_result(result: CommandResult) -> str:
     return "\n".join(lines)
 
 
-def _clean_path(path: str, resolved: ResolvedSkill) -> str:
+async def _clean_path(path: str, resolved: ResolvedSkill) -> str:
     problem = loose_path_problem(path)
     if problem in ("nul", "absolute"):
-        raise PermissionError(f"path {path!r} must be relative to the skill folder; {_listing(resolved)}")
+        raise PermissionError(f"path {path!r} must be relative to the skill folder; {await _listing(resolved)}")
     parts = loose_path_parts(path)
     if not parts:
         return resolved.skill.skill_md_name
     if problem == "parent":
-        raise PermissionError(f"path {path!r} escapes the skill folder; {_listing(resolved)}")
+        raise PermissionError(f"path {path!r} escapes the skill folder; {await _listing(resolved)}")
     return "/".join(parts)
 
 
-def _listing(resolved: ResolvedSkill) -> str:
-    paths = [resolved.skill.skill_md_name, *resolved.skill.files]
-    return "available paths: " + ", ".join(paths)
+async def _listing(resolved: ResolvedSkill) -> str:
+    """The skill's paths for an error message (listed now when its layer deferred the listing)."""
+    try:
+        files = await resolved.list_files()
+    except RepositoryError as exc:
+        return f"available paths: {resolved.skill.skill_md_name} (its other files cannot be listed: {exc})"
+    return "available paths: " + ", ".join([resolved.skill.skill_md_name, *files])
 
 
 def _page(data: bytes, path: str, resolved: ResolvedSkill, offset: int, limit: int | None) -> str:

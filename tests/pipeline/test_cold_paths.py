@@ -165,3 +165,26 @@ async def test_a_folder_market_is_read_for_staging_in_batches_and_a_bad_skill_co
     assert len(failed) == 1 and "tool-03" in failed[0].message
     assert result.written == 69 * 2
     assert (tmp_path / "ws" / CACHE / repository.source / "tool-69" / "scripts" / "run.sh").is_file()
+
+
+async def test_a_cold_load_of_the_workspace_lists_no_skill_folder_below_its_top_level(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    for index in range(3):
+        folder = make_skill(skills, f"tool-{index}")
+        (folder / "scripts").mkdir()
+        (folder / "scripts" / "run.sh").write_text("echo hi\n")
+    flow = make_skill(skills, "flow")
+    (flow / "workflow.yaml").write_text("steps: []\n")
+    (flow / "scripts").mkdir()
+    (flow / "scripts" / "step.sh").write_text("echo step\n")
+    async with LocalFilesystem(tmp_path) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
+        with IORecorder({"os.scandir"}) as listed:
+            plan = await pipeline.prepare(ALICE)
+        assert not [path for _, path in listed if str(path).endswith("/scripts")]
+        assert plan.skills["flow_workspace"].workflow  # found by name, without a walk
+        assert not plan.skills["tool-0_workspace"].workflow
+        # The listing is produced when first needed, and then served from the cache.
+        assert await plan.skills["tool-0_workspace"].list_files() == ("scripts/run.sh",)
+        with IORecorder({"os.scandir"}) as again:
+            assert await plan.skills["tool-0_workspace"].list_files() == ("scripts/run.sh",)
+        assert again == []

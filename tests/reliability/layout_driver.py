@@ -1,6 +1,7 @@
 """Child process of the hostile-layout tests, run as an unprivileged user so that file modes
 matter: prepares a turn for each user over a workspace (and optionally a directory market) and
-prints one JSON line: each user's skill ids and every diagnostic message.
+prints one JSON line: each user's skill ids, every diagnostic message, and for each skill whose
+whole listing cannot be produced (a folder layer lists a skill's folders on first use) why.
 
 Usage: python layout_driver.py WORKSPACE [MARKET_DIR] USERS
 """
@@ -16,7 +17,7 @@ import anyio
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from repositories import DirectoryRepository
+from repositories import DirectoryRepository, RepositoryError
 
 
 async def main(workspace: str, market: str, users: list[str]) -> None:
@@ -28,7 +29,17 @@ async def main(workspace: str, market: str, users: list[str]) -> None:
     ):
         for user in users:
             plan = await pipeline.prepare(RuntimeContext(user_id=user))
-            result[user] = {"skills": sorted(plan.skills), "diagnostics": [d.message for d in plan.diagnostics]}
+            unlisted: dict[str, str] = {}
+            for skill_id, resolved in sorted(plan.skills.items()):
+                try:
+                    await resolved.list_files()
+                except RepositoryError as exc:
+                    unlisted[skill_id] = str(exc)
+            result[user] = {
+                "skills": sorted(plan.skills),
+                "diagnostics": [d.message for d in plan.diagnostics],
+                "unlisted": unlisted,
+            }
     print(json.dumps(result))
 
 

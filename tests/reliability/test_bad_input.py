@@ -161,7 +161,7 @@ async def test_symlink_loops_and_escapes_in_skill_folders_are_never_followed(tmp
     async with LocalFilesystem(ws, shell=True) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
         plan = await pipeline.prepare(ALICE)
         resolved = plan.skills["good_workspace"]
-        assert set(resolved.skill.files) == {"references/guide.md"}
+        assert set(await resolved.list_files()) == {"references/guide.md"}
         assert set(plan.skills) == {"good_workspace"}
         for path in ("references/passwd", "references/secret", "references/loop", "references/up/SKILL.md"):
             with pytest.raises(FileNotFoundError, match="available paths: SKILL.md, references/guide.md"):

@@ -175,7 +175,7 @@ async def test_workspace_loads_dot_folder_skills_and_delivers_every_file_of_a_sk
     async with LocalFilesystem(tmp_path) as fs, SkillPipeline(filesystem=fs, watch=False) as pipeline:
         plan = await pipeline.prepare(ALICE)
         assert sorted(plan.skills) == ["alpha_workspace", "beta_workspace"]
-        assert list(plan.skills["alpha_workspace"].skill.files) == ALPHA_FILES
+        assert list(await plan.skills["alpha_workspace"].list_files()) == ALPHA_FILES
         assert await load_skill_file(plan, "alpha", "assets/.env.example") == "TOKEN=\n"
 
 
@@ -256,7 +256,7 @@ async def test_workspace_follows_a_linked_skill_folder_once_and_reports_it_as_a_
         assert list(plan.skills) == ["mine_workspace"]
         resolved = plan.skills["mine_workspace"]
         assert resolved.entry.link == str(source)
-        assert resolved.skill.files == ("scripts/run.sh",)
+        assert await resolved.list_files() == ("scripts/run.sh",)
         assert await load_skill_file(plan, "mine", "scripts/run.sh") == "echo mine\n"
     text = messages(plan)
     assert "workspace: link mirror leads to a folder already loaded: skipped" in text
@@ -327,10 +327,13 @@ def test_unreadable_entries_cost_only_their_own_skill_in_layers_and_markets() ->
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     for user in ("alice", "bob"):
-        assert result[user]["skills"] == ["alpha_workspace", "m-alpha_dir-market"]
+        # A folder layer lists a skill's folders on first use: gamma loads, and its unreadable
+        # folder fails its listing (the load tool reports it) instead of the load.
+        assert result[user]["skills"] == ["alpha_workspace", "gamma_workspace", "m-alpha_dir-market"]
+        assert list(result[user]["unlisted"]) == ["gamma_workspace"]
+        assert "skill gamma cannot be listed: part of it cannot be read" in result[user]["unlisted"]["gamma_workspace"]
         text = "\n".join(result[user]["diagnostics"])
         assert "workspace: cannot read skills/beta/SKILL.md, skill skipped" in text
-        assert "workspace: skill gamma skipped: part of it cannot be read" in text
         assert "workspace: cannot read folder team/.hidden-dir" in text
         assert "cannot read m-beta/SKILL.md, skill skipped" in text  # the market's own problems
         assert "skill m-gamma skipped: part of it cannot be read" in text
