@@ -110,10 +110,12 @@ def _list_dir(folder: str, *, follow: bool = False, skip_prefix: str | None = No
         for item in it:
             if skip_prefix is not None and item.name.startswith(skip_prefix):
                 continue
-            if item.is_symlink():
-                children.append(_followed(item) if follow else Child(item.name, SYMLINK, item.path))
-            elif item.is_dir(follow_symlinks=False):
+            # A link is never a folder without following it, so the common folder case is
+            # decided by one (cached d_type) check.
+            if item.is_dir(follow_symlinks=False):
                 children.append(Child(item.name, DIR, item.path))
+            elif item.is_symlink():
+                children.append(_followed(item) if follow else Child(item.name, SYMLINK, item.path))
             else:
                 children.append(_file_child(item.name, item.path, item.stat(follow_symlinks=False)))
     return children

@@ -26,6 +26,7 @@ propagates), and optionally ``read(node) -> bytes`` for ignore files.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -325,11 +326,11 @@ class _Walker(Generic[N]):
             return None
         kept: list[Child[N]] = []
         for child in children:
-            if undecodable(child.name):
+            if not child.name.isascii() and undecodable(child.name):
                 self.problems.append(f"name is not valid UTF-8, skipped: {shown(prefix + child.name)}")
             elif child.name not in VCS_FOLDERS and not (not prefix and child.name in RESERVED_NAMES):
                 kept.append(child)
-        kept.sort(key=lambda child: child.name)  # a stable order decides which duplicate is kept
+        kept.sort(key=_name)  # a stable order decides which duplicate is kept
         specs = self.ignore_specs(prefix, kept, specs)
         if specs:
             kept = [c for c in kept if not _ignored(prefix + c.name, c.kind == DIR, specs)]
@@ -532,6 +533,9 @@ def complete_layout(
     if not walker.gather(done, pending, None, "cannot be listed"):
         return None, walker.problems
     return done, walker.problems
+
+
+_name = operator.itemgetter(0)  # Child.name
 
 
 def _entry(prefix: str, child: Child[N]) -> Entry[N]:
