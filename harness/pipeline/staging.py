@@ -421,8 +421,7 @@ class Stager(AsyncResource):
                 unchanged += counts[1]
                 removed += counts[2]
                 diagnostics.extend(found)
-                if not any(d.severity == "error" for d in found):
-                    manifest[item.key] = entry_manifest
+                manifest[item.key] = entry_manifest  # a failed skill's entry keeps its old digest
             ours = {item.key for item in items}
             self._write_lease(ours)
             keep = ours | self._leased_by_others()
@@ -460,6 +459,7 @@ class Stager(AsyncResource):
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
         checked: set[Path] = set()
+        landed: list[str] = []  # paths whose file on disk is the new version
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
         for path, fetched in sorted(files.items()):
@@ -479,6 +479,7 @@ class Stager(AsyncResource):
             target = folder / path
             if _is_current(target, digest, mode, old_files.get(path), verify):
                 unchanged += 1
+                landed.append(path)
                 continue
             try:
                 if target.parent not in checked:  # once per folder of the skill
@@ -499,6 +500,7 @@ class Stager(AsyncResource):
                 )
                 continue
             written += 1
+            landed.append(path)
         stale = set(old_files) - set(new_files)
         if verify and folder.is_dir():
             stale |= {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()} - set(new_files)
@@ -508,6 +510,13 @@ class Stager(AsyncResource):
             with contextlib.suppress(FileNotFoundError):
                 (folder / path).unlink()
                 removed += 1
+        if any(d.severity == "error" for d in diagnostics):
+            # The folder is part old, part new: record what is on disk now (the old records, the
+            # files this pass landed) under the old digest, so the next pass restages the skill
+            # and removes whatever it no longer has, including files written this time.
+            on_disk = {path: record for path, record in old_files.items() if path not in stale}
+            on_disk.update((path, new_files[path]) for path in landed)
+            return (written, unchanged, removed), {"digest": (old or {}).get("digest"), "files": on_disk}, diagnostics
         return (written, unchanged, removed), {"digest": item.entry.digest, "files": new_files}, diagnostics
 
     def _inside(self, folder: Path) -> bool:

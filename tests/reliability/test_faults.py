@@ -278,6 +278,41 @@ async def test_disk_full_during_staging_keeps_last_good_and_heals(tiny_cache: Pa
         assert await _user_note(healed) == "written by alice\n"
 
 
+async def test_a_skill_half_staged_by_a_failed_write_is_cleaned_up_by_the_next_pass(tmp_path: Path) -> None:
+    """One file of a new version cannot be written while another new file lands: the next
+    version, without that file, leaves no stray file in the cache (the manifest records what the
+    failed pass did write)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    market = MemoryRepository([_bundle("tool", "v1")], name="acme")
+    async with (
+        LocalFilesystem(ws, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market], watch=False) as pipeline,
+    ):
+        await pipeline.prepare(ALICE)
+        blocker = ws / CACHE / "acme" / "tool" / "data"  # a folder where the new version has a file
+        (blocker / "inside").mkdir(parents=True)
+        await market.save(
+            make_bundle(
+                "tool",
+                text=skill_md("tool"),
+                files={"scripts/run.sh": ("#!/bin/sh\necho v2\n", 0o755), "assets/new.bin": "new", "data": "x"},
+            )
+        )
+        half = await pipeline.prepare(ALICE)
+        assert _errors(half, "stage-write-failed"), half.diagnostics
+        assert (ws / CACHE / "acme" / "tool" / "assets" / "new.bin").is_file()  # landed before the failure
+
+        shutil.rmtree(blocker)
+        await market.save(_bundle("tool", "v3"))
+        healed = await pipeline.prepare(ALICE)
+        assert not _errors(healed, "stage-write-failed")
+        assert cache_problems(ws) == []
+        assert not (ws / CACHE / "acme" / "tool" / "assets" / "new.bin").exists()
+        run = await healed.filesystem.run(f"{healed.skills['tool_acme'].files_root}/scripts/run.sh")
+        assert run.stdout == "v3\n"
+
+
 def _fill(path: Path) -> None:
     """Take every free byte of the file system holding ``path``."""
     with open(path, "wb", buffering=0) as handle:
