@@ -208,6 +208,28 @@ async def test_writing_run_records_in_dot_harness_is_refused(scene: Scene) -> No
     assert not await scene.alice.exists(".harness/runs/run-2.json")
 
 
+async def test_staged_files_and_the_scan_verdicts_cannot_be_forged_from_the_shell(scene: Scene) -> None:
+    """The shared ``.skills-cache`` holds staged market files and the market scan's verdicts with
+    their key: a tenant may run the staged scripts, never change them, forge a verdict (to unblock
+    a market skill) or replace the key."""
+    cache = scene.root / ".skills-cache"
+    await scene.fs.write_text(".skills-cache/acme/tool/scripts/run.sh", "echo staged\n")
+    await scene.fs.write_text(".skills-cache/.scan-verdicts.json", '{"verdicts": {}}')
+    await scene.fs.write_text(".skills-cache/.scan.key", "00" * 32)
+    before = _tree(cache)
+    for command in (
+        'echo \'{"verdicts": {"forged": 1}}\' > /workspace/.skills-cache/.scan-verdicts.json',
+        "echo 11 > /workspace/.skills-cache/.scan.key",
+        "rm -f /workspace/.skills-cache/.scan.key",
+        "echo evil > /workspace/.skills-cache/acme/tool/scripts/run.sh",
+        "mv /workspace/.skills-cache /workspace/moved",
+        "echo x > /workspace/.skills-cache/.manifest.json",
+    ):
+        assert not (await scene.alice.run(command)).ok, command
+    assert _tree(cache) == before
+    scene.assert_untouched()
+
+
 async def test_a_missing_dot_harness_cannot_be_created_from_the_shell(scene: Scene) -> None:
     await scene.alice.delete(".harness")
     result = await scene.alice.run("mkdir -p /workspace/.harness/runs && echo x > /workspace/.harness/runs/r.json")
