@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 from filesystems import validate_user_id
 
-__all__ = ["RuntimeContext"]
+__all__ = ["ACTION_ID_ENV", "RuntimeContext"]
+
+#: The environment variable that carries a workflow action's id into the commands and scripts
+#: run while that action is performed (tools get it as ``ToolContext.action_id``).
+ACTION_ID_ENV = "HARNESS_ACTION_ID"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

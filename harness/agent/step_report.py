@@ -20,12 +20,12 @@ import json
 from typing import Any, Literal
 
 from filesystems import CommandResult
-from harness.engine import ACTION_ID_ENV, ActionContext, Outcome
-from harness.pipeline.catalog import SHELL_TOOL, WORKFLOW_REPORT_TOOL
+from harness.engine import ActionContext, Outcome
+from harness.pipeline.catalog import WORKFLOW_REPORT_TOOL
 from harness.tools.function import Tool, ToolError, tool_from_function
-from harness.tools.skills import format_command_result, shell_environment
+from harness.tools.skills import format_command_result
 
-__all__ = ["StepReports", "script_outcome", "step_message", "with_action_env"]
+__all__ = ["StepReports", "script_outcome", "step_message"]
 
 _REPORT_KEY = "workflow_report"
 
@@ -105,20 +105,6 @@ def step_message(instructions: str, action: ActionContext) -> str:
         "before you answer; use action_id to make side effects idempotent."
     )
     return f"{instructions}\n\n<workflow-step>\n{block}\n</workflow-step>\n{report}".lstrip()
-
-
-def with_action_env(tool: Tool, action: ActionContext) -> Tool:
-    """The shell tool with ``HARNESS_ACTION_ID`` exported for every command (other tools as is)."""
-    if tool.name != SHELL_TOOL:
-        return tool
-    original = tool.function
-    env = {ACTION_ID_ENV: action.action_id}
-
-    async def run(**arguments: Any) -> Any:
-        with shell_environment(env):
-            return await original(**arguments)
-
-    return dataclasses.replace(tool, function=run)
 
 
 def script_outcome(result: CommandResult) -> Outcome:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filesystems import AbstractFilesystem
-from harness.agent.step_report import StepReports, script_outcome, step_message, with_action_env
+from harness.agent.step_report import StepReports, script_outcome, step_message
 from harness.context import RuntimeContext
 from harness.engine import ACTION_ID_ENV, STEP_READS_ENV, Outcome, SkillDecl, SkillPackage, ToolDecl, current_action
 from harness.engine.package import is_package_file
@@ -108,8 +108,6 @@ def step_tools(allowed: tuple[ToolDecl, ...], reports: StepReports | None = None
             decl = names.get(tool.name)
             if decl is None:
                 continue
-            if reports is not None:
-                tool = with_action_env(tool, reports.action)
             offered.append(_guarded(tool, decl.id) if decl.requires_confirmation else tool)
         return [*offered, reports.tool()] if reports is not None else offered
 

@@ -15,13 +15,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.context import ACTION_ID_ENV
 from harness.engine.errors import OutcomeRefused
 from harness.engine.run import Outcome
 
 __all__ = ["ACTION_ID_ENV", "STEP_READS_ENV", "ActionContext", "current_action", "performing"]
 
-#: The environment variable that carries the action id into scripts run during a step.
-ACTION_ID_ENV = "HARNESS_ACTION_ID"
 #: The environment variable that carries a script step's declared reads (a JSON object).
 STEP_READS_ENV = "HARNESS_STEP_READS"
 

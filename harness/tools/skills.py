@@ -7,16 +7,15 @@ user's turn: a filtered or another user's skill is "not found".
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from filesystems import CommandResult, loose_path_parts, loose_path_problem
-from harness.context import RuntimeContext
+from harness.context import ACTION_ID_ENV, RuntimeContext
 from harness.errors import SkillNotFound
 from harness.models import Message
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
+from harness.tools.context import current_tool_context
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
 from repositories import RepositoryError
@@ -30,22 +29,8 @@ __all__ = [
     "UsageHooks",
     "load_skill_file",
     "read_skill_bytes",
-    "shell_environment",
     "skill_tools",
 ]
-
-_shell_env: ContextVar[Mapping[str, str] | None] = ContextVar("harness_shell_env", default=None)
-
-
-@contextmanager
-def shell_environment(env: Mapping[str, str]) -> Iterator[None]:
-    """Within this block (this task and what it awaits), the shell tool adds ``env`` to the
-    environment of the commands it runs; the command text itself is not changed."""
-    token = _shell_env.set(env)
-    try:
-        yield
-    finally:
-        _shell_env.reset(token)
 
 
 class UsageHooks(Protocol):
@@ -153,7 +138,8 @@ def skill_tools(
             cwd: A folder relative to the user's workspace to run in.
             timeout: Seconds before the command is killed (at most the operator's limit).
         """
-        env = _shell_env.get()
+        call = current_tool_context()  # a workflow action's commands learn its id
+        env = {ACTION_ID_ENV: call.action_id} if call is not None and call.action_id else None
         result = await plan.filesystem.run(command, cwd=cwd, env=env, timeout=_tool_timeout(timeout, shell_timeout))
         if usage is not None:
             for resolved in plan.available():
