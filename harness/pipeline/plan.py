@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,12 +28,18 @@ class VisibilityPolicy(Protocol):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ResolvedSkill:
     """A merged skill with the source that reads its files and where the shell finds them;
-    ``workflow`` says it carries a workflow definition (``harness.engine``)."""
+    ``workflow`` says it carries a workflow definition (``harness.engine``).
+
+    ``environment`` is the folder of the skill's own Python packages as the shell sees it (like
+    ``files_root``), or ``None`` when the skill has none (yet): commands of this skill get it
+    first on ``PYTHONPATH`` and its ``bin/`` first on ``PATH``.
+    """
 
     entry: LayerEntry
     source: SkillLayer
     files_root: str | None
     workflow: bool = False
+    environment: str | None = None
 
     @property
     def skill(self) -> Skill:
@@ -54,7 +61,9 @@ class TurnPlan:
     ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
     and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`. ``search`` is set
     when the catalog budget cut the catalog: an index over at least these skills (the search
-    tool keeps only what :meth:`find` serves).
+    tool keeps only what :meth:`find` serves). ``before_run``, when set, is awaited by the
+    shell tool before a command of a skill runs: it checks that skill's staged copy and restores
+    what was changed behind the stager's back.
     """
 
     context: RuntimeContext
@@ -66,6 +75,7 @@ class TurnPlan:
     staged: StageResult | None
     invoked: set[str] = field(default_factory=set)
     search: SkillIndex | None = None
+    before_run: Callable[[ResolvedSkill], Awaitable[None]] | None = None
 
     def available(self) -> list[ResolvedSkill]:
         """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""
