@@ -209,11 +209,6 @@ class SkillRepository(AsyncResource, ABC):
 
     source: str
     writable: bool
-    #: ``True`` when ``BundleFile.mode`` is what the publisher deliberately set (git records
-    #: exactly ``100755`` or ``100644``), so a file without exec bits is not meant to run;
-    #: ``False`` when modes may be defaults nobody chose (rows saved with ``0644``, files
-    #: copied by hand), so staging also makes ``#!`` files and script suffixes executable.
-    modes_given: bool = False
     #: ``True`` when :meth:`read_files_batch` reads many folders in one step (one worker-thread
     #: hop), so staging should hand it many skills at once rather than one at a time.
     batch_reads: bool = False

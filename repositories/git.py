@@ -146,8 +146,6 @@ class GitRepository(SkillRepository):
     Slug: ``git-<owner>-<repo>[-<branch>]``.
     """
 
-    modes_given = True
-
     def __init__(
         self,
         url: str,

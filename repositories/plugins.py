@@ -182,7 +182,6 @@ class PluginMarketplaceRepository(SkillRepository):
             self._cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         super().__init__(source=source or make_source("plugins", default))
         self.root = root
-        self.modes_given = isinstance(root, GitRepository)
         self._manifest: _Manifest | None = None
         self._manifest_key: str | None = None
         self._children: dict[_Plugin, SkillRepository] = {}

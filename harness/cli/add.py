@@ -79,7 +79,7 @@ async def _fetch(repository: SkillRepository, name: str) -> tuple[SkillBundle, d
     for file in bundle.files:
         files[file.path] = (
             data[file.path],
-            staged_mode(file.path, data[file.path], file.mode, modes_given=repository.modes_given),
+            staged_mode(file.path, data[file.path], file.mode),
         )
     return bundle, files
 

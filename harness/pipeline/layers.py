@@ -122,7 +122,6 @@ class SkillLayer:
         if self.verdicts is not None and scan_policy is not None and self.verdicts.scanner is not scan_policy.scanner:
             self.verdicts = None
         self.max_file_size = max_file_size
-        self.modes_given = repository.modes_given  # see SkillRepository.modes_given
         self._watched = False
         self._stale = True
         self._failing = False

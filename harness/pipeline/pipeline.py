@@ -225,7 +225,14 @@ class SkillPipeline(AsyncResource):
             diagnostics=diagnostics,
             staged=staged,
             search=None if catalog.complete else view.search,  # filtered skills: the search tool drops them
+            before_run=self._before_run if self.stager is not None else None,
         )
+
+    async def _before_run(self, skill: ResolvedSkill) -> None:
+        """Before a command of ``skill`` runs: a staged skill's folder gets back exactly what was
+        staged (see :meth:`Stager.check`); skills shown in place are the user's or the operator's."""
+        if self.stager is not None and skill.source.staged:
+            await self.stager.check(StageItem(entry=skill.entry, reader=skill.source).key)
 
     async def stage(self, *, verify: bool = False) -> StageResult:
         """Stage layers 1–2 now (``verify`` re-hashes what is on disk and repairs it). The result's

@@ -29,9 +29,17 @@ overrides and visibility filters, so one user's turn never removes what another'
 - Nothing outside ``.skills-cache`` is touched; unsafe market paths are refused per file.
 - Each file is capped (``max_file_size``, checked against the listed size before reading);
   large files stream to ``.skills-cache/.incoming`` while hashed, never held whole in memory.
-- Modes are normalised (:func:`staged_mode`): ``0644``, or ``0755`` for an exec bit (or, where
-  the source's modes are only defaults, a script); never setuid/setgid/sticky or group/world
-  writable.
+- One mode rule for every source (:func:`staged_mode`): a script (a ``#!`` first line or a
+  script suffix) or a file the source marked executable gets ``+x`` where ``r`` is set, whatever
+  kind of market it came from; never setuid/setgid/sticky or group/world writable. Staged
+  copies are read-only (``0444`` / ``0555``) and so are their folders (``0555``): the stager
+  opens a folder for writing only during its own pass and seals it again.
+- A staged folder is checked before a command of its skill runs (:meth:`Stager.check`): one
+  ``lstat`` walk of that folder against the manifest's records of what was written (size,
+  times, inode, mode); only files whose record differs are hashed, changed or missing ones are
+  restored from the source, and entries that are not the skill's (``__pycache__``, outputs,
+  links) are removed without following links. A root process's shell ignores permission bits,
+  so this restore, not the modes, is what gives the next user the market's bytes.
 """
 
 from __future__ import annotations
@@ -66,6 +74,11 @@ __all__ = ["DEFAULT_MAX_FILE_SIZE", "StageItem", "StageResult", "Stager", "stage
 DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
 
 EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
+_READ_ONLY = ~0o222  # staged files and folders: nobody writes them but the stager
+_OPEN_DIR = 0o755  # a staged folder while the stager writes into it
+_SEALED_DIR = _OPEN_DIR & _READ_ONLY
+# Manifest entries of another format lack the records `check` compares: their skills are restaged.
+_FORMAT = 2
 _MANIFEST = ".manifest.json"
 _BOOT = ".manifest.boot"  # the boot the manifest was last written in (see the module notes)
 _LEASES = ".leases"
@@ -113,14 +126,15 @@ class StageResult:
         return {"written": self.written, "unchanged": self.unchanged, "removed": self.removed}
 
 
-def staged_mode(path: str, data: bytes, given: int, *, modes_given: bool = False) -> int:
-    """The mode a staged file gets: ``0755`` when the source gave any exec bit, else ``0644`` —
-    except that for a source whose modes are only defaults (``modes_given=False``) a ``#!`` first
-    line or a script suffix also makes it ``0755``. Setuid/setgid/sticky and group/world write
-    bits are never kept (the cache is shared; the shell may run as another uid)."""
-    if given & 0o111:
-        return 0o755
-    if not modes_given and (data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES):
+def staged_mode(path: str, data: bytes, given: int) -> int:
+    """The mode a skill file copied out of a source gets, the same for every kind of source:
+    ``0755`` for a script (``data`` starts with ``#!``, or ``path`` has a suffix in
+    :data:`EXEC_SUFFIXES`) or a file the source gave any exec bit, else ``0644``. A git tree
+    stores most scripts ``100644`` and a folder copied by hand keeps whatever mode it had, so the
+    source's bits alone would make a skill runnable from one market and not another.
+    Setuid/setgid/sticky and group/world write bits are never kept (the cache is shared; the
+    shell may run as another uid). The staging cache drops the write bits as well."""
+    if given & 0o111 or data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES:
         return 0o755
     return 0o644
 
@@ -160,6 +174,9 @@ class Stager(AsyncResource):
         self._last_files = 0
         self._last_verify = time.monotonic()
         self._plain_dirs: set[Path] = set()
+        # What the last pass staged (key -> item) and the manifest it left, for `check`.
+        self._served: dict[str, StageItem] = {}
+        self._records: dict[str, Any] = {}
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
 
     async def stage(
@@ -194,7 +211,7 @@ class Stager(AsyncResource):
                     needed = [
                         item
                         for item in items
-                        if verify or manifest.get(item.key, {}).get("digest") != item.entry.digest
+                        if verify or _recorded_digest(manifest.get(item.key)) != item.entry.digest
                     ]
                     diagnostics = await self._fetch(needed, contents)
                     result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
@@ -210,6 +227,7 @@ class Stager(AsyncResource):
                 )
             finally:
                 await anyio.to_thread.run_sync(_remove_temps, contents)
+            self._served = {item.key: item for item in items}
             result = StageResult(
                 written=result.written,
                 unchanged=result.unchanged,
@@ -235,6 +253,35 @@ class Stager(AsyncResource):
             if verify:
                 self._last_verify = time.monotonic()
             return result
+
+    async def check(self, key: str) -> None:
+        """Make the staged folder ``key`` (``<source>/<folder>``) hold exactly what the last pass
+        staged there, before a command of that skill runs.
+
+        One ``lstat`` walk of that folder in a worker thread, compared with the manifest's
+        records; when nothing differs that is all it costs. Otherwise, under the stager's locks:
+        files whose record differs are hashed, those whose bytes or mode changed (or that are
+        missing) are rewritten from the source, entries that are not the skill's are removed
+        (never through a link), and the folders are sealed read-only again. A file that cannot
+        be restored (the source does not answer) is removed rather than left to run, and the
+        skill is restaged by the next pass. A key the stager does not serve is left alone.
+        """
+        record = self._records.get(key)
+        if key not in self._served or not isinstance(record, dict):
+            return
+        if not await anyio.to_thread.run_sync(_drifted, self.cache_dir / key, record.get("files", {})):
+            return
+        async with self._lock:
+            item = self._served.get(key)
+            if item is None:
+                return
+            contents: dict[str, dict[str, _Fetched]] = {}
+            try:
+                if await anyio.to_thread.run_sync(self._restore, item, None):
+                    await self._fetch([item], contents)  # a failed read leaves the files to be removed
+                    await anyio.to_thread.run_sync(self._restore, item, contents.get(key, {}))
+            finally:
+                await anyio.to_thread.run_sync(_remove_temps, contents)
 
     async def _aclose(self) -> None:
         """Give up this stager's lease so others may clean what only it served."""
@@ -381,11 +428,12 @@ class Stager(AsyncResource):
                 rebooted = bool(manifest) and _read_boot(self.cache_dir) != _BOOT_ID
                 if verify or rebooted or manifest.keys() != {item.key for item in items}:
                     return None, manifest, rebooted
-                if any(_digest_of(manifest[item.key]) != item.entry.digest for item in items):
+                if any(_recorded_digest(manifest[item.key]) != item.entry.digest for item in items):
                     return None, manifest, False
                 self._write_lease(set(manifest))
         except FileNotFoundError:  # no cache yet
             return None, {}, False
+        self._records = manifest
         files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
         return StageResult(unchanged=files), manifest, False
 
@@ -408,33 +456,42 @@ class Stager(AsyncResource):
             for item in items:
                 if item.key not in contents:
                     unchanged += len(manifest.get(item.key, {}).get("files", {}))
-            # Skills are written side by side (each file still temp + rename): creating and renaming
-            # files waits on the filesystem's journal far more than on the CPU.
-            with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
-                outcomes = list(
-                    pool.map(
-                        lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify), writes
+            # Source folders stay open for the whole pass: the skills below them are written side by side.
+            opened: set[Path] = set()
+            try:
+                for source in {item.reader.source for item, _ in writes} | {p.name for p in _dirs(self.cache_dir)}:
+                    _drop_links(self.cache_dir / source)
+                    self._open_folder(self.cache_dir, self.cache_dir / source, opened)
+                # Skills are written side by side (each file still temp + rename): creating and renaming
+                # files waits on the filesystem's journal far more than on the CPU.
+                with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
+                    outcomes = list(
+                        pool.map(
+                            lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify),
+                            writes,
+                        )
                     )
-                )
-            for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
-                written += counts[0]
-                unchanged += counts[1]
-                removed += counts[2]
-                diagnostics.extend(found)
-                manifest[item.key] = entry_manifest  # a failed skill's entry keeps its old digest
-            ours = {item.key for item in items}
-            self._write_lease(ours)
-            keep = ours | self._leased_by_others()
-            kept: dict[str, int] = {}
-            for key in sorted(set(manifest) | self._folders_on_disk()):
-                if key in keep:
-                    continue
-                source = key.partition("/")[0]
-                if source in keep_sources:
-                    kept[source] = kept.get(source, 0) + 1
-                    continue
-                removed += self._remove_folder(key)
-                manifest.pop(key, None)
+                for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
+                    written += counts[0]
+                    unchanged += counts[1]
+                    removed += counts[2]
+                    diagnostics.extend(found)
+                    manifest[item.key] = entry_manifest  # a failed skill's entry keeps its old digest
+                ours = {item.key for item in items}
+                self._write_lease(ours)
+                keep = ours | self._leased_by_others()
+                kept: dict[str, int] = {}
+                for key in sorted(set(manifest) | self._folders_on_disk()):
+                    if key in keep:
+                        continue
+                    source = key.partition("/")[0]
+                    if source in keep_sources:
+                        kept[source] = kept.get(source, 0) + 1
+                        continue
+                    removed += self._remove_folder(key)
+                    manifest.pop(key, None)
+            finally:
+                _seal(opened)
             diagnostics.extend(
                 Diagnostic.warning(
                     code="stage-kept",
@@ -446,78 +503,179 @@ class Stager(AsyncResource):
             _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
             if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
                 _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
+            self._records = manifest
             return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
         self, item: StageItem, files: dict[str, _Fetched], old: dict[str, Any] | None, verify: bool
     ) -> tuple[tuple[int, int, int], dict[str, Any], list[Diagnostic]]:
-        folder = self.cache_dir / item.reader.source / item.folder
-        _drop_links(folder.parent, folder)
+        folder = self.cache_dir / item.key
+        _drop_links(folder)
         if folder.is_dir():
             _remove_temp_files(folder.rglob(_TEMP_PATTERN))
         modes = {f.path: f.mode for f in item.entry.files}
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
-        checked: set[Path] = set()
+        opened: set[Path] = set()  # this skill's folders made writable for this pass, sealed at its end
         landed: list[str] = []  # paths whose file on disk is the new version
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
-        for path, fetched in sorted(files.items()):
-            problem = relative_path_problem(path)
-            if problem:
-                diagnostics.append(
-                    Diagnostic.warning(
-                        code="unsafe-market-path",
-                        message=f"refused to stage {path!r} of {item.key}: {problem}",
-                        location=item.entry.skill.location,
+        try:
+            for path, fetched in sorted(files.items()):
+                problem = relative_path_problem(path)
+                if problem:
+                    diagnostics.append(
+                        Diagnostic.warning(
+                            code="unsafe-market-path",
+                            message=f"refused to stage {path!r} of {item.key}: {problem}",
+                            location=item.entry.skill.location,
+                        )
                     )
-                )
-                continue
-            digest = fetched.sha256
-            mode = staged_mode(path, fetched.head, modes.get(path, 0o644), modes_given=item.reader.modes_given)
-            new_files[path] = {"sha256": digest, "mode": mode}
-            target = folder / path
-            if _is_current(target, digest, mode, old_files.get(path), verify):
-                unchanged += 1
+                    continue
+                mode = staged_mode(path, fetched.head, modes.get(path, 0o644)) & _READ_ONLY
+                target = folder / path
+                current = _current_record(target, fetched.sha256, mode, old_files.get(path), verify)
+                if current is not None:
+                    new_files[path] = current
+                    unchanged += 1
+                    landed.append(path)
+                    continue
+                new_files[path] = {"sha256": fetched.sha256, "mode": mode}
+                try:
+                    if target.parent not in opened:  # once per folder of the skill
+                        self._open_folder(folder.parent, target.parent, opened)
+                    new_files[path] = self._land(target, fetched, mode)
+                except OSError as exc:
+                    diagnostics.append(
+                        Diagnostic.error(
+                            code="stage-write-failed",
+                            message=f"could not stage {item.key}/{path}: {_os_reason(exc)}",
+                            location=str(target),
+                        )
+                    )
+                    continue
+                written += 1
                 landed.append(path)
-                continue
-            try:
-                if target.parent not in checked:  # once per folder of the skill
-                    self._check_inside(target.parent)
-                    checked.add(target.parent)
-                if fetched.temp is not None:
-                    os.chmod(fetched.temp, mode)
-                    os.replace(fetched.temp, target)
-                else:
-                    _atomic_write(target, fetched.data or b"", mode, parents=False)
-            except OSError as exc:
-                diagnostics.append(
-                    Diagnostic.error(
-                        code="stage-write-failed",
-                        message=f"could not stage {item.key}/{path}: {_os_reason(exc)}",
-                        location=str(target),
-                    )
-                )
-                continue
-            written += 1
-            landed.append(path)
-        stale = set(old_files) - set(new_files)
-        if verify and folder.is_dir():
-            stale |= {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()} - set(new_files)
-        for path in stale:
-            if not self._inside((folder / path).parent):
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                (folder / path).unlink()
-                removed += 1
+            stale = set(old_files) - set(new_files)
+            for path in stale:
+                target = folder / path
+                if not self._inside(target.parent) or not target.parent.is_dir():
+                    continue
+                self._open_folder(folder.parent, target.parent, opened)
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+                    removed += 1
+            if verify:
+                found = _scan(folder)
+                removed += self._prune(folder, found, new_files, opened)
+                opened.update(folder / rel for rel in _folders_of(new_files) if rel in found)  # sealed below
+        finally:
+            _seal(opened)
         if any(d.severity == "error" for d in diagnostics):
             # The folder is part old, part new: record what is on disk now (the old records, the
             # files this pass landed) under the old digest, so the next pass restages the skill
             # and removes whatever it no longer has, including files written this time.
             on_disk = {path: record for path, record in old_files.items() if path not in stale}
             on_disk.update((path, new_files[path]) for path in landed)
-            return (written, unchanged, removed), {"digest": (old or {}).get("digest"), "files": on_disk}, diagnostics
-        return (written, unchanged, removed), {"digest": item.entry.digest, "files": new_files}, diagnostics
+            entry = {"format": _FORMAT, "digest": (old or {}).get("digest"), "files": on_disk}
+            return (written, unchanged, removed), entry, diagnostics
+        entry = {"format": _FORMAT, "digest": item.entry.digest, "files": new_files}
+        return (written, unchanged, removed), entry, diagnostics
+
+    def _land(self, target: Path, fetched: _Fetched, mode: int) -> dict[str, Any]:
+        """Put ``fetched`` at ``target`` (temp + rename, in an open folder); return its record."""
+        if fetched.temp is not None:
+            os.chmod(fetched.temp, mode)
+            os.replace(fetched.temp, target)
+        else:
+            _atomic_write(target, fetched.data or b"", mode, parents=False)
+        return _record(fetched.sha256, os.lstat(target))
+
+    def _restore(self, item: StageItem, fetched: dict[str, _Fetched] | None) -> bool:
+        """Bring ``item``'s staged folder back to its manifest entry (see :meth:`check`): remove
+        what is not the skill's, keep files whose bytes and mode still match their record (only
+        those whose ``lstat`` differs are hashed), rewrite the others from ``fetched``. With
+        ``fetched=None`` nothing is rewritten: returns whether some file needs the source's bytes."""
+        folder = self.cache_dir / item.key
+        with _file_lock(self.cache_dir / _LOCK):
+            manifest = self._read_manifest()
+            entry = manifest.get(item.key)
+            if not isinstance(entry, dict):
+                return False  # removed since the check began
+            self._plain_dirs = set()
+            files: dict[str, Any] = dict(entry.get("files", {}))
+            opened: set[Path] = set()
+            lost: list[str] = []
+            try:
+                _drop_links(folder.parent, folder)
+                self._open_folder(self.cache_dir, folder.parent, opened)
+                self._open_folder(folder.parent, folder, opened)
+                found = _scan(folder)
+                self._prune(folder, found, files, opened)
+                for path, record in files.items():
+                    if _matches(record, found.get(path)):
+                        continue
+                    current = _current_record(
+                        folder / path, record.get("sha256", ""), record.get("mode", 0), None, True
+                    )
+                    if current is not None:
+                        files[path] = current  # touched, not changed
+                    else:
+                        lost.append(path)
+                if fetched is None and lost:
+                    return True
+                for path in lost:
+                    target = folder / path
+                    self._open_folder(folder, target.parent, opened)
+                    source = fetched.get(path) if fetched is not None else None
+                    if source is not None and source.sha256 == files[path].get("sha256"):
+                        files[path] = self._land(target, source, files[path]["mode"])
+                        continue
+                    # No trustworthy bytes for it: never leave a changed file to run.
+                    with contextlib.suppress(FileNotFoundError):
+                        target.unlink()
+                    del files[path]
+                    entry["digest"] = None  # the next pass restages the skill
+                    self._last_key = self._last_items = None
+                    log.warning(
+                        "removed %s/%s: it was changed and could not be restored from its source", item.key, path
+                    )
+            finally:
+                _seal(opened)
+            if lost or files != entry.get("files"):
+                manifest[item.key] = {**entry, "files": files}
+                _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+            self._records = manifest
+            return False
+
+    def _prune(self, folder: Path, found: dict[str, os.stat_result], files: dict[str, Any], opened: set[Path]) -> int:
+        """Remove the entries of ``found`` (a :func:`_scan` of ``folder``) that are not the skill's
+        files or their folders (links included, never followed); returns how many files went."""
+        folders = _folders_of(files)
+        gone: set[str] = set()
+        removed = 0
+        for rel, st in sorted(found.items()):
+            kind = stat.S_IFMT(st.st_mode)
+            if (rel in files and kind == stat.S_IFREG) or (rel in folders and kind == stat.S_IFDIR):
+                continue
+            if any(parent in gone for parent in _parents(rel)):
+                continue
+            gone.add(rel)
+            path = folder / rel
+            if not self._inside(path.parent):
+                continue
+            self._open_folder(folder.parent, path.parent, opened)
+            with contextlib.suppress(FileNotFoundError):
+                if kind == stat.S_IFDIR:
+                    _unseal_tree(path)
+                    shutil.rmtree(path)
+                    removed += sum(
+                        1 for r, s in found.items() if r.startswith(rel + "/") and not stat.S_ISDIR(s.st_mode)
+                    )
+                else:
+                    path.unlink()
+                    removed += 1
+        return removed
 
     def _inside(self, folder: Path) -> bool:
         """Whether ``folder`` lies inside the cache without crossing a link: every component
@@ -541,11 +699,21 @@ class Stager(AsyncResource):
             self._plain_dirs.add(current)
         return True
 
-    def _check_inside(self, folder: Path) -> None:
-        # Checked before mkdir: creating the folder through a planted link would already leave the cache.
+    def _open_folder(self, base: Path, folder: Path, opened: set[Path]) -> None:
+        """Create ``folder`` or make it writable, with every folder between it and ``base`` (which
+        the caller opened); each one is added to ``opened`` for :func:`_seal` to close again.
+        Checked before anything is created: a planted link would already lead out of the cache."""
         if not self._inside(folder):
             raise PermissionError(errno.EPERM, f"{folder} resolves outside {self.cache_dir}")
-        folder.mkdir(parents=True, exist_ok=True)
+        depth = len(folder.relative_to(base).parts)
+        for current in [*reversed(folder.parents[: depth - 1]), folder] if depth else []:
+            if current in opened:
+                continue
+            try:
+                os.mkdir(current, _OPEN_DIR)
+            except FileExistsError:
+                os.chmod(current, _OPEN_DIR)
+            opened.add(current)
 
     def _folders_on_disk(self) -> set[str]:
         found: set[str] = set()
@@ -560,6 +728,7 @@ class Stager(AsyncResource):
             folder.unlink()
         elif folder.is_dir():
             count = sum(1 for p in folder.rglob("*") if not p.is_dir())
+            _unseal_tree(folder)
             shutil.rmtree(folder, ignore_errors=True)
         with contextlib.suppress(OSError):
             folder.parent.rmdir()  # only succeeds when the source folder is now empty
@@ -611,21 +780,118 @@ def _read_boot(cache_dir: Path) -> str | None:
         return None
 
 
-def _digest_of(entry: Any) -> object:
-    return entry.get("digest") if isinstance(entry, dict) else None
+def _recorded_digest(entry: Any) -> object:
+    """The digest a manifest entry records, ``None`` for an entry of another format."""
+    return entry.get("digest") if isinstance(entry, dict) and entry.get("format") == _FORMAT else None
 
 
-def _is_current(target: Path, digest: str, mode: int, old: Any, verify: bool) -> bool:
+def _record(digest: str, st: os.stat_result) -> dict[str, Any]:
+    """What the manifest keeps of one staged file: its hash, and the ``lstat`` it had when it was
+    written — new bytes, a new mode or another inode change the size, ``mtime`` or ``ctime``,
+    and ``ctime`` cannot be set back."""
+    return {
+        "sha256": digest,
+        "mode": stat.S_IMODE(st.st_mode),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
+    }
+
+
+def _matches(record: Any, st: os.stat_result | None) -> bool:
+    """Whether ``st`` is the ``lstat`` of the regular file ``record`` was taken of."""
+    return (
+        st is not None
+        and stat.S_ISREG(st.st_mode)
+        and isinstance(record, dict)
+        and record == _record(record.get("sha256", ""), st)
+    )
+
+
+def _current_record(target: Path, digest: str, mode: int, old: Any, verify: bool) -> dict[str, Any] | None:
+    """The record of ``target`` when it already holds ``digest`` with ``mode``, else ``None``:
+    the manifest's ``old`` record is trusted unless ``verify``, which hashes the file."""
     if not verify:
-        return isinstance(old, dict) and old.get("sha256") == digest and old.get("mode") == mode
+        if isinstance(old, dict) and old.get("sha256") == digest and old.get("mode") == mode and "ino" in old:
+            return old
+        return None
     try:
-        st = target.lstat()
-        if not target.is_file() or target.is_symlink() or (st.st_mode & 0o777) != mode:
-            return False
-        with open(target, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest() == digest
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
+    with open(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != mode:
+            return None
+        if hashlib.file_digest(handle, "sha256").hexdigest() != digest:
+            return None
+    return _record(digest, st)
+
+
+def _parents(rel: str) -> list[str]:
+    """The folders above the relative path ``rel`` in its skill folder (``""`` is the folder itself)."""
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
+def _folders_of(files: Iterable[str]) -> set[str]:
+    """Every folder of a staged skill that holds one of ``files`` (``""`` included)."""
+    return {parent for path in files for parent in _parents(path)}
+
+
+def _scan(folder: Path) -> dict[str, os.stat_result]:
+    """Every entry of a staged folder by relative path (``""`` for the folder itself), ``lstat``-ed
+    in one walk; links and other non-folders are never entered. Empty when ``folder`` is missing
+    or not a real folder."""
+    try:
+        top = os.lstat(folder)
+    except FileNotFoundError:
+        return {}
+    if not stat.S_ISDIR(top.st_mode):
+        return {}
+    found = {"": top}
+    pending = [("", str(folder))]
+    while pending:
+        prefix, host = pending.pop()
+        try:
+            with os.scandir(host) as entries:
+                for entry in entries:
+                    with contextlib.suppress(FileNotFoundError):
+                        st = entry.stat(follow_symlinks=False)
+                        found[prefix + entry.name] = st
+                        if stat.S_ISDIR(st.st_mode):
+                            pending.append((f"{prefix}{entry.name}/", entry.path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return found
+
+
+def _drifted(folder: Path, files: dict[str, Any]) -> bool:
+    """Whether the staged ``folder`` differs from its manifest ``files``: a file whose ``lstat`` is
+    not its record's, an entry that is not the skill's, a folder that is not sealed."""
+    found = _scan(folder)
+    if found.keys() != files.keys() | _folders_of(files):
+        return True
+    return any(
+        not _matches(files[rel], st) if rel in files else st.st_mode != stat.S_IFDIR | _SEALED_DIR
+        for rel, st in found.items()
+    )
+
+
+def _seal(folders: Iterable[Path]) -> None:
+    """Make staged folders read-only again after the stager's own writes."""
+    for folder in folders:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(folder, _SEALED_DIR)
+
+
+def _unseal_tree(folder: Path) -> None:
+    """Make ``folder`` and the folders below it writable (links are not followed), so it can be
+    removed by a process that is not root."""
+    for parent, _, _ in os.walk(folder):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(parent, _OPEN_DIR)
 
 
 def _too_large(item: StageItem, path: str, limit: int) -> OSError:

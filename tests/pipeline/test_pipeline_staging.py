@@ -255,7 +255,7 @@ async def test_verify_repairs_files_changed_or_deleted_behind_the_stagers_back(t
     assert (repaired.written, repaired.removed) == (3, 1)
     assert (again.written, again.removed) == (0, 0)
     assert (tool / "scripts" / "run.sh").read_text() == "#!/bin/sh\necho market-tool\n"
-    assert (tool / "SKILL.md").stat().st_mode & 0o777 == 0o644
+    assert (tool / "SKILL.md").stat().st_mode & 0o777 == 0o444
     assert (tmp_path / ".skills-cache" / "acme" / "lint" / "SKILL.md").is_file()
     assert not (tool / "scripts" / "extra.sh").exists()
 

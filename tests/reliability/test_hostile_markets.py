@@ -133,7 +133,7 @@ async def test_git_submodules_and_dot_dot_entries_are_skipped_and_the_rest_serve
     ]
 
 
-async def test_git_modes_are_kept_as_given_without_any_write_bit_for_others(tmp_path: Path) -> None:
+async def test_git_files_are_staged_read_only_executable_when_given_or_a_script(tmp_path: Path) -> None:
     url = crafted_remote(
         tmp_path,
         files={
@@ -148,9 +148,9 @@ async def test_git_modes_are_kept_as_given_without_any_write_bit_for_others(tmp_
     async with turn(ws, repo):
         pass
     good = ws / CACHE / repo.source / "good"
-    assert stat.S_IMODE((good / "tool.bin").stat().st_mode) == 0o755
-    assert stat.S_IMODE((good / "notes.txt").stat().st_mode) == 0o644
-    assert stat.S_IMODE((good / "not-run.sh").stat().st_mode) == 0o644  # git's modes are the publisher's word
+    assert stat.S_IMODE((good / "tool.bin").stat().st_mode) == 0o555
+    assert stat.S_IMODE((good / "notes.txt").stat().st_mode) == 0o444
+    assert stat.S_IMODE((good / "not-run.sh").stat().st_mode) == 0o555  # a script, whatever git stored
 
 
 class RaisingRepository(SkillRepository):
@@ -342,8 +342,8 @@ async def test_setuid_and_world_writable_market_files_are_staged_without_those_b
     async with turn(ws, repo):
         pass
     staged = ws / CACHE / repo.source / "big"
-    assert stat.S_IMODE((staged / "run.sh").stat().st_mode) == 0o755
-    assert stat.S_IMODE((staged / "data.txt").stat().st_mode) == 0o644
+    assert stat.S_IMODE((staged / "run.sh").stat().st_mode) == 0o555
+    assert stat.S_IMODE((staged / "data.txt").stat().st_mode) == 0o444
 
 
 def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: Path) -> None:
