@@ -12,16 +12,21 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import anyio
 from anyio.abc import ByteReceiveStream
 
 from .base import CommandResult
 
-__all__ = ["SEARCH_PATH", "check_shell_env", "command_path", "run_process", "shim_dir"]
+__all__ = ["BASE_ENV", "SEARCH_PATH", "check_shell_env", "command_path", "own_folder", "run_process", "shim_dir"]
 
 #: The system folders every shell searches (after the configured ones and the shim folder).
 SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: Variables every shell command starts with, before the configured ones: UTF-8 text, and no
+#: ``__pycache__`` written next to the Python scripts a command runs (a skill's staged folder
+#: holds the market's files and nothing else).
+BASE_ENV: Mapping[str, str] = MappingProxyType({"LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
 
 
 class _Capture:
@@ -110,18 +115,24 @@ async def run_process(
 def shim_dir() -> str | None:
     """A folder holding ``python`` (a link to ``python3``) when only ``python3`` is on the search
     path, else ``None``. Public skills run ``python scripts/x.py``; Debian and Ubuntu ship only
-    ``python3``. The folder is created once per process with :func:`tempfile.mkdtemp` (owned by
-    this process, not writable by anyone else, removed at exit) and made readable for sandboxes.
+    ``python3``. The folder is created once per process (:func:`own_folder`).
     """
     if shutil.which("python", path=SEARCH_PATH) is not None:
         return None
     python3 = shutil.which("python3", path=SEARCH_PATH)
     if python3 is None:
         return None
-    folder = tempfile.mkdtemp(prefix="harness-shims-")
-    atexit.register(shutil.rmtree, folder, True)
+    folder = own_folder("harness-shims-")
     os.symlink(python3, os.path.join(folder, "python"))
-    os.chmod(folder, 0o755)  # sandboxes (another uid) must read it; only this process may write
+    return folder
+
+
+def own_folder(prefix: str) -> str:
+    """A new folder only this process writes (:func:`tempfile.mkdtemp`), readable by sandboxes
+    (which run as another uid), removed at exit."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, True)
+    os.chmod(folder, 0o755)
     return folder
 
 

@@ -15,7 +15,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager
 import anyio
 
 from ._filelock import file_lock, lock_file_name
-from ._process import check_shell_env, command_path, run_process, shim_dir
+from ._process import BASE_ENV, check_shell_env, command_path, run_process, shim_dir
 from .base import AbstractFilesystem, CommandResult, FileStat
 from .errors import PathEscapeError, VersionConflict
 
@@ -488,7 +488,7 @@ class LocalFilesystem(AbstractFilesystem):
 
     def _command_env(self, env: dict[str, str]) -> dict[str, str]:
         path = command_path(self._path, shim_dir())
-        return {"PATH": path, "HOME": self._root, "LANG": "C.UTF-8", **self._env, **env}
+        return {"PATH": path, "HOME": self._root, **BASE_ENV, **self._env, **env}
 
     async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
         def prepare() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -9,10 +10,11 @@ import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
-from ._process import SEARCH_PATH, command_path, run_process, shim_dir
+from ._process import BASE_ENV, SEARCH_PATH, command_path, own_folder, run_process, shim_dir
 from .base import CommandResult
 from .errors import PathEscapeError, SandboxUnavailable
 from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
@@ -44,7 +46,9 @@ _SYSTEM_FILES = (
     "/etc/ca-certificates",
     "/etc/mime.types",
 )
-_NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf")
+_NETWORK_FILES = ("/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf")
+#: The names every sandbox resolves, network or not: a skill's local server is reachable as localhost.
+LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
 #: Where the harness's shim folder (``python`` → ``python3``) appears, read-only, in a sandbox.
 SHIM_DIR = "/opt/harness/bin"
 #: Machine-owned folder of a user's area (run records): read-only inside the sandbox.
@@ -123,6 +127,89 @@ def _skill_folders(folder: str) -> list[str]:
         if found is not None and stat.S_ISDIR(found.st_mode):
             names.append(entry.name)
     return sorted(names)
+
+
+@functools.cache
+def _hosts_file(network: bool) -> str:
+    """A file this process writes once: :data:`LOOPBACK_HOSTS`, followed with the network on by
+    the host's ``/etc/hosts`` (its names are reachable then). Bound read-only at ``/etc/hosts``."""
+    text = LOOPBACK_HOSTS
+    if network:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text += Path("/etc/hosts").read_text(encoding="utf-8")
+    path = os.path.join(own_folder("harness-etc-"), "hosts")
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o644)
+    return path
+
+
+def _network_binds(network: bool) -> list[str]:
+    """``/etc/hosts`` of every sandbox; with the network on, the host's network and resolver files."""
+    args = ["--ro-bind", _hosts_file(network), "/etc/hosts"]
+    if network:
+        args.append("--share-net")
+        for file in _NETWORK_FILES:
+            args += ["--ro-bind-try", file, file]
+    return args
+
+
+def _path_binds(folders: Sequence[str], *, workspace: str, uid: int | None) -> list[str]:
+    """Read-only binds that show the ``path`` folders inside the sandbox where the host has them.
+
+    Folders the sandbox shows anyway (the system folders, ``/workspace``, the shim folder) need
+    none. A virtualenv's ``bin/`` binds the whole virtualenv: its ``python`` finds its packages
+    through ``pyvenv.cfg`` next to ``bin/``. Raises ``ValueError`` naming a folder that cannot be
+    bound safely (see :func:`_bind_problem`).
+    """
+    args: list[str] = []
+    for folder in folders:
+        if any(folder == shown or folder.startswith(shown + "/") for shown in (*_SYSTEM_DIRS, WORKSPACE, SHIM_DIR)):
+            continue
+        parent = os.path.dirname(folder)
+        venv = os.path.basename(folder) == "bin" and _real_entry(parent, "pyvenv.cfg") is not None
+        source = parent if venv else folder
+        problem = _bind_problem(folder, workspace, uid) or _bind_problem(source, workspace, uid)
+        if problem:
+            raise ValueError(
+                f"filesystem path folder {folder!r} cannot be shown in the sandbox: {problem}; use a folder "
+                "outside the workspace that only the operator can change, or leave it out of path"
+            )
+        args += ["--ro-bind", source, source]
+    return args
+
+
+def _bind_problem(folder: str, workspace: str, uid: int | None) -> str | None:
+    """Why ``folder`` must not be bound into sandboxes, or ``None``. It must be a normalised path
+    whose every component is a real folder (``lstat``: no links), none writable by everyone
+    without the sticky bit; the folder itself neither writable by group or others nor owned by
+    the sandbox ``uid``; neither inside the workspace (tenants write there) nor containing it."""
+    if os.path.normpath(folder) != folder:
+        return "it is not a normalised path"
+    if any(
+        inner == outer or inner.startswith(outer.rstrip("/") + "/")
+        for inner, outer in ((folder, workspace), (workspace, folder))
+    ):
+        return f"it is inside or contains the workspace {workspace}"
+    current = "/"
+    found = os.lstat(current)
+    for part in folder.strip("/").split("/"):
+        current = os.path.join(current, part)
+        try:
+            found = os.lstat(current)
+        except OSError:
+            return f"{current} does not exist"
+        if stat.S_ISLNK(found.st_mode):
+            return f"{current} is a symlink"
+        if not stat.S_ISDIR(found.st_mode):
+            return f"{current} is not a directory"
+        if found.st_mode & stat.S_IWOTH and not found.st_mode & stat.S_ISVTX:
+            return f"{current} is writable by everyone"
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "it is writable by group or others"
+    if uid is not None and found.st_uid == uid:
+        return f"it is owned by the sandbox user (uid {uid})"
+    return None
 
 
 def _system_binds() -> list[str]:
@@ -253,6 +340,7 @@ class SandboxFilesystem(LocalFilesystem):
                 _lock_dir=lock_dir,
             )
             self._workspace = _parent._workspace
+            self._path_binds: list[str] = _parent._path_binds
             self._scoped_area = True
             self._bwrap = _parent._bwrap
             self._launcher = _parent._launcher
@@ -266,6 +354,7 @@ class SandboxFilesystem(LocalFilesystem):
         self._bwrap = found
         self._launcher = self._prlimit_launcher(limits)
         os.makedirs(self._workspace, exist_ok=True)
+        self._path_binds = _path_binds(self._path, workspace=self._workspace, uid=self._uid)
         _probe(self._launcher, self._bwrap, self._uid, self._gid, self._workspace)
 
     @staticmethod
@@ -349,15 +438,13 @@ class SandboxFilesystem(LocalFilesystem):
 
     def _sandbox_argv(self, command: str, cwd: str) -> list[str]:
         args = [*self._launcher, self._bwrap, "--unshare-all"]
-        if self._network:
-            args.append("--share-net")
-            for file in _NETWORK_FILES:
-                args += ["--ro-bind-try", file, file]
+        args += _network_binds(self._network)
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += _system_binds()
         shims = shim_dir()
         if shims is not None:
             args += ["--ro-bind", shims, SHIM_DIR]
+        args += self._path_binds
         args += ["--proc", "/proc", "--dev", "/dev"]
         if self._limits.tmp_size is not None:
             args += ["--size", str(self._limits.tmp_size)]
@@ -390,7 +477,7 @@ class SandboxFilesystem(LocalFilesystem):
             "PATH": command_path(self._path, SHIM_DIR if shim_dir() else None),
             "HOME": WORKSPACE,
             "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
+            **BASE_ENV,
             **self._env,
             **env,
         }

@@ -14,6 +14,7 @@ from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
 from harness.config import load_config
 from harness.errors import ConfigError
 from tests.skills_compat.layouts import public_skill
+from tests.support.filesystems import shared_dir
 
 
 @pytest.fixture(params=["local-shell", "sandbox"])
@@ -45,11 +46,13 @@ async def test_python_scripts_of_a_public_skill_run(make_shell: tuple[Path, type
 async def test_configured_variables_and_path_reach_the_shell(
     make_shell: tuple[Path, type[AbstractFilesystem]],
 ) -> None:
-    fs = _open(make_shell, env={"REPORT_MODE": "brief"}, path=["/opt/tools/bin"])
-    result = await fs.run('echo "$REPORT_MODE $PATH"')
+    with shared_dir("tools-") as tools:
+        (tools / "bin").mkdir()
+        fs = _open(make_shell, env={"REPORT_MODE": "brief"}, path=[f"{tools}/bin"])
+        result = await fs.run('echo "$REPORT_MODE $PATH"')
     mode, path = result.stdout.split()
     assert mode == "brief"
-    assert path.split(":")[0] == "/opt/tools/bin" and path.endswith("/usr/local/bin:/usr/bin:/bin")
+    assert path.split(":")[0] == f"{tools}/bin" and path.endswith("/usr/local/bin:/usr/bin:/bin")
 
 
 async def test_api_keys_of_the_harness_never_reach_the_shell(
