@@ -346,6 +346,26 @@ async def test_setuid_and_world_writable_market_files_are_staged_without_those_b
     assert stat.S_IMODE((staged / "data.txt").stat().st_mode) == 0o444
 
 
+async def test_every_kind_of_market_stages_the_same_files_with_the_same_modes(tmp_path: Path) -> None:
+    files = {
+        "run": (b"#!/bin/sh\necho run\n", 0o644),  # a #! line, stored without exec bits
+        "tool.py": (b"print('tool')\n", 0o644),  # a script suffix
+        "tool.bin": (b"\x7fELF", 0o755),  # an exec bit the publisher set
+        "data.txt": (b"data\n", 0o644),
+    }
+    repos = [await MARKETS[kind](tmp_path / kind, files) for kind in sorted(MARKETS)]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with turn(ws, *repos):
+        pass
+    staged = {
+        repo.source: {p.name: stat.S_IMODE(p.stat().st_mode) for p in (ws / CACHE / repo.source / "big").iterdir()}
+        for repo in repos
+    }
+    expected = {"SKILL.md": 0o444, "run": 0o555, "tool.py": 0o555, "tool.bin": 0o555, "data.txt": 0o444}
+    assert len(staged) == len(MARKETS) and all(modes == expected for modes in staged.values()), staged
+
+
 def test_unreadable_market_files_give_diagnostics_for_a_non_root_user(tmp_path: Path) -> None:
     """Run as ``nobody``: a market file it cannot read fails that read, never the turn."""
     base = Path(tempfile.mkdtemp(prefix="hostile-perm-"))
