@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from filesystems import SandboxFilesystem, SandboxLimits, SandboxUnavailable
+from filesystems.sandbox import LOOPBACK_HOSTS
 from harness.config import load_config
 from harness.errors import ConfigError
+from tests.support.filesystems import shared_dir
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -164,6 +167,109 @@ async def test_network_is_off(workspace: SandboxFilesystem) -> None:
     assert result.ok, result.stderr
     assert "connected" not in result.stdout
     assert result.stdout.count("blocked") == 2
+
+
+LOCAL_SERVER = """\
+import http.server, threading, urllib.request
+server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+print(urllib.request.urlopen(f"http://localhost:{server.server_port}/", timeout=10).status)
+"""
+
+
+async def test_localhost_resolves_with_the_network_off(workspace: SandboxFilesystem) -> None:
+    alice = workspace.scoped("alice")
+    result = await alice.run(
+        "getent hosts localhost; python3 -c 'import socket; print(socket.gethostbyname(\"localhost\"))'; "
+        "echo '6.6.6.6 evil' >> /etc/hosts"
+    )
+    assert "127.0.0.1" in result.stdout.splitlines()[-1]
+    assert {line.split()[0] for line in result.stdout.splitlines()[:-1]} <= {"127.0.0.1", "::1"}
+    assert "cannot create /etc/hosts" in result.stderr
+    assert (await alice.run("cat /etc/hosts")).stdout == LOOPBACK_HOSTS
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_local_server_in_the_sandbox_is_reachable_as_localhost(sandbox_dir: Path, network: bool) -> None:
+    async with SandboxFilesystem(sandbox_dir, network=network) as fs:
+        alice = fs.scoped("alice")
+        await alice.write_text("serve.py", LOCAL_SERVER)
+        result = await alice.run("python3 serve.py", timeout=60)
+    assert result.stdout == "200\n", result.stderr
+
+
+@pytest.fixture
+def tools() -> Iterator[Path]:
+    """A folder outside the workspace that only root can change, for ``path`` entries."""
+    with shared_dir("tools-") as path:
+        yield path
+
+
+async def test_a_host_virtualenv_on_path_runs_inside_the_sandbox(sandbox_dir: Path, tools: Path) -> None:
+    venv = tools / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "venvmark.py").write_text("WHERE = 'from the virtualenv'\n")
+    async with SandboxFilesystem(sandbox_dir, path=[f"{venv}/bin"]) as fs:
+        result = await fs.scoped("alice").run(
+            "command -v python; python -c 'import venvmark; print(venvmark.WHERE)'; touch " + str(venv / "x")
+        )
+    assert result.stdout == f"{venv}/bin/python\nfrom the virtualenv\n", result.stderr
+    assert "Read-only file system" in result.stderr and not (venv / "x").exists()
+
+
+def _linked(tools: Path) -> str:
+    (tools / "real").mkdir()
+    (tools / "link").symlink_to(tools / "real")
+    return f"{tools}/link"
+
+
+def _world_writable(tools: Path) -> str:
+    (tools / "open").mkdir()
+    (tools / "open").chmod(0o777)
+    return f"{tools}/open"
+
+
+def _owned_by_the_sandbox_user(tools: Path) -> str:
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox runs as this process's own uid without root")
+    (tools / "nobody").mkdir()
+    os.chown(tools / "nobody", 65534, 65534)
+    return f"{tools}/nobody"
+
+
+def _a_file(tools: Path) -> str:
+    (tools / "file").write_text("x")
+    return f"{tools}/file"
+
+
+REFUSED_PATHS = {
+    "missing": (lambda tools, ws: f"{tools}/missing", "does not exist"),
+    "symlink": (lambda tools, ws: _linked(tools), "is a symlink"),
+    "file": (lambda tools, ws: _a_file(tools), "is not a directory"),
+    "world-writable": (lambda tools, ws: _world_writable(tools), "writable by everyone"),
+    "owned by the sandbox user": (lambda tools, ws: _owned_by_the_sandbox_user(tools), "owned by the sandbox user"),
+    "a tenant's area": (lambda tools, ws: f"{ws}/alice/.venv/bin", "inside or contains the workspace"),
+    "around the workspace": (lambda tools, ws: str(ws.parent), "inside or contains the workspace"),
+    "not normalised": (lambda tools, ws: f"{tools}/../{tools.name}", "not a normalised path"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_PATHS))
+def test_path_folders_that_cannot_be_bound_safely_are_refused_at_construction(
+    sandbox_dir: Path, tools: Path, case: str
+) -> None:
+    make, reason = REFUSED_PATHS[case]
+    (sandbox_dir / "alice" / ".venv" / "bin").mkdir(parents=True)
+    folder = make(tools, sandbox_dir)
+    with pytest.raises(ValueError, match=f"path folder .* cannot be shown in the sandbox: .*{reason}"):
+        SandboxFilesystem(sandbox_dir, path=[folder])
+
+
+async def test_path_folders_the_sandbox_shows_anyway_need_no_bind(sandbox_dir: Path) -> None:
+    async with SandboxFilesystem(sandbox_dir, path=["/usr/local/bin", "/bin", "/workspace/bin"]) as fs:
+        result = await fs.scoped("alice").run("echo $PATH")
+    assert result.stdout.startswith("/usr/local/bin:/bin:/workspace/bin:")
 
 
 async def test_unscoped_sandbox_sees_only_projections(workspace: SandboxFilesystem) -> None:

@@ -352,3 +352,21 @@ async def test_the_model_asking_for_a_huge_timeout_gets_the_shell_tool_ceiling(
     tools = {tool.name: tool for tool in skill_tools(plan, shell_timeout=1)}
     answer = await tools[SHELL_TOOL].call({"command": "sleep 5", "timeout": 1e9})
     assert "(timed out)" in answer
+
+
+# -- folders on filesystem.path ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", ["folder", "link to bob", "link to /root"])
+async def test_a_path_folder_in_a_tenants_area_is_refused_whatever_she_put_there(
+    scene: Scene, workspace_dir: Path, planted: str
+) -> None:
+    made = {
+        "folder": "mkdir -p /workspace/.venv/bin",
+        "link to bob": "mkdir -p /workspace/.venv && ln -s ../../bob /workspace/.venv/bin",
+        "link to /root": "ln -s /root /workspace/.venv",
+    }[planted]
+    assert (await scene.alice.run(made)).ok
+    with pytest.raises(ValueError, match="cannot be shown in the sandbox"):
+        SandboxFilesystem(workspace_dir, path=[f"{workspace_dir}/alice/.venv/bin"])
+    scene.assert_untouched()

@@ -55,6 +55,14 @@ async def test_configured_variables_and_path_reach_the_shell(
     assert path.split(":")[0] == f"{tools}/bin" and path.endswith("/usr/local/bin:/usr/bin:/bin")
 
 
+async def test_python_writes_no_bytecode_next_to_the_scripts_it_runs(
+    make_shell: tuple[Path, type[AbstractFilesystem]],
+) -> None:
+    fs = _open(make_shell)
+    result = await fs.run("python3 -c 'import sys; print(sys.dont_write_bytecode)'")
+    assert result.stdout == "True\n", result.stderr
+
+
 async def test_api_keys_of_the_harness_never_reach_the_shell(
     make_shell: tuple[Path, type[AbstractFilesystem]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
