@@ -444,11 +444,11 @@ class SandboxFilesystem(LocalFilesystem):
         shims = shim_dir()
         if shims is not None:
             args += ["--ro-bind", shims, SHIM_DIR]
-        args += self._path_binds
         args += ["--proc", "/proc", "--dev", "/dev"]
         if self._limits.tmp_size is not None:
             args += ["--size", str(self._limits.tmp_size)]
         args += ["--tmpfs", "/tmp"]
+        args += self._path_binds  # after /tmp: the private /tmp would hide a folder bound below it
         if self._scoped_area:
             args += ["--bind", self._real_root, WORKSPACE]
         else:
