@@ -4,7 +4,11 @@ sandbox: refused as a read-only file system)."""
 
 from __future__ import annotations
 
+import json
+import os
 import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +19,7 @@ from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan
 from repositories import GitRepository, SkillRepository
+from tests.support.nobody import run_as_nobody
 from tests.support.pipeline import GitRemote, shared_dir
 from tests.support.reliability import tree_state
 from tests.support.skills import make_skill, skill_md
@@ -125,3 +130,40 @@ async def test_a_script_writing_next_to_itself_in_the_sandbox_fails_and_writes_n
             code, _, stderr = await run_in(plan, tool, "python3 scripts/main.py")
             assert code != 0 and "Read-only file system" in stderr
             assert tree_state(workspace / ".skills-cache" / market.source) == staged
+
+
+def test_an_unprivileged_stager_updates_its_read_only_cache_and_restores_it(tmp_path: Path) -> None:
+    """As ``nobody`` the read-only modes bind: the shell cannot write the cache, while the stager
+    still updates it (opening each folder for its own pass) and the check restores it."""
+    with shared_dir("sealed-cache-") as base:
+        market, workspace = base / "market", base / "ws"
+        make_skill(
+            market, "tool", text=skill_md("tool"), files={"scripts/run.sh": "#!/bin/sh\necho v1\n", "old.txt": "o"}
+        )
+        make_skill(market, "gone", text=skill_md("gone"))
+        workspace.mkdir()
+        subprocess.run(["chown", "-R", "65534:65534", str(market), str(workspace)], check=True)
+        done = run_as_nobody(
+            sys.executable,
+            str(Path(__file__).with_name("sealed_cache_driver.py")),
+            str(workspace),
+            str(market),
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["first"] == [] and report["update"] == []
+        assert report["direct"].count("Permission denied") == 2
+        assert report["forced"] is True
+        assert report["run"] == "v2\n"
+        staged = workspace / ".skills-cache" / report["source"]
+        assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*")) == [
+            "tool",
+            "tool/SKILL.md",
+            "tool/new",
+            "tool/new/deep",
+            "tool/new/deep/x.txt",
+            "tool/scripts",
+            "tool/scripts/run.sh",
+        ]
+        assert {stat.S_IMODE(p.stat().st_mode) for p in staged.rglob("*") if p.is_dir()} == {0o555}
