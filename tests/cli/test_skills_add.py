@@ -48,7 +48,8 @@ def test_add_copies_a_git_skill_with_its_modes_into_the_workspace(tmp_path: Path
     ]
     assert (folder / "assets" / "logo.bin").read_bytes() == BINARY
     assert stat.S_IMODE((folder / "scripts" / "run.sh").stat().st_mode) == 0o755
-    assert stat.S_IMODE((folder / "scripts" / "report.py").stat().st_mode) == 0o644
+    assert stat.S_IMODE((folder / "scripts" / "report.py").stat().st_mode) == 0o755  # a script, stored 100644
+    assert stat.S_IMODE((folder / "assets" / "logo.bin").stat().st_mode) == 0o644
 
 
 def test_an_added_skill_is_listed_and_its_python_script_runs(tmp_path: Path, git_market: str) -> None:
