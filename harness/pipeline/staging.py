@@ -517,6 +517,7 @@ class Stager(AsyncResource):
         old_files: dict[str, Any] = (old or {}).get("files", {})
         new_files: dict[str, dict[str, Any]] = {}
         opened: set[Path] = set()  # this skill's folders made writable for this pass, sealed at its end
+        folders: set[Path] = set()  # with verify, every folder of the skill: sealed again too
         landed: list[str] = []  # paths whose file on disk is the new version
         written = unchanged = removed = 0
         diagnostics: list[Diagnostic] = []
@@ -568,9 +569,9 @@ class Stager(AsyncResource):
             if verify:
                 found = _scan(folder)
                 removed += self._prune(folder, found, new_files, opened)
-                opened.update(folder / rel for rel in _folders_of(new_files) if rel in found)  # sealed below
+                folders = {folder / rel for rel in _folders_of(new_files) if rel in found}
         finally:
-            _seal(opened)
+            _seal(opened | folders)
         if any(d.severity == "error" for d in diagnostics):
             # The folder is part old, part new: record what is on disk now (the old records, the
             # files this pass landed) under the old digest, so the next pass restages the skill
@@ -605,13 +606,16 @@ class Stager(AsyncResource):
             self._plain_dirs = set()
             files: dict[str, Any] = dict(entry.get("files", {}))
             opened: set[Path] = set()
+            folders: set[Path] = set()  # the skill's folders as found: sealed again too
             lost: list[str] = []
             try:
-                _drop_links(folder.parent, folder)
+                _drop_links(folder.parent)
                 self._open_folder(self.cache_dir, folder.parent, opened)
+                _drop_links(folder)
                 self._open_folder(folder.parent, folder, opened)
                 found = _scan(folder)
                 self._prune(folder, found, files, opened)
+                folders = {folder / rel for rel in _folders_of(files) if rel in found}
                 for path, record in files.items():
                     if _matches(record, found.get(path)):
                         continue
@@ -641,7 +645,7 @@ class Stager(AsyncResource):
                         "removed %s/%s: it was changed and could not be restored from its source", item.key, path
                     )
             finally:
-                _seal(opened)
+                _seal(opened | folders)
             if lost or files != entry.get("files"):
                 manifest[item.key] = {**entry, "files": files}
                 _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)

@@ -6,6 +6,7 @@ only, and nothing a link points at is read, changed or removed."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +36,7 @@ TAMPERING = {
     "file replaced by a new one": 'printf %s "$P" > "$A/x"; mv -f "$A/x" "$F/scripts/run.sh"',
     "file replaced by a link": 'printf %s "$P" > "$A/x"; chmod +x "$A/x"; rm -f "$F/scripts/run.sh"; ln -s "$A/x" "$F/scripts/run.sh"',
     "file deleted": 'rm -f "$F/scripts/run.sh"',
+    "folders opened and an output dropped": 'chmod 777 "$F" "$F/scripts"; printf x > "$F/scripts/out.txt"',
     "folder replaced by a link to the tenant's area": (
         'mkdir -p "$A/evil/scripts"; printf %s "$P" > "$A/evil/scripts/run.sh"; chmod +x "$A/evil/scripts/run.sh"; '
         'rm -rf "$F"; ln -s "$A/evil" "$F"'
@@ -96,6 +98,7 @@ async def test_a_tampered_staged_skill_runs_the_markets_bytes_for_the_next_user(
         with IORecorder() as events:
             assert plan_ran(await run_tool(bob, tool))
         assert tree_state(folder.parent) == staged
+        assert {stat.S_IMODE(p.lstat().st_mode) for p in [folder, *folder.rglob("*")] if p.is_dir()} == {0o555}
         others = [p for p in touched(events) if p.startswith(f"{folder.parent}/") and not is_in(p, folder)]
         assert others == []  # no other skill's folder was walked or read
 
