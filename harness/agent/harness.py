@@ -729,7 +729,12 @@ class Harness(AsyncResource):
         workflows = workflow_tools(self.workflow_engine(context), resolver(probe, self.filesystem))
         builtin = {
             t.name
-            for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
+            for t in [
+                *skill_tools(probe),
+                *file_tools(self.filesystem, skill_dirs=self.pipeline.skill_dirs),
+                *self._learning_tools(context),
+                *workflows,
+            ]
         }
         builtin.add(SEARCH_TOOL)  # offered only on turns whose catalog is cut
         builtin.add(WORKFLOW_REPORT_TOOL)  # offered only in a workflow step's skill turn
@@ -772,7 +777,8 @@ class Harness(AsyncResource):
             if any(s.workflow for s in plan.available())
             else []
         )
-        tools = [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+        files = file_tools(plan.filesystem, skill_dirs=self.pipeline.skill_dirs)
+        tools = [*tools, *files, *self._learning_tools(plan.context), *workflows, *self.tools]
         return self._gated(tools, plan, session, pending, control, invoked)
 
     def _gated(
