@@ -38,11 +38,12 @@ from repositories.package import (
     PackageRepository,
     discover_skill_packages,
 )
-from repositories.plugins import MARKETPLACE_FILES, PluginMarketplaceRepository
+from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
 from repositories.sources import check_source, disambiguate_sources, make_source, sub_source
 
 __all__ = [
+    "DEFAULT_PLUGIN_SCHEMES",
     "ENTRY_POINT_GROUP",
     "MARKETPLACE_FILES",
     "SKILL_MD_NAMES",
