@@ -425,8 +425,7 @@ def _check_schemes(root: DirectoryRepository | GitRepository, schemes: Collectio
     bad = sorted(scheme for scheme in allowed if not _SCHEME_NAME.fullmatch(scheme))
     if bad:
         raise InvalidRepositoryConfig(f"allowed_schemes: {bad!r} are not URL schemes (such as https, ssh, file)")
-    local = isinstance(root, DirectoryRepository) or url_scheme(root.url) == _LOCAL
-    if _LOCAL in allowed and not local:
+    if _LOCAL in allowed and isinstance(root, GitRepository) and url_scheme(root.url) != _LOCAL:
         raise InvalidRepositoryConfig(
             f"allowed_schemes: 'file' (host paths and file:// plugin sources) is allowed only for a marketplace "
             f"on this host, not for {root.shown_url!r}"
