@@ -40,7 +40,7 @@ from repositories.package import (
 )
 from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
-from repositories.sources import check_source, disambiguate_sources, make_source, sub_source
+from repositories.sources import check_source, disambiguate_sources, exact_sub_source, make_source, sub_source
 
 __all__ = [
     "DEFAULT_PLUGIN_SCHEMES",
@@ -75,6 +75,7 @@ __all__ = [
     "default_cache_dir",
     "disambiguate_sources",
     "discover_skill_packages",
+    "exact_sub_source",
     "known_schemes",
     "make_source",
     "open_repository",

@@ -348,7 +348,7 @@ class PluginMarketplaceRepository(SkillRepository):
 
     async def _load(self, version: str) -> Snapshot:
         manifest = await self._read_manifest()
-        problems = await self._sync_children(manifest)
+        problems = [*await self._sync_children(manifest), *self._folded(manifest)]
         owners: dict[str, SkillRepository] = {}
         plugin_of: dict[str, str] = {}
         bundles: list[SkillBundle] = []
@@ -374,6 +374,22 @@ class PluginMarketplaceRepository(SkillRepository):
             bundles=tuple(sorted(bundles, key=lambda b: b.folder)),
             problems=tuple(problems),
         )
+
+    def _folded(self, manifest: _Manifest) -> list[str]:
+        """A problem for each plugin whose name folds to the slug of another one listed before
+        it (``GOOD`` after ``good``): both are served under that slug, and trust, which matches
+        exact slugs (:func:`~repositories.sources.exact_sub_source`), is never the later one's."""
+        first: dict[str, str] = {}
+        problems: dict[str, str] = {}
+        for plugin in manifest.folders:
+            slug = sub_source(self.source, plugin.name)
+            earlier = first.setdefault(slug, plugin.name)
+            if earlier != plugin.name and plugin.name not in problems:
+                problems[plugin.name] = (
+                    f"plugin {plugin.name!r} folds to the slug {slug!r} of plugin {earlier!r}; trusted_markets "
+                    f"names exact slugs only, so {slug!r} never trusts {plugin.name!r}: rename one of the plugins"
+                )
+        return list(problems.values())
 
     def _clash(self, folder: str, first: str, later: str) -> str:
         """Why the later plugin's skill of one folder name is not served."""

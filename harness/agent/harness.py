@@ -85,7 +85,7 @@ from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
 from harness.tools.skills import UsageHooks, skill_tools
 from harness.tracing import RunTracer
-from repositories import SkillRepository, open_repository
+from repositories import SkillRepository, exact_sub_source, open_repository
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
@@ -610,9 +610,14 @@ class Harness(AsyncResource):
             return self.model, None
         if spec not in self.models and not _trusted(resolved, self.trusted_markets):
             # A market is not trusted to send the conversation to a provider the app did not pick.
+            folded = (
+                f" (its plugin {resolved.entry.plugin!r} only folds to that slug; trust matches exact slugs)"
+                if skill.source in self.trusted_markets
+                else ""
+            )
             message = (
-                f"skill {skill.name!r}: model {spec!r} ignored: market {skill.source!r} is not in trusted_markets "
-                f"and the model is not one of the agent's models; using {self.model.name!r}"
+                f"skill {skill.name!r}: model {spec!r} ignored: market {skill.source!r} is not in trusted_markets"
+                f"{folded} and the model is not one of the agent's models; using {self.model.name!r}"
             )
             log.warning("%s", message)
             return self.model, SkillWarning(skill_id=skill.skill_id, code="untrusted-model", message=message)
@@ -866,9 +871,12 @@ class Harness(AsyncResource):
 
 def _trusted(resolved: ResolvedSkill, trusted_markets: Collection[str]) -> bool:
     """Whether a skill's fields may choose a provider or narrow tools: every skill but a market
-    one, which needs its market's slug (or, for a plugin's skill, its own slug) listed."""
-    skill = resolved.skill
-    return skill.layer is not Layer.MARKET or not {resolved.source.source, skill.source}.isdisjoint(trusted_markets)
+    one, which needs its market's slug (or, for a plugin's skill, its plugin's exact slug,
+    never one its name only folds to) listed."""
+    if resolved.skill.layer is not Layer.MARKET:
+        return True
+    market, plugin = resolved.source.source, resolved.entry.plugin
+    return market in trusted_markets or (plugin != "" and exact_sub_source(market, plugin) in trusted_markets)
 
 
 def _invocable_list(plan: TurnPlan, user: bool) -> str:

@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 
-from harness import RuntimeContext
+from harness import Harness, RuntimeContext
+from harness.agent.events import SkillWarning
+from harness.models import ScriptedModel
 from repositories import DirectoryRepository, GitRepository, InvalidRepositoryConfig, PluginMarketplaceRepository
 from tests.support.pipeline import local_pipeline
 from tests.support.repositories import GitRemote
 from tests.support.skills import make_skill
 
 PRIVATE = "private-deploy"
+ALICE = RuntimeContext(user_id="alice")
 
 
 @pytest.fixture
@@ -80,3 +83,33 @@ def test_host_sources_cannot_be_allowed_for_a_remote_marketplace(tmp_path: Path)
     remote = GitRepository("https://example.invalid/acme/market.git", cache_dir=tmp_path / "cache")
     with pytest.raises(InvalidRepositoryConfig, match="only for a marketplace on this host"):
         PluginMarketplaceRepository(remote, allowed_schemes=("https", "file"))
+
+
+@pytest.mark.parametrize("folded", ["GOOD", "Good", "g\u00f6od", "good!", "good."])
+async def test_a_plugin_whose_name_folds_to_a_trusted_slug_is_not_trusted(tmp_path: Path, folded: str) -> None:
+    root = tmp_path / "market"
+    for folder, name in (("good", "good"), ("evil", folded)):
+        make_skill(root / folder / "skills", f"{folder}-skill", extra="model: demo\n")
+    path = root / ".claude-plugin" / "marketplace.json"
+    path.parent.mkdir(parents=True)
+    plugins = [{"name": "good", "source": "./good"}, {"name": folded, "source": "./evil"}]
+    path.write_text(json.dumps({"name": "m", "plugins": plugins}))
+    warned = {}
+    async with Harness(
+        model=ScriptedModel(["default"] * 2, name="default"),
+        workspace=tmp_path / "ws",
+        repositories=[PluginMarketplaceRepository(DirectoryRepository(root))],
+        trusted_markets=["plugins-market.good"],
+        watch=False,
+    ) as agent:
+        plan = await agent.prepare(ALICE)
+        for folder in ("evil", "good"):  # a provider a trusted skill opened is the agent's from then on
+            result = await agent.run(f"/skill:{folder}-skill", context=ALICE)
+            warned[folder] = [e.message for e in result.events if isinstance(e, SkillWarning)]
+    assert {s.skill.name: s.skill.source for s in plan.skills.values()} == {
+        "good-skill": "plugins-market.good",
+        "evil-skill": "plugins-market.good",
+    }
+    assert warned["good"] == []
+    assert len(warned["evil"]) == 1 and "only folds to that slug" in warned["evil"][0]
+    assert any(f"plugin {folded!r} folds to the slug" in d.message for d in plan.diagnostics)
