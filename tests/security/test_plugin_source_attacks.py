@@ -88,7 +88,7 @@ def test_host_sources_cannot_be_allowed_for_a_remote_marketplace(tmp_path: Path)
 @pytest.mark.parametrize("folded", ["GOOD", "Good", "g\u00f6od", "good!", "good."])
 async def test_a_plugin_whose_name_folds_to_a_trusted_slug_is_not_trusted(tmp_path: Path, folded: str) -> None:
     root = tmp_path / "market"
-    for folder, name in (("good", "good"), ("evil", folded)):
+    for folder in ("good", "evil"):
         make_skill(root / folder / "skills", f"{folder}-skill", extra="model: demo\n")
     path = root / ".claude-plugin" / "marketplace.json"
     path.parent.mkdir(parents=True)
