@@ -241,7 +241,7 @@ class Harness(AsyncResource):
             market_scan=market_scan,
             skill_dirs=skill_dirs,
         )
-        self._workflows = WorkflowEngine(self.filesystem)
+        self._workflows = WorkflowEngine(self.filesystem, agent=self.name)
         self._stack = AsyncExitStack()
         # An agent built around another's pipeline (a subagent) shares its resources: the
         # owner opens and closes them.
