@@ -341,10 +341,12 @@ class SandboxFilesystem(LocalFilesystem):
 
     def protect(self, folders: Sequence[str]) -> None:
         """Bind ``folders`` of each user's area read-only in its sandbox (see
-        :meth:`_protected_binds`); folders below ``skills/`` and ``.harness/`` already are."""
+        :meth:`_protected_binds`); folders below ``skills/``, ``.harness/`` and the projected
+        entries already are (a projected name shows the shared workspace's entry, not the user's)."""
         super().protect(folders)
         added = [normalize_path(f) for f in folders]
-        kept = {f for f in (*self._protected, *added) if f.split("/", 1)[0] not in ("skills", _MACHINE_DIR)}
+        covered = {"skills", _MACHINE_DIR, *self._projected}
+        kept = {f for f in (*self._protected, *added) if f.split("/", 1)[0] not in covered}
         # A folder inside another protected one is covered by it.
         self._protected = tuple(sorted(f for f in kept if not any(f.startswith(o + "/") for o in kept)))
 
