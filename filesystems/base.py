@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
-from .errors import InvalidUserId, ShellUnavailable
+from .errors import InvalidUserId, PathEscapeError, ShellUnavailable
 from .paths import identifier_problem, normalize_path
 from .resource import AsyncResource
 
@@ -328,6 +328,17 @@ class AbstractFilesystem(AsyncResource, ABC):
             env=_check_env(env),
             timeout=_capped_timeout(timeout, self.timeout_ceiling),
         )
+
+    def protect(self, folders: Sequence[str]) -> None:
+        """Keep ``folders`` (relative folders of every user's area, e.g. ``.agents/skills``) out
+        of reach of this filesystem's shell from now on, for the views :meth:`scoped` makes
+        afterwards. A backend whose shell runs untrusted commands in a user's area (the sandbox)
+        shows them read-only there; the others have no shell or a trusted one, and ignore it.
+        The skill pipeline calls this with the folders it reads skills from. Raises
+        :class:`PathEscapeError` for a folder that is not a clean relative path."""
+        for folder in folders:
+            if not normalize_path(folder):
+                raise PathEscapeError(f"protected folder {folder!r} must be a folder below the root")
 
     @property
     def timeout_ceiling(self) -> float | None:

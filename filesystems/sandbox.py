@@ -18,6 +18,7 @@ from ._process import BASE_ENV, SEARCH_PATH, command_path, own_folder, run_proce
 from .base import CommandResult
 from .errors import PathEscapeError, SandboxUnavailable
 from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
+from .paths import normalize_path
 
 __all__ = ["DEFAULT_PROJECTED", "NOBODY", "SHIM_DIR", "SandboxFilesystem", "SandboxLimits"]
 
@@ -272,7 +273,9 @@ class SandboxFilesystem(LocalFilesystem):
       link) is bound read-only at :data:`SHIM_DIR` and searched after the ``path`` folders
       (paths as the sandbox sees them) and before ``/usr/local/bin:/usr/bin:/bin``;
     * ``/workspace`` is the user's area (writable, persisted on the host) except its
-      machine-owned parts: ``/workspace/skills`` and ``/workspace/.harness`` are read-only.
+      machine-owned parts: ``/workspace/skills``, ``/workspace/.harness`` and the folders
+      :meth:`protect` names (the skill pipeline's other skill folders, ``.agents/skills``, ...)
+      are read-only, the parents of the latter bound onto themselves so they cannot be moved.
       The shared roots in ``projected`` (default :data:`DEFAULT_PROJECTED`; ``()`` turns
       projection off) appear read-only under ``/workspace``. ``/workspace/skills`` merges the
       workspace's skill folders with the user's own, all read-only, a user folder replacing the
@@ -321,6 +324,7 @@ class SandboxFilesystem(LocalFilesystem):
             if not name or "/" in name or name in (".", ".."):
                 raise ValueError(f"projected entry {name!r} must be one top-level name")
         self._projected = tuple(projected)
+        self._protected: tuple[str, ...] = _parent._protected if _parent is not None else ()
         self._network = network
         self._limits = limits
         self._workspace: str
@@ -424,6 +428,60 @@ class SandboxFilesystem(LocalFilesystem):
             return ["--tmpfs", target, "--remount-ro", target]
         return ["--ro-bind", os.path.join(self._real_root, _MACHINE_DIR), target]
 
+    def protect(self, folders: Sequence[str]) -> None:
+        """Bind ``folders`` of each user's area read-only in its sandbox (see
+        :meth:`_protected_binds`); folders below ``skills/``, ``.harness/`` and the projected
+        entries already are (a projected name shows the shared workspace's entry, not the user's)."""
+        super().protect(folders)
+        added = [normalize_path(f) for f in folders]
+        covered = {"skills", _MACHINE_DIR, *self._projected}
+        kept = {f for f in (*self._protected, *added) if f.split("/", 1)[0] not in covered}
+        # A folder inside another protected one is covered by it.
+        self._protected = tuple(sorted(f for f in kept if not any(f.startswith(o + "/") for o in kept)))
+
+    def _protected_binds(self) -> list[str]:
+        """The protected folders of the user's area read-only, each of their parents bound onto
+        itself: a mount point cannot be renamed or removed, so the shell can neither write a
+        protected folder nor move it (or a parent) aside and make a new one in its place.
+
+        Missing folders are created by the harness, one segment at a time; a segment that is a
+        link or not a folder refuses the command (:class:`PathEscapeError`), so nothing is
+        created or bound through a link the tenant made."""
+        args: list[str] = []
+        bound: set[str] = set()
+        for folder in self._protected:
+            parts = folder.split("/")
+            for depth in range(1, len(parts) + 1):
+                relative = "/".join(parts[:depth])
+                if relative in bound:
+                    continue
+                host = self._protected_dir(relative)
+                leaf = depth == len(parts)
+                args += ["--ro-bind" if leaf else "--bind", host, f"{WORKSPACE}/{relative}"]
+                bound.add(relative)
+        return args
+
+    def _protected_dir(self, relative: str) -> str:
+        """The host folder ``relative`` of the user's area, created if missing; its parent was
+        checked by the previous call."""
+        host = os.path.join(self._real_root, relative)
+        parent, name = os.path.split(host)
+        if not os.path.lexists(host):
+            try:
+                os.mkdir(host, 0o755)
+            except FileExistsError:
+                pass
+            else:
+                self._chown(host)
+        found = _real_entry(parent, name)
+        if found is None or not stat.S_ISDIR(found.st_mode):
+            raise PathEscapeError(
+                f"{relative!r} in the user's area is a link or not a folder; it holds skills the sandbox "
+                f"shows read-only and binds no links. Remove {relative!r} with the filesystem's delete() "
+                "and run again"
+            )
+        return host
+
     def _check_machine_entries(self) -> None:
         """Refuse to run when the user's ``skills`` or ``.harness`` is anything but a folder."""
         for name in ("skills", _MACHINE_DIR):
@@ -458,6 +516,7 @@ class SandboxFilesystem(LocalFilesystem):
             args += self._skill_binds()
         if self._scoped_area:
             args += self._machine_binds()
+            args += self._protected_binds()
         else:
             args += ["--remount-ro", WORKSPACE]
         args += ["--chdir", self._shell_path(cwd), "--", "/bin/sh", "-c", command]

@@ -38,11 +38,12 @@ from repositories.package import (
     PackageRepository,
     discover_skill_packages,
 )
-from repositories.plugins import MARKETPLACE_FILES, PluginMarketplaceRepository
+from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
-from repositories.sources import check_source, disambiguate_sources, make_source, sub_source
+from repositories.sources import check_source, disambiguate_sources, exact_sub_source, make_source, sub_source
 
 __all__ = [
+    "DEFAULT_PLUGIN_SCHEMES",
     "ENTRY_POINT_GROUP",
     "MARKETPLACE_FILES",
     "SKILL_MD_NAMES",
@@ -74,6 +75,7 @@ __all__ = [
     "default_cache_dir",
     "disambiguate_sources",
     "discover_skill_packages",
+    "exact_sub_source",
     "known_schemes",
     "make_source",
     "open_repository",

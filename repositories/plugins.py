@@ -6,13 +6,15 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+import re
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from filesystems import redact_url
 from filesystems.paths import has_control
 from repositories.base import SkillBundle, SkillRepository, Snapshot
 from repositories.directory import DirectoryRepository
@@ -27,12 +29,17 @@ from repositories.errors import (
 from repositories.git import GitRepository, default_cache_dir
 from repositories.sources import make_source, sub_source
 
-__all__ = ["MARKETPLACE_FILES", "PluginMarketplaceRepository"]
+__all__ = ["DEFAULT_PLUGIN_SCHEMES", "MARKETPLACE_FILES", "PluginMarketplaceRepository", "url_scheme"]
 
 MARKETPLACE_FILES = (".claude-plugin/marketplace.json", ".agents/plugins/marketplace.json")
 """Where a marketplace lists its plugins, relative to its root; the first one present is read."""
 
 _GITHUB = "https://github.com/{}.git"
+#: The schemes plugin sources may use unless the operator allows others.
+DEFAULT_PLUGIN_SCHEMES: tuple[str, ...] = ("https",)
+_LOCAL = "file"  # file:// URLs and host paths
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]*")
 _MAX_MANIFEST = 1 << 20  # a marketplace file larger than this is refused, not parsed
 
 
@@ -104,6 +111,20 @@ def _remote(name: str, source: dict[str, Any]) -> tuple[str, str, str]:
     raise UnsafePath(f"plugin {name!r}: source type {kind!r} is not served (use a path, github, url or git-subdir)")
 
 
+def url_scheme(url: str) -> str:
+    """The transport git would use for ``url``: its scheme (``https``, ``ssh``, ``file``, ...),
+    the transport of git's ``<transport>::<address>`` form (``ext``), ``ssh`` for the scp-like
+    ``host:path`` form, and ``file`` for a host path (``/srv/repo``, ``../repo``, ``~/repo``)."""
+    url = url.removeprefix("git+")
+    found = _URL_SCHEME.match(url)
+    if found:
+        return found.group(1).lower()
+    if "::" in url:
+        return url.split("::", 1)[0].lower()
+    head = url.split("/", 1)[0]
+    return "ssh" if ":" in head and len(head.split(":", 1)[0]) > 1 else _LOCAL
+
+
 def _parse(data: bytes, where: str) -> _Manifest:
     """The skills folders a marketplace.json lists; a malformed file is ``RepositoryUnavailable``,
     a bad plugin entry only a problem."""
@@ -157,6 +178,14 @@ class PluginMarketplaceRepository(SkillRepository):
       plugins that cannot be reached are problems in ``Snapshot.problems``, never errors; the
       other plugins are served.
 
+    A marketplace file names sources, but only the operator decides which places the harness
+    fetches from: a ``github`` / ``url`` / ``git-subdir`` source is cloned only when its scheme
+    (:func:`url_scheme`) is in ``allowed_schemes`` (default :data:`DEFAULT_PLUGIN_SCHEMES`,
+    https only). ``file`` there allows ``file://`` URLs and host paths, and only for a
+    marketplace that is itself on this host (a folder, or git over a ``file://`` URL or path):
+    :class:`InvalidRepositoryConfig` otherwise. A refused source is a problem naming the plugin
+    and the source; the other plugins are served.
+
     Slug: ``plugins-<owner>-<repo>`` (git) or ``plugins-<folder>`` (directory). Each skill's
     bundle names its plugin (``SkillBundle.sub_source``), so the harness gives it the source
     ``<slug>.<plugin>`` and the skill id ``<name>_<slug>.<plugin>``. Skills keep their folder
@@ -171,9 +200,11 @@ class PluginMarketplaceRepository(SkillRepository):
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         source: str | None = None,
+        allowed_schemes: Collection[str] = DEFAULT_PLUGIN_SCHEMES,
     ) -> None:
         if isinstance(root, DirectoryRepository) and root.filesystem is not None:
             raise InvalidRepositoryConfig("a plugin marketplace is read from a host folder or a git repository")
+        self.allowed_schemes = _check_schemes(root, allowed_schemes)
         if isinstance(root, GitRepository):
             default = root.source.removeprefix("git-")
             self._cache = Path(cache_dir) if cache_dir is not None else root.clone_path.parent
@@ -260,6 +291,13 @@ class PluginMarketplaceRepository(SkillRepository):
     def _child(self, plugin: _Plugin) -> SkillRepository | str:
         """The market of one skills folder, or why it is refused."""
         if plugin.url:
+            scheme = url_scheme(plugin.url)
+            if scheme not in self.allowed_schemes:
+                return (
+                    f"plugin {plugin.name!r}: source {redact_url(plugin.url)!r} refused: its scheme {scheme!r} is "
+                    f"not one the operator allows for plugin sources ({', '.join(sorted(self.allowed_schemes))}); "
+                    "plugin skipped (allowed_schemes)"
+                )
             return GitRepository(
                 plugin.url, branch=plugin.ref or None, subdir=plugin.path or None, cache_dir=self._cache
             )
@@ -309,7 +347,7 @@ class PluginMarketplaceRepository(SkillRepository):
 
     async def _load(self, version: str) -> Snapshot:
         manifest = await self._read_manifest()
-        problems = await self._sync_children(manifest)
+        problems = [*await self._sync_children(manifest), *self._folded(manifest)]
         owners: dict[str, SkillRepository] = {}
         plugin_of: dict[str, str] = {}
         bundles: list[SkillBundle] = []
@@ -335,6 +373,22 @@ class PluginMarketplaceRepository(SkillRepository):
             bundles=tuple(sorted(bundles, key=lambda b: b.folder)),
             problems=tuple(problems),
         )
+
+    def _folded(self, manifest: _Manifest) -> list[str]:
+        """A problem for each plugin whose name folds to the slug of another one listed before
+        it (``GOOD`` after ``good``): both are served under that slug, and trust, which matches
+        exact slugs (:func:`~repositories.sources.exact_sub_source`), is never the later one's."""
+        first: dict[str, str] = {}
+        problems: dict[str, str] = {}
+        for plugin in manifest.folders:
+            slug = sub_source(self.source, plugin.name)
+            earlier = first.setdefault(slug, plugin.name)
+            if earlier != plugin.name and plugin.name not in problems:
+                problems[plugin.name] = (
+                    f"plugin {plugin.name!r} folds to the slug {slug!r} of plugin {earlier!r}; trusted_markets "
+                    f"names exact slugs only, so {slug!r} never trusts {plugin.name!r}: rename one of the plugins"
+                )
+        return list(problems.values())
 
     def _clash(self, folder: str, first: str, later: str) -> str:
         """Why the later plugin's skill of one folder name is not served."""
@@ -376,6 +430,22 @@ class PluginMarketplaceRepository(SkillRepository):
         self._children = {}
         for child in children:
             await child.aclose()
+
+
+def _check_schemes(root: DirectoryRepository | GitRepository, schemes: Collection[str]) -> frozenset[str]:
+    """``schemes`` as a set of lowercase names; ``file`` only for a marketplace on this host."""
+    if isinstance(schemes, str):
+        raise InvalidRepositoryConfig(f"allowed_schemes must be a list of schemes such as ['https'], not {schemes!r}")
+    allowed = frozenset(scheme.lower() for scheme in schemes)
+    bad = sorted(scheme for scheme in allowed if not _SCHEME_NAME.fullmatch(scheme))
+    if bad:
+        raise InvalidRepositoryConfig(f"allowed_schemes: {bad!r} are not URL schemes (such as https, ssh, file)")
+    if _LOCAL in allowed and isinstance(root, GitRepository) and url_scheme(root.url) != _LOCAL:
+        raise InvalidRepositoryConfig(
+            f"allowed_schemes: 'file' (host paths and file:// plugin sources) is allowed only for a marketplace "
+            f"on this host, not for {root.shown_url!r}"
+        )
+    return allowed
 
 
 def _no_follow(path: str, flags: int) -> int:

@@ -27,7 +27,10 @@ URL                                                    repository
 ``claude-plugins+git+https://host/owner/repo.git``     folder or a git repository (the git
 (also ``+git+ssh``, ``+git+file``, ``+git+http``)      form takes the git options above;
                                                        both take ``cache_dir`` for remote
-                                                       plugins' clones)
+                                                       plugins' clones and
+                                                       ``allowed_schemes=https,ssh`` for the
+                                                       schemes plugin sources may use;
+                                                       ``file`` only for a local marketplace)
 ``mcp+https://host/mcp#token_env=VAR``, ``mcp+http://…``  ``McpRepository`` over streamable HTTP
                                                        (fragment options: ``token_env``, the
                                                        variable holding the bearer token;
@@ -61,7 +64,7 @@ from repositories.mcp import McpRepository
 from repositories.mysql import MySQLRepository
 from repositories.nacos import NacosRepository
 from repositories.package import EntryPointRepository, PackageRepository
-from repositories.plugins import PluginMarketplaceRepository
+from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, PluginMarketplaceRepository
 
 __all__ = ["SCHEME_ENTRY_POINT_GROUP", "RepositoryFactory", "known_schemes", "open_repository", "register_scheme"]
 
@@ -198,6 +201,8 @@ _PLUGINS = "claude-plugins+"
 def _open_plugins(url: str) -> SkillRepository:
     base, options = _split_fragment(url[len(_PLUGINS) :])
     source = options.pop("source", None)
+    schemes = options.pop("allowed_schemes", None)
+    allowed = tuple(filter(None, schemes.split(","))) if schemes is not None else DEFAULT_PLUGIN_SCHEMES
     inner = base
     if base.startswith("git+"):
         inner += "#" + urllib.parse.urlencode(options)
@@ -208,7 +213,7 @@ def _open_plugins(url: str) -> SkillRepository:
         cache_dir = options.pop("cache_dir", None) or None
         _no_more(url, options)
         root = _open_dir(inner)  # type: ignore[assignment]
-    return PluginMarketplaceRepository(root, cache_dir=cache_dir, source=source)
+    return PluginMarketplaceRepository(root, cache_dir=cache_dir, source=source, allowed_schemes=allowed)
 
 
 def _open_mcp(url: str) -> SkillRepository:

@@ -15,7 +15,14 @@ from collections.abc import Iterable
 
 from repositories.errors import InvalidRepositoryConfig
 
-__all__ = ["MAX_SOURCE_LENGTH", "check_source", "disambiguate_sources", "make_source", "sub_source"]
+__all__ = [
+    "MAX_SOURCE_LENGTH",
+    "check_source",
+    "disambiguate_sources",
+    "exact_sub_source",
+    "make_source",
+    "sub_source",
+]
 
 MAX_SOURCE_LENGTH = 64
 
@@ -44,6 +51,14 @@ def sub_source(source: str, part: str) -> str:
     """The slug of ``part`` of the market ``source`` (a plugin of a plugin marketplace):
     ``<source>.<part as a slug>``, cut to 64 characters (the market's slug is kept whole)."""
     return f"{source}.{make_source(part)}"[:MAX_SOURCE_LENGTH].rstrip("-.")
+
+
+def exact_sub_source(source: str, part: str) -> str | None:
+    """``<source>.<part>`` when ``part`` is its own slug (:func:`sub_source` neither folds nor
+    cuts it), else ``None``. Trust matches only this exact slug: ``GOOD``, ``Good`` and ``go od``
+    all fold to the slug of a plugin named ``good`` but are never it."""
+    exact = f"{source}.{part}"
+    return exact if part and sub_source(source, part) == exact else None
 
 
 def check_source(source: str) -> str:

@@ -85,7 +85,7 @@ from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
 from harness.tools.skills import UsageHooks, skill_tools
 from harness.tracing import RunTracer
-from repositories import SkillRepository, open_repository
+from repositories import SkillRepository, exact_sub_source, open_repository
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
@@ -241,7 +241,7 @@ class Harness(AsyncResource):
             market_scan=market_scan,
             skill_dirs=skill_dirs,
         )
-        self._workflows = WorkflowEngine(self.filesystem)
+        self._workflows = WorkflowEngine(self.filesystem, agent=self.name)
         self._stack = AsyncExitStack()
         # An agent built around another's pipeline (a subagent) shares its resources: the
         # owner opens and closes them.
@@ -610,9 +610,14 @@ class Harness(AsyncResource):
             return self.model, None
         if spec not in self.models and not _trusted(resolved, self.trusted_markets):
             # A market is not trusted to send the conversation to a provider the app did not pick.
+            folded = (
+                f" (its plugin {resolved.entry.plugin!r} only folds to that slug; trust matches exact slugs)"
+                if skill.source in self.trusted_markets
+                else ""
+            )
             message = (
-                f"skill {skill.name!r}: model {spec!r} ignored: market {skill.source!r} is not in trusted_markets "
-                f"and the model is not one of the agent's models; using {self.model.name!r}"
+                f"skill {skill.name!r}: model {spec!r} ignored: market {skill.source!r} is not in trusted_markets"
+                f"{folded} and the model is not one of the agent's models; using {self.model.name!r}"
             )
             log.warning("%s", message)
             return self.model, SkillWarning(skill_id=skill.skill_id, code="untrusted-model", message=message)
@@ -729,7 +734,12 @@ class Harness(AsyncResource):
         workflows = workflow_tools(self.workflow_engine(context), resolver(probe, self.filesystem))
         builtin = {
             t.name
-            for t in [*skill_tools(probe), *file_tools(self.filesystem), *self._learning_tools(context), *workflows]
+            for t in [
+                *skill_tools(probe),
+                *file_tools(self.filesystem, skill_dirs=self.pipeline.skill_dirs),
+                *self._learning_tools(context),
+                *workflows,
+            ]
         }
         builtin.add(SEARCH_TOOL)  # offered only on turns whose catalog is cut
         builtin.add(WORKFLOW_REPORT_TOOL)  # offered only in a workflow step's skill turn
@@ -772,7 +782,8 @@ class Harness(AsyncResource):
             if any(s.workflow for s in plan.available())
             else []
         )
-        tools = [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
+        files = file_tools(plan.filesystem, skill_dirs=self.pipeline.skill_dirs)
+        tools = [*tools, *files, *self._learning_tools(plan.context), *workflows, *self.tools]
         return self._gated(tools, plan, session, pending, control, invoked)
 
     def _gated(
@@ -860,9 +871,12 @@ class Harness(AsyncResource):
 
 def _trusted(resolved: ResolvedSkill, trusted_markets: Collection[str]) -> bool:
     """Whether a skill's fields may choose a provider or narrow tools: every skill but a market
-    one, which needs its market's slug (or, for a plugin's skill, its own slug) listed."""
-    skill = resolved.skill
-    return skill.layer is not Layer.MARKET or not {resolved.source.source, skill.source}.isdisjoint(trusted_markets)
+    one, which needs its market's slug (or, for a plugin's skill, its plugin's exact slug,
+    never one its name only folds to) listed."""
+    if resolved.skill.layer is not Layer.MARKET:
+        return True
+    market, plugin = resolved.source.source, resolved.entry.plugin
+    return market in trusted_markets or (plugin != "" and exact_sub_source(market, plugin) in trusted_markets)
 
 
 def _invocable_list(plan: TurnPlan, user: bool) -> str:

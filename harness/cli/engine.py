@@ -24,8 +24,8 @@ from harness.agent.workflows import package_for, resolve_workflow
 from harness.cli.common import (
     JSON_OPTION,
     WORKSPACE_OPTIONS,
+    config_from_args,
     context_from_args,
-    filesystem_from_args,
     harness_from_args,
     print_json,
 )
@@ -124,8 +124,9 @@ Command = Callable[[WorkflowEngine, argparse.Namespace], Awaitable[int]]
 
 def _handle(args: argparse.Namespace, command: Command) -> int:
     async def main() -> int:
-        async with filesystem_from_args(args) as fs:
-            engine = WorkflowEngine(fs)
+        config = config_from_args(args)
+        async with config.open_filesystem() as fs:
+            engine = WorkflowEngine(fs, agent=config.name)
             return await command(engine.for_user(args.user) if args.user else engine, args)
 
     return anyio.run(main)

@@ -20,7 +20,7 @@ from harness.engine.package import SkillPackage
 from harness.engine.run import Event, Outcome, Run
 from harness.engine.side_files import render_side_file
 from harness.engine.snapshot import make_snapshot, verify_snapshot
-from harness.engine.store import RunKey, RunStore, WritePoint, check_run_id, run_relative
+from harness.engine.store import RevisionMarks, RunKey, RunOwner, RunStore, WritePoint, check_run_id, run_relative
 from harness.engine.transitions import Decision
 
 __all__ = ["WorkflowEngine"]
@@ -50,9 +50,13 @@ class WorkflowEngine:
     actions through an :class:`Executor` and stops at anything else.
 
     Run records are authenticated with ``key`` (default: the workspace's :class:`RunKey` at
-    ``.harness/engine.key`` of ``filesystem``, shared with :meth:`for_user` engines); a record
-    edited outside the engine raises :class:`RunTampered` and nothing is performed. Build the
-    engine on the workspace root and call :meth:`for_user`, so the key stays outside users' areas.
+    ``.harness/engine.key`` of ``filesystem``, shared with :meth:`for_user` engines) over their
+    content, revision and owner (``agent``, the name of the agent running them, and the user of
+    :meth:`for_user`); a record edited outside the engine, copied from another owner's area, or
+    older than the newest revision the engine has seen of that run (its high-water mark, kept at
+    ``.harness/revisions/`` of ``filesystem``) raises :class:`RunTampered` and nothing is
+    performed. Build the engine on the workspace root and call :meth:`for_user`, so the key and
+    the marks stay outside users' areas.
 
     A skill group's contracts (a step's ``writes``, ``final`` artifacts, the ``states`` machine,
     schema versions and ``requires`` at hand-offs) are enforced on every outcome: a breaking
@@ -70,17 +74,31 @@ class WorkflowEngine:
         clock: Clock | None = None,
         before_write: WritePoint | None = None,
         key: RunKey | None = None,
+        agent: str = "",
+        _user: str | None = None,
+        _marks: RevisionMarks | None = None,
     ) -> None:
         self._filesystem = filesystem
         self._key = key or RunKey(filesystem)
-        self._store = RunStore(filesystem, before_write=before_write, key=self._key)
+        self._marks = _marks or RevisionMarks(filesystem)
+        self.owner = RunOwner(agent=agent, user=_user)
+        self._store = RunStore(
+            filesystem, before_write=before_write, key=self._key, owner=self.owner, marks=self._marks
+        )
         self._clock = clock or (lambda: datetime.now(UTC))
         self._before_write = before_write
 
     def for_user(self, user_id: str) -> WorkflowEngine:
-        """The same engine over ``user_id``'s scoped filesystem (their own runs)."""
+        """The same engine over ``user_id``'s scoped filesystem (their own runs, signed as theirs;
+        key and revision marks stay the workspace's)."""
         return WorkflowEngine(
-            self._filesystem.scoped(user_id), clock=self._clock, before_write=self._before_write, key=self._key
+            self._filesystem.scoped(user_id),
+            clock=self._clock,
+            before_write=self._before_write,
+            key=self._key,
+            agent=self.owner.agent,
+            _user=user_id,
+            _marks=self._marks,
         )
 
     def _now(self) -> str:

@@ -14,6 +14,14 @@ over its content made with a per-workspace :class:`RunKey`, kept at ``.harness/e
 the *unscoped* filesystem (outside every user's area, never projected into a sandbox). A record
 that fails the check raises :class:`RunTampered` instead of being acted on.
 
+Freshness and ownership: the signed content includes the record's ``revision`` and its
+``owner`` (:class:`RunOwner`: agent and user), so a record copied from another user's area (or
+another agent's) is refused; and :class:`RevisionMarks` keeps, beside the key, the newest
+revision the engine has written or read of every run (``.harness/revisions/``), so restoring an
+older, validly signed ``run.json`` is refused too — across process restarts — and a run id is
+never used twice in one scope. Records written before owners were signed are refused with a
+message saying so (finish them with the engine version that started them).
+
 Crash safety: a run record appears whole (exclusive create) and changes only by a
 compare-and-set on its version; the events of a write ride in the record's ``outbox`` and are
 appended to the trajectory afterwards, under a lock, skipping those already there — so a crash
@@ -29,6 +37,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -38,7 +47,7 @@ from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunRecord
 from harness.engine.run import Event, Run, event_from_json, run_from_json, run_to_json
 from harness.engine.snapshot import Snapshot
 
-__all__ = ["RunKey", "RunStore", "WritePoint", "check_run_id", "run_relative"]
+__all__ = ["RevisionMarks", "RunKey", "RunOwner", "RunStore", "WritePoint", "check_run_id", "run_relative"]
 
 #: Called with the name of every durable write just before it happens: ``snapshot-file``,
 #: ``snapshot-manifest``, ``run-create``, ``run-update``, ``trajectory-append``, ``artifact``,
@@ -48,6 +57,8 @@ WritePoint = Callable[[str], None]
 _ROOT = ".harness"
 _KEY_FILE = f"{_ROOT}/engine.key"
 _MAC = "mac"
+_OWNER = "owner"
+_MARKS = f"{_ROOT}/revisions"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -117,11 +128,60 @@ async def _load_or_create_key(fs: AbstractFilesystem) -> bytes:
     return bytes.fromhex((await fs.read_bytes(_KEY_FILE)).decode("ascii").strip())
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunOwner:
+    """Whose runs a store holds: the ``agent`` (its name) and the ``user`` (``None``: the
+    workspace's own runs). Signed into every record; a record of another owner is refused."""
+
+    agent: str = ""
+    user: str | None = None
+
+    def describe(self) -> str:
+        """``user 'alice' of agent 'assistant'`` (for messages)."""
+        return f"{f'user {self.user!r}' if self.user is not None else 'the workspace'} of agent {self.agent!r}"
+
+
+class RevisionMarks:
+    """The newest revision the engine has seen of each run: its high-water marks.
+
+    Kept on ``filesystem`` (the workspace root, beside the run key: outside every user's area,
+    the model's file tools and any sandbox) at ``.harness/revisions/<owner digest>/<run_id>``,
+    so they outlive the process. A mark only grows, under a lock.
+    """
+
+    def __init__(self, filesystem: AbstractFilesystem) -> None:
+        self._filesystem = filesystem
+
+    @staticmethod
+    def _digest(owner: RunOwner) -> str:
+        return hashlib.sha256(json.dumps(asdict(owner), sort_keys=True).encode()).hexdigest()[:32]
+
+    def _path(self, owner: RunOwner, run_id: str) -> str:
+        return f"{_MARKS}/{self._digest(owner)}/{check_run_id(run_id)}"
+
+    async def newest(self, owner: RunOwner, run_id: str) -> int | None:
+        """The newest revision seen of ``owner``'s run ``run_id``, ``None`` if never seen."""
+        try:
+            return int((await self._filesystem.read_bytes(self._path(owner, run_id))).decode("ascii"))
+        except FileNotFoundError:
+            return None
+
+    async def raise_to(self, owner: RunOwner, run_id: str, revision: int) -> None:
+        """Record that ``revision`` of the run was seen (a lower one leaves the mark alone)."""
+        path = self._path(owner, run_id)
+        async with self._filesystem.lock(f"engine-revision-{self._digest(owner)}-{run_id}"):
+            newest = await self.newest(owner, run_id)
+            if newest is None or revision > newest:
+                await self._filesystem.write_bytes(path, str(revision).encode("ascii"))
+
+
 class RunStore:
     """Run records, trajectories, artifacts and snapshots on one (scoped) filesystem.
 
     ``key`` authenticates run records (default: a :class:`RunKey` of ``filesystem`` itself —
-    pass the workspace's key when ``filesystem`` is a user's scope).
+    pass the workspace's key when ``filesystem`` is a user's scope); ``owner`` is signed into
+    every record and checked on every read; ``marks`` keeps the newest revision of each run
+    (default: :class:`RevisionMarks` of ``filesystem`` — pass the workspace's, like the key).
     """
 
     def __init__(
@@ -130,10 +190,14 @@ class RunStore:
         *,
         before_write: WritePoint | None = None,
         key: RunKey | None = None,
+        owner: RunOwner | None = None,
+        marks: RevisionMarks | None = None,
     ) -> None:
         self.filesystem = filesystem
         self._before_write = before_write
         self._key = key or RunKey(filesystem)
+        self.owner = owner or RunOwner()
+        self._marks = marks or RevisionMarks(filesystem)
 
     def _point(self, name: str) -> None:
         if self._before_write is not None:
@@ -169,7 +233,13 @@ class RunStore:
     # -- run records -------------------------------------------------------------------------------
 
     async def create(self, run: Run) -> str:
-        """Create the record of a new run; returns its version. :class:`RunExists` if taken."""
+        """Create the record of a new run; returns its version. :class:`RunExists` if taken,
+        or if the id was used before in this scope (its high-water mark stays)."""
+        if await self._marks.newest(self.owner, run.run_id) is not None:
+            raise RunExists(
+                f"run id {run.run_id!r} was used before by {self.owner.describe()}; run ids are never reused "
+                "(an older record of that run could be restored over the new one): choose another id"
+            )
         self._point("run-create")
         try:
             stat = await self.filesystem.create_exclusive(
@@ -177,6 +247,7 @@ class RunStore:
             )
         except FileExistsError as exc:
             raise RunExists(f"run {run.run_id!r} already exists; resume it or choose another id") from exc
+        await self._marks.raise_to(self.owner, run.run_id, run.revision)
         return stat.version
 
     async def load(self, run_id: str) -> tuple[Run, str]:
@@ -193,6 +264,7 @@ class RunStore:
 
     async def _signed(self, run: Run) -> bytes:
         document = run_to_json(run)
+        document[_OWNER] = asdict(self.owner)
         document[_MAC] = await self._key.sign(document)
         return _dumps(document)
 
@@ -220,7 +292,35 @@ class RunStore:
             ) from None
         if run.run_id != run_id:
             raise RunTampered(f"{problem} (it names run {run.run_id!r}); nothing was performed")
+        self._check_owner(run_id, document.get(_OWNER), remedy)
+        await self._check_fresh(run, remedy)
         return run
+
+    def _check_owner(self, run_id: str, owner: object, remedy: str) -> None:
+        """Refuse a record signed for another owner, or written before owners were signed."""
+        if owner is None:
+            raise RunRecordCorrupt(
+                f"the record of run {run_id!r} was written by an engine version that did not bind records to "
+                "their owner and revision, so a copy or an older version of it cannot be told from it; nothing "
+                "was performed — finish the run with the engine version that started it, or as the operator "
+                f"delete {self._run_dir(run_id)}/ and start a new run"
+            )
+        if owner != asdict(self.owner):
+            raise RunTampered(
+                f"the record of run {run_id!r} belongs to {_describe(owner)}, not to {self.owner.describe()}: it was "
+                f"copied from another area; {remedy}"
+            )
+
+    async def _check_fresh(self, run: Run, remedy: str) -> None:
+        """Refuse a revision older than the newest seen; remember a newer one."""
+        newest = await self._marks.newest(self.owner, run.run_id)
+        if newest is not None and run.revision < newest:
+            raise RunTampered(
+                f"the record of run {run.run_id!r} is revision {run.revision}, but the engine has seen revision "
+                f"{newest}: an older copy was restored over it; {remedy}"
+            )
+        if newest is None or run.revision > newest:
+            await self._marks.raise_to(self.owner, run.run_id, run.revision)
 
     async def replace(self, run: Run, version: str) -> str:
         """Write ``run`` if the record is still at ``version``; :class:`RunConflict` otherwise."""
@@ -234,6 +334,7 @@ class RunStore:
                 f"run {run.run_id!r} was advanced by another process; nothing was written "
                 "(inspect it again before retrying)"
             ) from exc
+        await self._marks.raise_to(self.owner, run.run_id, run.revision)
         return stat.version
 
     # -- trajectory --------------------------------------------------------------------------------
@@ -313,6 +414,14 @@ class RunStore:
         inside = await anyio.to_thread.run_sync(_resolves_inside, str(host), str(run_dir))
         if not inside:
             raise PathEscapeError(f"run path {full!r} resolves outside the run's folder (symlink)")
+
+
+def _describe(owner: object) -> str:
+    """A signed record's owner for messages (it passed the signature check, but stay careful)."""
+    if isinstance(owner, dict):
+        user = owner.get("user")
+        return RunOwner(agent=str(owner.get("agent")), user=None if user is None else str(user)).describe()
+    return f"another owner ({owner!r})"
 
 
 def _resolves_inside(path: str, folder: str) -> bool:

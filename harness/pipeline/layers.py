@@ -59,6 +59,7 @@ class LayerEntry:
     key: str  # what names the folder in the repository's reads (``SkillBundle.key``)
     link: str | None = None  # the real host folder when an operator's layer reached it through a link
     listed: bool = True
+    plugin: str = ""  # the plugin's name, unfolded, when the market gathers plugins (``SkillBundle.sub_source``)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -377,6 +378,7 @@ class SkillLayer:
                 key=bundle.key,
                 link=bundle.link,
                 listed=bundle.listed,
+                plugin=bundle.sub_source,
             )
             if skill is not None and admitted
             else None

@@ -116,6 +116,8 @@ class SkillPipeline(AsyncResource):
         super().__init__()
         self.filesystem = filesystem
         self.skill_dirs = _check_skill_dirs(skill_dirs)
+        # A user's skill folders are the front door's: a sandboxed shell sees them read-only.
+        filesystem.protect(self.skill_dirs)
         self.dynamic_skills = dynamic_skills
         self.market_timeout = market_timeout
         self.catalog_budget = catalog_budget

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from filesystems import SandboxFilesystem, SandboxLimits, SandboxUnavailable
+from filesystems import PathEscapeError, SandboxFilesystem, SandboxLimits, SandboxUnavailable
 from filesystems.sandbox import LOOPBACK_HOSTS
 from harness.config import load_config
 from harness.errors import ConfigError
@@ -127,6 +127,38 @@ async def test_user_skills_are_read_only_inside_and_change_through_the_filesyste
     assert not await alice.exists("skills/own/notes.md")
     await alice.write_text("skills/own/notes.md", "note")
     assert (await alice.run("cat /workspace/skills/own/notes.md")).stdout == "note"
+
+
+async def test_protected_folders_are_read_only_and_their_parents_cannot_be_moved(
+    workspace: SandboxFilesystem, sandbox_dir: Path
+) -> None:
+    workspace.protect([".agents/skills", "team/skills/x", "knowledge/skills"])
+    alice = workspace.scoped("alice")
+    await alice.write_text(".agents/skills/own/SKILL.md", "alice's own")
+    for command in (
+        "echo x > .agents/skills/own/SKILL.md",
+        "mkdir .agents/skills/new",
+        "mv .agents aside",
+        "mv .agents/skills .agents/old",
+        "mkdir team/skills/x/new",
+        "mv team elsewhere",
+    ):
+        assert not (await alice.run(command)).ok, command
+    assert (await alice.run("echo kept > .agents/note.txt && cat /workspace/knowledge/facts.md")).stdout == "facts"
+    assert (sandbox_dir / "alice" / ".agents" / "note.txt").read_text() == "kept\n"
+    assert await alice.read_text(".agents/skills/own/SKILL.md") == "alice's own"
+    assert (sandbox_dir / "alice" / "team" / "skills" / "x").is_dir()  # created by the harness
+
+
+async def test_a_link_at_a_protected_folder_refuses_the_command(
+    workspace: SandboxFilesystem, sandbox_dir: Path
+) -> None:
+    workspace.protect([".claude/skills"])
+    alice = workspace.scoped("alice")
+    await alice.write_text("elsewhere/skills/x/SKILL.md", "x")
+    (sandbox_dir / "alice" / ".claude").symlink_to(sandbox_dir / "alice" / "elsewhere")
+    with pytest.raises(PathEscapeError, match="'.claude' in the user's area is a link"):
+        await alice.run("true")
 
 
 async def test_host_changes_show_in_the_next_command(workspace: SandboxFilesystem) -> None:

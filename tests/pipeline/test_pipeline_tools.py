@@ -253,7 +253,7 @@ async def test_read_file_splits_a_line_longer_than_a_page(tmp_path: Path) -> Non
 
     async with open_filesystem("local-shell", tmp_path) as fs:
         await fs.write_text("big.txt", "y" * (MAX_PAGE_BYTES * 3) + "\n")
-        read = {t.name: t for t in file_tools(fs)}["read_file"]
+        read = {t.name: t for t in file_tools(fs, skill_dirs=["skills"])}["read_file"]
         first = await read.call({"path": "big.txt"})
         second = await read.call({"path": "big.txt", "offset": 2})
     assert first.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 1-1 of 4; the last line continues")

@@ -71,7 +71,10 @@ def marketplace(remote: GitRemote, other: GitRemote) -> GitRemote:
 
 
 def _market(remote: GitRemote, cache_dir: Path) -> PluginMarketplaceRepository:
-    return PluginMarketplaceRepository(GitRepository(remote.url, cache_dir=cache_dir), cache_dir=cache_dir)
+    """The marketplace in ``remote``, its ``file://`` plugin sources allowed (the test remotes)."""
+    return PluginMarketplaceRepository(
+        GitRepository(remote.url, cache_dir=cache_dir), cache_dir=cache_dir, allowed_schemes=("https", "file")
+    )
 
 
 async def test_local_and_remote_plugins_are_staged_through_the_pipeline(
@@ -104,7 +107,7 @@ def _cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 def test_cli_lists_and_shows_each_skill_with_its_plugin_in_the_slug(
     tmp_path: Path, marketplace: GitRemote, cache_dir: Path
 ) -> None:
-    url = f"claude-plugins+{marketplace.url.replace('file:', 'git+file:', 1)}#cache_dir={cache_dir}"
+    url = f"claude-plugins+{marketplace.url.replace('file:', 'git+file:', 1)}#cache_dir={cache_dir}&allowed_schemes=https,file"
     listed_json = _cli(tmp_path, "list", "--json", "--repo", url)
     assert listed_json.returncode == 0, listed_json.stderr
     listed = {s["name"]: (s["source"], s["skill_id"]) for s in json.loads(listed_json.stdout)["skills"]}

@@ -50,11 +50,18 @@ HOSTILE_PATHS: tuple[str, ...] = (
     "./skills/../skills/x/SKILL.md",
     "skills/.usage.json",
     "skills/_drafts/x/SKILL.md",
+    ".agents/skills/x/SKILL.md",
+    ".Claude/Skills./x/SKILL.md",
+    "x/../.claude//skills/x/SKILL.md",
+    "\uff0eagents/skills/x/SKILL.md",
     ".harness/runs/r1/run.json",
     ".harness/engine.key",
     "../.harness/engine.key",
     "\x1b[2Jx.txt",
 )
+
+#: Folders of a user's area only the harness writes: its skill folders and run records.
+MACHINE_FOLDERS: tuple[str, ...] = ("skills", ".agents/skills", ".claude/skills", ".harness")
 
 #: Other tenants' and the shared workspace's skills named as ids.
 HOSTILE_IDS: tuple[str, ...] = (
@@ -250,13 +257,13 @@ class Arena:
     def own(self, key: str) -> bool:
         """Whether ``key`` (a snapshot key) lies in alice's area outside machine-owned state, or
         is the harness's own record-keeping (audit log, staging cache, run key)."""
-        harness_owned = ("skills/.audit/", ".skills-cache/", ".harness/engine.key")
+        harness_owned = ("skills/.audit/", ".skills-cache/", ".harness/engine.key", ".harness/revisions/")
         for base in self._bases():
             if key.startswith(base):
                 rest = key[len(base) :]
                 if rest.startswith(harness_owned):
                     return True
-                if rest.startswith("alice/") and not rest.startswith(("alice/skills/", "alice/.harness/")):
+                if rest.startswith("alice/") and not rest.startswith(tuple(f"alice/{f}/" for f in MACHINE_FOLDERS)):
                     return True
         return False
 
