@@ -98,7 +98,8 @@ class SkillBridge:
     filesystem has a shell. The tools are the harness's own skill tools (load, shell, and search
     when the catalog was cut) as :meth:`Harness.tools_for` puts them together: with its usage
     hooks, behind its approval policy (every decision audited; a call the policy asks about is
-    denied unless the harness has an approver, since a framework's run cannot pause for it).
+    denied unless the harness has an approver, since a framework's run cannot pause for it;
+    ``{skill_root}`` stands for any skill the user is served but their own).
     """
 
     def __init__(self, harness: Harness, *, shell: bool = True) -> None:
@@ -128,4 +129,6 @@ class SkillBridge:
         return SkillTurn(plan=plan, tools=tuple(self._tools(plan)))
 
     def _tools(self, plan: TurnPlan) -> list[Tool]:
-        return self.harness.tools_for(plan, only=self._names)
+        # A framework may prepare a turn per tool call, so no load is remembered between calls:
+        # every skill served counts as current for {skill_root} (never the user's own, see skill_roots).
+        return self.harness.tools_for(plan, only=self._names, current=plan.available())

@@ -399,7 +399,8 @@ class Harness(AsyncResource):
                     yield event
                 return
         pending: list[Event] = []
-        tools = self._tools(plan, session, pending, control, invocation.skill)
+        current = () if invocation.skill is None else (invocation.skill,)
+        tools = self._tools(plan, session, pending, control, current)
         if offer is not None:
             tools = offer(tools)
         by_name = {t.name: t for t in tools}
@@ -683,10 +684,11 @@ class Harness(AsyncResource):
         put together and gated exactly as in a turn, for the call paths outside one: a
         workflow's ``call_tool`` action, the framework adapters, ``harness mcp serve``. A gated
         call made through them cannot wait for the app (a policy's *ask* without an approver
-        denies it). ``only`` keeps just the tools of those names; ``current`` are skills that
-        count as loaded for ``{skill_root}`` (a caller that cannot see which skill its client
-        read, like an MCP server, passes the skills it serves)."""
-        tools = self._tools(plan, Session(loaded={s.skill.skill_id for s in current}), [])
+        denies it). ``only`` keeps just the tools of those names; ``current`` are skills whose
+        files-roots ``{skill_root}`` stands for besides those the tools load (a caller that
+        cannot follow which skill its model read — an MCP client reads skills as resources, a
+        framework may prepare each call afresh — passes the skills it serves)."""
+        tools = self._tools(plan, Session(), [], current=tuple(current))
         return tools if only is None else [t for t in tools if t.name in only]
 
     def workflow_engine(self, context: RuntimeContext) -> WorkflowEngine:
@@ -757,7 +759,7 @@ class Harness(AsyncResource):
         session: Session,
         pending: list[Event],
         control: RunControl | None = None,
-        invoked: ResolvedSkill | None = None,
+        current: Sequence[ResolvedSkill] = (),
     ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             skill = plan.skills[skill_id].skill
@@ -783,7 +785,7 @@ class Harness(AsyncResource):
             else []
         )
         tools = [*tools, *file_tools(plan.filesystem), *self._learning_tools(plan.context), *workflows, *self.tools]
-        return self._gated(tools, plan, session, pending, control, invoked)
+        return self._gated(tools, plan, session, pending, control, current)
 
     def _gated(
         self,
@@ -792,15 +794,15 @@ class Harness(AsyncResource):
         session: Session,
         pending: list[Event],
         control: RunControl | None,
-        invoked: ResolvedSkill | None,
+        current: Sequence[ResolvedSkill],
     ) -> list[Tool]:
         """``tools`` behind the approval policy; calls wait for the app only in a run it started.
-        ``{skill_root}`` is the invoked skill's and those the conversation loaded."""
+        ``{skill_root}`` is a ``current`` skill's (the invoked one) or one the conversation loaded."""
         if self._gate is None:
             return tools
 
         def roots() -> tuple[str, ...]:
-            return skill_roots([invoked, *(plan.find(skill_id) for skill_id in sorted(session.loaded))])
+            return skill_roots([*current, *(plan.find(skill_id) for skill_id in sorted(session.loaded))])
 
         waiting = control.waiting if control is not None else None
         gating = Gating(context=plan.context, agent=self.name, events=pending, roots=roots, waiting=waiting)
