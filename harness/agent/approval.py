@@ -37,7 +37,7 @@ from typing import Any, Literal, TextIO, get_args
 
 import anyio.to_thread
 
-from filesystems import PathEscapeError, normalize_path, redact_secrets
+from filesystems import PathEscapeError, normalize_path, redact_secrets, segment_problem
 from harness.agent.events import ApprovalDecided, ApprovalRequested, Event
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
@@ -88,8 +88,10 @@ _SHELL_SEPARATORS = re.compile(r"[;&|\n\r`()]|\$\(")
 #: Arguments of the shell tool that do not change what runs; every other one given is part of
 #: the subject (see :func:`_shell_subject`).
 _SHELL_NEUTRAL = frozenset({"command", "timeout"})
-#: Arguments of the write tools that name a path inside the tool's area (normalised before judging).
+#: Arguments of the write tools that name a path inside the tool's area (normalised before
+#: judging), and those that name one folder (a skill: refused unless a plain folder name).
 _WRITE_PATHS = ("path",)
+_WRITE_NAMES = ("name",)
 #: How much of a long subject :attr:`ToolRequest.display` shows (it is always judged whole).
 _DISPLAY = 2000
 
@@ -579,12 +581,18 @@ def _command(request: ToolRequest) -> str:
 
 def _canonical(kind: ApprovalKind, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments a call is judged by and runs with: a write's paths normalised with
-    :func:`filesystems.normalize_path` (``PathEscapeError`` for one that escapes)."""
+    :func:`filesystems.normalize_path` (``PathEscapeError`` for one that escapes, or for a
+    skill name that is not one plain folder name)."""
     canonical = dict(arguments)
-    if kind == "write":
-        for key in _WRITE_PATHS:
-            if isinstance(canonical.get(key), str):
-                canonical[key] = normalize_path(canonical[key])
+    if kind != "write":
+        return canonical
+    for key in _WRITE_PATHS:
+        if isinstance(canonical.get(key), str):
+            canonical[key] = normalize_path(canonical[key])
+    for key in _WRITE_NAMES:
+        problem = segment_problem(canonical[key]) if isinstance(canonical.get(key), str) else None
+        if problem is not None:
+            raise PathEscapeError(f"{key} {canonical[key]!r} {problem}")
     return canonical
 
 
