@@ -300,6 +300,14 @@ class AbstractFilesystem(AsyncResource, ABC):
         """Whether :meth:`run` and :meth:`shell_path` are available."""
         return False
 
+    @property
+    def shell_isolated(self) -> bool:
+        """Whether a command run through one user's :meth:`scoped` view reaches nothing of
+        another user's area (a sandbox). ``False`` for a host shell, which can read whatever
+        this process can, and for filesystems without a shell. Whoever offers one shell to
+        several principals checks it."""
+        return False
+
     async def run(
         self,
         command: str,

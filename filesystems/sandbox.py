@@ -396,6 +396,10 @@ class SandboxFilesystem(LocalFilesystem):
             _user_id=user_id,
         )
 
+    @property
+    def shell_isolated(self) -> bool:
+        return True
+
     def _shell_path(self, path: str) -> str:
         return f"{WORKSPACE}/{path}" if path else WORKSPACE
 

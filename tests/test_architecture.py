@@ -14,7 +14,10 @@ functions and under ``if TYPE_CHECKING:``. The rules:
 - nothing imports another module's private (``_``) names; a private module may be imported by
   modules of its own package only;
 - ``harness.adapters`` is a leaf: nothing else imports it, and each optional agent framework is
-  imported by its own adapter module only (so the core never needs one installed).
+  imported by its own adapter module only (so the core never needs one installed);
+- the tool families that build gated tools (the shell, file writes) are put together in one
+  place, ``Harness._tools``, behind the approval gate: every other call path (the MCP server,
+  the adapters, workflow actions) takes its tools from ``Harness.tools_for``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 MCP_SDK = ("mcp", "mcp_types")
 MCP_SDK_USERS = ("harness.mcp", "repositories.mcp")
 HARNESS_MCP_USERS = ("harness.mcp", "harness.cli.mcp")
+
+# Builders of tools the approval gate decides (shell, writes), and the modules that may use them:
+# the agent's one place that puts tools together behind the gate, and the package re-exporting them.
+GATED_BUILDERS = frozenset({"skill_tools", "file_tools"})
+GATE_ASSEMBLY = ("harness.agent.harness", "harness.tools")
 
 # Cycles that remain for now, each with the reason (none today; keep it that way).
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
@@ -167,6 +175,15 @@ def test_the_mcp_sdk_stays_behind_its_extra() -> None:
         if _within(imp.target, "harness.mcp") and not any(_within(imp.importer, u) for u in HARNESS_MCP_USERS)
     ]
     assert sdk == [] and server == []
+
+
+def test_gated_tools_are_put_together_in_one_place() -> None:
+    builders = [
+        _where(imp)
+        for imp in OURS
+        if GATED_BUILDERS & set(imp.names) and imp.importer not in GATE_ASSEMBLY and not imp.type_checking
+    ]
+    assert builders == []
 
 
 def test_no_private_module_is_imported_from_another_package() -> None:

@@ -18,12 +18,10 @@ from harness.adapters.errors import UserContextError
 from harness.agent.harness import Harness
 from harness.context import RuntimeContext
 from harness.models.base import ToolSpec
-from harness.pipeline.catalog import SHELL_TOOL
+from harness.pipeline.catalog import LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL
 from harness.pipeline.plan import TurnPlan
 from harness.pipeline.search import SkillIndex
 from harness.tools.function import Tool
-from harness.tools.search import search_tools
-from harness.tools.skills import skill_tools
 
 __all__ = ["SkillBridge", "SkillTurn", "runtime_context_of"]
 
@@ -98,12 +96,16 @@ class SkillBridge:
     ``harness`` must be open (``async with Harness(...)``) while the framework runs; the bridge
     owns nothing. ``shell=False`` leaves out ``execute_shell_command`` even when the harness's
     filesystem has a shell. The tools are the harness's own skill tools (load, shell, and search
-    when the catalog was cut), with its usage hooks.
+    when the catalog was cut) as :meth:`Harness.tools_for` puts them together: with its usage
+    hooks, behind its approval policy (every decision audited; a call the policy asks about is
+    denied unless the harness has an approver, since a framework's run cannot pause for it;
+    ``{skill_root}`` stands for any skill the user is served but their own).
     """
 
     def __init__(self, harness: Harness, *, shell: bool = True) -> None:
         self.harness = harness
         self.shell = shell
+        self._names = frozenset({LOAD_TOOL, SEARCH_TOOL, *([SHELL_TOOL] if shell else [])})
 
     @property
     def tool_specs(self) -> tuple[ToolSpec, ...]:
@@ -127,5 +129,6 @@ class SkillBridge:
         return SkillTurn(plan=plan, tools=tuple(self._tools(plan)))
 
     def _tools(self, plan: TurnPlan) -> list[Tool]:
-        tools = [*skill_tools(plan, usage=self.harness.usage), *search_tools(plan)]
-        return tools if self.shell else [t for t in tools if t.name != SHELL_TOOL]
+        # A framework may prepare a turn per tool call, so no load is remembered between calls:
+        # every skill served counts as current for {skill_root} (never the user's own, see skill_roots).
+        return self.harness.tools_for(plan, only=self._names, current=plan.available())

@@ -2,7 +2,9 @@
 
 Gated calls are shell commands (``execute_shell_command``), writes (``write_file``,
 ``propose_skill``, ``skill_manage``) and any tool marked ``requires_approval=True``. For each
-one an :class:`ApprovalPolicy` answers *allow*, *deny* or *ask*:
+one an :class:`ApprovalPolicy` answers *allow*, *deny* or *ask*, judging what runs: the whole
+command with every argument that decides where it runs, and the normalised path that is
+written (the tool then runs with exactly the arguments that were judged):
 
 - **allow**: the call runs;
 - **deny**: the call does not run; the model gets an error result naming the policy and the
@@ -21,24 +23,28 @@ decision becomes an :class:`~harness.agent.events.ApprovalDecided` event and an 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import json
 import re
 import shlex
 import sys
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO, get_args
 
 import anyio.to_thread
 
-from filesystems import redact_secrets
+from filesystems import PathEscapeError, normalize_path, redact_secrets, segment_problem
 from harness.agent.events import ApprovalDecided, ApprovalRequested, Event
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.learning.audit import AuditLog
 from harness.pipeline.catalog import SHELL_TOOL
+from harness.pipeline.plan import ResolvedSkill
+from harness.skills.skill import Layer
 from harness.terminal import escape_control
 from harness.tools.context import keeping_context
 from harness.tools.function import Tool, ToolError
@@ -63,6 +69,7 @@ __all__ = [
     "ToolDenied",
     "ToolRequest",
     "policy_from_data",
+    "skill_roots",
 ]
 
 ApprovalKind = Literal["shell", "write", "tool"]
@@ -78,7 +85,15 @@ _SHELL_SYNTAX = re.compile(r"[;&|<>`$(){}\n\r\\*?\[\]!~#^]")
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 #: Where a shell line holds further commands (for deny and ask rules, which match each part).
 _SHELL_SEPARATORS = re.compile(r"[;&|\n\r`()]|\$\(")
-_MAX_SUBJECT = 2000
+#: Arguments of the shell tool that do not change what runs; every other one given is part of
+#: the subject (see :func:`_shell_subject`).
+_SHELL_NEUTRAL = frozenset({"command", "timeout"})
+#: Arguments of the write tools that name a path inside the tool's area (normalised before
+#: judging), and those that name one folder (a skill: refused unless a plain folder name).
+_WRITE_PATHS = ("path",)
+_WRITE_NAMES = ("name",)
+#: How much of a long subject :attr:`ToolRequest.display` shows (it is always judged whole).
+_DISPLAY = 2000
 
 
 class ApprovalError(HarnessError):
@@ -105,11 +120,13 @@ class AwaitingApproval(ToolError):
 class ToolRequest:
     """A gated call as a policy sees it.
 
-    ``subject`` is what patterns match: the command line for the shell, the ``path`` argument
-    for writes (``name/path`` or ``name`` for the skill tools), the arguments as JSON for app
-    tools. ``skill_roots`` are the
-    files-roots of the skills the conversation invoked or loaded (``{skill_root}`` in a
-    pattern). ``approval_id`` names the request in events, audit records and
+    ``subject`` is what patterns match, whole, however long: for the shell the exact command,
+    preceded by ``[name=value] `` for each other argument given that decides what runs
+    (``[cwd=build] make``; only ``timeout`` is left out); for writes the normalised ``path``
+    argument (``name/path`` or ``name`` for the skill tools); for app tools the arguments as
+    JSON. ``arguments`` are the arguments the tool runs with: the model's, with write paths
+    normalised. ``skill_roots`` are the files-roots ``{skill_root}`` stands for
+    (:func:`skill_roots`). ``approval_id`` names the request in events, audit records and
     ``Harness.resolve_approval``.
     """
 
@@ -121,6 +138,14 @@ class ToolRequest:
     context: RuntimeContext
     agent: str
     skill_roots: tuple[str, ...] = ()
+
+    @property
+    def display(self) -> str:
+        """``subject`` for showing in a message: a long one is cut, saying how much was left
+        out. Never what is judged or recorded."""
+        if len(self.subject) <= _DISPLAY:
+            return self.subject
+        return f"{self.subject[:_DISPLAY]}… ({len(self.subject) - _DISPLAY} more characters)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,14 +195,18 @@ class ApprovalRule:
     """One rule of a :class:`PatternPolicy`: ``action`` for calls whose tool name matches one of
     ``tools``, whose kind is one of ``kinds`` and whose subject matches one of ``patterns``.
 
-    Patterns are whole-string globs: ``*`` is any text (``/`` included), ``?`` one character,
-    and ``{skill_root}`` stands for the files-root of a skill the conversation invoked or loaded
-    (a pattern naming it matches nothing when there is none). An ``allow`` rule matches a shell
-    command only when it is one plain command — words and single-quoted literals; no ``;``,
-    ``&``, ``|``, redirections, substitutions, double quotes, escapes, globs or line breaks; no
-    ``..`` path segment in any word — so nothing can ride on an allowed prefix. A ``deny`` or
-    ``ask`` rule matches a shell command when the whole line or any command in it (split at
-    ``;``, ``&``, ``|``, line breaks, backticks and ``$(``) matches.
+    Patterns match the whole subject (:class:`ToolRequest`), never a prefix of it: ``*`` is any
+    text (``/`` included), ``?`` one character, and ``{skill_root}`` stands for the files-root
+    of a skill the conversation invoked or loaded, from a market, the global folder or the
+    workspace (:func:`skill_roots`; a pattern naming it matches nothing when there is none).
+    An ``allow`` rule matches a shell command only when the command is one plain command —
+    words and single-quoted literals; no ``;``, ``&``, ``|``, redirections, substitutions,
+    double quotes, escapes, globs or line breaks; no ``..`` path segment in any word — so what a
+    ``*`` stands for never holds an unquoted shell metacharacter and nothing can ride on an
+    allowed prefix. A call that says where it runs must spell it (``[cwd=build] make *``). A
+    ``deny`` or ``ask`` rule matches a shell command when the whole subject, the command or
+    any command in it (split at ``;``, ``&``, ``|``, line breaks, backticks and ``$(``) matches.
+    Matching takes time linear in the subject's length for each pattern.
     """
 
     action: Action
@@ -198,15 +227,17 @@ class ApprovalRule:
 
     def match(self, request: ToolRequest) -> str | None:
         """The pattern that matches ``request``, or ``None``."""
-        if request.kind not in self.kinds or not any(_glob(t, ()).fullmatch(request.tool) for t in self.tools):
+        if request.kind not in self.kinds or not any(_matches(t, (), request.tool) for t in self.tools):
             return None
         subjects = [request.subject]
-        if request.kind == "shell" and self.action == "allow" and not _plain_command(request.subject):
-            return None
-        if request.kind == "shell" and self.action != "allow":
-            subjects += [part.strip() for part in _SHELL_SEPARATORS.split(request.subject) if part.strip()]
-        globs = [_glob(p, request.skill_roots) for p in self.patterns]
-        return next((p for p, g in zip(self.patterns, globs, strict=True) if any(map(g.fullmatch, subjects))), None)
+        if request.kind == "shell":
+            command = _command(request)
+            if self.action == "allow" and not _plain_command(command):
+                return None
+            if self.action != "allow":
+                subjects += [command, *(part.strip() for part in _SHELL_SEPARATORS.split(command) if part.strip())]
+        roots = request.skill_roots
+        return next((p for p in self.patterns if any(_matches(p, roots, subject) for subject in subjects)), None)
 
 
 class PatternPolicy(ApprovalPolicy):
@@ -228,12 +259,12 @@ class PatternPolicy(ApprovalPolicy):
             if pattern is not None:
                 return Decision(
                     action=rule.action,
-                    reason=f"{request.kind} {request.subject!r} matches {rule.action} pattern {pattern!r}",
+                    reason=f"{request.kind} {request.display!r} matches {rule.action} pattern {pattern!r}",
                     by=f"policy:{self.name}",
                 )
         return Decision(
             action=self.default,
-            reason=f"no rule matches {request.kind} {request.subject!r}; the default is {self.default}",
+            reason=f"no rule matches {request.kind} {request.display!r}; the default is {self.default}",
             by=f"policy:{self.name}",
         )
 
@@ -262,13 +293,59 @@ class AllowByPattern(PatternPolicy):
         super().__init__([rule], default=otherwise, name="allow-by-pattern")
 
 
-def _glob(pattern: str, roots: Collection[str]) -> re.Pattern[str]:
-    pieces = []
-    for index, part in enumerate(pattern.split("{skill_root}")):
-        if index:
-            pieces.append("(?:" + "|".join(re.escape(root) for root in roots) + ")" if roots else "(?!)")
-        pieces.append("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in part))
-    return re.compile("".join(pieces), re.DOTALL)
+def _matches(pattern: str, roots: Collection[str], text: str) -> bool:
+    """Whether the glob ``pattern`` matches all of ``text`` (``{skill_root}`` standing for each
+    of ``roots`` in turn)."""
+    return any(_fullmatch(segments, text) for segments in _globs(pattern, tuple(roots)))
+
+
+_Segment = tuple[re.Pattern[str], int]  # a ``*``-free piece of a glob as a regex, and its length
+
+
+@functools.lru_cache(maxsize=1024)
+def _globs(pattern: str, roots: tuple[str, ...]) -> tuple[tuple[_Segment, ...], ...]:
+    """``pattern`` with each ``{skill_root}`` replaced by each of ``roots`` (nothing when it
+    names one and there are none), each split at ``*`` into fixed-length segments."""
+    pieces = pattern.split("{skill_root}")
+    globs = []
+    for chosen in itertools.product(roots, repeat=len(pieces) - 1):
+        segments: list[list[str]] = [[]]
+        lengths = [0]
+        for index, piece in enumerate(pieces):
+            if index:
+                segments[-1].append(re.escape(chosen[index - 1]))
+                lengths[-1] += len(chosen[index - 1])
+            for star, part in enumerate(piece.split("*")):
+                if star:
+                    segments.append([])
+                    lengths.append(0)
+                segments[-1].append(".".join(re.escape(text) for text in part.split("?")))
+                lengths[-1] += len(part)
+        globs.append(
+            tuple((re.compile("".join(parts), re.DOTALL), n) for parts, n in zip(segments, lengths, strict=True))
+        )
+    return tuple(globs)
+
+
+def _fullmatch(segments: Sequence[_Segment], text: str) -> bool:
+    """Whether ``segments`` joined by ``*`` match all of ``text``: the first at the start, the
+    last at the end, each one between at its leftmost place after the one before (segments have
+    a fixed length, so the leftmost place is never a worse choice): no backtracking over ``*``."""
+    (first, _), *rest = segments
+    if not rest:
+        return first.fullmatch(text) is not None
+    head = first.match(text)
+    if head is None:
+        return False
+    position = head.end()
+    for segment, _ in rest[:-1]:
+        found = segment.search(text, position)
+        if found is None:
+            return False
+        position = found.end()
+    last, length = rest[-1]
+    start = len(text) - length
+    return start >= position and last.fullmatch(text, start) is not None
 
 
 def _plain_command(command: str) -> bool:
@@ -357,12 +434,12 @@ class ApprovalGate:
         inner = tool.function
 
         async def checked(**arguments: Any) -> Any:
-            request = self._request(tool.name, kind, arguments, gating)
-            decision = await self._decide(request, gating)
+            request, refused = self._request(tool.name, kind, arguments, gating)
+            decision = refused or await self._decide(request, gating)
             if decision is None:
-                return await self._wait(request, gating, keeping_context(lambda: inner(**arguments)))
+                return await self._wait(request, gating, keeping_context(lambda: inner(**request.arguments)))
             await self._enforce(request, decision, gating)
-            return await inner(**arguments)
+            return await inner(**request.arguments)
 
         return dataclasses.replace(tool, function=checked)
 
@@ -370,13 +447,22 @@ class ApprovalGate:
         """Check a call the harness makes outside a tool (a workflow's script tool): returns
         when it may run, raises :class:`ToolDenied` otherwise (it never waits)."""
         gating = dataclasses.replace(gating, waiting=None)
-        request = self._request(tool, kind, arguments, gating)
-        decision = await self._decide(request, gating)
+        request, refused = self._request(tool, kind, arguments, gating)
+        decision = refused or await self._decide(request, gating)
         assert decision is not None
         await self._enforce(request, decision, gating)
 
-    def _request(self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> ToolRequest:
-        return ToolRequest(
+    def _request(
+        self, tool: str, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating
+    ) -> tuple[ToolRequest, Decision | None]:
+        """The request for a call, and a denial when its arguments cannot be judged (a write
+        path that escapes its area: it would be refused anyway, and has no normalised form)."""
+        refused = None
+        try:
+            arguments = _canonical(kind, arguments)
+        except PathEscapeError as exc:
+            refused = Decision(action="deny", reason=f"the path cannot be written: {exc}", by="harness")
+        request = ToolRequest(
             approval_id=f"ap-{uuid.uuid4().hex[:16]}",
             tool=tool,
             kind=kind,
@@ -386,6 +472,7 @@ class ApprovalGate:
             agent=gating.agent,
             skill_roots=gating.roots(),
         )
+        return request, refused
 
     async def _enforce(self, request: ToolRequest, decision: Decision, gating: Gating) -> None:
         await self.record(request, decision, gating.events.append)
@@ -475,14 +562,58 @@ def refusal(request: ToolRequest, decision: Decision) -> str:
     )
 
 
+def skill_roots(skills: Iterable[ResolvedSkill | None]) -> tuple[str, ...]:
+    """The files-roots ``{skill_root}`` may stand for among ``skills``: folders of skills from
+    markets, the global folder and the workspace. A skill of the user's own layer is left out
+    whatever its folder (``skills/``, ``.agents/skills/``, ``.claude/skills/``, configured
+    ``skill_dirs``): the model's tools and the tenant's shell can write there, and a rule meant
+    for a skill's own files must not cover what the model wrote itself."""
+    roots = (s.files_root for s in skills if s is not None and s.skill.layer is not Layer.USER)
+    return tuple(dict.fromkeys(root for root in roots if root))
+
+
+def _command(request: ToolRequest) -> str:
+    """The command of a shell request: its ``command`` argument when the subject ends with it
+    (after the ``[name=value]`` places the gate wrote), else the whole subject."""
+    command = request.arguments.get("command")
+    return command if isinstance(command, str) and request.subject.endswith(command) else request.subject
+
+
+def _canonical(kind: ApprovalKind, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a call is judged by and runs with: a write's paths normalised with
+    :func:`filesystems.normalize_path` (``PathEscapeError`` for one that escapes, or for a
+    skill name that is not one plain folder name)."""
+    canonical = dict(arguments)
+    if kind != "write":
+        return canonical
+    for key in _WRITE_PATHS:
+        if isinstance(canonical.get(key), str):
+            canonical[key] = normalize_path(canonical[key])
+    for key in _WRITE_NAMES:
+        problem = segment_problem(canonical[key]) if isinstance(canonical.get(key), str) else None
+        if problem is not None:
+            raise PathEscapeError(f"{key} {canonical[key]!r} {problem}")
+    return canonical
+
+
 def _subject(kind: ApprovalKind, arguments: Mapping[str, Any]) -> str:
     if kind == "shell":
-        text = str(arguments.get("command", ""))
-    elif kind == "write" and any(isinstance(arguments.get(key), str) for key in ("name", "path")):
-        text = "/".join(arguments[key] for key in ("name", "path") if isinstance(arguments.get(key), str))
-    else:
-        text = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False, default=str)
-    return text[:_MAX_SUBJECT]
+        return _shell_subject(arguments)
+    if kind == "write" and any(isinstance(arguments.get(key), str) for key in ("name", "path")):
+        return "/".join(arguments[key] for key in ("name", "path") if isinstance(arguments.get(key), str))
+    return json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _shell_subject(arguments: Mapping[str, Any]) -> str:
+    """The exact command, preceded by ``[name=value] `` (the value shell-quoted) for every other
+    argument given but those that cannot change what runs (:data:`_SHELL_NEUTRAL`): a new
+    argument of the shell tool is judged without anyone remembering to add it here."""
+    place = [
+        f"[{name}={shlex.quote(value if isinstance(value, str) else json.dumps(value, default=str))}] "
+        for name, value in sorted(arguments.items())
+        if name not in _SHELL_NEUTRAL and value is not None
+    ]
+    return "".join(place) + str(arguments.get("command", ""))
 
 
 def _requested(request: ToolRequest) -> ApprovalRequested:

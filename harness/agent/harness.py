@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,7 @@ from harness.agent.approval import (
     Decision,
     Gating,
     ToolRequest,
+    skill_roots,
 )
 from harness.agent.events import (
     ApprovalDecided,
@@ -398,7 +399,8 @@ class Harness(AsyncResource):
                     yield event
                 return
         pending: list[Event] = []
-        tools = self._tools(plan, session, pending, control, invocation.skill)
+        current = () if invocation.skill is None else (invocation.skill,)
+        tools = self._tools(plan, session, pending, control, current)
         if offer is not None:
             tools = offer(tools)
         by_name = {t.name: t for t in tools}
@@ -680,9 +682,19 @@ class Harness(AsyncResource):
         await self.sessions.save(context.user_id, context.session_id, session)
         yield SubagentFinished(run_id=run_id, agent=name, reply=answer)
 
-    def tools_for(self, plan: TurnPlan) -> list[Tool]:
-        """The tools a turn of ``plan`` offers (skill, file, learning, workflow and user tools)."""
-        return self._tools(plan, Session(), [])
+    def tools_for(
+        self, plan: TurnPlan, *, only: Collection[str] | None = None, current: Iterable[ResolvedSkill] = ()
+    ) -> list[Tool]:
+        """The tools a turn of ``plan`` offers (skill, file, learning, workflow and user tools),
+        put together and gated exactly as in a turn, for the call paths outside one: a
+        workflow's ``call_tool`` action, the framework adapters, ``harness mcp serve``. A gated
+        call made through them cannot wait for the app (a policy's *ask* without an approver
+        denies it). ``only`` keeps just the tools of those names; ``current`` are skills whose
+        files-roots ``{skill_root}`` stands for besides those the tools load (a caller that
+        cannot follow which skill its model read — an MCP client reads skills as resources, a
+        framework may prepare each call afresh — passes the skills it serves)."""
+        tools = self._tools(plan, Session(), [], current=tuple(current))
+        return tools if only is None else [t for t in tools if t.name in only]
 
     def workflow_engine(self, context: RuntimeContext) -> WorkflowEngine:
         """The workflow engine over ``context.user_id``'s own area (their runs)."""
@@ -757,7 +769,7 @@ class Harness(AsyncResource):
         session: Session,
         pending: list[Event],
         control: RunControl | None = None,
-        invoked: ResolvedSkill | None = None,
+        current: Sequence[ResolvedSkill] = (),
     ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             skill = plan.skills[skill_id].skill
@@ -784,7 +796,7 @@ class Harness(AsyncResource):
         )
         files = file_tools(plan.filesystem, skill_dirs=self.pipeline.skill_dirs)
         tools = [*tools, *files, *self._learning_tools(plan.context), *workflows, *self.tools]
-        return self._gated(tools, plan, session, pending, control, invoked)
+        return self._gated(tools, plan, session, pending, control, current)
 
     def _gated(
         self,
@@ -793,16 +805,15 @@ class Harness(AsyncResource):
         session: Session,
         pending: list[Event],
         control: RunControl | None,
-        invoked: ResolvedSkill | None,
+        current: Sequence[ResolvedSkill],
     ) -> list[Tool]:
         """``tools`` behind the approval policy; calls wait for the app only in a run it started.
-        ``{skill_root}`` is the invoked skill's and those the conversation loaded."""
+        ``{skill_root}`` is a ``current`` skill's (the invoked one) or one the conversation loaded."""
         if self._gate is None:
             return tools
 
         def roots() -> tuple[str, ...]:
-            current = [invoked, *(plan.find(skill_id) for skill_id in sorted(session.loaded))]
-            return tuple(dict.fromkeys(s.files_root for s in current if s is not None and s.files_root))
+            return skill_roots([*current, *(plan.find(skill_id) for skill_id in sorted(session.loaded))])
 
         waiting = control.waiting if control is not None else None
         gating = Gating(context=plan.context, agent=self.name, events=pending, roots=roots, waiting=waiting)
@@ -813,11 +824,11 @@ class Harness(AsyncResource):
         shared workspace (``skills/.audit/``)."""
         return self.learning.audit if self.learning is not None else AuditLog(self.filesystem)
 
-    async def _admit_script(self, plan: TurnPlan, command: str, root: str) -> None:
+    async def _admit_script(self, plan: TurnPlan, command: str, workflow: ResolvedSkill) -> None:
         """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command
-        (``root``: the workflow skill's files-root, its ``{skill_root}``)."""
+        (``workflow``: the workflow skill, its ``{skill_root}`` unless the user wrote it)."""
         if self._gate is not None:
-            gating = Gating(context=plan.context, agent=self.name, events=[], roots=lambda: (root,))
+            gating = Gating(context=plan.context, agent=self.name, events=[], roots=lambda: skill_roots([workflow]))
             await self._gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
 
     def _learning_tools(self, context: RuntimeContext) -> list[Tool]:

@@ -199,7 +199,7 @@ class AgentExecutor:
         runner = "python3 " if script.endswith(".py") else ""
         command = f"{runner}{shlex.quote(script)} {shlex.quote(json.dumps(dict(args)))}"
         try:
-            await self.agent._admit_script(plan, command, resolved.files_root)
+            await self.agent._admit_script(plan, command, resolved)
         except ToolError as exc:  # the approval policy refused the command: it does not run
             return Outcome(status="failed", summary=str(exc))
         action = current_action()

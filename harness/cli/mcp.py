@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from filesystems import AbstractFilesystem
 from harness.cli.common import WORKSPACE_OPTIONS, config_from_args, context_from_args
 from harness.errors import ConfigError
 
@@ -42,14 +43,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument(
         "--allow-shell",
         action="store_true",
-        help="also offer the execute_shell_command tool in the user's workspace (off by default)",
+        help="also offer the execute_shell_command tool in the user's workspace (off by default); every command "
+        "is decided by the approval: block of harness.yaml (all allowed without one) and recorded in the audit log",
+    )
+    serve.add_argument(
+        "--trust-local-shell",
+        action="store_true",
+        help="with --http and --allow-shell, serve a host shell (a filesystem mode that isolates nothing) to "
+        "several users: each token holder's commands can then read and change every other user's area",
     )
     serve.set_defaults(handler=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
     try:
-        from harness.agent import Harness
+        from harness.agent import AllowAll, Harness
         from harness.mcp import SkillServer, TokenMap
     except ImportError as exc:
         print(f"harness: {_MISSING_SDK} ({exc})", file=sys.stderr)
@@ -64,10 +72,16 @@ def _serve(args: argparse.Namespace) -> int:
             "no token, no skills"
         )
     user = None if args.http else context_from_args(args).user_id
+    filesystem = config.open_filesystem()
+    if args.allow_shell and tokens is not None:
+        _check_shared_shell(
+            filesystem, config.filesystem, len(set(tokens.users.values())), trusted=args.trust_local_shell
+        )
+    approval = (config.approval or AllowAll()) if args.allow_shell else config.approval
 
     async def main() -> None:
-        async with Harness.from_config(config, model="demo") as agent:
-            server = SkillServer(agent.pipeline, allow_shell=args.allow_shell)
+        async with Harness.from_config(config, model="demo", filesystem=filesystem, approval=approval) as agent:
+            server = SkillServer(agent.pipeline, shell=agent.tools_for if args.allow_shell else None)
             if tokens is not None:
                 print(f"harness: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
                 await server.serve_http(tokens, host=args.host, port=args.port)
@@ -77,3 +91,23 @@ def _serve(args: argparse.Namespace) -> int:
 
     anyio.run(main)
     return 0
+
+
+def _check_shared_shell(filesystem: AbstractFilesystem, mode: str, principals: int, *, trusted: bool) -> None:
+    """Refuse to serve one shell to several users of a filesystem that does not keep them apart,
+    unless the operator said ``--trust-local-shell`` (then warn, loudly, on every start)."""
+    if principals < 2 or filesystem.shell_isolated:
+        return
+    if not trusted:
+        raise ConfigError(
+            f"--allow-shell over HTTP would give {principals} users one shell in filesystem mode {mode!r}, which "
+            "does not isolate them: any token holder could read and change the others' areas (cat ../<user>/...). "
+            "Use filesystem mode 'sandbox', or serve one user per server (stdio, or a token file with one user), "
+            "or pass --trust-local-shell if every token holder may see everything this host account can"
+        )
+    print(
+        f"harness: WARNING: --trust-local-shell: {principals} users share a host shell (filesystem mode {mode!r}); "
+        "each of them can read and change every other user's area and whatever this host account can reach",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -13,7 +13,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
 from harness.mcp.errors import McpServerError, SkillRequestError, TokenConfigError
-from harness.mcp.server import OMITTED_META, SkillServer
+from harness.mcp.server import OMITTED_META, SkillServer, ToolSource
 from harness.mcp.tokens import TOKENS_ENV, TokenMap
 
 __all__ = [
@@ -29,4 +29,5 @@ __all__ = [
     "SkillServer",
     "TokenConfigError",
     "TokenMap",
+    "ToolSource",
 ]

@@ -18,7 +18,9 @@ The server implements the MCP Skills extension on the SDK's low-level :class:`mc
   it → ``{"resources": [{"uri", "name", "mimeType"}...]}``, folders as ``inode/directory``.
 - **tools**, for clients without the extension: ``load_skill(name)`` (SKILL.md, paged, plus the
   list of the skill's files) and ``read_skill_resource(skill_name, path, offset?, limit?)``; the
-  shell tool ``execute_shell_command`` only when the operator allows it (``allow_shell``).
+  shell tool ``execute_shell_command`` only when the operator allows it: the server is given an
+  agent's tools (``Harness.tools_for``), so the shell it offers is behind that agent's approval
+  policy and audit log, and ``{skill_root}`` stands for any skill served to the user but their own.
 - **prompts**: one per user-invocable skill, named for it; its arguments are the skill's
   ``arguments:`` names, else one free-text ``arguments``; ``$ARGUMENTS`` and friends are filled in
   as a ``/skill:`` command would (:func:`harness.skills.arguments.substitute`).
@@ -39,8 +41,8 @@ from __future__ import annotations
 import base64
 import logging
 import shlex
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, Protocol
 from xml.sax.saxutils import quoteattr
 
 import mcp_types as types
@@ -57,12 +59,12 @@ from harness.errors import SkillNotFound
 from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
 from harness.mcp.errors import McpServerError, SkillRequestError
 from harness.mcp.tokens import TokenMap
-from harness.pipeline import SkillPipeline, TurnPlan
+from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
-from harness.tools import Tool, load_skill_file, looks_binary, skill_tools, tool_from_function
+from harness.tools import Tool, load_skill_file, looks_binary, tool_from_function
 
-__all__ = ["OMITTED_META", "SkillServer"]
+__all__ = ["OMITTED_META", "SkillServer", "ToolSource"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,16 @@ class _UriParams(types.RequestParams):
 class _DirectoryParams(types.RequestParams):
     uri: str
     cursor: str | None = None
+
+
+class ToolSource(Protocol):
+    """An agent's tools for one plan, put together behind its approval gate
+    (:meth:`harness.agent.Harness.tools_for`): ``only`` names the tools wanted, ``current``
+    the skills ``{skill_root}`` may stand for."""
+
+    def __call__(
+        self, plan: TurnPlan, *, only: Collection[str] | None = None, current: Iterable[ResolvedSkill] = ()
+    ) -> list[Tool]: ...
 
 
 def _no_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -112,15 +124,16 @@ class SkillServer:
     """An MCP server over a :class:`SkillPipeline`, serving each request's user their merged skills.
 
     Serve it once, over one transport: :meth:`serve_stdio` for one named user, or
-    :meth:`http_app` / :meth:`serve_http` for the users of a token mapping.
+    :meth:`http_app` / :meth:`serve_http` for the users of a token mapping. ``shell`` offers the
+    shell tool of an agent over the same pipeline (``shell=agent.tools_for``): the server never
+    builds a shell of its own, so every command passes that agent's approval gate.
     """
 
     def __init__(
         self,
         pipeline: SkillPipeline,
         *,
-        allow_shell: bool = False,
-        shell_timeout: float = 120.0,
+        shell: ToolSource | None = None,
         page_size: int = 100,
         name: str = "agent-skill-harness",
     ) -> None:
@@ -128,8 +141,8 @@ class SkillServer:
             raise ValueError("page_size must be at least 1")
         self.pipeline = pipeline
         self.page_size = page_size
-        self.allow_shell = allow_shell
-        self.shell_timeout = shell_timeout
+        self.shell = shell
+        self.allow_shell = shell is not None
         self.catalog = SkillCatalog()
         self._principal: _Principal = _no_principal
         self._reported: set[tuple[str, str]] = set()
@@ -295,8 +308,8 @@ class SkillServer:
             return await load_skill_file(plan, skill_name, path, offset, limit)
 
         tools = [tool_from_function(load_skill), tool_from_function(read_skill_resource)]
-        if self.allow_shell:
-            tools += [t for t in skill_tools(plan, shell_timeout=self.shell_timeout) if t.name == SHELL_TOOL]
+        if self.shell is not None:  # the client reads skills as resources: each one served counts as loaded
+            tools += self.shell(plan, only={SHELL_TOOL}, current=plan.available())
         return {t.name: t for t in tools}
 
     async def _list_tools(

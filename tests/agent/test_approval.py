@@ -3,6 +3,7 @@ marked ``requires_approval`` before they run; decisions are events and audit rec
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from pathlib import Path
@@ -442,3 +443,80 @@ async def test_a_deny_pattern_matches_any_command_of_a_line(command: str) -> Non
 async def test_a_deny_pattern_leaves_other_commands_to_the_default() -> None:
     decision = await DenyByPattern(["rm *"]).decide(_shell_request("ls -la; echo rm"))
     assert decision.action == "allow"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "matches"),
+    [
+        ("*", "", True),
+        ("a*", "a", True),
+        ("*.py", "x.py.py", True),
+        ("*.py", "x.pyc", False),
+        ("a*b*c", "abc", True),
+        ("a*b*c", "a" + "b" * 50_000 + "x", False),
+        ("a*b*c", "axbxcxbxc", True),
+        ("a?c*", "abcdef", True),
+        ("a?c", "ac", False),
+        ("*ab*ab*", "aab" + "c" * 100 + "ab", True),
+        ("*aba", "ababa", True),
+        ("ab*ba", "aba", False),
+        ("{skill_root}/*", "/r2/x", True),
+        ("{skill_root}/*{skill_root}", "/r1/x/r2", True),
+        ("{skill_root}/x", "/r3/x", False),
+        ("[*]", "[x]", True),
+    ],
+)
+def test_a_pattern_is_a_glob_over_the_whole_text(pattern: str, text: str, matches: bool) -> None:
+    rule = ApprovalRule(action="deny", patterns=(pattern,), kinds=("tool",))
+    request = ToolRequest(
+        approval_id="ap-x",
+        tool="t",
+        kind="tool",
+        subject=text,
+        arguments={},
+        context=ALICE,
+        agent="a",
+        skill_roots=("/r1", "/r2"),
+    )
+    assert (rule.match(request) is not None) is matches
+
+
+async def test_a_long_command_is_judged_whole_and_shown_short() -> None:
+    command = "python3 /ws/skills/ok/scripts/run.py " + "p" * 5000 + "; id"
+    request = _shell_request(command)
+    decision = await AllowByPattern(["python3 {skill_root}/scripts/*"]).decide(request)
+    assert decision.action == "deny"
+    assert request.subject == command and len(request.display) < 2100 and "more characters" in request.display
+    assert request.display in decision.reason
+
+
+async def test_where_a_command_runs_is_part_of_what_is_judged(tmp_path: Path) -> None:
+    (tmp_path / "alice" / "notes").mkdir(parents=True)
+    model = ScriptedModel(
+        [
+            _call(SHELL, "plain", command="echo ok"),
+            _call(SHELL, "in-notes", command="echo ok", cwd="notes", timeout=5),
+            _call(SHELL, "elsewhere", command="echo ok", cwd="."),
+            _call(SHELL, "spoofed", command="[cwd=notes] echo ok"),
+            "done",
+        ]
+    )
+    policy = PatternPolicy([ApprovalRule(action="allow", patterns=("[cwd=notes] echo *",), kinds=("shell",))])
+    async with Harness(model=model, workspace=tmp_path, approval=policy, approver=_never) as agent:
+        result = await agent.run("echo", context=ALICE)
+    by_id = {r.call_id: r for r in _results(result.events)}
+    assert not by_id["in-notes"].error and "ok" in by_id["in-notes"].content
+    for call_id in ("plain", "elsewhere", "spoofed"):
+        assert by_id[call_id].error and "ToolDenied" in by_id[call_id].content, call_id
+    subjects = [e.subject for e in result.events if isinstance(e, ApprovalRequested | ApprovalDecided)]
+    assert "[cwd=notes] echo ok" in subjects and "[cwd=.] echo ok" in subjects
+
+
+async def test_a_deny_rule_meets_the_command_wherever_it_runs() -> None:
+    request = dataclasses.replace(_shell_request("rm -rf data"), subject="[cwd=notes] rm -rf data")
+    decision = await DenyByPattern(["rm *"]).decide(request)
+    assert decision.action == "deny"
+
+
+async def _never(request: ToolRequest) -> bool:
+    return False

@@ -8,6 +8,7 @@ returns the raw result.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -25,9 +26,12 @@ from pydantic import BaseModel, ConfigDict
 
 from tests.support.polling import eventually
 
-__all__ = ["HARNESS", "HttpServer", "call", "free_port", "http_client", "serve_command", "stdio_client"]
+__all__ = ["CODE", "HARNESS", "HttpServer", "call", "free_port", "http_client", "serve_command", "stdio_client"]
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
+#: The server runs this checkout's code, whatever the installed package is (the SDK's stdio
+#: client passes only a few variables of this process's environment on).
+CODE = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
 def serve_command(workspace: Path, *args: str) -> list[str]:
@@ -38,7 +42,7 @@ def serve_command(workspace: Path, *args: str) -> list[str]:
 def stdio_client(workspace: Path, user: str, *args: str) -> Client:
     """A client (enter it) of ``harness mcp serve --user <user>`` started over stdio."""
     command = serve_command(workspace, "--user", user, *args)
-    return Client(StdioServerParameters(command=command[0], args=command[1:]), cache=None)
+    return Client(StdioServerParameters(command=command[0], args=command[1:], env=CODE), cache=None)
 
 
 @asynccontextmanager
@@ -83,10 +87,11 @@ class HttpServer:
         self._log = tempfile.TemporaryFile()
 
     async def __aenter__(self) -> HttpServer:
-        self.process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=self._log)
+        env = {**os.environ, **CODE}
+        self.process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
 
         async def answers() -> bool:
-            assert self.process is not None and self.process.poll() is None, self._stderr()
+            assert self.process is not None and self.process.poll() is None, self.stderr()
             try:
                 async with httpx2.AsyncClient() as probe:
                     await probe.get(self.url)
@@ -107,6 +112,7 @@ class HttpServer:
             self.process.terminate()
             self.process.wait(timeout=30)
 
-    def _stderr(self) -> str:
+    def stderr(self) -> str:
+        """What the server wrote to stderr so far."""
         self._log.seek(0)
         return self._log.read().decode(errors="replace")
