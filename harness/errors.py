@@ -11,7 +11,8 @@ exported from :mod:`harness`::
     │   └── models.UnknownModel             (also ModelError)
     ├── SkillError                          a skill could not be parsed or used
     │   ├── SkillNotFound (LookupError)
-    │   └── skills.FrontmatterError (ValueError)
+    │   ├── skills.FrontmatterError (ValueError)
+    │   └── skills.ArgumentsTooLarge (ValueError)  a command's arguments expand past the limit
     ├── agent.StepLimitExceeded             a turn used up its model steps
     ├── agent.NoActiveRun                   steer/follow_up named a (user, session) with no run
     ├── agent.ApprovalError                 ApprovalNotFound (LookupError), ApprovalStillPending

@@ -59,7 +59,7 @@ from harness.mcp.errors import McpServerError, SkillRequestError
 from harness.mcp.tokens import TokenMap
 from harness.pipeline import SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
-from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
+from harness.skills.arguments import ArgumentsTooLarge, argument_hint, argument_names, substitute, user_invocable
 from harness.tools import Tool, load_skill_file, looks_binary, skill_tools, tool_from_function
 
 __all__ = ["OMITTED_META", "SkillServer"]
@@ -357,13 +357,16 @@ class SkillServer:
         # The folder a shell would use, only when the client may run one; else where the files are read.
         path = next(p for p, s in self.catalog.paths(plan).items() if s is resolved)
         location = (resolved.files_root if self.allow_shell else None) or f"{SCHEME}{path}"
-        body = substitute(
-            skill.body.rstrip(),
-            text.strip(),
-            names=names,
-            skill_dir=location,
-            session_id=plan.context.session_id,
-        )
+        try:
+            body = substitute(
+                skill.body.rstrip(),
+                text.strip(),
+                names=names,
+                skill_dir=location,
+                session_id=plan.context.session_id,
+            )
+        except ArgumentsTooLarge as exc:
+            raise _invalid(str(exc)) from None
         block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
         return types.GetPromptResult(
             description=skill.description,

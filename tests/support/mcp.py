@@ -8,6 +8,7 @@ returns the raw result.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -38,7 +39,9 @@ def serve_command(workspace: Path, *args: str) -> list[str]:
 def stdio_client(workspace: Path, user: str, *args: str) -> Client:
     """A client (enter it) of ``harness mcp serve --user <user>`` started over stdio."""
     command = serve_command(workspace, "--user", user, *args)
-    return Client(StdioServerParameters(command=command[0], args=command[1:]), cache=None)
+    # The SDK starts the server with a minimal environment: keep the import path of the code under test.
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+    return Client(StdioServerParameters(command=command[0], args=command[1:], env=env), cache=None)
 
 
 @asynccontextmanager
