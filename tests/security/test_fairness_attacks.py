@@ -1,8 +1,10 @@
-"""Shared tables are fair: one tenant's paused runs never evict another's pending approvals,
-and one run's steering and follow-up queues stop at their bound with a clear error."""
+"""Shared tables are fair: one tenant's paused runs never evict another's pending approvals, one
+run's steering and follow-up queues stop at their bound with a clear error, and one user's
+search query can neither grow without bound nor hold the index shared by every user."""
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -11,8 +13,15 @@ import pytest
 
 from harness import RuntimeContext
 from harness.agent import Harness, PatternPolicy, QueueFull, QueueLimits, TooManyPausedRuns
+from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
+from harness.pipeline import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from harness.pipeline.catalog import SEARCH_TOOL
+from harness.pipeline.search import SkillIndex
+from harness.skills.skill import Layer, load_skill
 from harness.tools import tool
+from repositories import MemoryRepository
+from tests.support.skills import make_bundle
 
 ALICE = RuntimeContext(user_id="alice", session_id="work")
 
@@ -93,3 +102,56 @@ async def test_a_runs_queue_stops_at_its_bound(tmp_path: Path, method: str) -> N
             group.start_soon(partial(agent.run, "go", context=ALICE))
             group.start_soon(flood)
     assert len(refused) == 1 and f"{bound} " in str(refused[0]) and "'alice'" in str(refused[0])
+
+
+def _market(count: int) -> MemoryRepository:
+    bundles = [make_bundle(f"topic-{i:03d}", description=f"Use for topic {i:03d} work.") for i in range(count)]
+    return MemoryRepository(bundles, name="big", writable=False)
+
+
+def _search(query: str) -> Message:
+    return Message.assistant("", [ToolCall(id="s", name=SEARCH_TOOL, arguments={"query": query})])
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ("topic " * 2000, f"over the {MAX_QUERY_CHARS}-character limit"),
+        (" ".join(f"w{i}" for i in range(MAX_QUERY_TERMS + 1)), f"over the limit of {MAX_QUERY_TERMS}"),
+    ],
+    ids=["long", "many-words"],
+)
+async def test_an_oversized_search_query_is_refused_with_a_clear_error(
+    tmp_path: Path, query: str, problem: str
+) -> None:
+    model = ScriptedModel([_search(query), _search("topic 007"), "done"])
+    async with Harness(model=model, workspace=tmp_path, repositories=[_market(60)], catalog_budget=1_500) as agent:
+        result = await agent.run("find a skill", context=ALICE)
+    refused, answered = [e for e in result.events if isinstance(e, ToolReturned)]
+    assert refused.error and problem in refused.content
+    assert not answered.error and "topic-007" in answered.content
+
+
+def _indexed(count: int) -> SkillIndex:
+    skills = []
+    for i in range(count):
+        text = f"---\nname: topic-{i:03d}\ndescription: Use for topic {i:03d} work.\n---\nBody\n"
+        skill, _ = load_skill(text.encode(), folder=f"topic-{i:03d}", location="/m", source="m", layer=Layer.MARKET)
+        assert skill is not None
+        skills.append(skill)
+    return SkillIndex(skills)
+
+
+def test_a_search_holds_no_lock_shared_with_other_searches() -> None:
+    index = _indexed(20)
+    allowed = {f"topic-{i:03d}_m" for i in range(20)}
+    assert index.search("topic 003", 1, allowed) == ["topic-003_m"]  # the index is built
+    found: list[list[str]] = []
+    # Another user's search in progress holds whatever it holds for as long as it runs.
+    with index._lock:
+        other = threading.Thread(target=lambda: found.append(index.search("topic 011", 1, allowed)))
+        other.start()
+        other.join(timeout=30)  # a bound on a deadlock, not a speed check
+        stalled = other.is_alive()
+    other.join()
+    assert not stalled and found == [["topic-011_m"]]
