@@ -40,6 +40,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--tokens", type=Path, metavar="FILE", help="YAML mapping of user ids to bearer tokens (default: mcp_tokens)"
     )
     serve.add_argument(
+        "--max-sessions-per-user",
+        type=int,
+        default=16,
+        metavar="N",
+        help="HTTP sessions one token's user may hold open; past it their longest-idle session is closed (default 16)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="HTTP sessions open in all; past it the longest-idle session of the user holding the most is "
+        "closed (default 1000)",
+    )
+    serve.add_argument(
         "--allow-shell",
         action="store_true",
         help="also offer the execute_shell_command tool in the user's workspace (off by default)",
@@ -50,7 +65,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _serve(args: argparse.Namespace) -> int:
     try:
         from harness.agent import Harness
-        from harness.mcp import SkillServer, TokenMap
+        from harness.mcp import SessionLimits, SkillServer, TokenMap
     except ImportError as exc:
         print(f"harness: {_MISSING_SDK} ({exc})", file=sys.stderr)
         return 1
@@ -64,13 +79,17 @@ def _serve(args: argparse.Namespace) -> int:
             "no token, no skills"
         )
     user = None if args.http else context_from_args(args).user_id
+    try:
+        sessions = SessionLimits(per_principal=args.max_sessions_per_user, total=args.max_sessions)
+    except ValueError as exc:
+        raise ConfigError(f"--max-sessions-per-user / --max-sessions: {exc}") from None
 
     async def main() -> None:
         async with Harness.from_config(config, model="demo") as agent:
             server = SkillServer(agent.pipeline, allow_shell=args.allow_shell)
             if tokens is not None:
                 print(f"harness: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-                await server.serve_http(tokens, host=args.host, port=args.port)
+                await server.serve_http(tokens, host=args.host, port=args.port, sessions=sessions)
             else:
                 assert user is not None
                 await server.serve_stdio(user)

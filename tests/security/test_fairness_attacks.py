@@ -1,6 +1,8 @@
 """Shared tables are fair: one tenant's paused runs never evict another's pending approvals, one
-run's steering and follow-up queues stop at their bound with a clear error, and one user's
-search query can neither grow without bound nor hold the index shared by every user."""
+run's steering and follow-up queues stop at their bound with a clear error, one user's search
+query can neither grow without bound nor hold the index shared by every user, and one MCP
+token holder opening sessions without end recycles only their own (``harness mcp serve --http``
+as a real process, the real SDK client, requests to 127.0.0.1 only)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
 from harness import RuntimeContext
 from harness.agent import Harness, PatternPolicy, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.events import ToolReturned
+from harness.mcp import SessionLimits
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from harness.pipeline.catalog import SEARCH_TOOL
@@ -21,7 +25,8 @@ from harness.pipeline.search import SkillIndex
 from harness.skills.skill import Layer, load_skill
 from harness.tools import tool
 from repositories import MemoryRepository
-from tests.support.skills import make_bundle
+from tests.support.mcp import HttpServer, call, http_client
+from tests.support.skills import make_bundle, make_skill
 
 ALICE = RuntimeContext(user_id="alice", session_id="work")
 
@@ -155,3 +160,80 @@ def test_a_search_holds_no_lock_shared_with_other_searches() -> None:
         stalled = other.is_alive()
     other.join()
     assert not stalled and found == [["topic-011_m"]]
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "0"}},
+}
+MCP_TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002", "mallory": "mallory-token-0003"}
+
+
+def _headers(user: str, session: str | None = None) -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {MCP_TOKENS[user]}", "Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    return headers
+
+
+async def _open(http: httpx2.AsyncClient, url: str, user: str) -> str | None:
+    """A new session of ``user`` (its id), or ``None`` when the server refuses one."""
+    response = await http.post(url, json=INITIALIZE, headers=_headers(user))
+    if response.status_code == 503:
+        return None
+    assert response.status_code == 200, response.text
+    session: str = response.headers["mcp-session-id"]
+    await http.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=_headers(user, session)
+    )
+    return session
+
+
+async def _alive(http: httpx2.AsyncClient, url: str, user: str, session: str) -> bool:
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    response = await http.post(url, json=note, headers=_headers(user, session))
+    assert response.status_code in (202, 404), response.text
+    return response.status_code == 202
+
+
+def _mcp_workspace(root: Path) -> tuple[Path, Path]:
+    ws = root / "ws"
+    make_skill(ws / "alice" / "skills", "alpha", description="Alice's skill.")
+    make_skill(ws / "bob" / "skills", "bravo", description="Bob's skill.")
+    tokens = root / "tokens.yaml"
+    tokens.write_text("".join(f"{user}: {token}\n" for user, token in MCP_TOKENS.items()))
+    return ws, tokens
+
+
+async def test_one_token_holder_flooding_sessions_only_recycles_their_own(tmp_path: Path) -> None:
+    per_user = SessionLimits().per_principal
+    ws, tokens = _mcp_workspace(tmp_path)
+    async with HttpServer(ws, tokens) as server, http_client(server.url, MCP_TOKENS["alice"]) as alice:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            bobs = await _open(http, server.url, "bob")
+            floods = [await _open(http, server.url, "mallory") for _ in range(per_user * 3)]
+            assert None not in floods  # her own idle sessions make room for her next
+            alive = [s for s in floods if s is not None and await _alive(http, server.url, "mallory", s)]
+            assert len(alive) == per_user and floods[-1] in alive and floods[0] not in alive
+            assert bobs is not None and await _alive(http, server.url, "bob", bobs)
+        listing = await call(alice, "skills/list")
+    assert [s["frontmatter"]["name"] for s in listing["skills"]] == ["alpha"]
+
+
+async def test_at_the_global_bound_the_largest_holder_makes_room_for_others(tmp_path: Path) -> None:
+    ws, tokens = _mcp_workspace(tmp_path)
+    limits = ("--max-sessions-per-user", "4", "--max-sessions", "6")
+    async with HttpServer(ws, tokens, *limits) as server, httpx2.AsyncClient(timeout=30) as http:
+        alices = [await _open(http, server.url, "alice") for _ in range(2)]
+        floods = [await _open(http, server.url, "mallory") for _ in range(12)]
+        bobs = await _open(http, server.url, "bob")  # the table is full: mallory pays for it
+        assert bobs is not None and await _alive(http, server.url, "bob", bobs)
+        assert None not in alices
+        assert [await _alive(http, server.url, "alice", s) for s in alices if s is not None] == [True, True]
+        alive = [s for s in floods if s is not None and await _alive(http, server.url, "mallory", s)]
+        assert len(alive) == 3 and floods[-1] in alive
+        async with http_client(server.url, MCP_TOKENS["bob"]) as bob:
+            listing = await call(bob, "skills/list")
+    assert [s["frontmatter"]["name"] for s in listing["skills"]] == ["bravo"]
