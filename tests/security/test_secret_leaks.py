@@ -338,7 +338,7 @@ async def test_credentials_in_an_mcp_market_url_go_as_auth_and_reach_no_log(capl
         repo = McpRepository(url=f"{wire.url.replace('://', f'://reader:{TOKEN}@')}/mcp", timeout=10)
         with pytest.raises(RepositoryUnavailable) as caught:
             await repo.snapshot()
+    _assert_clean(_everything(caught.value) + caplog.text + repo.where)
     [request, *_] = wire.requests
     assert request.headers["authorization"] == "Basic " + base64.b64encode(f"reader:{TOKEN}".encode()).decode()
     assert repo.url == f"{wire.url}/mcp"
-    _assert_clean(_everything(caught.value) + caplog.text + repo.where)
