@@ -11,9 +11,13 @@ exported from :mod:`harness`::
     │   └── models.UnknownModel             (also ModelError)
     ├── SkillError                          a skill could not be parsed or used
     │   ├── SkillNotFound (LookupError)
-    │   └── skills.FrontmatterError (ValueError)
+    │   ├── skills.FrontmatterError (ValueError)
+    │   └── skills.ArgumentsTooLarge (ValueError)  a command's arguments expand past the limit
+    ├── pipeline.QueryTooLarge (ValueError) a skill search query over its limits
     ├── agent.StepLimitExceeded             a turn used up its model steps
     ├── agent.NoActiveRun                   steer/follow_up named a (user, session) with no run
+    ├── agent.QueueFull                     steer/follow_up found the run's queue at its bound
+    ├── agent.TooManyPausedRuns             a run would pause past its user's bound
     ├── agent.ApprovalError                 ApprovalNotFound (LookupError), ApprovalStillPending
     ├── tools.ToolError                     a tool failed; the model sees the message
     │   ├── tools.ToolArgumentError (ValueError)

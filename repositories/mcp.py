@@ -101,8 +101,9 @@ class _Listing:
 class McpRepository(SkillRepository):
     """Skills served by an MCP server (see the module docstring).
 
-    Give exactly one of ``url`` (streamable HTTP; ``token`` is sent as ``Authorization: Bearer``)
-    or ``command`` (the server's argv, run over stdio; ``env`` adds variables). ``timeout`` bounds
+    Give exactly one of ``url`` (streamable HTTP; ``token`` is sent as ``Authorization: Bearer``;
+    a ``user:password@`` in the URL is taken out of it and sent as HTTP Basic auth, so the URL the
+    MCP SDK sees, and may log, holds no credentials) or ``command`` (the server's argv, run over stdio; ``env`` adds variables). ``timeout`` bounds
     opening a connection and each piece of work on it, in seconds; ``check_interval`` lets a
     listing stand that long before the server is asked again.
     """
@@ -126,6 +127,13 @@ class McpRepository(SkillRepository):
             raise InvalidRepositoryConfig("the MCP server command must be a non-empty list of arguments")
         if not timeout > 0 or check_interval < 0:
             raise InvalidRepositoryConfig("timeout must be > 0 and check_interval >= 0")
+        self._basic: tuple[str, str] | None = None
+        if url is not None:
+            url, self._basic = _split_credentials(url)
+            if self._basic is not None and token:
+                raise InvalidRepositoryConfig(
+                    f"MCP server {redact_url(url)!r}: give credentials in the URL or as token=, not both"
+                )
         self.url = url
         self.command = tuple(command) if command is not None else None
         self._token = token
@@ -188,7 +196,10 @@ class McpRepository(SkillRepository):
                 import httpx2
 
                 headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-                http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=self.timeout))
+                auth = httpx2.BasicAuth(*self._basic) if self._basic is not None else None
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers=headers, auth=auth, timeout=self.timeout)
+                )
                 assert self.url is not None
                 server = streamable_http_client(self.url, http_client=http)
             client = await stack.enter_async_context(Client(server, cache=None))
@@ -501,3 +512,14 @@ def _describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc) or type(exc).__name__
     return redact_secrets(f"{type(exc).__name__}: {text}" if str(exc) else text)
+
+
+def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its ``user:password@`` part, and that part (percent-decoded), if any."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    bare = urllib.parse.urlunsplit(parts._replace(netloc=host))
+    return bare, (urllib.parse.unquote(user), urllib.parse.unquote(password))

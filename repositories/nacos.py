@@ -4,26 +4,26 @@ Nacos serves each skill as a ZIP package, downloaded by name and optionally by `
 ``label`` (``latest``, ``stable``, ...) through the SDK's ``NacosAIService.download_skill_zip``.
 Nacos has no call that lists every skill of a namespace, so the skill names are configured.
 
-A package holds ``<name>/SKILL.md`` and the skill's other files below ``<name>/``. Every entry is
-checked with the rules the other markets use (``filesystems.paths``): absolute paths, ``..``,
-backslashes, control characters and version-control folders, links and other non-regular
-entries, and entries over ``max_file_size`` are skipped and reported; a package over
-``max_package_size`` (uncompressed), or one that is not a ZIP archive or holds no ``SKILL.md``,
-costs only that skill, whose previous good package keeps being served if there was one. The SDK
-itself refuses packages with ``..`` or absolute entry names before they reach the harness; those
-are reported the same way.
+A package holds ``<name>/SKILL.md`` and the skill's other files below ``<name>/``. It is checked
+by :class:`repositories.archives.ZipPackage`: absolute paths, ``..``, backslashes, control
+characters and version-control folders, links and other non-regular entries, and entries over
+``max_file_size`` are skipped and reported; a package over ``max_package_size`` (as downloaded,
+streamed and cut off at the cap, or as unpacked, declared or actually decompressed), one whose
+entries name one path twice (``a/b`` and ``a//b`` included), one that is not a ZIP archive or
+holds no ``SKILL.md``, costs only that skill, whose previous good package keeps being served if
+there was one. The SDK itself refuses packages with ``..`` or absolute entry names before they
+reach the harness; those are reported the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import logging
 import math
 import os
-import stat
 import time
+import urllib.parse
 import warnings
 import zipfile
 from collections.abc import Sequence
@@ -36,8 +36,9 @@ import anyio.to_thread
 
 from filesystems import redact_secrets
 from filesystems.paths import relative_path_problem
+from repositories.archives import ZipPackage
 from repositories.base import BundleFile, FileContents, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
-from repositories.discovery import FILE, OTHER, SYMLINK, Child, check_folder, discover, shown, tree_from_paths
+from repositories.discovery import FILE, Child, check_folder, discover, shown, tree_from_paths
 from repositories.errors import BundleNotFound, InvalidBundle, InvalidRepositoryConfig, RepositoryUnavailable
 from repositories.memory import bundle_digest
 from repositories.sources import make_source
@@ -97,6 +98,57 @@ class _Package:
 
 class _BadPackage(Exception):
     """A downloaded package that cannot be served (the reason is the message)."""
+
+
+class _PackageTooLarge(Exception):
+    """A download stopped at the size cap (the reason is the message)."""
+
+
+class _CappedDownloads:
+    """The SDK's ``HttpAgent.request`` for skill downloads, reading the body in chunks and
+    giving up past ``limit`` bytes instead of reading it whole first.
+
+    It answers as the SDK's agent does — ``(body, None)`` for 200, ``(None, "HTTP error: <status>
+    - <reason>")`` otherwise, ``(None, exc)`` when the request fails — so the SDK's own error
+    handling (404 is "not found", other servers are tried) is unchanged; an oversized body raises
+    :class:`_PackageTooLarge`, which the SDK lets through.
+    """
+
+    def __init__(self, agent: Any, limit: int) -> None:
+        self._agent = agent
+        self.limit = limit
+
+    async def request(
+        self, url: str, method: str, headers: dict[str, str] | None = None, params: dict[str, str] | None = None
+    ) -> tuple[bytes | None, Any]:
+        import aiohttp
+
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        ssl = self._agent.ssl_context
+        connector = aiohttp.TCPConnector(ssl=ssl) if ssl else aiohttp.TCPConnector()
+        timeout = aiohttp.ClientTimeout(total=self._agent.default_timeout)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout, connector=connector) as session,
+                session.request(method, url, headers=headers or {}) as response,
+            ):
+                if response.status != 200:
+                    return None, f"HTTP error: {response.status} - {response.reason}"
+                return await self._body(response.content, response.content_length), None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return None, exc
+
+    async def _body(self, content: Any, declared: int | None) -> bytes:
+        too_large = f"the download is larger than {self.limit} bytes"
+        if declared is not None and declared > self.limit:
+            raise _PackageTooLarge(too_large)
+        body = bytearray()
+        async for chunk in content.iter_chunked(64 * 1024):
+            body += chunk
+            if len(body) > self.limit:
+                raise _PackageTooLarge(too_large)
+        return bytes(body)
 
 
 class NacosRepository(SkillRepository):
@@ -273,6 +325,8 @@ class NacosRepository(SkillRepository):
             handlers, tasks = set(logger.handlers), asyncio.all_tasks()
             try:
                 self._service = sdk.NacosAIService(config)
+                proxy = self._service.http_client_proxy  # the downloads' own agent; logins keep the SDK's
+                proxy.http_agent = _CappedDownloads(self._service.http_agent, self.max_package_size)
             finally:
                 # The SDK leaves a log handler and, with a password, a login task behind.
                 self._handlers = [h for h in logger.handlers if h not in handlers]
@@ -289,6 +343,8 @@ class NacosRepository(SkillRepository):
         try:
             with anyio.fail_after(self.timeout):
                 data: bytes = await self._client().download_skill_zip(param)
+        except _PackageTooLarge as exc:
+            raise _BadPackage(str(exc)) from None
         except sdk.NacosException as exc:
             if exc.error_code == sdk.NOT_FOUND:
                 raise BundleNotFound(
@@ -312,73 +368,40 @@ class NacosRepository(SkillRepository):
     def _unpack(self, name: str, data: bytes) -> _Package:
         """Check and unpack one package (in a worker thread)."""
         try:
-            archive = zipfile.ZipFile(io.BytesIO(data))
-        except (zipfile.BadZipFile, ValueError) as exc:
-            raise _BadPackage(f"not a ZIP archive: {exc}") from None
-        with archive:
-            problems, children = self._entries(name, archive)
-            found = discover("", tree_from_paths(children), root_name=name, read=archive.read)
-            problems.extend(f"skill {shown(name)}: {problem}" for problem in found.problems)
-            layout = next((s for s in found.skills if s.folder == name), None)
-            if layout is None and len(found.skills) == 1:
-                layout = found.skills[0]
-            if layout is None:
-                raise _BadPackage(
-                    "it holds no SKILL.md"
-                    if not found.skills
-                    else f"it holds {len(found.skills)} skills, none named {name!r}"
-                )
-            try:
-                files = tuple(
-                    FileContents(path=layout.relative(e), data=archive.read(e.node), mode=e.mode) for e in layout.files
-                )
-                contents = SkillBundleContents(
-                    folder=name,
-                    skill_md=archive.read(layout.main.node),
-                    skill_md_name=layout.skill_md_name,
-                    files=files,
-                )
-            except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, InvalidBundle) as exc:
-                raise _BadPackage(f"cannot unpack: {exc}") from None
-        return _Package(contents=contents, digest=bundle_digest(contents), problems=tuple(problems))
+            with ZipPackage(data, max_file_size=self.max_file_size, max_total_size=self.max_package_size) as package:
+                return self._contents(name, package)
+        except InvalidBundle as exc:  # ArchiveRefused, or a bundle the checks below refuse
+            raise _BadPackage(str(exc)) from None
 
-    def _entries(self, name: str, archive: zipfile.ZipFile) -> tuple[list[str], list[tuple[str, Child[str]]]]:
-        """The package's entries as a tree listing, each checked; what was skipped and why."""
-        problems: list[str] = []
-        children: list[tuple[str, Child[str]]] = []
-        seen: set[str] = set()
-        total = 0
-        for info in archive.infolist():
-            path = info.filename
-            if info.is_dir():
-                continue
-            where = f"skill {shown(name)}: entry {shown(path)}"
-            problem = relative_path_problem(path)
-            if problem or path in seen:
-                problems.append(f"{where} skipped: {problem or 'it appears twice'}")
-                continue
-            kind, mode = _kind_and_mode(info)
-            if kind != FILE:
-                problems.append(f"{where} skipped: {'a symlink' if kind == SYMLINK else 'not a regular file'}")
-                continue
-            if info.flag_bits & 0x1:
-                problems.append(f"{where} skipped: it is encrypted")
-                continue
-            if info.file_size > self.max_file_size:
-                problems.append(f"{where} skipped: {info.file_size} bytes, over the {self.max_file_size}-byte limit")
-                continue
-            total += info.file_size
-            if total > self.max_package_size:
-                raise _BadPackage(f"it unpacks to more than {self.max_package_size} bytes")
-            seen.add(path)
-            token = f"{info.CRC:08x}"
-            children.append((path, Child(path.rsplit("/", 1)[-1], FILE, path, info.file_size, mode, token)))
-        folders = {path.rsplit("/", 1)[0] for path in seen if "/" in path}
-        prefixes = {"/".join(p.split("/")[:i]) for p in folders for i in range(1, p.count("/") + 2)}
-        clashes = seen & prefixes
-        for path in sorted(clashes):
-            problems.append(f"skill {shown(name)}: entry {shown(path)} skipped: a folder of the same name exists")
-        return problems, [item for item in children if item[0] not in clashes]
+    def _contents(self, name: str, package: ZipPackage) -> _Package:
+        """The skill ``name`` of a checked package, with what was skipped and why."""
+        problems = [f"skill {shown(name)}: {problem}" for problem in package.problems]
+        entries = {entry.path: entry for entry in package.entries}
+        children = [
+            (path, Child(path.rsplit("/", 1)[-1], FILE, path, entry.size, entry.mode, f"{entry.crc:08x}"))
+            for path, entry in entries.items()
+        ]
+        found = discover("", tree_from_paths(children), root_name=name, read=lambda path: package.read(entries[path]))
+        problems.extend(f"skill {shown(name)}: {problem}" for problem in found.problems)
+        layout = next((s for s in found.skills if s.folder == name), None)
+        if layout is None and len(found.skills) == 1:
+            layout = found.skills[0]
+        if layout is None:
+            raise _BadPackage(
+                "it holds no SKILL.md"
+                if not found.skills
+                else f"it holds {len(found.skills)} skills, none named {name!r}"
+            )
+        files = tuple(
+            FileContents(path=layout.relative(e), data=package.read(entries[e.node]), mode=e.mode) for e in layout.files
+        )
+        contents = SkillBundleContents(
+            folder=name,
+            skill_md=package.read(entries[layout.main.node]),
+            skill_md_name=layout.skill_md_name,
+            files=files,
+        )
+        return _Package(contents=contents, digest=bundle_digest(contents), problems=tuple(problems))
 
     # Snapshots and files.
 
@@ -430,18 +453,3 @@ class NacosRepository(SkillRepository):
 def _retrieve(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()
-
-
-def _kind_and_mode(info: zipfile.ZipInfo) -> tuple[str, int]:
-    """What an entry is (file, symlink, other) and its permission bits.
-
-    Unix ZIP tools keep ``st_mode`` in the high bits of ``external_attr``; archives written
-    elsewhere carry none, and their files are plain ``0644`` files.
-    """
-    unix = info.external_attr >> 16 if info.create_system == 3 else 0
-    kind = stat.S_IFMT(unix)
-    if stat.S_ISLNK(unix):
-        return SYMLINK, 0
-    if kind not in (0, stat.S_IFREG):
-        return OTHER, 0
-    return FILE, (unix & 0o777) or 0o644

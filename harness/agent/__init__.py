@@ -40,7 +40,7 @@ from harness.agent.events import (
 )
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
 from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
-from harness.agent.queues import NoActiveRun
+from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import run_summary, workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, step_tools
@@ -71,6 +71,8 @@ __all__ = [
     "NoActiveRun",
     "OnInput",
     "PatternPolicy",
+    "QueueFull",
+    "QueueLimits",
     "RunFinished",
     "RunResult",
     "RunStart",
@@ -85,6 +87,7 @@ __all__ = [
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",
+    "TooManyPausedRuns",
     "ToolCallDelta",
     "ToolCalled",
     "ToolDenied",

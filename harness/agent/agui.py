@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
+from filesystems import redact_secrets
 from harness.agent.events import (
     Event,
     ModelReplied,
@@ -154,7 +155,8 @@ class _Translator:
 
     def failed(self, exc: Exception) -> list[Any]:
         out = ([] if self._run is not None else self._start(None)) + self._close_text() + self._close_calls()
-        message, code = str(exc) or type(exc).__name__, type(exc).__name__
+        # Model errors arrive with their keys masked; credentials in a URL are masked here too.
+        message, code = redact_secrets(str(exc) or type(exc).__name__), type(exc).__name__
         while self._subagents:
             run_id = self._subagents.pop()
             out.append(self._core.SubagentErrorEvent(subagent_run_id=run_id, message=message, code=code))

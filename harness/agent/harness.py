@@ -40,7 +40,7 @@ from harness.agent.events import (
     TurnPrepared,
 )
 from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart, call_hook
-from harness.agent.queues import MessageQueues, RunControl
+from harness.agent.queues import MessageQueues, QueueLimits, RunControl
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.streaming import ModelStep, RunTally, framed
 from harness.agent.workflow_tools import workflow_tools
@@ -161,7 +161,8 @@ class Harness(AsyncResource):
     they run; ``approver`` answers the calls it asks about (without one, a run pauses for
     :meth:`resolve_approval`). ``on_input`` and ``before_run`` are the input hooks
     (:mod:`harness.agent.hooks`); :meth:`steer` and :meth:`follow_up` queue messages for a run
-    in progress.
+    in progress. ``queue_limits`` (a :class:`~harness.agent.queues.QueueLimits`) bounds those
+    queues and the paused runs each user and all users may keep.
     """
 
     def __init__(
@@ -198,6 +199,7 @@ class Harness(AsyncResource):
         approver: Approver | None = None,
         on_input: OnInput | None = None,
         before_run: BeforeRun | None = None,
+        queue_limits: QueueLimits | None = None,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -253,7 +255,7 @@ class Harness(AsyncResource):
         self.approval, self.approver = approval, approver
         self._gate = None if approval is None else ApprovalGate(policy=approval, approver=approver, audit=self._audit())
         self.on_input, self.before_run = on_input, before_run
-        self._queues = MessageQueues()
+        self._queues = MessageQueues(limits=queue_limits)
 
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
@@ -531,14 +533,14 @@ class Harness(AsyncResource):
         :class:`~harness.agent.queues.NoActiveRun` when there is none and ``SkillNotFound`` for
         an unknown skill. ``on_input`` and ``before_run`` do not run for it."""
         control, expanded = await self._queued(text, context)
-        control.steering.append(expanded)
+        control.steer(expanded)
 
     async def follow_up(self, text: str, *, context: RuntimeContext) -> None:
         """Queue ``text`` to run as a turn of its own after the run in progress for ``context``'s
         user and session has answered (in the same run: its events join the run's stream).
         Raises like :meth:`steer`."""
         control, _ = await self._queued(text, context)
-        control.follow_ups.append(text)
+        control.follow_up(text)
 
     async def _queued(self, text: str, context: RuntimeContext) -> tuple[RunControl, str]:
         plan = self._queues.active(context).plan or await self.prepare(context)

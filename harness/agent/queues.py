@@ -10,13 +10,20 @@ A run the app starts (``run``, ``stream``, ``skill``, ``resume``) registers a
   :class:`PausedRun` until ``resolve_approval`` and ``resume``.
 
 Keys are exact (user, session) pairs, so one user's queue never reaches another's run.
+
+What they hold is bounded by :class:`QueueLimits`: a run queues at most ``queued`` steering and
+``queued`` follow-up texts (:class:`QueueFull` past that); a user keeps at most
+``paused_per_user`` paused runs (a run that would pause past it fails with
+:class:`TooManyPausedRuns`, and nobody else's paused run is touched); and when ``paused`` runs
+are kept in all, the oldest paused run of the user keeping the most is dropped.
 """
 
 from __future__ import annotations
 
 import collections
 import json
-from collections.abc import AsyncIterator, Iterator
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,13 +38,43 @@ from harness.models import Message
 if TYPE_CHECKING:
     from harness.pipeline.plan import TurnPlan
 
-__all__ = ["MessageQueues", "NoActiveRun", "PausedRun", "RunControl"]
+__all__ = ["MessageQueues", "NoActiveRun", "PausedRun", "QueueFull", "QueueLimits", "RunControl", "TooManyPausedRuns"]
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
 
 class NoActiveRun(HarnessError):
     """``steer`` or ``follow_up`` named a (user, session) with no run in progress."""
+
+
+class QueueFull(HarnessError):
+    """``steer`` or ``follow_up`` found the run's queue at its bound (:attr:`QueueLimits.queued`)."""
+
+
+class TooManyPausedRuns(HarnessError):
+    """A run would pause while its user already keeps :attr:`QueueLimits.paused_per_user` paused runs."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueLimits:
+    """Bounds on what the runs of one agent keep in memory for their users.
+
+    ``queued``: steering texts, and follow-up texts, one run may have waiting (each);
+    ``paused_per_user``: paused runs (calls waiting for the app) one user may keep, across their
+    sessions; ``paused``: paused runs kept in all, for every user.
+    """
+
+    queued: int = 100
+    paused_per_user: int = 16
+    paused: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.queued < 1:
+            raise ValueError("queued must be at least 1")
+        if not 1 <= self.paused_per_user <= self.paused:
+            raise ValueError("need 1 <= paused_per_user <= paused")
 
 
 @dataclass(kw_only=True)
@@ -59,6 +96,8 @@ class RunControl:
     """One run in progress: what its turn needs from the queues, hooks and approvals."""
 
     key: Key
+    limits: QueueLimits = field(default_factory=QueueLimits)
+    keep: Callable[[Key, PausedRun], None] | None = None
     before_run: BeforeRun | None = None
     resumed: PausedRun | None = None
     plan: TurnPlan | None = None
@@ -66,6 +105,22 @@ class RunControl:
     follow_ups: collections.deque[str] = field(default_factory=collections.deque)
     waiting: list[Waiting] = field(default_factory=list)
     paused: PausedRun | None = None
+
+    def steer(self, text: str) -> None:
+        """Queue a steering text; :class:`QueueFull` when ``limits.queued`` already wait."""
+        self._queue(self.steering, text, "steering")
+
+    def follow_up(self, text: str) -> None:
+        """Queue a follow-up text; :class:`QueueFull` when ``limits.queued`` already wait."""
+        self._queue(self.follow_ups, text, "follow-up")
+
+    def _queue(self, queue: collections.deque[str], text: str, kind: str) -> None:
+        if len(queue) >= self.limits.queued:
+            raise QueueFull(
+                f"user {self.key[0]!r}, session {self.key[1]!r}: the run already has {len(queue)} {kind} messages "
+                "queued (the most one run takes); wait for it to take them"
+            )
+        queue.append(text)
 
     def take_steering(self) -> list[str]:
         """The steering texts queued so far (the queue is emptied)."""
@@ -85,10 +140,11 @@ class RunControl:
         return None
 
     def pause(self, turn: list[Message], *, message: str, strict: bool) -> bool:
-        """Keep the turn when calls wait for the app; ``True`` when the run must stop here."""
+        """Keep the turn when calls wait for the app; ``True`` when the run must stop here.
+        Raises :class:`TooManyPausedRuns` when the user may keep no more paused runs."""
         if not self.waiting:
             return False
-        self.paused = PausedRun(
+        paused = PausedRun(
             message=message,
             strict=strict,
             turn=list(turn),
@@ -96,6 +152,9 @@ class RunControl:
             steering=collections.deque(self.steering),
             follow_ups=collections.deque(self.follow_ups),
         )
+        if self.keep is not None:
+            self.keep(self.key, paused)
+        self.paused = paused
         return True
 
     async def opening(self, turn: list[Message], start: RunStart) -> AsyncIterator[Event]:
@@ -153,13 +212,11 @@ async def _settle(turn: list[Message], waiting: Waiting) -> AsyncIterator[Event]
 class MessageQueues:
     """The runs in progress and the paused runs of one agent, by (user, session).
 
-    Paused runs live in this process; at most ``max_paused`` are kept (the oldest is dropped,
-    its waiting calls never run)."""
+    Paused runs live in this process, within ``limits`` (see the module docstring); a paused run
+    that is dropped never runs its waiting calls."""
 
-    def __init__(self, *, max_paused: int = 1000) -> None:
-        if max_paused < 1:
-            raise ValueError("max_paused must be at least 1")
-        self.max_paused = max_paused
+    def __init__(self, *, limits: QueueLimits | None = None) -> None:
+        self.limits = limits or QueueLimits()
         self._active: dict[Key, list[RunControl]] = {}
         self._paused: dict[Key, PausedRun] = {}
 
@@ -179,9 +236,16 @@ class MessageQueues:
                     f"approval {', '.join(undecided)} still waits for a decision; call resolve_approval first"
                 )
             del self._paused[key]
-            control = RunControl(key=key, resumed=paused, steering=paused.steering, follow_ups=paused.follow_ups)
+            control = RunControl(
+                key=key,
+                limits=self.limits,
+                keep=self._keep,
+                resumed=paused,
+                steering=paused.steering,
+                follow_ups=paused.follow_ups,
+            )
         else:
-            control = RunControl(key=key, before_run=before_run)
+            control = RunControl(key=key, limits=self.limits, keep=self._keep, before_run=before_run)
         runs = self._active.setdefault(key, [])
         runs.append(control)
         try:
@@ -190,10 +254,30 @@ class MessageQueues:
             runs.remove(control)
             if not runs:
                 del self._active[key]
-            if control.paused is not None:
-                self._paused[key] = control.paused
-                while len(self._paused) > self.max_paused:
-                    del self._paused[next(iter(self._paused))]
+
+    def _keep(self, key: Key, paused: PausedRun) -> None:
+        """Keep ``key``'s paused run within the limits (see the module docstring)."""
+        user = key[0]
+        held = sum(1 for other in self._paused if other[0] == user and other != key)
+        if held >= self.limits.paused_per_user:
+            raise TooManyPausedRuns(
+                f"user {user!r} already keeps {held} paused runs waiting for approval (the most one user may "
+                f"keep); decide and resume them, or send their sessions a new message, before session {key[1]!r} "
+                "can pause"
+            )
+        self._paused.pop(key, None)
+        self._paused[key] = paused
+        while len(self._paused) > self.limits.paused:
+            counts = collections.Counter(other[0] for other in self._paused)
+            largest = max(counts, key=lambda u: counts[u])
+            oldest = next(other for other in self._paused if other[0] == largest)
+            log.warning(
+                "dropping the oldest paused run of user %r (session %r): %d paused runs are kept in all",
+                largest,
+                oldest[1],
+                self.limits.paused,
+            )
+            del self._paused[oldest]
 
     def active(self, context: RuntimeContext) -> RunControl:
         """The latest run in progress of ``context``'s user and session."""

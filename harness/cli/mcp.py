@@ -41,6 +41,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--tokens", type=Path, metavar="FILE", help="YAML mapping of user ids to bearer tokens (default: mcp_tokens)"
     )
     serve.add_argument(
+        "--max-sessions-per-user",
+        type=int,
+        default=16,
+        metavar="N",
+        help="HTTP sessions one token's user may hold open; past it their longest-idle session is closed (default 16)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="HTTP sessions open in all; past it the longest-idle session of the user holding the most is "
+        "closed (default 1000)",
+    )
+    serve.add_argument(
         "--allow-shell",
         action="store_true",
         help="also offer the execute_shell_command tool in the user's workspace (off by default); every command "
@@ -58,7 +73,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _serve(args: argparse.Namespace) -> int:
     try:
         from harness.agent import AllowAll, Harness
-        from harness.mcp import SkillServer, TokenMap
+        from harness.mcp import SessionLimits, SkillServer, TokenMap
     except ImportError as exc:
         print(f"harness: {_MISSING_SDK} ({exc})", file=sys.stderr)
         return 1
@@ -78,13 +93,17 @@ def _serve(args: argparse.Namespace) -> int:
             filesystem, config.filesystem, len(set(tokens.users.values())), trusted=args.trust_local_shell
         )
     approval = (config.approval or AllowAll()) if args.allow_shell else config.approval
+    try:
+        sessions = SessionLimits(per_principal=args.max_sessions_per_user, total=args.max_sessions)
+    except ValueError as exc:
+        raise ConfigError(f"--max-sessions-per-user / --max-sessions: {exc}") from None
 
     async def main() -> None:
         async with Harness.from_config(config, model="demo", filesystem=filesystem, approval=approval) as agent:
             server = SkillServer(agent.pipeline, shell=agent.tools_for if args.allow_shell else None)
             if tokens is not None:
                 print(f"harness: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-                await server.serve_http(tokens, host=args.host, port=args.port)
+                await server.serve_http(tokens, host=args.host, port=args.port, sessions=sessions)
             else:
                 assert user is not None
                 await server.serve_stdio(user)

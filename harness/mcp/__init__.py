@@ -3,7 +3,7 @@
 :class:`SkillServer` implements the MCP Skills extension (``io.modelcontextprotocol/skills``)
 plus fallback tools and prompts over a :class:`~harness.pipeline.SkillPipeline`;
 :class:`SkillCatalog` holds the extension's wire shapes; :class:`TokenMap` maps HTTP bearer
-tokens to users. Install with ``pip install 'agent-skill-harness[mcp]'``.
+tokens to users; :class:`SessionLimits` bounds the HTTP sessions each user and all users hold. Install with ``pip install 'agent-skill-harness[mcp]'``.
 """
 
 try:
@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
 from harness.mcp.errors import McpServerError, SkillRequestError, TokenConfigError
 from harness.mcp.server import OMITTED_META, SkillServer, ToolSource
+from harness.mcp.sessions import FairSessionManager, SessionLimits
 from harness.mcp.tokens import TOKENS_ENV, TokenMap
 
 __all__ = [
@@ -22,8 +23,10 @@ __all__ = [
     "MAX_FILES",
     "OMITTED_META",
     "TOKENS_ENV",
+    "FairSessionManager",
     "Listing",
     "McpServerError",
+    "SessionLimits",
     "SkillCatalog",
     "SkillRequestError",
     "SkillServer",

@@ -33,7 +33,7 @@ cache them past an edit.
 Who the user is: on stdio the operator names one (``--user``); over HTTP it is the principal of
 the bearer token (:class:`~harness.mcp.tokens.TokenMap`); the SDK's bearer middleware answers
 401 to a request without a known token, and a request that somehow has no principal sees no
-skills at all.
+skills at all. Each user holds a bounded number of sessions (:mod:`harness.mcp.sessions`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
@@ -58,10 +57,11 @@ from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
 from harness.mcp.errors import McpServerError, SkillRequestError
+from harness.mcp.sessions import SessionLimits, session_app
 from harness.mcp.tokens import TokenMap
 from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
-from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
+from harness.skills.arguments import ArgumentsTooLarge, argument_hint, argument_names, substitute, user_invocable
 from harness.tools import Tool, load_skill_file, looks_binary, tool_from_function
 
 __all__ = ["OMITTED_META", "SkillServer", "ToolSource"]
@@ -175,23 +175,25 @@ class SkillServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> Starlette:
-        """The streamable HTTP app (an ASGI app for any server) whose users are ``tokens``' principals."""
+    def http_app(
+        self, tokens: TokenMap, *, host: str = "127.0.0.1", path: str = "/mcp", sessions: SessionLimits | None = None
+    ) -> Starlette:
+        """The streamable HTTP app (an ASGI app for any server) whose users are ``tokens``'
+        principals, each holding at most ``sessions.per_principal`` sessions (see
+        :mod:`harness.mcp.sessions`)."""
         self._principal = _bearer_principal
-        origin = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-        return self.server.streamable_http_app(
-            streamable_http_path=path,
-            host=host,
-            auth=AuthSettings(issuer_url=origin, resource_server_url=None),  # type: ignore[arg-type]
-            token_verifier=_TokenVerifier(tokens),
+        return session_app(
+            self.server, verifier=_TokenVerifier(tokens), limits=sessions or SessionLimits(), host=host, path=path
         )
 
-    async def serve_http(self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    async def serve_http(
+        self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000, sessions: SessionLimits | None = None
+    ) -> None:
         """Serve :meth:`http_app` with uvicorn until interrupted; raises :class:`McpServerError`
         when it cannot start."""
         import uvicorn
 
-        app = self.http_app(tokens, host=host, port=port)
+        app = self.http_app(tokens, host=host, sessions=sessions)
         try:
             await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
         except SystemExit as exc:  # uvicorn exits when it cannot start (the port taken, say)
@@ -370,13 +372,16 @@ class SkillServer:
         # The folder a shell would use, only when the client may run one; else where the files are read.
         path = next(p for p, s in self.catalog.paths(plan).items() if s is resolved)
         location = (resolved.files_root if self.allow_shell else None) or f"{SCHEME}{path}"
-        body = substitute(
-            skill.body.rstrip(),
-            text.strip(),
-            names=names,
-            skill_dir=location,
-            session_id=plan.context.session_id,
-        )
+        try:
+            body = substitute(
+                skill.body.rstrip(),
+                text.strip(),
+                names=names,
+                skill_dir=location,
+                session_id=plan.context.session_id,
+            )
+        except ArgumentsTooLarge as exc:
+            raise _invalid(str(exc)) from None
         block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
         return types.GetPromptResult(
             description=skill.description,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, ClassVar, Self
 
+from filesystems import redact_secrets, redact_url
 from harness.models.base import Model, ToolCall, ToolCallDelta
 from harness.models.errors import ModelError, ModelUnavailable
 
@@ -66,6 +67,9 @@ class SDKModel(Model):
     environment prefix and the model-name prefix), the SDK's client and base error classes, an
     ``example`` model name and the ``default_base_url``; they build the request and parse the
     reply, and send it through :meth:`_send`, which turns SDK errors into ``ModelError``.
+
+    A provider's error may echo the API key (or credentials in the base URL): the ``ModelError``
+    carries the SDK error's text with them masked, and does not chain the SDK error itself.
     """
 
     provider: ClassVar[str]
@@ -81,6 +85,7 @@ class SDKModel(Model):
         super().__init__(name=f"{self.provider}:{model}")
         self.model = model
         self.base_url = base_url
+        self._secrets = (api_key,)
         self._sdk_error: type[Exception] = getattr(sdk, self.error_class)
         self._client: Any = getattr(sdk, self.client_class)(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
@@ -94,12 +99,21 @@ class SDKModel(Model):
         """
         return cls(model=model, **options_from_env(cls.provider, model, environ, kwargs, cls.default_base_url))
 
+    @property
+    def where(self) -> str:
+        """The server as messages name it (credentials in the URL masked)."""
+        return redact_url(self.base_url)
+
+    def _failed(self, what: str, exc: Exception) -> ModelError:
+        """The ``ModelError`` for an SDK error, its text with the API key masked."""
+        return ModelError(redact_secrets(f"{self.name} at {self.where} {what}: {exc}", *self._secrets))
+
     async def _send(self, create: Any, request: dict[str, Any]) -> Any:
         """``await create(**request)``, SDK errors raised as ``ModelError`` naming model and server."""
         try:
             return await create(**request)
         except self._sdk_error as exc:
-            raise ModelError(f"{self.name} at {self.base_url} failed: {exc}") from exc
+            raise self._failed("failed", exc) from None
 
     async def _events(self, create: Any, request: dict[str, Any]) -> AsyncIterator[Any]:
         """The events of ``create(**request, stream=True)``, SDK errors raised as ``ModelError``
@@ -110,7 +124,7 @@ class SDKModel(Model):
                 async for event in stream:
                     yield event
             except self._sdk_error as exc:
-                raise ModelError(f"{self.name} at {self.base_url} failed while streaming: {exc}") from exc
+                raise self._failed("failed while streaming", exc) from None
 
     def _assembled(self, call: PartialCall) -> ToolCall:
         """The tool call a stream assembled in ``call``."""

@@ -97,7 +97,7 @@ class AnthropicModel(SDKModel):
                 yield calls[event.index].add(event.delta.partial_json)
             stopped = event.type == "message_stop"
         if not stopped:
-            raise ModelError(f"{self.name} at {self.base_url}: the reply stream ended before message_stop")
+            raise ModelError(f"{self.name} at {self.where}: the reply stream ended before message_stop")
         parsed = [self._assembled(call) for call in calls.values()]
         usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
         yield ModelReply(message=Message.assistant("".join(text), parsed), usage=usage)

@@ -1,7 +1,8 @@
 """Errors raised by model adapters.
 
-``ModelError`` is the root; provider SDK errors are translated into it where they enter, with
-the original kept as ``__cause__``.
+``ModelError`` is the root; provider SDK errors are translated into it where they enter: the
+message carries the SDK error's text with the API key masked, and the original is not chained
+(its text may echo the key).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ class OpenAIModel(SDKModel):
     async def _complete(self, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> ModelReply:
         response = await self._send(self._client.chat.completions.create, self._request(messages, tools))
         if not response.choices:
-            raise ModelError(f"{self.name} at {self.base_url} returned no choices")
+            raise ModelError(f"{self.name} at {self.where} returned no choices")
         return ModelReply(
             message=self._parse_message(response.choices[0].message),
             usage=_parse_usage(response.usage),
@@ -106,7 +106,7 @@ class OpenAIModel(SDKModel):
                     continue
                 yield call.add(fragment)
         if not finished:
-            raise ModelError(f"{self.name} at {self.base_url}: the reply stream ended before a finish_reason")
+            raise ModelError(f"{self.name} at {self.where}: the reply stream ended before a finish_reason")
         parsed = [self._assembled(call) for _, call in sorted(calls.items())]
         yield ModelReply(message=Message.assistant("".join(text), parsed), usage=usage)
 

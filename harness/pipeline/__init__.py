@@ -18,6 +18,7 @@ from harness.pipeline.layers import (
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.pipeline import SkillPipeline
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
@@ -25,6 +26,8 @@ __all__ = [
     "DEBOUNCE_MS",
     "DEFAULT_MAX_FILE_SIZE",
     "LOAD_TOOL",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_TERMS",
     "SHELL_TOOL",
     "WORKFLOW_CONTINUE_TOOL",
     "WORKFLOW_START_TOOL",
@@ -32,6 +35,7 @@ __all__ = [
     "LayerEntry",
     "LayerResult",
     "Merged",
+    "QueryTooLarge",
     "ResolvedSkill",
     "Shadowing",
     "SkillLayer",

@@ -3,6 +3,11 @@
 A :class:`SkillIndex` ranks skills by their name, description and ``when_to_use`` (the
 frontmatter field Claude Code skills use) with SQLite FTS5 and BM25, in an in-memory database
 built on the first search and reused afterwards; without FTS5 a simple token scorer ranks.
+
+One index serves every user of a view, so a query is bounded (:data:`MAX_QUERY_CHARS`
+characters, :data:`MAX_QUERY_TERMS` distinct words; :class:`QueryTooLarge` past either) and
+searches share no lock once the index is built: each reads the database through its own
+connection, so one user's search never waits for another's.
 """
 
 from __future__ import annotations
@@ -10,15 +15,44 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+import uuid
 from collections.abc import Collection, Iterable
+from contextlib import closing
 
+from harness.errors import HarnessError
 from harness.skills.skill import Skill
 
-__all__ = ["SkillIndex", "when_to_use"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "QueryTooLarge", "SkillIndex", "query_words", "when_to_use"]
+
+#: The longest query a search takes, in characters.
+MAX_QUERY_CHARS = 1000
+#: The most distinct words a query may hold.
+MAX_QUERY_TERMS = 32
 
 _WORD = re.compile(r"\w+")
 # BM25 column weights: a word of the name counts most, then the description, then when_to_use.
 _WEIGHTS = (8.0, 2.0, 1.0)
+
+
+class QueryTooLarge(HarnessError, ValueError):
+    """A search query over :data:`MAX_QUERY_CHARS` characters or :data:`MAX_QUERY_TERMS` words."""
+
+
+def query_words(query: str) -> list[str]:
+    """The distinct lower-case words of ``query``, in order; :class:`QueryTooLarge` when the
+    query is over the limits (checked before any work that grows with it)."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryTooLarge(
+            f"the search query is {len(query)} characters, over the {MAX_QUERY_CHARS}-character limit; "
+            "search with a few keywords"
+        )
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    if len(words) > MAX_QUERY_TERMS:
+        raise QueryTooLarge(
+            f"the search query has {len(words)} different words, over the limit of {MAX_QUERY_TERMS}; "
+            "search with a few keywords"
+        )
+    return words
 
 
 def when_to_use(skill: Skill) -> str:
@@ -42,26 +76,31 @@ class SkillIndex:
     def __init__(self, skills: Iterable[Skill], *, fts: bool = True) -> None:
         self._source: Iterable[Skill] | None = skills  # read on the first search: a view costs nothing until then
         self._docs: list[tuple[str, str, str, str]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held only while the index is built
+        # A named in-memory database in shared-cache mode: the builder's connection keeps it
+        # alive, each search reads it through a connection of its own.
+        self._uri = f"file:harness-skill-index-{uuid.uuid4().hex}?mode=memory&cache=shared"
         self._db: sqlite3.Connection | None = None
         self._fts = fts
 
     def search(self, query: str, limit: int, allowed: Collection[str]) -> list[str]:
         """The ids of the best ``limit`` matches for ``query`` among ``allowed`` skill ids, best
-        first; a skill whose name is the query comes first. Blocking: call from a thread."""
-        words = [w.lower() for w in _WORD.findall(query)]
+        first; a skill whose name is the query comes first. :class:`QueryTooLarge` for a query
+        over the limits. Blocking: call from a thread."""
+        words = query_words(query)
         if not words or limit < 1:
             return []
-        with self._lock:
-            self._build()
-            found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
-            # Enough rows that ``limit`` remain after dropping what the turn may not see.
-            rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
-            for skill_id in self._ranked(words, rows):
-                if len(found) >= limit:
-                    break
-                if skill_id in allowed and skill_id not in found:
-                    found.append(skill_id)
+        if self._source is not None:  # only searches that arrive before the index is built wait
+            with self._lock:
+                self._build()
+        found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
+        # Enough rows that ``limit`` remain after dropping what the turn may not see.
+        rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
+        for skill_id in self._ranked(words, rows):
+            if len(found) >= limit:
+                break
+            if skill_id in allowed and skill_id not in found:
+                found.append(skill_id)
         return found[:limit]
 
     def _ranked(self, words: list[str], rows: int) -> list[str]:
@@ -69,29 +108,34 @@ class SkillIndex:
         if self._db is None:
             return _token_ranked(self._docs, words)[:rows]
         match = " OR ".join(f'"{w}"*' for w in words)
-        ranked = self._db.execute(
-            "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY rank LIMIT ?", (match, rows)
-        )
-        return [row[0] for row in ranked]
+        with closing(sqlite3.connect(self._uri, uri=True)) as reader:
+            ranked = reader.execute(
+                "SELECT skill_id FROM skills WHERE skills MATCH ? ORDER BY rank LIMIT ?", (match, rows)
+            )
+            return [row[0] for row in ranked]
 
     def _build(self) -> None:
-        """Read the skills and fill the database, once (under the lock)."""
+        """Read the skills and fill the database, once (under the lock); the index counts as
+        built only when both are in place, as searches after it take no lock."""
         if self._source is None:
             return
         self._docs = [(s.skill_id, s.name, s.description, when_to_use(s)) for s in self._source if not s.hidden]
+        self._db = self._fts_database() if self._fts else None
         self._source = None
-        if not self._fts:
-            return
-        db = sqlite3.connect(":memory:", check_same_thread=False)
+
+    def _fts_database(self) -> sqlite3.Connection | None:
+        """The FTS5 table of the documents, or ``None`` when SQLite lacks FTS5."""
+        db = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
         try:
             db.execute("CREATE VIRTUAL TABLE skills USING fts5(name, description, when_to_use, skill_id UNINDEXED)")
         except sqlite3.OperationalError:  # an SQLite built without FTS5
             db.close()
-            return
+            return None
         # ``ORDER BY rank`` with a LIMIT lets FTS5 keep only the best rows while ranking.
         db.execute("INSERT INTO skills (skills, rank) VALUES ('rank', ?)", (f"bm25({', '.join(map(str, _WEIGHTS))})",))
         db.executemany("INSERT INTO skills (skill_id, name, description, when_to_use) VALUES (?, ?, ?, ?)", self._docs)
-        self._db = db
+        db.commit()  # searches read through their own connections, which see only committed rows
+        return db
 
 
 def _token_ranked(docs: list[tuple[str, str, str, str]], words: list[str]) -> list[str]:

@@ -1,6 +1,7 @@
 """The SKILL.md model: frontmatter parsing, the spec's rules and validation. Pure: no I/O
 beyond reading the folders ``validate`` is pointed at."""
 
+from harness.skills.arguments import MAX_ARGUMENTS, MAX_EXPANDED, ArgumentsTooLarge
 from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
 from harness.skills.frontmatter import (
     MAX_ALIASES,
@@ -36,13 +37,16 @@ from harness.skills.validation import (
 __all__ = [
     "ALLOWED_FIELDS",
     "MAX_ALIASES",
+    "MAX_ARGUMENTS",
     "MAX_COMPATIBILITY_LENGTH",
     "MAX_DEPTH",
     "MAX_DESCRIPTION_LENGTH",
+    "MAX_EXPANDED",
     "MAX_FRONTMATTER_BYTES",
     "MAX_NAME_LENGTH",
     "SKILL_MD_NAMES",
     "TEXT_FIELDS",
+    "ArgumentsTooLarge",
     "FoundSkillDirs",
     "Frontmatter",
     "FrontmatterError",

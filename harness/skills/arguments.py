@@ -10,6 +10,11 @@ list, as they would clash with ``$N``; ``$name[`` and ``$names`` are not ``$name
 missing argument is the empty string. Substitution is one pass over the body, so a value that
 itself looks like a placeholder stays literal. When the body uses no argument placeholder and
 arguments were given, ``ARGUMENTS: <text>`` is appended.
+
+A body may repeat a placeholder many times, so the text a command may insert is bounded: the
+argument text is at most :data:`MAX_ARGUMENTS` characters, and the expansion at most
+:data:`MAX_EXPANDED` characters beyond the body itself; past either, :class:`ArgumentsTooLarge`
+is raised before the oversized text is built.
 """
 
 from __future__ import annotations
@@ -20,8 +25,13 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.errors import SkillError
+
 __all__ = [
     "CLAUDE_CODE_FIELDS",
+    "MAX_ARGUMENTS",
+    "MAX_EXPANDED",
+    "ArgumentsTooLarge",
     "allowed_tools",
     "argument_hint",
     "argument_names",
@@ -35,6 +45,16 @@ __all__ = [
 CLAUDE_CODE_FIELDS = frozenset(
     {"when_to_use", "argument-hint", "arguments", "user-invocable", "model", "context", "agent"}
 )
+
+#: The most characters of argument text one skill command takes.
+MAX_ARGUMENTS = 64 * 1024
+#: The most characters a command's placeholders may add to the skill's body.
+MAX_EXPANDED = 256 * 1024
+
+
+class ArgumentsTooLarge(SkillError, ValueError):
+    """A skill command's arguments, or the body they expand to, are over the limits."""
+
 
 _ENV = r"\$\{(?P<env>CLAUDE_SKILL_DIR|CLAUDE_SESSION_ID)\}"
 _INDEXED = r"\$ARGUMENTS\[(?P<index>\d+)\]|\$(?P<position>\d+)(?!\w)|\$(?P<all>ARGUMENTS)"
@@ -102,17 +122,27 @@ def split_arguments(text: str) -> list[str]:
 def substitute(
     body: str, arguments: str, *, names: Sequence[str] = (), skill_dir: str = "", session_id: str = ""
 ) -> str:
-    """``body`` with every placeholder replaced in one pass (see the module docstring)."""
+    """``body`` with every placeholder replaced in one pass (see the module docstring).
+
+    Raises :class:`ArgumentsTooLarge` when ``arguments`` is longer than :data:`MAX_ARGUMENTS`
+    or the placeholders would add more than :data:`MAX_EXPANDED` characters.
+    """
+    if len(arguments) > MAX_ARGUMENTS:
+        raise ArgumentsTooLarge(
+            f"the arguments are {len(arguments)} characters, over the {MAX_ARGUMENTS}-character limit; "
+            "pass a file path or a shorter text instead"
+        )
     values = split_arguments(arguments)
     named: dict[str, int] = {}
     for index, name in enumerate(names):
         named.setdefault(name, index)
     used_arguments = False
+    added = 0
 
     def positional(index: int) -> str:
         return values[index] if index < len(values) else ""
 
-    def replace(match: re.Match[str]) -> str:
+    def value(match: re.Match[str]) -> str:
         nonlocal used_arguments
         if match["env"]:
             return skill_dir if match["env"] == "CLAUDE_SKILL_DIR" else session_id
@@ -123,6 +153,17 @@ def substitute(
         if name is not None:
             return positional(named[name])
         return positional(int(match["index"] or match["position"]))
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal added
+        text = value(match)
+        added += len(text)
+        if added > MAX_EXPANDED:  # stop before the whole expansion is built
+            raise ArgumentsTooLarge(
+                f"the skill's placeholders would add more than {MAX_EXPANDED} characters to its body "
+                f"(the body repeats them); pass shorter arguments"
+            )
+        return text
 
     result = _placeholders(tuple(names)).sub(replace, body)
     if arguments and not used_arguments:

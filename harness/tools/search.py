@@ -75,7 +75,8 @@ def search_tools(plan: TurnPlan) -> list[Tool]:
         """Find skills that are not listed in the catalog, by keywords of the task.
 
         Args:
-            query: Keywords describing the task or the skill's name, e.g. "pdf form fill".
+            query: Keywords describing the task or the skill's name, e.g. "pdf form fill" (at most
+                32 words and 1000 characters).
             limit: The most skills to return (at most 50).
         """
         matches = await search_plan(plan, query, limit)

@@ -4,6 +4,7 @@ a location, a slug, a diagnostic, a log line or CLI output."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import subprocess
@@ -16,9 +17,14 @@ from pathlib import Path
 import pytest
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, redact_secrets, redact_url
+from harness.agent import Harness
+from harness.agent.agui import agui_sse
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
+from harness.models import Message, Model, ModelError
+from harness.models.anthropic import AnthropicModel
+from harness.models.openai import OpenAIModel
 from harness.pipeline import SkillPipeline
 from repositories import (
     GitRepository,
@@ -29,7 +35,9 @@ from repositories import (
     Snapshot,
     open_repository,
 )
+from repositories.mcp import McpRepository
 from tests.support.git import GitRemote
+from tests.support.model_wire import serving
 from tests.support.skills import make_skill
 
 PASSWORD = "s3cr3t-pw"
@@ -286,3 +294,51 @@ async def test_custom_market_errors_are_masked_in_diagnostics_and_logs(
     assert "cannot reach http://***@127.0.0.1:9" in problem.message
     assert "cannot reach" in caplog.text
     _assert_clean(str(problem) + caplog.text)
+
+
+API_KEY = "sk-live-API-KEY-4e7a91"
+ECHOES = {
+    "openai": {"error": {"message": f"Incorrect API key provided: {API_KEY}.", "type": "invalid_request_error"}},
+    "anthropic": {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": f"invalid x-api-key {API_KEY}"},
+    },
+}
+
+
+def _model(provider: str, url: str) -> Model:
+    if provider == "openai":
+        return OpenAIModel(model="gpt-test", api_key=API_KEY, base_url=f"{url}/v1", max_retries=0, timeout=10)
+    return AnthropicModel(model="claude-test", api_key=API_KEY, base_url=url, max_retries=0, timeout=10)
+
+
+@pytest.mark.parametrize("provider", sorted(ECHOES))
+async def test_a_provider_error_echoing_the_api_key_never_shows_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, provider: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with serving() as wire:
+        wire.reply(ECHOES[provider], status=401)
+        wire.reply(ECHOES[provider], status=401)
+        async with _model(provider, wire.url) as model:
+            with pytest.raises(ModelError) as caught:
+                await model.complete([Message.user("hi")])
+            async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+                frames = [frame async for frame in agui_sse(agent.stream("hi", context=ALICE))]
+    assert wire.requests and all(API_KEY in str(r.headers) for r in wire.requests)  # the key was sent
+    run_error = json.loads(frames[-1].removeprefix("data: "))
+    assert run_error["type"] == "RUN_ERROR" and "***" in run_error["message"]
+    seen = _everything(caught.value) + "".join(frames) + caplog.text
+    assert API_KEY not in seen, seen
+
+
+async def test_credentials_in_an_mcp_market_url_go_as_auth_and_reach_no_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with serving() as wire:  # answers 500: the market is unavailable, after sending its request
+        repo = McpRepository(url=f"{wire.url.replace('://', f'://reader:{TOKEN}@')}/mcp", timeout=10)
+        with pytest.raises(RepositoryUnavailable) as caught:
+            await repo.snapshot()
+    _assert_clean(_everything(caught.value) + caplog.text + repo.where)
+    [request, *_] = wire.requests
+    assert request.headers["authorization"] == "Basic " + base64.b64encode(f"reader:{TOKEN}".encode()).decode()
+    assert repo.url == f"{wire.url}/mcp"

@@ -63,12 +63,14 @@ class NacosStandIn:
     """Skills by namespace and name, each with versions and labels, served over HTTP.
 
     ``publish(name, zip, version=, labels=)`` adds a version (the newest is ``latest``);
-    ``users`` turns on login (``{"nacos": "secret"}``): downloads then need the token.
+    ``users`` turns on login (``{"nacos": "secret"}``): downloads then need the token. With
+    ``declare_length = False`` bodies are sent without ``Content-Length`` (ended by closing).
     """
 
     def __init__(self, users: Mapping[str, str] | None = None) -> None:
         self.users = dict(users or {})
         self.token = "stand-in-token"
+        self.declare_length = True
         self.requests: list[Request] = []
         self._skills: dict[tuple[str, str], _Skill] = {}
         self._lock = threading.Lock()
@@ -151,7 +153,8 @@ class NacosStandIn:
                 status, kind, body = stand_in.answer(self.command, self.path, dict(self.headers.items()))
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
+                if stand_in.declare_length:
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
