@@ -47,7 +47,9 @@ def test_ordinary_content_passes(text: str) -> None:
 
 
 def test_binary_files_are_skipped() -> None:
-    assert not scan({"assets/x.bin": b"\x00rm -rf /"}).findings
+    image = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR rm -rf /"
+    assert not scan({"assets/logo.png": image}).findings
+    assert scan({"assets/logo.bin": image}).dangerous  # not named as its format: read as text
 
 
 def test_rules_are_data_and_extend_the_defaults() -> None:
