@@ -27,6 +27,7 @@ from typing import Any, Literal
 __all__ = [
     "BINARY_SUFFIXES",
     "DEFAULT_RULES",
+    "DEFAULT_SCAN_LIMIT",
     "Finding",
     "IngestVerdict",
     "MarketScanPolicy",
@@ -867,6 +868,8 @@ def _as_text(path: str, content: str | bytes) -> str | None:
 
 
 _DEFAULT_SCANNER = Scanner()
+DEFAULT_SCAN_LIMIT = 1024 * 1024
+"""The largest market file scanned on ingest (bytes), see :class:`MarketScanPolicy`."""
 
 
 def scan(files: Mapping[str, str | bytes]) -> ScanVerdict:
@@ -900,29 +903,43 @@ class MarketScanPolicy:
     """Per-source trust for scanning market skills on ingest.
 
     ``sources`` maps a repository's source slug to its :class:`TrustLevel`; other sources get
-    ``default`` (report-only).
+    ``default`` (report-only). A scanned skill is scanned whole: its main file and every other
+    file up to ``scan_limit`` bytes (binaries skipped, see :func:`is_binary`). A larger file that
+    is not named as a binary format cannot be judged: it is reported, and a blocking source keeps
+    the skill out.
     """
 
     scanner: Scanner = field(default_factory=Scanner)
     default: TrustLevel = TrustLevel.REPORT
     sources: Mapping[str, TrustLevel] = field(default_factory=dict)
+    scan_limit: int = DEFAULT_SCAN_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.scan_limit <= 0:
+            raise ValueError(f"scan_limit must be a positive number of bytes, not {self.scan_limit!r}")
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> MarketScanPolicy:
         """The policy ``harness.yaml``'s ``market_scan`` key describes:
-        ``{default: report, sources: {git-acme-skills: block, pkg-ours: off}}``.
+        ``{default: report, sources: {git-acme-skills: block, pkg-ours: off}, scan_limit: 1048576}``.
 
         Levels are ``report``, ``block`` (or ``enforce``) and ``off`` (or ``trusted``); raises
         ``ValueError`` naming the bad key or level."""
-        unknown = set(data) - {"default", "sources"}
+        unknown = set(data) - {"default", "sources", "scan_limit"}
         if unknown:
-            raise ValueError(f"unknown keys {', '.join(sorted(map(str, unknown)))} (known: default, sources)")
+            raise ValueError(
+                f"unknown keys {', '.join(sorted(map(str, unknown)))} (known: default, sources, scan_limit)"
+            )
+        limit = data.get("scan_limit", DEFAULT_SCAN_LIMIT)
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise ValueError(f"scan_limit must be a number of bytes, not {limit!r}")
         sources = data.get("sources") or {}
         if not isinstance(sources, Mapping):
             raise ValueError("sources must map a market's source slug to report, block or off")
         return cls(
             default=_trust_level("default", data.get("default", "report")),
             sources={str(name): _trust_level(f"sources.{name}", level) for name, level in sources.items()},
+            scan_limit=limit,
         )
 
     def trust_of(self, source: str) -> TrustLevel:
