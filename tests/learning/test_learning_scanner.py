@@ -92,3 +92,11 @@ def test_market_scan_policy_from_configuration_data() -> None:
     assert policy.trust_of("git-x") is TrustLevel.REPORT
     with pytest.raises(ValueError, match="unknown keys"):
         MarketScanPolicy.from_data({"defaults": "report"})
+
+
+def test_the_scan_limit_is_configurable_and_checked() -> None:
+    assert MarketScanPolicy.from_data({"scan_limit": 4096}).scan_limit == 4096
+    assert MarketScanPolicy().scan_limit == 1024 * 1024
+    for bad in ("1 MB", 0, True):
+        with pytest.raises(ValueError, match="scan_limit"):
+            MarketScanPolicy.from_data({"scan_limit": bad})
