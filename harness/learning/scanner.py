@@ -204,6 +204,12 @@ def _first(marker: str) -> str:
     return rf"(?<![^\n])(?>[^\n]*?{marker})"
 
 
+def _with(rare: str) -> str:
+    """A line start whose line holds ``rare``: put before a rule's common first part, it lets
+    the many lines without the rare part fail at one cheap scan."""
+    return rf"(?<![^\n])(?=[^\n]*?(?:{rare}))"
+
+
 # The rest of one curl or wget command: up to a separator or the next download, so each
 # download reads only its own arguments (linear on a hostile line of repeated downloads).
 _OWN_ARGS = r"(?:(?!\b(?:curl|wget)\b)[^\n;&|])*?"
@@ -264,7 +270,9 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "exfil-command-output",
         "exfiltration",
         "critical",
-        _first(rf"\b(?:{_NET_TOOLS}|{_DNS_TOOLS}|http)\b") + rf"[^\n]*(?:{_DUMPED}|{_PROC_ENVIRON})",
+        _with(r"\$\(|`|/environ")
+        + _first(rf"\b(?:{_NET_TOOLS}|{_DNS_TOOLS}|http)\b")
+        + rf"[^\n]*(?:{_DUMPED}|{_PROC_ENVIRON})",
         "sends the environment, the user's identity or a secret file's content over the network",
     ),
     _rule(
@@ -290,7 +298,7 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "high",
         _first(r"\b(?:curl|wget)\b") + rf"[^\n]*://(?:{_ASSEMBLED}|[^\s/'\"]*(?:\$\(|`))"
         rf"|\b(?:{_NET_TOOLS}|{_DNS_TOOLS})\b(?:\s+[-+]\S+)*\s+['\"]?{_ASSEMBLED}"
-        rf"|\b([A-Za-z_]\w*)=['\"]?(?:{_ASSEMBLED}['\"]?(?=[\s;&|]|$)|(?:\$\(|`)\s*(?:echo|printf|base64|rev|xxd|tr)\b)"
+        rf"|\b([A-Za-z_]\w*+)=['\"]?(?:{_ASSEMBLED}['\"]?(?=[\s;&|]|$)|(?:\$\(|`)\s*(?:echo|printf|base64|rev|xxd|tr)\b)"
         rf"(?:[^\n]*\n){{0,20}}?[^\n]*\b(?:{_NET_TOOLS}|{_DNS_TOOLS})\b[^\n]*\$\{{?\1\b",
         "talks to a host assembled or decoded at run time, hiding where data goes",
     ),
@@ -422,7 +430,7 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "run-disguised-file",
         "pipe-to-shell",
         "high",
-        rf"{_RUNS}[^\s'\"]+\.{_MEDIA}(?![\w.-])",
+        _with(rf"\.{_MEDIA}(?![\w.-])") + rf"[^\n]*?{_RUNS}[^\s'\"]+\.{_MEDIA}(?![\w.-])",
         "runs an image, archive or document as a script",
     ),
     _rule(
