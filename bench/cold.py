@@ -1,7 +1,7 @@
 """The cold paths, each beside its floor measured in the same run: first turn, staging, restart,
-git markets, first turn per user.
+the market ingest scan, git markets, first turn per user.
 
-    .venv/bin/python bench/cold.py [--runs 5] [--only folder,staging,restart,git,tenants]
+    .venv/bin/python bench/cold.py [--runs 5] [--only folder,staging,restart,scan,git,tenants]
 
 Prints one row per path: the harness's figure, the floor (the least any loader could do for the
 same work, measured in this run on this machine), their ratio and the target. ``bench/README.md``
@@ -38,7 +38,7 @@ from repositories import DirectoryRepository, GitRepository, MemoryRepository, S
 
 ALICE = RuntimeContext(user_id="alice")
 TRUSTED = MarketScanPolicy(default=TrustLevel.TRUSTED)  # staging rows: the ingest scan is not what they measure
-ROWS = ("folder", "staging", "restart", "git", "tenants")
+ROWS = ("folder", "staging", "restart", "scan", "git", "tenants")
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,45 @@ async def restart_row(root: Path, runs: int, count: int) -> Row:
     )
 
 
+# -- the market ingest scan ---------------------------------------------------------------------------
+
+
+async def first_prepare_ms(workspace: Path, tree: Path, policy: MarketScanPolicy) -> float:
+    """The first ``prepare`` of a new pipeline (no shell, so nothing is staged) over a folder market."""
+    async with (
+        LocalFilesystem(workspace) as fs,
+        SkillPipeline(filesystem=fs, repositories=[DirectoryRepository(tree)], market_scan=policy, watch=False) as p,
+    ):
+        start = time.perf_counter()
+        plan = await p.prepare(ALICE)
+        elapsed = (time.perf_counter() - start) * 1000
+        assert len(plan.skills) == 1000, [str(d) for d in plan.diagnostics][:3]
+        return elapsed
+
+
+async def scan_rows(root: Path, runs: int) -> list[Row]:
+    tree = root / "market-scan"
+    make_skill_tree(tree, 1000, prefix="market")
+    report = MarketScanPolicy()
+    cold, restart, floors = [], [], []
+    for run in range(runs):  # interleaved, so all three see the same machine load
+        floors.append(await first_prepare_ms(root / f"scan-off-{run}", tree, TRUSTED))
+        cold.append(await first_prepare_ms(root / f"scan-{run}", tree, report))
+        restart.append(await first_prepare_ms(root / f"scan-{run}", tree, report))
+    floor = statistics.median(floors)
+    what = "the same first prepare with the scan off"
+    return [
+        Row(
+            "first prepare of a 1,000-skill folder market (3,000 files), ingest scan on",
+            statistics.median(cold),
+            floor,
+            what,
+            "report the cost",
+        ),
+        Row("the same after a restart (stored verdicts)", statistics.median(restart), floor, what, "<= 1.5x"),
+    ]
+
+
 # -- git markets ------------------------------------------------------------------------------------
 
 
@@ -315,6 +354,8 @@ async def run(args: argparse.Namespace) -> None:
             rows.append(await staging_row(root, args.runs))
         if "restart" in only:
             rows.append(await restart_row(root, args.runs, args.restart_skills))
+        if "scan" in only:
+            rows.extend(await scan_rows(root, args.runs))
         if "git" in only:
             rows.extend(await git_rows(root, 50, args.git_budget))
         if "tenants" in only:

@@ -21,10 +21,13 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 __all__ = [
+    "BINARY_SUFFIXES",
     "DEFAULT_RULES",
+    "DEFAULT_SCAN_LIMIT",
     "Finding",
     "IngestVerdict",
     "MarketScanPolicy",
@@ -35,6 +38,7 @@ __all__ = [
     "TrustLevel",
     "decoded_blobs",
     "despace",
+    "is_binary",
     "needles",
     "normalise",
     "rules_from_data",
@@ -127,6 +131,14 @@ class ScanVerdict:
         return {"dangerous": self.dangerous, "findings": [f.as_dict() for f in self.findings]}
 
     @classmethod
+    def combined(cls, verdicts: Iterable[ScanVerdict]) -> ScanVerdict:
+        """One verdict for files scanned apart (each by the same scanner): dangerous when any
+        is, findings sorted by path and line."""
+        verdicts = list(verdicts)
+        findings = sorted((f for v in verdicts for f in v.findings), key=lambda f: (f.path, f.line, f.rule))
+        return cls(dangerous=any(v.dangerous for v in verdicts), findings=tuple(findings))
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScanVerdict:
         """A verdict back from :meth:`as_dict`'s shape (``KeyError``/``ValueError``/``TypeError``
         when it is not)."""
@@ -141,26 +153,127 @@ def _rule(id: str, category: str, severity: Severity, pattern: str, message: str
 
 
 _SECRET_VARS = r"\$\{?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)"
-_SHELLS = r"(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b"
+# A shell as a command: ``sh``, ``/bin/bash``, ``sudo -E zsh``, ``env sh``.
+_SHELLS = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:/(?:usr/)?(?:local/)?bin/)?(?:ba|z|da|k|fi|tc|c)?sh\b"
+# A pipe (never the ``||`` of "or else").
+_PIPE = r"(?<!\|)\|(?!\|)\s*"
+# What runs a file: a shell or an interpreter named before it (``bash x``, ``python3 -u x``).
+_RUNS = rf"(?<![\w.-])(?:{_SHELLS}|source|python[\d.]*|perl|ruby|node|php)\s+(?:-\S+\s+)*['\"]?"
+_NET_TOOLS = r"(?:curl|wget|nc|ncat|netcat|socat|telnet)"
+_DNS_TOOLS = r"(?:dig|nslookup|drill|ping)"
 _VAR = r"\$\{?[A-Za-z_]\w*+\}?"
 # A host with a variable in it that is more than one bare variable: ``$A.$B``, ``evil.$D``.
 # Possessive quantifiers keep the match linear on long hostile lines.
 _ASSEMBLED = rf"(?=[^\s/'\"]*\$)[\w-]*+(?:(?:{_VAR}|\.)[\w-]*+){{2,}}"
+# Commands whose output says who and where we are, or what secrets we hold.
+_DUMP = (
+    r"(?:(?:env|printenv|set|whoami|id|hostname|uname)\b|export\s+-p|declare\s+-x"
+    r"|cat\s+[^)`\n]*(?:/etc/|/proc/|\.env\b|\.netrc|\.ssh/|\.aws/|_history))"
+)
+_DUMPED = rf"(?:\$\(\s*{_DUMP}|`\s*{_DUMP})"
+_PROC_ENVIRON = r"/proc/(?:self|\d+|\$\$|\$\{?\w+\}?)/environ"
+# The whole environment of a process (not one variable read from it).
+_WHOLE_ENV = (
+    r"(?:os\.environ\b(?!\s*(?:\[|\.(?:get|setdefault|pop)\b))|process\.env\b(?!\s*[.\[])|" + _PROC_ENVIRON + ")"
+)
+_HOME = r"(?:~|\$\{?HOME\}?)"
+_SYSTEM_DIRS = r"/(?:bin|boot|dev|etc|home|lib\w*|opt|root|sbin|srv|usr|var)"
+_HOME_IN_CODE = (
+    r"(?:os\.path\.expanduser\(\s*['\"]~/?['\"]\s*\)|(?:pathlib\.)?Path\.home\(\)"
+    r"|Path\(\s*['\"](?:/|~/?)['\"]\s*\)(?:\.expanduser\(\))?|os\.environ\[\s*['\"]HOME['\"]\s*\]"
+    r"|os\.(?:environ\.get|getenv)\(\s*['\"]HOME['\"][^)\n]*\)|os\.homedir\(\)|Dir\.home\b|ENV\[\s*['\"]HOME['\"]\s*\])"
+)
+_ROOT_IN_CODE = rf"(?:['\"](?:/|~/?|/\*)['\"]|{_HOME_IN_CODE})"
+# A network connection opened from code, and a shell handed to something (a socket, a pipe).
+_CONNECTS = (
+    r"(?:\b(?:socket|create_connection|fsockopen|pfsockopen|stream_socket_client)\s*\(|IO::Socket"
+    r"|\bTCPSocket\b|\bnet\.(?:connect|createConnection|Socket)\b|\brequire\(\s*['\"](?:node:)?(?:net|tls)['\"]\s*\))"
+)
+_SHELL_HANDED = (
+    r"(?:(?<!#!)(?<!#! )/bin/(?:ba|da|z|k|tc|c)?sh\b|\b(?:ba|z|da)?sh\s+-i\b|cmd\.exe\b|\bpty\.spawn\b"
+    r"|\bdup2\s*\(|\.fileno\(\)|\.pipe\(\s*\w+\.stdin\b|\bspawn\(\s*['\"](?:ba|z|da)?sh['\"])"
+)
+# Up to eight more lines between two parts of one construct (a script, not one command line).
+_NEARBY = r"(?:[^\n]*+\n){0,8}?[^\n]*?"
+
+
+def _first(marker: str) -> str:
+    """``marker``'s first match on its line, never retried from a later one: a rule ``A…B``
+    written ``_first(A)[^\\n]*B`` matches the same lines, but tries each line once instead of
+    once per ``A`` in it (a long hostile line of ``A A A …`` would cost quadratic time)."""
+    return rf"(?<![^\n])(?>[^\n]*?{marker})"
+
+
+def _with(rare: str) -> str:
+    """A line start whose line holds ``rare``: put before a rule's common first part, it lets
+    the many lines without the rare part fail at one cheap scan."""
+    return rf"(?<![^\n])(?=[^\n]*?(?:{rare}))"
+
+
+# The rest of one curl or wget command: up to a separator or the next download, so each
+# download reads only its own arguments (linear on a hostile line of repeated downloads).
+_OWN_ARGS = r"(?:(?!\b(?:curl|wget)\b)[^\n;&|])*?"
+# Where a download lands: ``curl -o F``, ``wget -O F``, ``--output F``, the URL's own name
+# (``curl -O``, ``wget``), ``urlretrieve(url, F)``; then what runs it, within the next
+# ``_RUN_WITHIN`` characters.
+_DOWNLOADED = (
+    rf"(?:(?>\b(?:curl|wget)\b{_OWN_ARGS}\s(?:-[a-z]*o|--output(?:-document)?)(?:\s+|=)?['\"]?([^\s'\";&|<>()]+))"
+    rf"|(?>\b(?:curl|wget)\b{_OWN_ARGS}://[^\s'\"]*/([\w.-]+)(?![^\s'\";&|)]))"
+    r"|(?>\burlretrieve\(\s*[^,\n]+,\s*['\"]([^'\"\n]+)['\"]))"
+)
+_RUN_WITHIN = 600
+_RUNS_FILE = rf"(?:{_RUNS}|(?:(?<![^\n])|[;&|(]|\b(?:then|do|exec))\s*(?:sudo\s+)?(?:\.\s+)?['\"]?)(?:\./)?"
+_MEDIA = r"(?:png|jpe?g|gif|webp|ico|bmp|pdf|zip|gz|tgz|woff2?|ttf|otf|mp[34]|wav|db|sqlite3?)"
+# Prompt injection: a verb that drops orders, something that marks them as the earlier ones, and
+# the orders themselves; synonyms of each, so rewording does not slip past.
+_DROP = (
+    "ignore", "disregard", "forget", "override", "bypass", "discard", "dismiss", "abandon", "neglect",
+    "set aside", "pay no attention to", "stop following", "do not follow", "don't follow",
+)  # fmt: skip
+_EARLIER = (
+    "previous", "prior", "above", "earlier", "preceding", "foregoing", "former", "original", "initial",
+    "all", "system", "your", "developer", "safety",
+)  # fmt: skip
+_ORDERS = (
+    "instructions", "instruction", "prompts", "prompt", "rules", "guidelines", "guidance", "directives",
+    "directive", "directions", "orders", "constraints", "policies", "guardrails", "programming",
+)  # fmt: skip
+
+
+def _words(words: Iterable[str], gap: str) -> str:
+    """An alternation of ``words``, longest first, with ``gap`` between the parts of a phrase."""
+    return "(?:" + "|".join(re.escape(w).replace(r"\ ", gap) for w in sorted(words, key=len, reverse=True)) + ")"
+
+
+_SPACE = r"\s+"
+
 
 DEFAULT_RULES: tuple[ScanRule, ...] = (
     _rule(
         "exfil-secret-upload",
         "exfiltration",
         "critical",
-        rf"\b(?:curl|wget|nc|ncat|http)\b[^\n]*{_SECRET_VARS}",
+        _first(r"\b(?:curl|wget|nc|ncat|http)\b") + rf"[^\n]*{_SECRET_VARS}",
         "sends a secret-looking environment variable over the network",
     ),
     _rule(
         "exfil-env-dump",
         "exfiltration",
         "critical",
-        r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|socat)\b",
-        "pipes the whole environment to a network tool",
+        _first(rf"(?:\b(?:env|printenv|set)\b|\bcat\s+{_PROC_ENVIRON})\s*(?=\|)")
+        + rf"[^\n]*{_PIPE}{_NET_TOOLS}\b|"
+        + _first(rf"\b{_NET_TOOLS}\b")
+        + rf"[^\n]*<\s*['\"]?(?:{_PROC_ENVIRON}|/etc/(?:passwd|shadow)\b|{_HOME}/\.)",
+        "sends the whole environment or a system file to a network tool",
+    ),
+    _rule(
+        "exfil-command-output",
+        "exfiltration",
+        "critical",
+        _with(r"\$\(|`|/environ")
+        + _first(rf"\b(?:{_NET_TOOLS}|{_DNS_TOOLS}|http)\b")
+        + rf"[^\n]*(?:{_DUMPED}|{_PROC_ENVIRON})",
+        "sends the environment, the user's identity or a secret file's content over the network",
     ),
     _rule(
         "exfil-credential-files",
@@ -174,42 +287,50 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "exfil-upload-file",
         "exfiltration",
         "high",
-        r"\bcurl\b[^\n]*(?:--upload-file|-T\s|(?:-F|--form)\s*['\"]?\w+=['\"]?[@<]"
+        _first(r"\bcurl\b") + r"[^\n]*(?:--upload-file|-T\s|(?:-F|--form)\s*['\"]?\w+=['\"]?[@<]"
         r"|(?:-d|--data(?:-binary|-raw|-ascii|-urlencode)?)(?:\s*|=)['\"]?(?:\w+=)?@)"
-        r"|\bwget\b[^\n]*--(?:post|body)-file",
+        r"|" + _first(r"\bwget\b") + r"[^\n]*--(?:post|body)-file",
         "uploads a local file to a remote server",
     ),
     _rule(
         "exfil-variable-host",
         "exfiltration",
         "high",
-        rf"\b(?:curl|wget)\b[^\n]*://{_ASSEMBLED}"
-        rf"|\b(?:nc|ncat|netcat|socat)\b(?:\s+-\w+)*\s+['\"]?{_ASSEMBLED}"
-        rf"|\b([A-Za-z_]\w*)=['\"]?{_ASSEMBLED}['\"]?(?=[\s;&|]|$)(?:[^\n]*\n){{0,20}}?"
-        r"[^\n]*\b(?:curl|wget|nc|ncat|netcat|socat)\b[^\n]*\$\{?\1\b",
-        "talks to a host assembled from variables, hiding where data goes",
+        _first(r"\b(?:curl|wget)\b") + rf"[^\n]*://(?:{_ASSEMBLED}|[^\s/'\"]*(?:\$\(|`))"
+        rf"|\b(?:{_NET_TOOLS}|{_DNS_TOOLS})\b(?:\s+[-+]\S+)*\s+['\"]?{_ASSEMBLED}"
+        rf"|\b([A-Za-z_]\w*+)=['\"]?(?:{_ASSEMBLED}['\"]?(?=[\s;&|]|$)|(?:\$\(|`)\s*(?:echo|printf|base64|rev|xxd|tr)\b)"
+        rf"(?:[^\n]*\n){{0,20}}?[^\n]*\b(?:{_NET_TOOLS}|{_DNS_TOOLS})\b[^\n]*\$\{{?\1\b",
+        "talks to a host assembled or decoded at run time, hiding where data goes",
     ),
     _rule(
-        "exfil-python-environ-post",
+        "exfil-environ-post",
         "exfiltration",
         "critical",
-        r"requests\.(?:post|put)\([^\n]*os\.environ|urlopen\([^\n]*os\.environ",
-        "posts the process environment to a remote server",
+        _first(r"\b(?:post|put|patch|request|urlopen|fetch|send|sendall|sendto)\s*\(") + rf"[^\n]*{_WHOLE_ENV}",
+        "sends the whole process environment to a remote server",
     ),
     _rule(
         "destructive-rm-root",
         "destructive",
         "critical",
-        r"\brm\s+(?:-[a-z]*\s+)*-[a-z]*[rf][a-z]*\s+(?:-[a-z]*\s+)*"
-        r"(?:/|/\*|~/?|\$HOME/?|\*|\.\*?)(?=\s|$|;|&|\|)",
-        "recursively deletes the root, home or current folder",
+        r"\brm\s+(?=[^\n;&|]*?(?<!\S)-(?:[a-z]*[rf][a-z]*|-recursive|-force)\b)(?:-{1,2}[\w-]*+(?:=\S*)?\s+)*"
+        rf"['\"]?(?:/|/\*|{_HOME}/?\*?|\*|\.\*?|{_SYSTEM_DIRS}/?\*?)(?:['\"]/?\*?)?(?=\s|$|;|&|\|)",
+        "recursively deletes the root, home, a system or the current folder",
+    ),
+    _rule(
+        "destructive-find-delete",
+        "destructive",
+        "critical",
+        _first(rf"\bfind\s+(?:-[HLP]\s+)*['\"]?(?:/|{_HOME}/?|{_SYSTEM_DIRS}/?)['\"]?\s") + r"[^\n]*?"
+        r"(?:-delete\b|-exec(?:dir)?\s+(?:sudo\s+)?(?:rm|shred)\b|\|\s*xargs\s+(?:-\S+\s+)*rm\b)",
+        "deletes everything `find` walks under the root, home or a system folder",
     ),
     _rule("destructive-mkfs", "destructive", "critical", r"\bmkfs(?:\.\w+)?\s+/dev/", "formats a block device"),
     _rule(
         "destructive-dd-device",
         "destructive",
         "critical",
-        r"\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|vd|xvd|mmcblk)",
+        r"(?:\bdd\b[^\n]*\bof=|\b(?:shred|wipefs)\b[^\n]*\s|(?<![<>&\d])>\s*)/dev/(?:sd|nvme|hd|vd|xvd|mmcblk)",
         "overwrites a block device",
     ),
     _rule(
@@ -230,8 +351,9 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "destructive-rmtree-root",
         "destructive",
         "critical",
-        r"shutil\.rmtree\(\s*(?:['\"](?:/|~)['\"]|os\.path\.expanduser\(\s*['\"]~['\"]\s*\))",
-        "recursively deletes the root or home folder",
+        rf"\b(?:rmtree|rm_rf|rm_r|remove_entry_secure|rimraf(?:\.sync)?)\s*\(?\s*(?:path\s*=\s*)?{_ROOT_IN_CODE}"
+        r"|" + _first(rf"\b(?:rm|rmSync|rmdir|rmdirSync)\s*\(\s*{_ROOT_IN_CODE}\s*,") + r"[^\n]*\brecursive\b",
+        "recursively deletes the root or home folder from code",
     ),
     _rule(
         "destructive-drop-database", "destructive", "high", r"\bdrop\s+(?:database|schema)\b", "drops a whole database"
@@ -240,51 +362,76 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "reverse-shell-dev-tcp",
         "reverse-shell",
         "critical",
-        r"/dev/(?:tcp|udp)/[^\s/]+/\d+",
+        r"/dev/(?:tcp|udp)/[^\s/]+/[^\s/'\"]",
         "opens a shell connection through /dev/tcp",
     ),
     _rule(
         "reverse-shell-netcat-exec",
         "reverse-shell",
         "critical",
-        r"\b(?:nc|ncat|netcat)\b[^\n]*\s-(?:e|c)\s*\S*(?:sh|bash|cmd)\b",
+        _first(r"\b(?:nc|ncat|netcat)\b") + r"[^\n]*\s-(?:e|c)\s*\S*(?:sh|bash|cmd)\b",
         "hands a shell to a network connection (netcat -e)",
     ),
     _rule(
         "reverse-shell-socat",
         "reverse-shell",
         "critical",
-        r"\bsocat\b[^\n]*exec:[^\n]*(?:sh|bash)",
+        _first(r"\bsocat\b") + r"[^\n]*exec:[^\n]*(?:sh|bash)",
         "hands a shell to a network connection (socat exec)",
     ),
     _rule(
-        "reverse-shell-fifo",
+        "reverse-shell-pipe",
         "reverse-shell",
         "critical",
-        r"\bmkfifo\b[^\n]*\|\s*(?:nc|ncat|netcat)\b",
-        "wires a shell to netcat through a named pipe",
+        _first(r"\bmkfifo\b")
+        + rf"[^\n]*{_PIPE}(?:{_NET_TOOLS}|openssl)\b|"
+        + _first(r"\b(?:nc|ncat|netcat|telnet|s_client)\b")
+        + rf"[^\n]*{_PIPE}{_SHELLS}|"
+        + _first(r"\b(?:ba|z|da)?sh\s+-i\b")
+        + rf"[^\n]*{_PIPE}(?:{_NET_TOOLS}|openssl)\b",
+        "wires a shell to a network connection through pipes",
     ),
     _rule(
-        "reverse-shell-python-socket",
+        "reverse-shell-socket",
         "reverse-shell",
         "critical",
-        r"socket\.socket\([^\n]*(?:\n[^\n]*)?(?:dup2|pty\.spawn|subprocess\.call\(\[?['\"]/bin/(?:ba)?sh)"
-        r"|pty\.spawn\(\s*['\"]/bin/(?:ba)?sh",
+        f"{_first(_CONNECTS)}{_NEARBY}{_SHELL_HANDED}|{_first(_SHELL_HANDED)}{_NEARBY}{_CONNECTS}",
         "connects a socket to an interactive shell",
     ),
     _rule(
         "pipe-to-shell",
         "pipe-to-shell",
         "critical",
-        rf"\b(?:curl|wget|fetch)\b[^\n|]*\|\s*{_SHELLS}",
+        _first(r"\b(?:curl|wget|fetch)\b") + rf"[^\n]*{_PIPE}{_SHELLS}",
         "pipes downloaded code straight into a shell",
     ),
     _rule(
         "pipe-to-interpreter",
         "pipe-to-shell",
         "high",
-        r"\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node)\b",
+        _first(r"\b(?:curl|wget)\b") + rf"[^\n]*{_PIPE}(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php)\b",
         "pipes downloaded code straight into an interpreter",
+    ),
+    _rule(
+        "download-then-run",
+        "pipe-to-shell",
+        "critical",
+        rf"{_DOWNLOADED}(?s:.){{0,{_RUN_WITHIN}}}?{_RUNS_FILE}(?:\1|\2|\3)(?![\w.-])",
+        "downloads a file and then runs it",
+    ),
+    _rule(
+        "eval-download-code",
+        "pipe-to-shell",
+        "critical",
+        _first(r"\b(?:exec|eval)\s*\(") + r"[^\n]*\b(?:urlopen|requests\.get|httpx\.get|fetch)\s*\(",
+        "runs code downloaded at run time (exec/eval of a fetched body)",
+    ),
+    _rule(
+        "run-disguised-file",
+        "pipe-to-shell",
+        "high",
+        _with(rf"\.{_MEDIA}(?![\w.-])") + rf"[^\n]*?{_RUNS}[^\s'\"]+\.{_MEDIA}(?![\w.-])",
+        "runs an image, archive or document as a script",
     ),
     _rule(
         "decode-to-shell",
@@ -313,23 +460,22 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "powershell-download-exec",
         "pipe-to-shell",
         "critical",
-        r"\b(?:iex|invoke-expression)\b[^\n]*(?:iwr|invoke-webrequest|downloadstring|net\.webclient)",
+        _first(r"\b(?:iex|invoke-expression)\b") + r"[^\n]*(?:iwr|invoke-webrequest|downloadstring|net\.webclient)",
         "runs downloaded PowerShell code",
     ),
     _rule(
         "injection-ignore-instructions",
         "prompt-injection",
         "high",
-        r"\b(?:ignore|disregard|forget|override)\b[^\n.]{0,40}\b(?:previous|prior|above|earlier|all|system|your)\b"
-        r"[^\n.]{0,20}\b(?:instructions|prompts?|rules|guidelines|directives)\b",
+        rf"\b{_words(_DROP, _SPACE)}\b[^\n.]{{0,40}}\b{_words(_EARLIER, _SPACE)}\b"
+        rf"[^\n.]{{0,20}}\b{_words(_ORDERS, _SPACE)}\b",
         "tries to override the agent's instructions",
     ),
     _rule(
         "injection-ignore-instructions-squashed",
         "prompt-injection",
         "high",
-        r"(?:ignore|disregard|forget|override)(?:all|the|any|your|of)*"
-        r"(?:previous|prior|above|earlier|system)(?:instructions|prompts?|rules|guidelines|directives)",
+        rf"{_words(_DROP, '')}(?:all|the|any|every|your|of)*{_words(_EARLIER, '')}(?:the|your|of)*{_words(_ORDERS, '')}",
         "tries to override the agent's instructions (letters spaced out)",
     ),
     _rule(
@@ -388,7 +534,8 @@ class Scanner:
     """Scans skill files with a fixed set of rules.
 
     ``block_at`` is the lowest severity that makes a verdict dangerous (default ``"high"``):
-    lower findings are still reported. Binary files (containing NUL bytes) are skipped.
+    lower findings are still reported. Binary files (a known binary format under its own name,
+    see :func:`is_binary`) are skipped; NUL bytes in any other file are dropped before matching.
     """
 
     def __init__(self, rules: Iterable[ScanRule] = DEFAULT_RULES, *, block_at: Severity = "high") -> None:
@@ -411,7 +558,7 @@ class Scanner:
         """Scan ``{path: content}``; findings come sorted by path and line."""
         findings: list[Finding] = []
         for path in sorted(files):
-            text = _as_text(files[path])
+            text = _as_text(path, files[path])
             if text is not None:
                 findings.extend(self._scan_text(path, text))
         threshold = _SEVERITY_RANK[self.block_at]
@@ -679,15 +826,58 @@ def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     return found
 
 
-def _as_text(content: str | bytes) -> str | None:
+# Binary formats by their leading bytes, each with the file name endings it comes under. A file
+# is skipped only when both agree: a script that starts like a PNG but is named ``setup.sh`` is
+# still read as text (``run-disguised-file`` watches for a ``logo.png`` run as a script).
+_BINARY_FORMATS: tuple[tuple[bytes, frozenset[str]], ...] = tuple(
+    (magic, frozenset(suffixes.split()))
+    for magic, suffixes in (
+        (b"\x89PNG\r\n\x1a\n", ".png"),
+        (b"\xff\xd8\xff", ".jpg .jpeg"),
+        (b"GIF8", ".gif"),
+        (b"RIFF", ".webp .wav .avi"),
+        (b"%PDF-", ".pdf"),
+        (b"PK\x03\x04", ".zip .jar .whl .docx .xlsx .pptx .odt .ods .odp .epub"),
+        (b"\x1f\x8b", ".gz .tgz"),
+        (b"BZh", ".bz2"),
+        (b"\xfd7zXZ\x00", ".xz"),
+        (b"wOFF", ".woff"),
+        (b"wOF2", ".woff2"),
+        (b"\x00\x01\x00\x00", ".ttf"),
+        (b"OTTO", ".otf"),
+        (b"\x00\x00\x01\x00", ".ico"),
+        (b"ID3", ".mp3"),
+        (b"SQLite format 3\x00", ".db .sqlite .sqlite3"),
+        (b"\x00asm", ".wasm"),
+        (b"\x7fELF", ". .so .o .bin"),  # ``.``: no ending, as executables are usually named
+    )
+)
+BINARY_SUFFIXES = frozenset().union(*(suffixes for _, suffixes in _BINARY_FORMATS)) - {"."}
+"""File name endings of the binary formats the scanner skips (by content, see :func:`is_binary`)."""
+
+
+def is_binary(path: str, data: bytes) -> bool:
+    """Whether ``data`` is a binary file the scanner skips: it starts like a known binary format
+    (image, archive, font, document, database, executable) *and* ``path`` ends the way that
+    format is named. Anything else is text, whatever bytes it holds."""
+    suffix = PurePosixPath(path).suffix.lower() or "."
+    return any(data.startswith(magic) and suffix in suffixes for magic, suffixes in _BINARY_FORMATS)
+
+
+def _as_text(path: str, content: str | bytes) -> str | None:
+    """What the rules read of a file: ``None`` for a binary (see :func:`is_binary`), else its
+    text with NUL bytes dropped (``dash`` drops them too, and ``bash`` only refuses a script with
+    one in its first line, so a NUL must not hide a script)."""
     if isinstance(content, str):
-        return content
-    if b"\x00" in content:
+        return content.replace("\x00", "")
+    if is_binary(path, content):
         return None
-    return content.decode("utf-8", errors="replace")
+    return content.replace(b"\x00", b"").decode("utf-8", errors="replace")
 
 
 _DEFAULT_SCANNER = Scanner()
+DEFAULT_SCAN_LIMIT = 1024 * 1024
+"""The largest market file scanned on ingest (bytes), see :class:`MarketScanPolicy`."""
 
 
 def scan(files: Mapping[str, str | bytes]) -> ScanVerdict:
@@ -721,29 +911,43 @@ class MarketScanPolicy:
     """Per-source trust for scanning market skills on ingest.
 
     ``sources`` maps a repository's source slug to its :class:`TrustLevel`; other sources get
-    ``default`` (report-only).
+    ``default`` (report-only). A scanned skill is scanned whole: its main file and every other
+    file up to ``scan_limit`` bytes (binaries skipped, see :func:`is_binary`). A larger file that
+    is not named as a binary format cannot be judged: it is reported, and a blocking source keeps
+    the skill out.
     """
 
     scanner: Scanner = field(default_factory=Scanner)
     default: TrustLevel = TrustLevel.REPORT
     sources: Mapping[str, TrustLevel] = field(default_factory=dict)
+    scan_limit: int = DEFAULT_SCAN_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.scan_limit <= 0:
+            raise ValueError(f"scan_limit must be a positive number of bytes, not {self.scan_limit!r}")
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> MarketScanPolicy:
         """The policy ``harness.yaml``'s ``market_scan`` key describes:
-        ``{default: report, sources: {git-acme-skills: block, pkg-ours: off}}``.
+        ``{default: report, sources: {git-acme-skills: block, pkg-ours: off}, scan_limit: 1048576}``.
 
         Levels are ``report``, ``block`` (or ``enforce``) and ``off`` (or ``trusted``); raises
         ``ValueError`` naming the bad key or level."""
-        unknown = set(data) - {"default", "sources"}
+        unknown = set(data) - {"default", "sources", "scan_limit"}
         if unknown:
-            raise ValueError(f"unknown keys {', '.join(sorted(map(str, unknown)))} (known: default, sources)")
+            raise ValueError(
+                f"unknown keys {', '.join(sorted(map(str, unknown)))} (known: default, sources, scan_limit)"
+            )
+        limit = data.get("scan_limit", DEFAULT_SCAN_LIMIT)
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise ValueError(f"scan_limit must be a number of bytes, not {limit!r}")
         sources = data.get("sources") or {}
         if not isinstance(sources, Mapping):
             raise ValueError("sources must map a market's source slug to report, block or off")
         return cls(
             default=_trust_level("default", data.get("default", "report")),
             sources={str(name): _trust_level(f"sources.{name}", level) for name, level in sources.items()},
+            scan_limit=limit,
         )
 
     def trust_of(self, source: str) -> TrustLevel:

@@ -12,14 +12,14 @@ import errno
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import anyio
 
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
-from harness.learning.scanner import MarketScanPolicy, TrustLevel
-from harness.pipeline.verdicts import VerdictStore, content_key
+from harness.learning.scanner import BINARY_SUFFIXES, MarketScanPolicy, ScanVerdict, TrustLevel
+from harness.pipeline.verdicts import VerdictStore
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import (
@@ -34,6 +34,10 @@ from repositories import (
 )
 
 log = logging.getLogger(__name__)
+
+# The ingest scan reads a changed market's files in batches of about this many bytes (one
+# batched read and one worker-thread hop each), so a huge market never sits in memory whole.
+_SCAN_BATCH_BYTES = 16 * 1024 * 1024
 
 __all__ = [
     "LayerEntry",
@@ -60,6 +64,21 @@ class LayerEntry:
     link: str | None = None  # the real host folder when an operator's layer reached it through a link
     listed: bool = True
     plugin: str = ""  # the plugin's name, unfolded, when the market gathers plugins (``SkillBundle.sub_source``)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Scanned:
+    """What the ingest scan made of one bundle: the verdict over its main file and every text
+    file up to the policy's limit, or why there is none; and the files too large to judge."""
+
+    verdict: ScanVerdict | None = None
+    error: Exception | None = None
+    retry: bool = False  # the files could not be read: scan again on the next load
+    too_large: tuple[BundleFile, ...] = ()
+
+
+# One bundle of a scan batch: the bundle, the paths read for the scan, the files too large to read.
+_ScanItem = tuple[SkillBundle, list[str], tuple[BundleFile, ...]]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -127,6 +146,7 @@ class SkillLayer:
         self._stale = True
         self._failing = False
         self._version: str | None = None
+        self._rescan = False  # a bundle's files could not be read for the scan: load again
         self._result = LayerResult(entries=())
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
 
@@ -148,7 +168,7 @@ class SkillLayer:
     @property
     def fresh(self) -> bool:
         """Whether :meth:`load` would return the last result without asking the repository."""
-        return self._watched and not self._stale and self._version is not None
+        return self._watched and not self._stale and not self._rescan and self._version is not None
 
     def watch(self, watched: bool) -> None:
         """Say whether a watcher now reports this layer's changes; either way it reloads once."""
@@ -176,16 +196,18 @@ class SkillLayer:
         self._stale = False
         try:
             snapshot = await self.repository.snapshot()
-            if snapshot.version != self._version:
+            if snapshot.version != self._version or self._rescan:
                 if self.verdicts is not None:
                     await self.verdicts.load()
-                # Parsing and scanning a changed market is CPU work (about half a millisecond a
-                # skill): one worker-thread hop keeps other users' turns moving meanwhile. With
-                # nothing new to parse (an empty folder, a changed token alone) it is done inline.
-                if self._needs_parsing(snapshot):
-                    self._result = await anyio.to_thread.run_sync(self._parse, snapshot)
+                fresh = [bundle for bundle in snapshot.bundles if self._unparsed(bundle)]
+                scanned = await self._scan_bundles(fresh)
+                # Parsing a changed market is CPU work: one worker-thread hop keeps other users'
+                # turns moving meanwhile. With nothing new to parse (an empty folder, a changed
+                # token alone) it is done inline.
+                if fresh:
+                    self._result = await anyio.to_thread.run_sync(self._parse, snapshot, scanned)
                 else:
-                    self._result = self._parse(snapshot)
+                    self._result = self._parse(snapshot, scanned)
                 self._version = snapshot.version
         except Exception as exc:
             return self.failed(describe_error(exc))
@@ -256,10 +278,11 @@ class SkillLayer:
             ) from exc
 
     async def read_files_batch(
-        self, requests: Sequence[tuple[LayerEntry, Sequence[str]]]
+        self, requests: Sequence[tuple[LayerEntry | SkillBundle, Sequence[str]]]
     ) -> list[dict[str, bytes] | Exception]:
-        """:meth:`read_files` for several entries in one call (see
-        ``SkillRepository.read_files_batch``): one result or error per request, same errors."""
+        """:meth:`read_files` for several entries (or the bundles of this layer's snapshot) in one
+        call (see ``SkillRepository.read_files_batch``): one result or error per request, same
+        errors."""
         results: list[dict[str, bytes] | Exception] = []
         asks: list[int] = []
         for index, (entry, paths) in enumerate(requests):
@@ -296,7 +319,7 @@ class SkillLayer:
                 f"{self.layer.value} {self.source!r} failed to read {entry.key}/{path}: {describe_error(exc)}"
             ) from exc
 
-    def _check_size(self, entry: LayerEntry, path: str) -> None:
+    def _check_size(self, entry: LayerEntry | SkillBundle, path: str) -> None:
         if self.max_file_size is None:
             return
         size = next((f.size for f in entry.files if f.path == path), 0)
@@ -307,29 +330,31 @@ class SkillLayer:
                 "limit for market files (max_file_size); it is not staged or read",
             )
 
-    def _needs_parsing(self, snapshot: Snapshot) -> bool:
-        for bundle in snapshot.bundles:
-            cached = self._parsed.get(bundle.key)
-            if cached is None or cached[0] != bundle.digest:
-                return True
-        return False
+    def _unparsed(self, bundle: SkillBundle) -> bool:
+        cached = self._parsed.get(bundle.key)
+        return cached is None or cached[0] != _token(bundle)
 
-    def _parse(self, snapshot: Snapshot) -> LayerResult:
+    def _parse(self, snapshot: Snapshot, scanned: dict[str, _Scanned]) -> LayerResult:
         entries: list[LayerEntry] = []
         diagnostics = [self._problem(problem, problem in snapshot.failures) for problem in snapshot.problems]
         parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        rescan = False
         for bundle in snapshot.bundles:
-            token = f"{bundle.digest}\0{bundle.sub_source}"  # a skill moved to another plugin is re-parsed
+            token = _token(bundle)
             cached = self._parsed.get(bundle.key)
             if cached is not None and cached[0] == token:
                 entry, found = cached[1], cached[2]
             else:
-                entry, found = self._parse_bundle(bundle)
+                scan = scanned.get(bundle.key)
+                entry, found = self._parse_bundle(bundle, scan)
+                if scan is not None and scan.retry:
+                    token, rescan = "", True  # parsed again on the next load
             parsed[bundle.key] = (token, entry, found)
             diagnostics.extend(found)
             if entry is not None:
                 entries.append(entry)
         self._parsed = parsed
+        self._rescan = rescan
         return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics), top_level=snapshot.top_level)
 
     def _problem(self, problem: str, failure: bool) -> Diagnostic:
@@ -344,7 +369,9 @@ class SkillLayer:
             location=str(watched) if watched is not None else (self.prefix or self.source),
         )
 
-    def _parse_bundle(self, bundle: SkillBundle) -> tuple[LayerEntry | None, tuple[Diagnostic, ...]]:
+    def _parse_bundle(
+        self, bundle: SkillBundle, scanned: _Scanned | None
+    ) -> tuple[LayerEntry | None, tuple[Diagnostic, ...]]:
         """One bundle as an entry. A custom market is not trusted to keep the repository
         contract: a folder that is not one safe, visible segment skips the skill, and unsafe
         file paths are dropped, so neither staging nor the load tool ever sees them. (A folder
@@ -368,7 +395,7 @@ class SkillLayer:
             files=tuple(f.path for f in files),
             skill_md_name=bundle.skill_md_name,
         )
-        admitted, scanned = self._scan(bundle) if skill is not None else (False, ())
+        admitted, found_by_scan = self._admit(bundle, scanned) if skill is not None else (False, ())
         entry = (
             LayerEntry(
                 skill=skill,
@@ -383,7 +410,7 @@ class SkillLayer:
             if skill is not None and admitted
             else None
         )
-        return entry, (*found, *diagnostics, *scanned)
+        return entry, (*found, *diagnostics, *found_by_scan)
 
     def _safe_files(
         self, listed: Sequence[BundleFile], folder: str, location: str
@@ -405,43 +432,113 @@ class SkillLayer:
             )
         return tuple(files), found
 
-    def _scan(self, bundle: SkillBundle) -> tuple[bool, tuple[Diagnostic, ...]]:
-        """Scan the bundle's main file as :attr:`scan_policy` says: admitted or not, and one
-        diagnostic per finding. A scanner failure is a diagnostic too (blocking sources keep
-        the skill out then)."""
+    # -- the ingest scan ----------------------------------------------------------------------
+
+    async def _scan_bundles(self, bundles: Sequence[SkillBundle]) -> dict[str, _Scanned]:
+        """Scan ``bundles`` whole as :attr:`scan_policy` says (nothing for a trusted source): each
+        bundle's main file and its other files up to the policy's ``scan_limit``, read through
+        :meth:`read_files_batch` in batches of about ``_SCAN_BATCH_BYTES``, each batch scanned in
+        one worker-thread hop. Never raises: a failure is the bundle's ``error``."""
         policy = self.scan_policy
-        if policy is None:
+        if policy is None or not bundles or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+            return {}
+        scanned: dict[str, _Scanned] = {}
+        batch: list[_ScanItem] = []
+        size = 0
+        for bundle in bundles:
+            if self.layer is Layer.MARKET and _unsafe_market_folder(bundle.folder):
+                continue  # skipped by the parse, never read
+            try:
+                files = await self._scanned_files(bundle)
+            except Exception as exc:
+                scanned[bundle.key] = _Scanned(error=exc, retry=True)
+                continue
+            limit = policy.scan_limit
+            if self.max_file_size is not None:  # a larger file is neither staged nor read
+                files = tuple(f for f in files if f.size <= self.max_file_size)
+            readable = [f.path for f in files if f.size <= limit]
+            too_large = tuple(f for f in files if f.size > limit and _suffix(f.path) not in BINARY_SUFFIXES)
+            batch.append((bundle, readable, too_large))
+            size += len(bundle.skill_md) + sum(f.size for f in files if f.size <= limit)
+            if size >= _SCAN_BATCH_BYTES:
+                scanned.update(await self._scan_batch(policy, batch))
+                batch, size = [], 0
+        if batch:
+            scanned.update(await self._scan_batch(policy, batch))
+        return scanned
+
+    async def _scanned_files(self, bundle: SkillBundle) -> tuple[BundleFile, ...]:
+        """The bundle's other files with safe paths (listed now when the snapshot deferred it)."""
+        listed = bundle.files if bundle.listed else (await self.repository.list_files(bundle.key)).files
+        return self._safe_files(listed, bundle.folder, bundle.location)[0]
+
+    async def _scan_batch(self, policy: MarketScanPolicy, batch: list[_ScanItem]) -> dict[str, _Scanned]:
+        answers = await self.read_files_batch([(bundle, paths) for bundle, paths, _ in batch])
+        return await anyio.to_thread.run_sync(self._scan_read, policy, list(zip(batch, answers, strict=True)))
+
+    def _scan_read(
+        self, policy: MarketScanPolicy, read: list[tuple[_ScanItem, dict[str, bytes] | Exception]]
+    ) -> dict[str, _Scanned]:
+        """The verdicts of bundles whose files were read (in a worker thread): per file from the
+        verdict store when there is one, else by the policy's scanner."""
+        scanner = policy.scanner
+        scanned: dict[str, _Scanned] = {}
+        for (bundle, _, too_large), answer in read:
+            if isinstance(answer, Exception):
+                scanned[bundle.key] = _Scanned(error=answer, retry=True)
+                continue
+            files = {bundle.skill_md_name: bundle.skill_md, **answer}
+            try:
+                verdict = self.verdicts.verdict(files) if self.verdicts is not None else scanner.scan(files)
+            except Exception as exc:  # a broken custom rule or scanner must not fail the turn
+                scanned[bundle.key] = _Scanned(error=exc)
+                continue
+            scanned[bundle.key] = _Scanned(verdict=verdict, too_large=too_large)
+        return scanned
+
+    def _admit(self, bundle: SkillBundle, scanned: _Scanned | None) -> tuple[bool, tuple[Diagnostic, ...]]:
+        """Whether the bundle is admitted after its scan, and one diagnostic per finding and per
+        file too large to scan. A failed scan is a diagnostic too (blocking sources keep the
+        skill out then, as they do when a file could not be judged)."""
+        policy = self.scan_policy
+        if policy is None or policy.trust_of(self.source) is TrustLevel.TRUSTED:
             return True, ()
+        blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
         where = f"market {self.source!r}, skill {bundle.folder!r}"
-        store = self.verdicts if policy.trust_of(self.source) is not TrustLevel.TRUSTED else None
-        key = content_key(bundle.skill_md_name, bundle.skill_md) if store is not None else ""
-        known = store.get(key) if store is not None else None
-        try:
-            ingest = policy.check(self.source, {bundle.skill_md_name: bundle.skill_md}, known=known)
-            if store is not None and known is None:
-                store.put(key, ingest.verdict)
-        except Exception as exc:  # a broken custom rule or scanner must not fail the turn
-            blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
+        if scanned is None or scanned.verdict is None:
+            reason = describe_error(scanned.error) if scanned is not None and scanned.error else "not scanned"
             return not blocking, (
                 Diagnostic(
                     severity="error" if blocking else "warning",
                     code="market-scan-failed",
-                    message=f"{where}: the scan failed ({type(exc).__name__}: {exc})"
-                    + ("; skill hidden" if blocking else ""),
+                    message=f"{where}: the scan failed ({reason})" + ("; skill hidden" if blocking else ""),
                     location=bundle.location,
                 ),
             )
-        blocked = not ingest.admitted
-        return ingest.admitted, tuple(
+        ingest = policy.check(self.source, {}, known=scanned.verdict)  # the files were scanned above
+        admitted = ingest.admitted and not (blocking and scanned.too_large)
+        hidden = "" if admitted else "; skill hidden"
+        findings = tuple(
             Diagnostic(
-                severity="error" if blocked else "warning",
-                code="market-scan-blocked" if blocked else "market-scan-finding",
+                severity="warning" if admitted else "error",
+                code="market-scan-finding" if admitted else "market-scan-blocked",
                 message=f"{where}, file {f.path} line {f.line}: rule {f.rule} ({f.category}, {f.severity}): "
-                f"{f.message}" + ("; skill hidden" if blocked else ""),
+                f"{f.message}{hidden}",
                 location=bundle.location,
             )
             for f in ingest.verdict.findings
         )
+        unjudged = tuple(
+            Diagnostic(
+                severity="warning" if admitted else "error",
+                code="market-scan-skipped",
+                message=f"{where}, file {f.path}: {f.size} bytes, over the {policy.scan_limit}-byte scan limit "
+                f"(market_scan.scan_limit), so it was not scanned{hidden}",
+                location=bundle.location,
+            )
+            for f in scanned.too_large
+        )
+        return admitted, (*findings, *unjudged)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -452,6 +549,15 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, RepositoryError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _token(bundle: SkillBundle) -> str:
+    """What a parsed bundle is cached under: a skill moved to another plugin is parsed again."""
+    return f"{bundle.digest}\0{bundle.sub_source}"
+
+
+def _suffix(path: str) -> str:
+    return PurePosixPath(path).suffix.lower()
 
 
 def _unsafe_market_folder(folder: str) -> str | None:

@@ -1,7 +1,8 @@
 """Market scan verdicts kept across restarts, so a process does not rescan what it scanned before.
 
 The ingest scan costs about half a millisecond a SKILL.md; a restart over 10,000 market skills
-would pay it all again. :class:`VerdictStore` keeps each verdict in ``.scan-verdicts.json`` of a
+would pay it all again. :class:`VerdictStore` keeps one verdict per scanned file (a skill's
+SKILL.md and each of its other text files) in ``.scan-verdicts.json`` of a
 machine-owned folder of the workspace (the pipeline uses ``.skills-cache/``, beside the staging
 manifest, or ``.harness/`` when nothing is staged), keyed by the SHA-256 of the scanned file (its
 name and bytes, hashed from what the market returned, never from the record) under the
@@ -23,6 +24,7 @@ import hmac
 import json
 import logging
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -81,6 +83,20 @@ class VerdictStore:
             return None
         self._used.add(key)
         return verdict
+
+    def verdict(self, files: Mapping[str, bytes]) -> ScanVerdict:
+        """The scanner's verdict on ``files``, file by file: a file whose content key has a
+        stored verdict is not rescanned, any other is scanned alone and its verdict remembered
+        (so a skill whose SKILL.md changed does not rescan its unchanged scripts)."""
+        verdicts = []
+        for name, data in files.items():
+            key = content_key(name, data)
+            verdict = self.get(key)
+            if verdict is None:
+                verdict = self.scanner.scan({name: data})
+                self.put(key, verdict)
+            verdicts.append(verdict)
+        return ScanVerdict.combined(verdicts)
 
     def put(self, key: str, verdict: ScanVerdict) -> None:
         """Remember a fresh verdict (saved by the next :meth:`save`)."""

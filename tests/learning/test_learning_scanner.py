@@ -47,7 +47,9 @@ def test_ordinary_content_passes(text: str) -> None:
 
 
 def test_binary_files_are_skipped() -> None:
-    assert not scan({"assets/x.bin": b"\x00rm -rf /"}).findings
+    image = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR rm -rf /"
+    assert not scan({"assets/logo.png": image}).findings
+    assert scan({"assets/logo.bin": image}).dangerous  # not named as its format: read as text
 
 
 def test_rules_are_data_and_extend_the_defaults() -> None:
@@ -90,3 +92,11 @@ def test_market_scan_policy_from_configuration_data() -> None:
     assert policy.trust_of("git-x") is TrustLevel.REPORT
     with pytest.raises(ValueError, match="unknown keys"):
         MarketScanPolicy.from_data({"defaults": "report"})
+
+
+def test_the_scan_limit_is_configurable_and_checked() -> None:
+    assert MarketScanPolicy.from_data({"scan_limit": 4096}).scan_limit == 4096
+    assert MarketScanPolicy().scan_limit == 1024 * 1024
+    for bad in ("1 MB", 0, True):
+        with pytest.raises(ValueError, match="scan_limit"):
+            MarketScanPolicy.from_data({"scan_limit": bad})

@@ -160,7 +160,8 @@ async def test_a_folder_market_is_read_for_staging_in_batches_and_a_bad_skill_co
         (tree / "tool-03" / "scripts" / "run.sh").unlink()  # gone between the listing and the read
         assert pipeline._base is not None and pipeline.stager is not None
         result = await pipeline.stager.stage(pipeline._base.stage_items)  # the turn's staging step
-    assert repository.batches == [64, 6] and repository.singles == 0
+    # the ingest scan read all 70 folders in one batch at load; staging then reads in batches of 64
+    assert repository.batches == [70, 64, 6] and repository.singles == 0
     failed = [d for d in result.diagnostics if d.code == "stage-read-failed"]
     assert len(failed) == 1 and "tool-03" in failed[0].message
     assert result.written == 69 * 2

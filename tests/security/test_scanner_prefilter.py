@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from harness.learning import Scanner, scanner
 from harness.learning.scanner import _FOLD_TO_ASCII, DEFAULT_RULES, ScanRule, needles
+from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
 
 
@@ -70,6 +71,16 @@ def test_the_evasion_corpus_finds_the_same_with_and_without_the_prefilter(name: 
     _same(f"#!/bin/sh\n{EVASIONS[name][0]}\n")
 
 
+@pytest.mark.parametrize("name", sorted(CATEGORY_EVASIONS))
+def test_the_category_corpus_finds_the_same_with_and_without_the_prefilter(name: str) -> None:
+    _same(f"#!/bin/sh\n{CATEGORY_EVASIONS[name][0]}\n")
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_the_benign_corpus_finds_the_same_with_and_without_the_prefilter(text: str) -> None:
+    _same(text)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -95,9 +106,12 @@ def test_a_custom_rule_without_literals_still_runs() -> None:
 _VOCABULARY = [
     *(text for text, _ in _BAD),
     *(text for text, _ in EVASIONS.values()),
+    *(text for text, _ in CATEGORY_EVASIONS.values()),
     "curl", "wget", "| sh", "| bash", "base64 -d", "/dev/tcp/1.2.3.4/80", "nc -e /bin/sh", "rm -rf ~",
     "$API_KEY", "os.environ", "requests.post(", "<system>", "you are now jailbroken", "\u0130", "\u0131",
     "\u017f", "\u212a", "\u200b", " ", "\n", "\\\n", "ignore", "previous", "instructions",
+    "socket(", "/bin/sh", "sh -i", "dup2(", "| sh", "-o x", "./x", "$(whoami)", "/proc/self/environ",
+    "find / ", "-delete", "rm --no-preserve-root", '"$HOME"', "rmtree(", "guidance", "directions",
 ]  # fmt: skip
 
 
