@@ -18,7 +18,6 @@ from harness.adapters.errors import UserContextError
 from harness.agent.harness import Harness
 from harness.context import RuntimeContext
 from harness.models.base import ToolSpec
-from harness.pipeline.catalog import SHELL_TOOL
 from harness.pipeline.plan import TurnPlan
 from harness.pipeline.search import SkillIndex
 from harness.tools.function import Tool
@@ -127,5 +126,4 @@ class SkillBridge:
         return SkillTurn(plan=plan, tools=tuple(self._tools(plan)))
 
     def _tools(self, plan: TurnPlan) -> list[Tool]:
-        tools = [*skill_tools(plan, usage=self.harness.usage), *search_tools(plan)]
-        return tools if self.shell else [t for t in tools if t.name != SHELL_TOOL]
+        return [*skill_tools(plan, usage=self.harness.usage, shell=self.shell), *search_tools(plan)]

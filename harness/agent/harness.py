@@ -83,6 +83,7 @@ from harness.tools.context import calling
 from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
+from harness.tools.skill_text import render_skill_text
 from harness.tools.skills import UsageHooks, skill_tools
 from harness.tracing import RunTracer
 from repositories import SkillRepository, open_repository
@@ -598,7 +599,8 @@ class Harness(AsyncResource):
             skill_dir=resolved.files_root or f"{LOAD_TOOL}:{skill.skill_id}",
             session_id=plan.context.session_id,
         )
-        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
+        text = render_skill_text(plan, resolved, body, shell=plan.filesystem.has_shell)
+        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{text}\n</skill>"
         return _Invocation(text=block, skill=resolved)
 
     async def _skill_model(self, resolved: ResolvedSkill) -> tuple[Model, SkillWarning | None]:
