@@ -508,7 +508,7 @@ class LocalFilesystem(AbstractFilesystem):
         prepend: dict[str, tuple[str, ...]],
     ) -> CommandResult:
         def prepare() -> str:
-            if not cwd:
+            if not cwd or cwd.startswith("/"):  # the root is also where a skill's command writes
                 self._makedirs(self._real_root)
             return _allowed_start(cwd) if cwd.startswith("/") else self._resolve(cwd)
 
