@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from filesystems import CommandResult, loose_path_parts, loose_path_problem, normalize_path
+from filesystems import CommandResult, PathEscapeError, loose_path_parts, loose_path_problem
 from harness.context import ACTION_ID_ENV, RuntimeContext
 from harness.errors import SkillNotFound
 from harness.models import Message
@@ -228,7 +228,7 @@ def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, ac
             raise SkillNotFound(
                 f"skill {named.skill.skill_id!r} has no folder this shell can see, so its commands cannot run here"
             )
-        inside = normalize_path(cwd or "")  # refuses absolute paths and '..' out of the skill folder
+        inside = _inside_skill(cwd or "", named)
         cwd, start_roots = (f"{folder}/{inside}" if inside else folder), (folder,)
         env |= {name: folder for name in SKILL_DIR_ENVS}
         env |= {OUTPUT_DIR_ENV: plan.filesystem.shell_path(""), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -237,6 +237,17 @@ def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, ac
     environments = [s.environment for s in owners if s.environment]
     prepend = {"PYTHONPATH": [*python_path, *environments], "PATH": [f"{e}/bin" for e in environments]}
     return _Launch(cwd=cwd, env=env, start_roots=start_roots, prepend=prepend, owners=tuple(owners))
+
+
+def _inside_skill(cwd: str, resolved: ResolvedSkill) -> str:
+    """``cwd`` as a folder below the skill's folder; :class:`PathEscapeError` for anything that
+    is absolute, climbs out or holds NUL."""
+    if loose_path_problem(cwd):
+        raise PathEscapeError(
+            f"cwd {cwd!r} must be a folder inside the folder of {resolved.skill.skill_id} "
+            "(relative, without '..'); leave it out to run in the skill's folder"
+        )
+    return "/".join(loose_path_parts(cwd))
 
 
 def _names_folder(command: str, folder: str | None) -> bool:
