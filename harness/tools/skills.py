@@ -179,7 +179,7 @@ def skill_tools(
             skill: The skill-id (or unique name) of the skill whose folder the command runs in.
         """
         call = current_tool_context()  # a workflow action's commands learn its id
-        launch = _launch(plan, command, cwd, skill, (call.action_id if call is not None else None) or "")
+        launch = _launch(plan, command, cwd, skill, call.action_id if call is not None else None)
         if plan.before_run is not None:
             for owner in launch.owners:
                 await plan.before_run(owner)
@@ -213,10 +213,11 @@ class _Launch:
     owners: tuple[ResolvedSkill, ...]
 
 
-def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, action_id: str) -> _Launch:
+def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, action_id: str | None) -> _Launch:
     """The launch of ``command``: in the folder of ``skill`` (``cwd`` then relative to it), else
     in the user's folder. The skills it belongs to — ``skill`` and every skill whose files-root
-    the command names — get their environment first on ``PYTHONPATH`` and ``PATH``."""
+    the command names — get their environment first on ``PYTHONPATH`` and ``PATH`` (and their
+    ``before_run`` check and a recorded use, from the caller)."""
     env = {ACTION_ID_ENV: action_id} if action_id else {}
     named = None if skill is None else _available(plan, skill)
     owners = [s for s in plan.available() if s is not named and _names_folder(command, s.files_root)]
@@ -252,7 +253,7 @@ def _inside_skill(cwd: str, resolved: ResolvedSkill) -> str:
 
 def _names_folder(command: str, folder: str | None) -> bool:
     """Whether ``command`` names ``folder`` or a path below it (not a longer sibling's name)."""
-    if not folder:
+    if not folder or folder not in command:  # the cheap test first: a turn may serve many skills
         return False
     return re.search(re.escape(folder) + r"(?=/|[\s'\"`;|&)]|\Z)", command) is not None
 
