@@ -19,7 +19,16 @@ from anyio.abc import ByteReceiveStream
 
 from .base import CommandResult
 
-__all__ = ["BASE_ENV", "SEARCH_PATH", "check_shell_env", "command_path", "own_folder", "run_process", "shim_dir"]
+__all__ = [
+    "BASE_ENV",
+    "SEARCH_PATH",
+    "check_shell_env",
+    "command_path",
+    "own_folder",
+    "prepended",
+    "run_process",
+    "shim_dir",
+]
 
 #: The system folders every shell searches (after the configured ones and the shim folder).
 SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -156,3 +165,12 @@ def check_shell_env(env: Mapping[str, str], path: Sequence[str]) -> tuple[dict[s
         if not isinstance(folder, str) or not folder.startswith("/") or ":" in folder or "\0" in folder:
             raise ValueError(f"shell path entry {folder!r} must be an absolute folder without ':'")
     return dict(env), tuple(path)
+
+
+def prepended(env: dict[str, str], prepend: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """``env`` with each variable of ``prepend`` starting with its folders (``:``-joined), before
+    the value ``env`` gives it, if any."""
+    merged = dict(env)
+    for key, folders in prepend.items():
+        merged[key] = ":".join([*folders, *([env[key]] if env.get(key) else [])])
+    return merged

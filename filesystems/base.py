@@ -121,6 +121,36 @@ def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return checked
 
 
+def _start_folder(cwd: str, roots: Sequence[str]) -> str:
+    """``cwd`` normalised: relative to the root, or (only with ``roots``) an absolute shell path
+    equal to or below one of ``roots``."""
+    if not cwd.startswith("/") or not roots:
+        return normalize_path(cwd)
+    folder = "/" + normalize_path(cwd.lstrip("/"))
+    for root in roots:
+        if not isinstance(root, str) or not root.startswith("/"):
+            raise ValueError(f"start root {root!r} must be an absolute shell path")
+        allowed = "/" + normalize_path(root.lstrip("/"))
+        if folder == allowed or folder.startswith(allowed.rstrip("/") + "/"):
+            return folder
+    raise PathEscapeError(f"cwd {cwd!r} is outside the root and outside the folders this command may start in")
+
+
+def _check_prepend(prepend: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
+    checked: dict[str, tuple[str, ...]] = {}
+    for key, folders in (prepend or {}).items():
+        if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
+            raise ValueError(f"invalid environment variable {key!r}")
+        if isinstance(folders, str):
+            raise ValueError(f"prepend[{key!r}] must be a sequence of folders, not one string")
+        for folder in folders:
+            if not isinstance(folder, str) or not folder.startswith("/") or ":" in folder or "\x00" in folder:
+                raise ValueError(f"prepend[{key!r}] entry {folder!r} must be an absolute folder without ':'")
+        if folders:
+            checked[key] = tuple(folders)
+    return checked
+
+
 class AbstractFilesystem(AsyncResource, ABC):
     """An async filesystem rooted somewhere: a host folder, a key-value store, a sandbox.
 
@@ -315,6 +345,8 @@ class AbstractFilesystem(AsyncResource, ABC):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        start_roots: Sequence[str] = (),
+        prepend: Mapping[str, Sequence[str]] | None = None,
     ) -> CommandResult:
         """Run ``command`` with ``/bin/sh -c`` where this filesystem's shell runs.
 
@@ -325,6 +357,18 @@ class AbstractFilesystem(AsyncResource, ABC):
         backend's cap is dropped and flagged ``truncated``. A non-zero exit is returned, never
         raised. Raises :class:`ShellUnavailable` on filesystems without a shell and
         :class:`ValueError` for a timeout that is not a positive number.
+
+        ``start_roots`` are folders outside the root, as the shell sees them (absolute), that
+        the caller lets this command start in without making them writable — a skill's folder
+        in the read-only staged cache, say. With them, ``cwd`` may also be an absolute shell
+        path equal to or below one of them; any other absolute ``cwd`` (or one that climbs out
+        with ``..``) raises :class:`PathEscapeError`. Whether the folder is writable is the
+        backend's business, never changed here: a sandbox keeps its read-only binds.
+
+        ``prepend`` puts folders first on path-like variables for this command only
+        (``{"PATH": [...], "PYTHONPATH": [...]}``), before the value the backend and ``env``
+        give them; ``PATH`` can be extended only this way. Folders are absolute shell paths
+        without ``:``; anything else raises :class:`ValueError`.
         """
         if not self.has_shell:
             raise ShellUnavailable(f"{type(self).__name__} has no shell; run() is unavailable")
@@ -332,9 +376,10 @@ class AbstractFilesystem(AsyncResource, ABC):
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         return await self._run(
             command,
-            cwd=normalize_path(cwd or ""),
+            cwd=_start_folder(cwd or "", start_roots),
             env=_check_env(env),
             timeout=_capped_timeout(timeout, self.timeout_ceiling),
+            prepend=_check_prepend(prepend),
         )
 
     def protect(self, folders: Sequence[str]) -> None:
@@ -421,7 +466,17 @@ class AbstractFilesystem(AsyncResource, ABC):
     @abstractmethod
     def _scoped(self, user_id: str) -> AbstractFilesystem: ...
 
-    async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
+    async def _run(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: dict[str, str],
+        timeout: float | None,
+        prepend: dict[str, tuple[str, ...]],
+    ) -> CommandResult:
+        """Run ``command``; ``cwd`` is checked: relative to the root, or an absolute shell path
+        inside a folder the caller allowed (see :meth:`run`)."""
         raise ShellUnavailable(f"{type(self).__name__} has no shell; run() is unavailable")
 
     def _shell_path(self, path: str) -> str:

@@ -15,7 +15,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager
 import anyio
 
 from ._filelock import file_lock, lock_file_name
-from ._process import BASE_ENV, check_shell_env, command_path, run_process, shim_dir
+from ._process import BASE_ENV, check_shell_env, command_path, prepended, run_process, shim_dir
 from .base import AbstractFilesystem, CommandResult, FileStat
 from .errors import PathEscapeError, VersionConflict
 
@@ -45,6 +45,14 @@ def _read_all(fd: int, size_hint: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+
+
+def _allowed_start(folder: str) -> str:
+    """A host folder outside the root that ``run()`` already allowed as a start (a skill's
+    folder): it must be a folder; the host shell is trusted, so it is not confined further."""
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"cannot start in {folder!r}: it is not a folder")
+    return folder
 
 
 def _file_stat(path: str, st: os.stat_result) -> FileStat:
@@ -490,17 +498,25 @@ class LocalFilesystem(AbstractFilesystem):
         path = command_path(self._path, shim_dir())
         return {"PATH": path, "HOME": self._root, **BASE_ENV, **self._env, **env}
 
-    async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
+    async def _run(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: dict[str, str],
+        timeout: float | None,
+        prepend: dict[str, tuple[str, ...]],
+    ) -> CommandResult:
         def prepare() -> str:
-            if not cwd:
+            if not cwd or cwd.startswith("/"):  # the root is also where a skill's command writes
                 self._makedirs(self._real_root)
-            return self._resolve(cwd)
+            return _allowed_start(cwd) if cwd.startswith("/") else self._resolve(cwd)
 
         folder = await anyio.to_thread.run_sync(prepare)
         return await run_process(
             ["/bin/sh", "-c", command],
             cwd=folder,
-            env=self._command_env(env),
+            env=prepended(self._command_env(env), prepend),
             timeout=self._timeout if timeout is None else timeout,
             output_limit=self._output_limit,
         )

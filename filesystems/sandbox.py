@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from ._process import BASE_ENV, SEARCH_PATH, command_path, own_folder, run_process, shim_dir
+from ._process import BASE_ENV, SEARCH_PATH, command_path, own_folder, prepended, run_process, shim_dir
 from .base import CommandResult
 from .errors import PathEscapeError, SandboxUnavailable
 from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
@@ -403,6 +403,11 @@ class SandboxFilesystem(LocalFilesystem):
     def _shell_path(self, path: str) -> str:
         return f"{WORKSPACE}/{path}" if path else WORKSPACE
 
+    def _start_in(self, cwd: str) -> str:
+        """Where a command starts inside the sandbox: ``cwd`` below the user's area, or an
+        absolute sandbox path ``run()`` allowed (a skill folder, bound read-only)."""
+        return cwd if cwd.startswith("/") else self._shell_path(cwd)
+
     def _skill_binds(self) -> list[str]:
         """``/workspace/skills``: the workspace's and the user's real skill folders, read-only."""
         target = f"{WORKSPACE}/skills"
@@ -523,16 +528,25 @@ class SandboxFilesystem(LocalFilesystem):
             args += self._protected_binds()
         else:
             args += ["--remount-ro", WORKSPACE]
-        args += ["--chdir", self._shell_path(cwd), "--", "/bin/sh", "-c", command]
+        args += ["--chdir", self._start_in(cwd), "--", "/bin/sh", "-c", command]
         return args
 
-    async def _run(self, command: str, *, cwd: str, env: dict[str, str], timeout: float | None) -> CommandResult:
+    async def _run(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: dict[str, str],
+        timeout: float | None,
+        prepend: dict[str, tuple[str, ...]],
+    ) -> CommandResult:
         def prepare() -> list[str]:
             if self._scoped_area:
                 self._makedirs(self._real_root)
                 self._chown(self._real_root)
                 self._check_machine_entries()
-            self._resolve(cwd)
+            if not cwd.startswith("/"):  # an absolute start is a path inside the sandbox
+                self._resolve(cwd)
             return self._sandbox_argv(command, cwd)
 
         argv = await anyio.to_thread.run_sync(prepare)
@@ -547,7 +561,7 @@ class SandboxFilesystem(LocalFilesystem):
         return await run_process(
             argv,
             cwd="/",
-            env=sandbox_env,
+            env=prepended(sandbox_env, prepend),
             timeout=self._timeout if timeout is None else timeout,
             output_limit=self._output_limit,
             user=self._uid,

@@ -84,6 +84,7 @@ from harness.tools.context import calling
 from harness.tools.files import file_tools
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.search import search_tools
+from harness.tools.skill_text import render_skill_text
 from harness.tools.skills import UsageHooks, skill_tools
 from harness.tracing import RunTracer
 from repositories import SkillRepository, exact_sub_source, open_repository
@@ -602,7 +603,8 @@ class Harness(AsyncResource):
             skill_dir=resolved.files_root or f"{LOAD_TOOL}:{skill.skill_id}",
             session_id=plan.context.session_id,
         )
-        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
+        text = render_skill_text(plan, resolved, body, shell=plan.filesystem.has_shell)
+        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{text}\n</skill>"
         return _Invocation(text=block, skill=resolved)
 
     async def _skill_model(self, resolved: ResolvedSkill) -> tuple[Model, SkillWarning | None]:
@@ -695,7 +697,8 @@ class Harness(AsyncResource):
         files-roots ``{skill_root}`` stands for besides those the tools load (a caller that
         cannot follow which skill its model read — an MCP client reads skills as resources, a
         framework may prepare each call afresh — passes the skills it serves)."""
-        tools = self._tools(plan, Session(), [], current=tuple(current))
+        shell = only is None or SHELL_TOOL in only  # a load result says whether a shell is offered
+        tools = self._tools(plan, Session(), [], current=tuple(current), shell=shell)
         return tools if only is None else [t for t in tools if t.name in only]
 
     def workflow_engine(self, context: RuntimeContext) -> WorkflowEngine:
@@ -772,6 +775,7 @@ class Harness(AsyncResource):
         pending: list[Event],
         control: RunControl | None = None,
         current: Sequence[ResolvedSkill] = (),
+        shell: bool = True,
     ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
             skill = plan.skills[skill_id].skill
@@ -788,6 +792,7 @@ class Harness(AsyncResource):
                 on_shell=on_shell,
                 loaded=session.loaded,
                 history=session.messages,
+                shell=shell,
             ),
             *search_tools(plan),
         ]

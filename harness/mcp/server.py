@@ -62,7 +62,9 @@ from harness.mcp.tokens import TokenMap
 from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.skills.arguments import ArgumentsTooLarge, argument_hint, argument_names, substitute, user_invocable
-from harness.tools import Tool, load_skill_file, looks_binary, tool_from_function
+from harness.tools import Tool, looks_binary, tool_from_function
+from harness.tools.skill_text import render_skill_text
+from harness.tools.skills import render_skill_file
 
 __all__ = ["OMITTED_META", "SkillServer", "ToolSource"]
 
@@ -293,7 +295,7 @@ class SkillServer:
             Args:
                 name: The skill's name.
             """
-            text = await load_skill_file(plan, name)
+            text = await render_skill_file(plan, name, shell=self._shell(plan))
             resolved = plan.find(name)
             files = await resolved.list_files() if resolved is not None else ()
             return text + (f"\n\nFiles of this skill (read_skill_resource): {', '.join(files)}" if files else "")
@@ -307,12 +309,16 @@ class SkillServer:
                 offset: The first line to return (1-based), to continue a long file.
                 limit: The most lines to return.
             """
-            return await load_skill_file(plan, skill_name, path, offset, limit)
+            return await render_skill_file(plan, skill_name, path, offset, limit, shell=self._shell(plan))
 
         tools = [tool_from_function(load_skill), tool_from_function(read_skill_resource)]
         if self.shell is not None:  # the client reads skills as resources: each one served counts as loaded
             tools += self.shell(plan, only={SHELL_TOOL}, current=plan.available())
         return {t.name: t for t in tools}
+
+    def _shell(self, plan: TurnPlan) -> bool:
+        """Whether this server offers the shell tool for ``plan`` (what a loaded skill's header says)."""
+        return self.allow_shell and plan.filesystem.has_shell
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -382,7 +388,8 @@ class SkillServer:
             )
         except ArgumentsTooLarge as exc:
             raise _invalid(str(exc)) from None
-        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{body}\n</skill>"
+        text = render_skill_text(plan, resolved, body, shell=self._shell(plan))
+        block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{text}\n</skill>"
         return types.GetPromptResult(
             description=skill.description,
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=block))],

@@ -155,7 +155,8 @@ def _header(load_tool: str, shell_tool: str | None, has_roots: bool, has_workflo
     if shell_tool and has_roots:
         lines.append(
             "Paths in a skill are relative to its <files-root>; run its scripts with "
-            f'{shell_tool}("python3 <files-root>/scripts/<script>.py").'
+            f'{shell_tool}("python3 <files-root>/scripts/<script>.py"), or run a command as the skill '
+            f'writes it with {shell_tool}(command="<command>", skill="<skill-id>"), which starts in its folder.'
         )
     if has_workflows:
         lines.append(

@@ -5,7 +5,8 @@ from harness.tools.files import MACHINE_OWNED, MachineOwnedPath, ModelView, file
 from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
 from harness.tools.paging import looks_binary, page_lines
 from harness.tools.search import MAX_RESULTS, SkillMatch, search_plan, search_tools
-from harness.tools.skills import MAX_LINES, MAX_PAGE_BYTES, UsageHooks, load_skill_file, skill_tools
+from harness.tools.skill_text import render_skill_text
+from harness.tools.skills import MAX_LINES, MAX_PAGE_BYTES, UsageHooks, load_skill_file, render_skill_file, skill_tools
 
 __all__ = [
     "MACHINE_OWNED",
@@ -27,6 +28,8 @@ __all__ = [
     "load_skill_file",
     "looks_binary",
     "page_lines",
+    "render_skill_file",
+    "render_skill_text",
     "search_plan",
     "search_tools",
     "skill_tools",

@@ -7,10 +7,12 @@ user's turn: a filtered or another user's skill is "not found".
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from filesystems import CommandResult, loose_path_parts, loose_path_problem
+from filesystems import CommandResult, PathEscapeError, loose_path_parts, loose_path_problem
 from harness.context import ACTION_ID_ENV, RuntimeContext
 from harness.errors import SkillNotFound
 from harness.models import Message
@@ -18,6 +20,7 @@ from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
 from harness.tools.context import current_tool_context
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
+from harness.tools.skill_text import OUTPUT_DIR_ENV, SKILL_DIR_ENVS, render_skill_text
 from repositories import RepositoryError
 
 if TYPE_CHECKING:
@@ -29,6 +32,7 @@ __all__ = [
     "UsageHooks",
     "load_skill_file",
     "read_skill_bytes",
+    "render_skill_file",
     "skill_tools",
 ]
 
@@ -50,14 +54,37 @@ async def load_skill_file(
     Raises :class:`SkillNotFound` for an unknown skill and ``FileNotFoundError`` /
     ``PermissionError`` for a missing or unsafe path, each message listing the real paths.
     """
+    resolved = _available(plan, skill_id)
+    data = await read_skill_bytes(resolved, path)
+    return _page(data, await _clean_path(path, resolved), resolved, offset, limit)
+
+
+async def render_skill_file(
+    plan: TurnPlan,
+    skill_id: str,
+    path: str = "SKILL.md",
+    offset: int = 1,
+    limit: int | None = None,
+    *,
+    shell: bool,
+) -> str:
+    """One file of a skill of ``plan`` as a model reads it: :func:`load_skill_file`'s page
+    rendered by :func:`~harness.tools.skill_text.render_skill_text` (the header naming the
+    skill's folder, placeholders resolved). ``shell`` says whether the model has the shell tool."""
+    return render_skill_text(
+        plan, _available(plan, skill_id), await load_skill_file(plan, skill_id, path, offset, limit), shell=shell
+    )
+
+
+def _available(plan: TurnPlan, skill_id: str) -> ResolvedSkill:
+    """The skill ``plan`` serves under ``skill_id``; :class:`SkillNotFound` listing the others."""
     resolved = plan.find(skill_id)
     if resolved is None:
         raise SkillNotFound(
             f"skill {skill_id!r} is not available in this turn; available: "
             + (", ".join(sorted(s.skill.skill_id for s in plan.available())) or "none")
         )
-    data = await read_skill_bytes(resolved, path)
-    return _page(data, await _clean_path(path, resolved), resolved, offset, limit)
+    return resolved
 
 
 async def read_skill_bytes(resolved: ResolvedSkill, path: str = "SKILL.md") -> bytes:
@@ -82,8 +109,10 @@ def skill_tools(
     loaded: set[str] | None = None,
     history: Sequence[Message] | None = None,
     shell_timeout: float = 120.0,
+    shell: bool = True,
 ) -> list[Tool]:
-    """The load tool, plus the shell tool when the user's filesystem has a shell.
+    """The load tool, plus the shell tool when the user's filesystem has a shell and ``shell``
+    is true (``False`` for callers that do not offer it: what the load tool says follows).
 
     ``loaded`` is the conversation's set of skill ids whose SKILL.md was already served: a
     second full load returns a short note instead of the body again, unless ``reload`` is set.
@@ -93,13 +122,15 @@ def skill_tools(
     ``shell_timeout`` is the ceiling of the shell tool's ``timeout`` argument (the model may
     lower it, never raise it); the filesystem's own ceiling applies on top.
     """
+    offered = shell and plan.filesystem.has_shell
     if loaded is not None and history is not None:
-        loaded.intersection_update(_shown(plan, loaded, history))
+        loaded.intersection_update(_shown(plan, loaded, history, shell=offered))
 
     async def load_skill_through_path(
         skillId: str, path: str = "SKILL.md", offset: int = 1, limit: int | None = None, reload: bool = False
     ) -> str:
-        """Read a skill's instructions (SKILL.md) or one of its other files.
+        """Read a skill's instructions (SKILL.md) or one of its other files. The result starts
+        with the skill's folder and how to run its commands.
 
         Args:
             skillId: The skill id from <skill-id> in the catalog (or the skill's name when unique).
@@ -116,7 +147,7 @@ def skill_tools(
                     f"{resolved.skill.skill_id}: SKILL.md is already loaded in this conversation "
                     "(see above); call again with reload=true to read it anew."
                 )
-        text = await load_skill_file(plan, skillId, path, offset, limit)
+        text = await render_skill_file(plan, skillId, path, offset, limit, shell=offered)
         if main and resolved is not None and loaded is not None:
             loaded.add(resolved.skill.skill_id)
         if resolved is not None:
@@ -127,24 +158,42 @@ def skill_tools(
         return text
 
     tools = [tool_from_function(load_skill_through_path, name=LOAD_TOOL)]
-    if not plan.filesystem.has_shell:
+    if not offered:
         return tools
 
-    async def execute_shell_command(command: str, cwd: str | None = None, timeout: float | None = None) -> str:
-        """Run a shell command in the user's workspace and return its exit code and output.
+    async def execute_shell_command(
+        command: str, cwd: str | None = None, timeout: float | None = None, skill: str | None = None
+    ) -> str:
+        """Run a shell command and return its exit code and output.
+
+        Without skill it runs in the user's working folder. With skill it runs in that skill's
+        folder, so a command runs as the skill's instructions write it ("python scripts/x.py",
+        "./tool.sh", "python -m scripts.x"); the folder is read-only and first on PYTHONPATH,
+        $SKILL_DIR names it, and $OUTPUT_DIR is the user's working folder: the user's files are
+        there and outputs go there.
 
         Args:
-            command: The command line, e.g. "python3 <files-root>/scripts/run.py".
-            cwd: A folder relative to the user's workspace to run in.
+            command: The command line, e.g. 'python scripts/convert.py "$OUTPUT_DIR/in.csv"'.
+            cwd: A folder to run in: relative to the skill's folder with skill, else to the user's working folder.
             timeout: Seconds before the command is killed (at most the operator's limit).
+            skill: The skill-id (or unique name) of the skill whose folder the command runs in.
         """
         call = current_tool_context()  # a workflow action's commands learn its id
-        env = {ACTION_ID_ENV: call.action_id} if call is not None and call.action_id else None
-        result = await plan.filesystem.run(command, cwd=cwd, env=env, timeout=_tool_timeout(timeout, shell_timeout))
+        launch = _launch(plan, command, cwd, skill, call.action_id if call is not None else None)
+        if plan.before_run is not None:
+            for owner in launch.owners:
+                await plan.before_run(owner)
+        result = await plan.filesystem.run(
+            command,
+            cwd=launch.cwd,
+            env=launch.env,
+            timeout=_tool_timeout(timeout, shell_timeout),
+            start_roots=launch.start_roots,
+            prepend=launch.prepend,
+        )
         if usage is not None:
-            for resolved in plan.available():
-                if resolved.files_root and resolved.files_root in command:
-                    await usage.record_use(resolved.skill.skill_id, plan.context)
+            for owner in launch.owners:
+                await usage.record_use(owner.skill.skill_id, plan.context)
         if on_shell is not None:
             await on_shell(command, result)
         return format_command_result(result)
@@ -153,9 +202,65 @@ def skill_tools(
     return tools
 
 
-def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message]) -> set[str]:
-    """The ``skill_ids`` whose SKILL.md, as the load tool serves it now, is a tool result in
-    ``history``."""
+@dataclass(frozen=True, kw_only=True)
+class _Launch:
+    """How one command of the shell tool runs: where, with what, and the skills it belongs to."""
+
+    cwd: str | None
+    env: dict[str, str]
+    start_roots: tuple[str, ...]
+    prepend: Mapping[str, Sequence[str]]
+    owners: tuple[ResolvedSkill, ...]
+
+
+def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, action_id: str | None) -> _Launch:
+    """The launch of ``command``: in the folder of ``skill`` (``cwd`` then relative to it), else
+    in the user's folder. The skills it belongs to — ``skill`` and every skill whose files-root
+    the command names — get their environment first on ``PYTHONPATH`` and ``PATH`` (and their
+    ``before_run`` check and a recorded use, from the caller)."""
+    env = {ACTION_ID_ENV: action_id} if action_id else {}
+    named = None if skill is None else _available(plan, skill)
+    owners = [s for s in plan.available() if s is not named and _names_folder(command, s.files_root)]
+    start_roots: tuple[str, ...] = ()
+    python_path: list[str] = []
+    if named is not None:
+        folder = named.files_root
+        if folder is None:
+            raise SkillNotFound(
+                f"skill {named.skill.skill_id!r} has no folder this shell can see, so its commands cannot run here"
+            )
+        inside = _inside_skill(cwd or "", named)
+        cwd, start_roots = (f"{folder}/{inside}" if inside else folder), (folder,)
+        env |= {name: folder for name in SKILL_DIR_ENVS}
+        env |= {OUTPUT_DIR_ENV: plan.filesystem.shell_path(""), "PYTHONDONTWRITEBYTECODE": "1"}
+        python_path.append(folder)
+        owners.insert(0, named)
+    environments = [s.environment for s in owners if s.environment]
+    prepend = {"PYTHONPATH": [*python_path, *environments], "PATH": [f"{e}/bin" for e in environments]}
+    return _Launch(cwd=cwd, env=env, start_roots=start_roots, prepend=prepend, owners=tuple(owners))
+
+
+def _inside_skill(cwd: str, resolved: ResolvedSkill) -> str:
+    """``cwd`` as a folder below the skill's folder; :class:`PathEscapeError` for anything that
+    is absolute, climbs out or holds NUL."""
+    if loose_path_problem(cwd):
+        raise PathEscapeError(
+            f"cwd {cwd!r} must be a folder inside the folder of {resolved.skill.skill_id} "
+            "(relative, without '..'); leave it out to run in the skill's folder"
+        )
+    return "/".join(loose_path_parts(cwd))
+
+
+def _names_folder(command: str, folder: str | None) -> bool:
+    """Whether ``command`` names ``folder`` or a path below it (not a longer sibling's name)."""
+    if not folder or folder not in command:  # the cheap test first: a turn may serve many skills
+        return False
+    return re.search(re.escape(folder) + r"(?=/|[\s'\"`;|&)]|\Z)", command) is not None
+
+
+def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message], *, shell: bool) -> set[str]:
+    """The ``skill_ids`` whose SKILL.md, as the load tool serves it now (``shell``: with the
+    shell tool offered), is a tool result in ``history``."""
     results = {message.content for message in history if message.role == "tool"}
     shown = set()
     for skill_id in skill_ids:
@@ -164,7 +269,9 @@ def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message]) -> s
             continue
         skill = resolved.skill
         try:
-            body = _page(skill.raw, skill.skill_md_name, resolved, 1, None)
+            body = render_skill_text(
+                plan, resolved, _page(skill.raw, skill.skill_md_name, resolved, 1, None), shell=shell
+            )
         except (UnicodeDecodeError, ValueError):
             continue
         if body in results:

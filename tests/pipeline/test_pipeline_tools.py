@@ -14,6 +14,7 @@ from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 from tests.support.pipeline import bundle, open_filesystem, put_skill, skill_text, write_skill
+from tests.support.skills import served_body
 
 ALICE = RuntimeContext(user_id="alice")
 HIDDEN = "disable-model-invocation: true\n"
@@ -29,8 +30,9 @@ async def _plan(tmp_path: Path, market: MemoryRepository, *, catalog_budget: int
 
 
 async def _load(plan: TurnPlan, **arguments: object) -> str:
+    """What the load tool serves after its header."""
     tools = {t.name: t for t in skill_tools(plan)}
-    return await tools[LOAD_TOOL].call(arguments)
+    return served_body(await tools[LOAD_TOOL].call(arguments))
 
 
 def _docs_market() -> MemoryRepository:

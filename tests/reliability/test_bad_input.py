@@ -27,6 +27,7 @@ from tests.support.reliability import (
     tree_state,
     write_skill,
 )
+from tests.support.skills import served_body
 
 ALICE = RuntimeContext(user_id="alice")
 
@@ -397,7 +398,7 @@ async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_ou
     assert result.reply == "done"
     returned = [e for e in result.events if isinstance(e, ToolReturned)]
     assert [e.error for e in returned] == [True, True, False, True, True, True, True, True, True]
-    assert returned[2].content == skill_md("good").decode()
+    assert served_body(returned[2].content) == skill_md("good").decode()
     passwd = Path("/etc/passwd").read_text().splitlines()[0]
     assert not any(passwd in e.content or "bob's note" in e.content for e in returned)
     prepared = next(e for e in result.events if isinstance(e, TurnPrepared))

@@ -66,5 +66,12 @@ def make_bundle(
     return SkillBundleContents(folder=folder, skill_md=_bytes(main), files=tuple(contents))
 
 
+def served_body(text: str) -> str:
+    """What a skill load result serves after its header (the skill's folder and how to run it)."""
+    _, blank, body = text.partition("\n\n")
+    assert blank, f"a load result starts with a header and a blank line: {text[:200]!r}"
+    return body
+
+
 def _bytes(content: str | bytes) -> bytes:
     return content.encode() if isinstance(content, str) else content

@@ -1,0 +1,117 @@
+"""Skills run as their SKILL.md says: a model loads a skill, reads its folder and commands from
+the load result, and runs them with ``skill=``; the outputs land in the user's area, never in
+the skill's folder or the staged cache. Served from a real git market and from the workspace,
+in local-shell mode and in a real bubblewrap sandbox."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
+from harness import Harness, RuntimeContext
+from harness.agent.events import ToolReturned
+from harness.models import Model, ScriptedModel
+from harness.pipeline.catalog import SHELL_TOOL
+from repositories import GitRepository
+from tests.skills_compat.runnable import SHAPES, Served, Shape, load_then_run, write_shape
+from tests.support.git import GitRemote
+
+ALICE = RuntimeContext(user_id="alice", session_id="compat")
+
+
+@pytest.fixture(params=["local-shell", "sandbox"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _filesystem(mode: str, root: Path, bwrap: str | None) -> AbstractFilesystem:
+    if mode == "sandbox":
+        assert bwrap is not None
+        return SandboxFilesystem(root, bwrap=bwrap)
+    return LocalFilesystem(root, shell=True)
+
+
+@asynccontextmanager
+async def running(
+    request: pytest.FixtureRequest, mode: str, source: str, model: Model, tmp_path: Path
+) -> AsyncIterator[tuple[Harness, Path]]:
+    """An agent over a workspace serving every shape from ``source`` ("market": a git market,
+    "workspace": the workspace's skills folder); yields it and the host workspace."""
+    bwrap = request.getfixturevalue("bwrap") if mode == "sandbox" else None
+    root: Path = request.getfixturevalue("sandbox_dir") if mode == "sandbox" else tmp_path / "ws"
+    async with AsyncExitStack() as stack:
+        repositories = []
+        if source == "market":
+            remote = GitRemote(tmp_path / "git")
+            for shape in SHAPES.values():
+                write_shape(remote.work / "skills", shape)
+            remote.commit("skills")
+            git = GitRepository(remote.url, cache_dir=tmp_path / "gitcache")
+            repositories.append(await stack.enter_async_context(git))
+        else:
+            for shape in SHAPES.values():
+                write_shape(root / "skills", shape)
+        fs = _filesystem(mode, root, bwrap)
+        agent = await stack.enter_async_context(Harness(model=model, filesystem=fs, repositories=repositories))
+        yield agent, root
+
+
+def _files_below(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def _skill_folder(root: Path, served: Served, mode: str) -> Path:
+    """The host folder behind the folder the load header named."""
+    if mode == "sandbox":
+        return root / served.folder.removeprefix("/workspace/")
+    return Path(served.folder)
+
+
+@pytest.mark.parametrize("source", ["market", "workspace"])
+@pytest.mark.parametrize("name", sorted(SHAPES))
+async def test_documented_commands_run_as_written_and_write_to_the_users_area(
+    request: pytest.FixtureRequest, mode: str, source: str, name: str, tmp_path: Path
+) -> None:
+    shape: Shape = SHAPES[name]
+    seen: list[Served] = []
+    model = ScriptedModel(load_then_run(name, seen))
+    async with running(request, mode, source, model, tmp_path) as (agent, root):
+        alice = agent.filesystem.scoped("alice")
+        for path, text in shape.inputs.items():
+            await alice.write_text(path, text)
+        result = await agent.run("please do it", context=ALICE)
+    (served,) = seen
+    ran = [e for e in result.events if isinstance(e, ToolReturned) and e.name == SHELL_TOOL]
+    assert len(ran) == len(served.commands) > 0
+    assert all(e.content.startswith("exit code: 0") and not e.error for e in ran), [e.content for e in ran]
+    for path, text in shape.outputs.items():
+        assert (root / "alice" / path).read_text() == text
+    folder = _skill_folder(root, served, mode)
+    expected_place = root / (".skills-cache" if source == "market" else "skills")
+    assert folder.is_relative_to(expected_place)
+    assert _files_below(folder) == set(shape.files)  # nothing written next to the scripts (no bytecode either)
+    assert not set(shape.outputs) & {p.name for p in (root / ".skills-cache").rglob("*")}
+
+
+@pytest.mark.parametrize("source", ["market", "workspace"])
+async def test_the_served_commands_name_the_real_folder_and_staged_files_stay_byte_exact(
+    request: pytest.FixtureRequest, mode: str, source: str, tmp_path: Path
+) -> None:
+    seen: list[Served] = []
+    model = ScriptedModel(load_then_run("stamp-three", seen) + load_then_run("word-count", seen))
+    async with running(request, mode, source, model, tmp_path) as (agent, root):
+        await agent.filesystem.scoped("alice").write_text("text.txt", "a b\n")
+        await agent.run("stamp", context=ALICE)
+        await agent.run("count", context=ALICE)
+    stamps, count = seen
+    assert [c.split()[1] for c in stamps.commands] == [f"{stamps.folder}/scripts/stamp.py"] * 3
+    assert count.commands[0].split()[1] == f"{count.folder}/scripts/count_words.py"
+    for served, shape in ((stamps, SHAPES["stamp-three"]), (count, SHAPES["word-count"])):
+        on_disk = _skill_folder(root, served, mode) / "SKILL.md"
+        assert on_disk.read_text() == shape.files["SKILL.md"]  # placeholders resolved only where served
+    assert os.access(_skill_folder(root, stamps, mode) / "scripts" / "stamp.py", os.R_OK)
