@@ -9,6 +9,7 @@ from harness.pipeline.catalog import (
     entries_for,
     render_catalog,
 )
+from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
 from harness.pipeline.layers import (
     LayerEntry,
     LayerResult,
@@ -29,11 +30,14 @@ __all__ = [
     "WORKFLOW_CONTINUE_TOOL",
     "WORKFLOW_START_TOOL",
     "CatalogEntry",
+    "EnvironmentManager",
+    "EnvironmentOptions",
     "LayerEntry",
     "LayerResult",
     "Merged",
     "ResolvedSkill",
     "Shadowing",
+    "SkillEnvironment",
     "SkillLayer",
     "SkillPipeline",
     "StageItem",
