@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import stat
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -71,6 +72,13 @@ _PROBE_TIMEOUT = 30.0
 _PROBE = (
     "python3 -c 'import json, platform, sys; print(json.dumps([sys.executable, sys.implementation.name, "
     '"%d.%d" % sys.version_info[:2], platform.machine()]))\''
+)
+
+# Prints the canonical names of the distributions installed in the folder given as argument.
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m, json, re, sys; "
+    "print(json.dumps(sorted({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower() "
+    "for d in m.distributions(path=[sys.argv[1]])})))"
 )
 
 EnvironmentState = Literal["none", "untrusted", "missing", "building", "ready", "failed"]
@@ -221,9 +229,13 @@ class EnvironmentManager(AsyncResource):
     def environment(self, skill_id: str) -> str | None:
         """The skill's environment folder as the shell sees it, when it is ready."""
         need = self._needs.get(skill_id)
-        if need is None or need.key is None or self._states.get(need.key, ("missing", ""))[0] != "ready":
+        if need is None or need.key is None or self.state(need)[0] != "ready":
             return None
-        return self.filesystem.shell_path(f"{ENVS_DIR}/{need.key}")
+        return self.shell_folder(need.key)
+
+    def shell_folder(self, key: str) -> str:
+        """The folder of the environment ``key`` as the shell sees it."""
+        return self.filesystem.shell_path(f"{ENVS_DIR}/{key}")
 
     @property
     def idle(self) -> bool:
@@ -404,6 +416,26 @@ class EnvironmentManager(AsyncResource):
             if size > self.options.max_size:
                 raise OSError(f"the environment is over {self.options.max_size} bytes (environments.max_size)")
         os.rename(temp, self.folder / key)
+
+    async def check(self, need: SkillEnvironment) -> tuple[str, ...]:
+        """What is wrong with ``need``'s environment as the shell sees it: missing, or a required
+        distribution that the shell's ``python3`` does not find in it (empty when all is well)."""
+        await self.look([need])
+        state, reason = self.state(need)
+        if state in ("none", "untrusted"):
+            return ()
+        if state != "ready" or need.key is None:
+            return (f"the environment is {state}" + (f": {reason}" if reason else ""),)
+        folder = self.shell_folder(need.key)
+        result = await self.filesystem.run(
+            f"python3 -c {shlex.quote(_LIST_DISTRIBUTIONS)} {shlex.quote(folder)}", timeout=_PROBE_TIMEOUT
+        )
+        try:
+            present = set(json.loads(result.stdout))
+        except ValueError:
+            return (f"python3 cannot read {folder}: {result.stderr.strip() or f'exit {result.exit_code}'}",)
+        wanted = {r.name for r in need.requirements if r.text in need.built}
+        return tuple(f"{name} is not installed in {folder}" for name in sorted(wanted - present))
 
     def _set(self, key: str, state: EnvironmentState, reason: str) -> None:
         self._states[key] = (state, reason)

@@ -74,7 +74,7 @@ def find_uv() -> str:
         return str(uv.find_uv_bin())
     found = shutil.which("uv")
     if found is None:
-        raise UvFailed("uv is not installed: install agent-skill-harness[envs] (or put uv on PATH)")
+        raise UvFailed("uv is not installed: pip install 'agent-skill-harness[envs]' (or put uv on PATH)")
     return found
 
 

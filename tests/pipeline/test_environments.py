@@ -3,93 +3,27 @@ from hand-made wheels (``--no-index --find-links``), used through the real shell
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
-from filesystems import AbstractFilesystem
-from harness.context import RuntimeContext
-from harness.pipeline import EnvironmentOptions, SkillPipeline, TurnPlan
 from harness.pipeline.environments import ENVS_DIR
-from repositories import GitRepository
+from tests.support.environments import (
+    ALICE,
+    PEP723,
+    market,
+    options,
+    pipeline_over,
+    recorded,
+    run_python,
+    settled,
+    uv_cache,
+    uv_runs,
+    wheelhouse,
+)
 from tests.support.filesystems import open_filesystem
-from tests.support.git import GitRemote
-from tests.support.io import FILE_EVENTS, IORecorder, started_subprocesses
-from tests.support.polling import eventually
+from tests.support.io import FILE_EVENTS, IORecorder
 from tests.support.skills import make_skill
-from tests.support.wheels import write_wheelhouse
 
-ALICE = RuntimeContext(user_id="alice")
-PEP723 = '# /// script\n# dependencies = [\n#   "hxpdf>=1",\n# ]\n# ///\nimport hxpdf\nprint(hxpdf.VALUE)\n'
-
-
-@pytest.fixture(scope="session")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_wheelhouse(tmp_path_factory.mktemp("wheels"))
-
-
-@pytest.fixture(autouse=True)
-def uv_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """uv's download cache in the test's folder, not the machine's."""
-    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
-
-
-def market(tmp_path: Path, skills: dict[str, dict[str, str]]) -> GitRemote:
-    remote = GitRemote(tmp_path / "market")
-    for name, files in skills.items():
-        make_skill(remote.work / "skills", name, files=files)
-    remote.commit("skills")
-    return remote
-
-
-def options(wheelhouse: Path, **changes: object) -> EnvironmentOptions:
-    base = EnvironmentOptions(no_index=True, find_links=(str(wheelhouse),), trusted_markets=frozenset())
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
-@asynccontextmanager
-async def pipeline_over(
-    fs: AbstractFilesystem, remote: GitRemote, tmp_path: Path, environments: Callable[[str], EnvironmentOptions]
-) -> AsyncIterator[SkillPipeline]:
-    """A pipeline over the git market with ``environments(<the market's slug>)``."""
-    async with AsyncExitStack() as stack:
-        await stack.enter_async_context(fs)
-        git = await stack.enter_async_context(
-            GitRepository(remote.url, cache_dir=tmp_path / "gitcache", check_interval=3600)
-        )
-        pipeline = SkillPipeline(filesystem=fs, repositories=[git], watch=False, environments=environments(git.source))
-        yield await stack.enter_async_context(pipeline)
-
-
-async def settled(pipeline: SkillPipeline) -> TurnPlan:
-    """Turns until no environment is being built any more (a turn never waits for one)."""
-
-    def done(plan: TurnPlan) -> bool:
-        manager = pipeline.environments
-        return manager is not None and manager.generation > 0 and manager.idle
-
-    await eventually(lambda: pipeline.prepare(ALICE), done, within=60, what="the builds to finish")
-    return await pipeline.prepare(ALICE)  # a plan made after the last build finished
-
-
-def uv_runs(argv: list[list[str]]) -> list[list[str]]:
-    return [a for a in argv if a[1:3] == ["pip", "install"]]
-
-
-async def run_python(fs: AbstractFilesystem, environment: str, code: str) -> str:
-    result = await fs.scoped("alice").run(f"PYTHONPATH={shlex.quote(environment)} python3 -c {shlex.quote(code)}")
-    assert result.exit_code == 0, result.stderr
-    return result.stdout.strip()
-
-
-@pytest.fixture
-def recorded() -> Iterator[list[list[str]]]:
-    with started_subprocesses() as argv:
-        yield argv
+__all__ = ["recorded", "uv_cache", "wheelhouse"]  # fixtures
 
 
 async def test_each_way_of_declaring_gets_its_packages_and_same_requirements_share_one_build(
@@ -222,3 +156,21 @@ async def test_the_environment_works_inside_the_bubblewrap_sandbox(
         assert (result.exit_code, result.stdout.strip()) == (0, "hxpdf 1.2")
         denied = await fs.scoped("alice").run(f"touch {skill.environment}/hxpdf/planted")
         assert denied.exit_code != 0  # projected read-only
+
+
+async def test_staging_keeps_the_environments_when_skills_go_away(tmp_path: Path, wheelhouse: Path) -> None:
+    remote = market(tmp_path, {"sheet-tool": {"requirements.txt": "hxsheet\n"}})
+    fs = open_filesystem("local-shell", tmp_path / "ws")
+    async with pipeline_over(fs, remote, tmp_path, lambda _: options(wheelhouse, untrusted_markets=True)) as pipeline:
+        [skill] = (await settled(pipeline)).skills.values()
+        environment, staged = Path(skill.environment or ""), Path(skill.files_root or "")
+        assert staged.is_dir() and staged.parent.parent == tmp_path / "ws" / ".skills-cache"
+        make_skill(remote.work / "skills", "other-tool")
+        (remote.work / "skills" / "sheet-tool" / "SKILL.md").unlink()
+        remote.commit("sheet-tool removed")
+        await pipeline.refresh()
+        plan = await pipeline.prepare(ALICE)
+        assert [s.skill.name for s in plan.skills.values()] == ["other-tool"]
+        await pipeline.stage(verify=True)
+        assert not staged.exists()
+        assert (environment / "hxsheet" / "__init__.py").is_file()
