@@ -292,7 +292,7 @@ def _requirement_lines(text: str) -> list[str]:
 def _pyproject_dependencies(text: str) -> tuple[list[str], str | None]:
     try:
         project = tomllib.loads(text).get("project", {})
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         return [], f"invalid TOML ({exc})"
     return _string_list(project.get("dependencies", []) if isinstance(project, dict) else [], "[project] dependencies")
 
@@ -309,7 +309,7 @@ def _script_dependencies(text: str) -> tuple[list[str], str | None]:
     content = "".join(line[2:] if line.startswith("# ") else line[1:] for line in blocks[0]["content"].splitlines(True))
     try:
         metadata = tomllib.loads(content)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         return [], f"invalid TOML in its '# /// script' block ({exc})"
     return _string_list(metadata.get("dependencies", []), "dependencies")
 
@@ -324,7 +324,7 @@ def _imported(data: bytes) -> set[str]:
     """Top-level names of the absolute imports in one script (``import a.b`` → ``a``)."""
     try:
         tree = ast.parse(data)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # hostile nesting must not stop a worker
         return set()
     names: set[str] = set()
     for node in ast.walk(tree):
