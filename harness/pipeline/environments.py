@@ -43,7 +43,7 @@ from typing import Literal, Self
 import anyio
 from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, AsyncResource, CommandResult
+from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LockTimeout
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
@@ -318,7 +318,7 @@ class EnvironmentManager(AsyncResource):
             *self.options.skill_packages.get(skill.skill.skill_id, ()),
             *(p for s in sorted(sources) for p in self.options.market_packages.get(s, ())),
         ]
-        given = operator_requirements(operator, "harness.yaml")  # checked when the options were made
+        given = operator_requirements(dict.fromkeys(operator), "harness.yaml")  # checked when the options were made
         requirements += given
         built = sorted({r.text for r in (requirements if trusted else given)})
         key = _hash(built, python.tag, self.options.index) if built and python is not None else None
@@ -362,20 +362,26 @@ class EnvironmentManager(AsyncResource):
         if need.key is None or python is None:
             return self.state(need)
         key = need.key
-        async with self.filesystem.lock(f"skill-environment/{key}", timeout=self.options.timeout + 60):
-            await self.look([need])
-            if self.state(need)[0] == "ready":
-                return self.state(need)
-            self._set(key, "building", "")
-            try:
-                await self._build(key, need.built, python)
-            except (UvFailed, OSError) as exc:
-                reason = f"{', '.join(need.built)}: {exc}"
-                log.warning("environment %s of %s failed: %s", key, need.skill_id, reason)
-                self._set(key, "failed", reason)
-            else:
-                self._set(key, "ready", "")
+        wait = self.options.timeout + 60  # a build elsewhere ends within its timeout
+        try:
+            async with self.filesystem.lock(f"skill-environment/{key}", timeout=wait):
+                await self.look([need])
+                if self.state(need)[0] != "ready":
+                    await self._build_locked(need, key, python)
+        except LockTimeout:
+            self._set(key, "failed", f"another process held its build lock for over {wait:g} s")
         return self.state(need)
+
+    async def _build_locked(self, need: SkillEnvironment, key: str, python: _Python) -> None:
+        self._set(key, "building", "")
+        try:
+            await self._build(key, need.built, python)
+        except (UvFailed, OSError) as exc:
+            reason = f"{', '.join(need.built)}: {exc}"
+            log.warning("environment %s of %s failed: %s", key, need.skill_id, reason)
+            self._set(key, "failed", reason)
+        else:
+            self._set(key, "ready", "")
 
     async def _build(self, key: str, requirements: Sequence[str], python: _Python) -> None:
         temp = await anyio.to_thread.run_sync(self._fresh_temp, key)
