@@ -79,11 +79,11 @@ def test_without_uv_building_an_environment_says_which_extra_to_install() -> Non
         import os, sys
         sys.modules["uv"] = None  # as if the [envs] extra were not installed
         os.environ["PATH"] = "/nonexistent"
-        from harness.pipeline.uv import UvFailed, find_uv
+        from harness.pipeline.uv import EnvironmentBuildError, find_uv
 
         try:
             find_uv()
-        except UvFailed as exc:
+        except EnvironmentBuildError as exc:
             print(exc)
         """
     )

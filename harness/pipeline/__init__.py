@@ -20,6 +20,7 @@ from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.pipeline import SkillPipeline
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
+from harness.pipeline.uv import EnvironmentBuildError
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "WORKFLOW_CONTINUE_TOOL",
     "WORKFLOW_START_TOOL",
     "CatalogEntry",
+    "EnvironmentBuildError",
     "EnvironmentManager",
     "EnvironmentOptions",
     "LayerEntry",

@@ -56,7 +56,7 @@ from harness.pipeline.requirements import (
     operator_requirements,
     read_requirements,
 )
-from harness.pipeline.uv import IndexSettings, UvFailed, install
+from harness.pipeline.uv import EnvironmentBuildError, IndexSettings, install
 from harness.skills.skill import Layer
 
 __all__ = ["ENVS_DIR", "EnvironmentManager", "EnvironmentOptions", "EnvironmentState", "SkillEnvironment"]
@@ -376,7 +376,7 @@ class EnvironmentManager(AsyncResource):
         self._set(key, "building", "")
         try:
             await self._build(key, need.built, python)
-        except (UvFailed, OSError) as exc:
+        except (EnvironmentBuildError, OSError) as exc:
             reason = f"{', '.join(need.built)}: {exc}"
             log.warning("environment %s of %s failed: %s", key, need.skill_id, reason)
             self._set(key, "failed", reason)

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import anyio
 
-__all__ = ["IndexSettings", "UvFailed", "error_line", "find_uv", "install"]
+from harness.errors import HarnessError
+
+__all__ = ["EnvironmentBuildError", "IndexSettings", "error_line", "find_uv", "install"]
 
 #: Variables of this process that uv still sees: where its cache is, proxies and certificates.
 PASSED_ENV = (
@@ -42,8 +44,9 @@ PASSED_ENV = (
 _OUTPUT_LIMIT = 64 * 1024
 
 
-class UvFailed(Exception):
-    """uv could not be found or did not install the requirements; the message says why."""
+class EnvironmentBuildError(HarnessError):
+    """uv could not be found or did not install the requirements; the message says why. The
+    environment manager turns it into a failed state and a diagnostic: it never ends a turn."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,14 +70,14 @@ class IndexSettings:
 
 def find_uv() -> str:
     """The uv binary: the one the ``uv`` Python package ships, else ``uv`` on ``PATH``.
-    Raises :class:`UvFailed` naming the extra to install."""
+    Raises :class:`EnvironmentBuildError` naming the extra to install."""
     with contextlib.suppress(ImportError, FileNotFoundError):
         import uv
 
         return str(uv.find_uv_bin())
     found = shutil.which("uv")
     if found is None:
-        raise UvFailed("uv is not installed: pip install 'agent-skill-harness[envs]' (or put uv on PATH)")
+        raise EnvironmentBuildError("uv is not installed: pip install 'agent-skill-harness[envs]' (or put uv on PATH)")
     return found
 
 
@@ -87,7 +90,7 @@ async def install(
     timeout: float,
 ) -> None:
     """Install ``requirements`` (already checked: none starts with ``-``) into ``target`` for the
-    interpreter ``python`` (a host path). Raises :class:`UvFailed` with uv's error line when uv
+    interpreter ``python`` (a host path). Raises :class:`EnvironmentBuildError` with uv's error line when uv
     fails, or when it runs longer than ``timeout`` seconds (its process group is killed)."""
     argv = [
         find_uv(),
@@ -128,9 +131,9 @@ async def install(
         with anyio.CancelScope(shield=True):
             await process.aclose()
     if scope.cancelled_caught:
-        raise UvFailed(f"uv did not finish within {timeout:g} s (environments.timeout)")
+        raise EnvironmentBuildError(f"uv did not finish within {timeout:g} s (environments.timeout)")
     if process.returncode != 0:
-        raise UvFailed(error_line(output.decode("utf-8", "replace"), process.returncode))
+        raise EnvironmentBuildError(error_line(output.decode("utf-8", "replace"), process.returncode))
 
 
 def error_line(stderr: str, code: int | None) -> str:
