@@ -56,7 +56,7 @@ from harness.models import (
     Usage,
     open_model,
 )
-from harness.pipeline import SkillPipeline
+from harness.pipeline import EnvironmentOptions, SkillPipeline
 from harness.pipeline.plan import TurnPlan, VisibilityPolicy
 from harness.skills.frontmatter import FrontmatterError
 from harness.skills.skill import Layer, Skill, load_skill
@@ -80,6 +80,7 @@ __all__ = [
     "DenyByPattern",
     "Diagnostic",
     "EngineError",
+    "EnvironmentOptions",
     "Event",
     "FrontmatterError",
     "Harness",

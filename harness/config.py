@@ -20,6 +20,7 @@ from harness.errors import ConfigError
 from harness.learning.scanner import MarketScanPolicy
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
+from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 
 __all__ = ["HarnessConfig", "load_config"]
@@ -54,6 +55,7 @@ class HarnessConfig:
     curator: CuratorConfig | None = None
     approval: ApprovalPolicy | None = None
     mcp_tokens: Path | None = None  # harness mcp serve --http: the bearer token -> user file
+    environments: EnvironmentOptions | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():
@@ -101,6 +103,19 @@ _FS_KEYS = {"mode", "store", "network", "timeout", "limits", "env", "path"}
 _LIMIT_KEYS = {f.name for f in dataclasses.fields(SandboxLimits)}
 _SIZE_KEYS = {"memory", "file_size", "tmp_size"}
 _SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_ENV_KEYS = {
+    "enabled",
+    "index_url",
+    "find_links",
+    "no_index",
+    "only_binary",
+    "max_size",
+    "timeout",
+    "trusted_markets",
+    "untrusted_markets",
+    "infer_for",
+    "packages",
+}
 
 
 def load_config(path: str | Path) -> HarnessConfig:
@@ -148,6 +163,8 @@ def load_config(path: str | Path) -> HarnessConfig:
     if data.get("approval") is not None:
         values["approval"] = _approval(path, data["approval"])
     values["mcp_tokens"] = _path(base, data["mcp_tokens"]) if data.get("mcp_tokens") else None
+    if "environments" in data:
+        values["environments"] = _environments(path, data["environments"])
     fs = data.get("filesystem", {})
     if isinstance(fs, str):
         fs = {"mode": fs}
@@ -218,7 +235,8 @@ def _limits(path: Path, data: object) -> SandboxLimits:
     if not isinstance(data, dict) or set(data) - _LIMIT_KEYS:
         raise ConfigError(f"{path}: filesystem.limits must be a mapping with keys {', '.join(sorted(_LIMIT_KEYS))}")
     values: dict[str, Any] = {
-        key: _size(path, key, value) if key in _SIZE_KEYS else value for key, value in data.items()
+        key: _size(path, f"filesystem.limits.{key}", value) if key in _SIZE_KEYS else value
+        for key, value in data.items()
     }
     try:
         return SandboxLimits(**values)
@@ -227,14 +245,72 @@ def _limits(path: Path, data: object) -> SandboxLimits:
 
 
 def _size(path: Path, key: str, value: object) -> object:
+    """A size in bytes, or with a K/M/G/T suffix; ``key`` is the dotted key named in errors."""
     if not isinstance(value, str):
         return value
     text = value.strip().upper().removesuffix("B").removesuffix("I")
     factor = _SIZE_UNITS.get(text[-1:], 1)
     number = text[:-1] if text[-1:] in _SIZE_UNITS else text
     if not number.isdigit():
-        raise ConfigError(f"{path}: filesystem.limits.{key}: {value!r} is not a size like 512M or 4G")
+        raise ConfigError(f"{path}: {key}: {value!r} is not a size like 512M or 4G")
     return int(number) * factor
+
+
+def _environments(path: Path, data: object) -> EnvironmentOptions | None:
+    """``environments``: per-skill Python environments (``true``, ``false`` or a mapping of
+    :data:`_ENV_KEYS`; ``enabled: false`` turns a written section off)."""
+    if data is None or data is False:
+        return None
+    if data is True:
+        return EnvironmentOptions()
+    if not isinstance(data, dict) or set(data) - _ENV_KEYS:
+        raise ConfigError(
+            f"{path}: environments must be true, false or a mapping with keys {', '.join(sorted(_ENV_KEYS))}"
+        )
+    if not _flag(path, "environments.enabled", data.get("enabled", True)):
+        return None
+    values: dict[str, Any] = {
+        key: _flag(path, f"environments.{key}", data[key])
+        for key in ("no_index", "only_binary", "untrusted_markets")
+        if key in data
+    }
+    for key in ("find_links", "infer_for", "trusted_markets"):
+        if key in data:
+            values[key] = _strings(path, f"environments.{key}", data[key])
+    if data.get("index_url") is not None:
+        if not isinstance(data["index_url"], str):
+            raise ConfigError(f"{path}: environments.index_url must be a URL, got {data['index_url']!r}")
+        values["index_url"] = data["index_url"]
+    if "max_size" in data:
+        values["max_size"] = _size(path, "environments.max_size", data["max_size"])
+    if "timeout" in data:
+        values["timeout"] = data["timeout"]
+    packages = data.get("packages") or {}
+    if not isinstance(packages, dict) or set(packages) - {"skills", "markets"}:
+        raise ConfigError(f"{path}: environments.packages must be a mapping with keys skills and markets")
+    for kind in ("skills", "markets"):
+        given = packages.get(kind) or {}
+        if not isinstance(given, dict):
+            raise ConfigError(f"{path}: environments.packages.{kind} must map names to lists of packages")
+        values[f"{kind[:-1]}_packages"] = {
+            str(name): _strings(path, f"environments.packages.{kind}.{name}", listed) for name, listed in given.items()
+        }
+    try:
+        return EnvironmentOptions(**values)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: environments: {exc}") from None
+
+
+def _flag(path: Path, key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: {key} must be true or false, got {value!r}")
+    return value
+
+
+def _strings(path: Path, key: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{path}: {key} must be a list of strings, got {value!r}")
+    return tuple(value)
 
 
 def _curator(path: Path, value: object) -> CuratorConfig | None:

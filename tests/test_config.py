@@ -163,3 +163,53 @@ def test_trusted_markets_must_be_a_list(tmp_path: Path) -> None:
     config.write_text("trusted_markets: acme\n")
     with pytest.raises(ConfigError, match="trusted_markets must be a list"):
         load_config(config)
+
+
+def test_the_environments_section_becomes_options_and_takes_the_agents_trusted_markets(tmp_path: Path) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text(
+        "trusted_markets: [git-acme-skills]\n"
+        "environments:\n  index_url: https://mirror.example/simple\n  find_links: [/srv/wheels]\n"
+        "  max_size: 512M\n  timeout: 120\n  infer_for: [git-acme-skills]\n"
+        "  packages:\n    skills: {pdf: ['pypdf>=4']}\n    markets: {git-acme-skills: [openpyxl]}\n"
+    )
+    config = load_config(path)
+    options = config.environments
+    assert options is not None and options.max_size == 512 * 1024 * 1024 and options.timeout == 120
+    assert options.skill_packages["pdf"] == ("pypdf>=4",) and options.infer_for == {"git-acme-skills"}
+    assert options.trusted_markets is None and options.only_binary
+    agent = Harness.from_config(config, watch=False)
+    assert agent.pipeline.environments is not None
+    assert agent.pipeline.environments.options.trusted_markets == {"git-acme-skills"}
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("  enabled: false\n", None),
+        ("  enable: true\n", "environments must be"),
+        ("  only_binary: 'no'\n", "environments.only_binary must be true or false"),
+        ("  index_url: ftp://mirror\n", "index_url 'ftp://mirror' must be"),
+        ("  find_links: wheels\n", "environments.find_links must be a list"),
+        ("  max_size: lots\n", "environments.max_size: 'lots' is not a size"),
+        ("  timeout: 0\n", "timeout 0 must be a positive number"),
+        ("  packages: {skills: {pdf: ['pypdf @ https://x/y.whl']}}\n", "names a URL or a path"),
+        ("  packages: {skills: {pdf: ['--index-url=https://x']}}\n", "is an option"),
+        ("  packages: {users: {}}\n", "environments.packages must be a mapping with keys skills and markets"),
+    ],
+)
+def test_environment_mistakes_name_the_key(tmp_path: Path, section: str, message: str | None) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text("environments:\n" + section)
+    if message is None:
+        assert load_config(path).environments is None
+        return
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(path)
+
+
+def test_environments_need_a_filesystem_with_a_shell(tmp_path: Path) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text("filesystem: local\nenvironments: true\n")
+    with pytest.raises(ValueError, match="need a filesystem with a shell"):
+        Harness.from_config(path, watch=False)

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONAL = ("opentelemetry", "ag_ui", "openai", "anthropic")
+OPTIONAL = ("opentelemetry", "ag_ui", "openai", "anthropic", "uv")
 
 
 def _python(code: str) -> str:
@@ -71,3 +71,20 @@ def test_without_ag_ui_the_encoder_says_which_extra_to_install() -> None:
         """
     )
     assert "pip install 'agent-skill-harness[agui]'" in out
+
+
+def test_without_uv_building_an_environment_says_which_extra_to_install() -> None:
+    out = _python(
+        """
+        import os, sys
+        sys.modules["uv"] = None  # as if the [envs] extra were not installed
+        os.environ["PATH"] = "/nonexistent"
+        from harness.pipeline.uv import EnvironmentBuildError, find_uv
+
+        try:
+            find_uv()
+        except EnvironmentBuildError as exc:
+            print(exc)
+        """
+    )
+    assert "pip install 'agent-skill-harness[envs]'" in out

@@ -68,6 +68,7 @@ from harness.pipeline.catalog import (
     SHELL_TOOL,
     WORKFLOW_REPORT_TOOL,
 )
+from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
@@ -164,6 +165,9 @@ class Harness(AsyncResource):
     (:mod:`harness.agent.hooks`); :meth:`steer` and :meth:`follow_up` queue messages for a run
     in progress. ``queue_limits`` (a :class:`~harness.agent.queues.QueueLimits`) bounds those
     queues and the paused runs each user and all users may keep.
+    ``environments`` (``True`` or :class:`~harness.pipeline.EnvironmentOptions`) installs each
+    skill's Python requirements into a shared, content-addressed folder in the background, which
+    becomes the skill's ``ResolvedSkill.environment`` (see README, "Environments").
     """
 
     def __init__(
@@ -201,6 +205,7 @@ class Harness(AsyncResource):
         on_input: OnInput | None = None,
         before_run: BeforeRun | None = None,
         queue_limits: QueueLimits | None = None,
+        environments: EnvironmentOptions | bool | None = None,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -244,6 +249,7 @@ class Harness(AsyncResource):
             watch=watch,
             market_scan=market_scan,
             skill_dirs=skill_dirs,
+            environments=self._environment_options(environments),
         )
         self._workflows = WorkflowEngine(self.filesystem, agent=self.name)
         self._stack = AsyncExitStack()
@@ -257,6 +263,16 @@ class Harness(AsyncResource):
         self._gate = None if approval is None else ApprovalGate(policy=approval, approver=approver, audit=self._audit())
         self.on_input, self.before_run = on_input, before_run
         self._queues = MessageQueues(limits=queue_limits)
+
+    def _environment_options(self, environments: EnvironmentOptions | bool | None) -> EnvironmentOptions | None:
+        """The options of skills' environments: ``True`` means the defaults, and options that
+        name no ``trusted_markets`` take the agent's."""
+        if environments is None or environments is False:
+            return None
+        options = EnvironmentOptions() if environments is True else environments
+        if options.trusted_markets is None:
+            options = dataclasses.replace(options, trusted_markets=self.trusted_markets)
+        return options
 
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
@@ -283,6 +299,7 @@ class Harness(AsyncResource):
             "trusted_markets": config.trusted_markets,
             "curator": config.curator,
             "approval": config.approval,
+            "environments": config.environments,
             **overrides,
         }
         # Open resources only for what the overrides leave to the file.

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from harness.agent import Harness
-from harness.cli import add, learning
+from harness.cli import add, environments, learning
 from harness.cli.common import (
     DEFAULT_USER,
     JSON_OPTION,
@@ -97,6 +97,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.set_defaults(handler=lambda args: _with_plan(args, _show))
 
     add.register(commands)
+    environments.register(commands)
     learning.register(commands)
 
 

@@ -9,6 +9,7 @@ from harness.pipeline.catalog import (
     entries_for,
     render_catalog,
 )
+from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
 from harness.pipeline.layers import (
     LayerEntry,
     LayerResult,
@@ -20,6 +21,7 @@ from harness.pipeline.pipeline import SkillPipeline
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
+from harness.pipeline.uv import EnvironmentBuildError
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
 __all__ = [
@@ -32,12 +34,16 @@ __all__ = [
     "WORKFLOW_CONTINUE_TOOL",
     "WORKFLOW_START_TOOL",
     "CatalogEntry",
+    "EnvironmentBuildError",
+    "EnvironmentManager",
+    "EnvironmentOptions",
     "LayerEntry",
     "LayerResult",
     "Merged",
     "QueryTooLarge",
     "ResolvedSkill",
     "Shadowing",
+    "SkillEnvironment",
     "SkillLayer",
     "SkillPipeline",
     "StageItem",

@@ -33,6 +33,7 @@ from harness.pipeline.catalog import (
     build_catalog,
     entries_for,
 )
+from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
@@ -73,6 +74,7 @@ class _UserView:
     catalog: Catalog
     search: SkillIndex
     diagnostics: tuple[Diagnostic, ...] = ()
+    environments: int = 0  # the environments' generation its skills were resolved with
 
 
 class SkillPipeline(AsyncResource):
@@ -94,6 +96,9 @@ class SkillPipeline(AsyncResource):
     folders get no files-root there (a ``files-root-hidden`` warning).
     ``catalog_budget`` caps the catalog (characters, ``None`` = unlimited); when it cuts, the
     plan carries a search index over the turn's skills (:class:`~harness.pipeline.search.SkillIndex`).
+    ``environments`` turns on per-skill Python environments (:mod:`harness.pipeline.environments`):
+    staging turns build them in the background (while the pipeline is entered) and each ready one
+    is the skill's ``ResolvedSkill.environment``; it needs a filesystem with a shell on this host.
     """
 
     def __init__(
@@ -112,6 +117,7 @@ class SkillPipeline(AsyncResource):
         market_scan: MarketScanPolicy | None = None,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
+        environments: EnvironmentOptions | None = None,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
@@ -145,10 +151,12 @@ class SkillPipeline(AsyncResource):
         self._shared_view: _UserView | None = None
         self._resolved: dict[str, ResolvedSkill] = {}
         self._resolved_for: _Base | None = None
+        self._resolved_generation = 0
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = (
             Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size) if cache is not None else None
         )
+        self.environments = EnvironmentManager(filesystem, environments) if environments is not None else None
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []
@@ -161,6 +169,8 @@ class SkillPipeline(AsyncResource):
         self._wave: _Wave | None = None
 
     async def __aenter__(self) -> Self:
+        if self.environments is not None:
+            await self._stack.enter_async_context(self.environments)
         if self._watch:
             group: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
             self._stack.callback(self._stop_watchers)
@@ -193,10 +203,17 @@ class SkillPipeline(AsyncResource):
         base = await self._current_base()
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
+            if self.environments is not None:  # builds in the background; the same base costs nothing
+                self.environments.track(base, self._base_resolved(base).values())
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
-        if view is None or view.base is not base or any(a is not b for a, b in zip(view.user, user, strict=True)):
+        if (
+            view is None
+            or view.base is not base
+            or view.environments != self._environments_generation
+            or any(a is not b for a, b in zip(view.user, user, strict=True))
+        ):
             view = self._build_view(context, base, user, layers)
             self._views[context.user_id] = view
         skills, catalog = view.skills, view.catalog
@@ -217,6 +234,7 @@ class SkillPipeline(AsyncResource):
             *view.diagnostics,
             *(s.diagnostic() for s in view.shadowed),
             *(staged.diagnostics if staged else ()),
+            *(self.environments.diagnostics if self.environments is not None else ()),
         )
         return TurnPlan(
             context=context,
@@ -268,6 +286,8 @@ class SkillPipeline(AsyncResource):
                 layer.mark_stale()
         for layer in self._layers:
             await layer.refresh()
+        if self.environments is not None:
+            self.environments.refresh()
         self._base = None
 
     # -- layers 1–3 ------------------------------------------------------------------------
@@ -366,7 +386,7 @@ class SkillPipeline(AsyncResource):
         in theirs."""
         if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
-            if shared is None or shared.base is not base:
+            if shared is None or shared.base is not base or shared.environments != self._environments_generation:
                 skills = self._base_resolved(base)
                 hidden = self._hidden_roots(skills, user, layers)
                 shared = _UserView(
@@ -377,6 +397,7 @@ class SkillPipeline(AsyncResource):
                     catalog=self._catalog(skills),
                     search=SkillIndex(s.skill for s in skills.values()),
                     diagnostics=_hidden_diagnostics(hidden, "workspace"),
+                    environments=self._environments_generation,
                 )
                 self._shared_view = shared
             return dataclasses.replace(shared, user=user)
@@ -402,6 +423,7 @@ class SkillPipeline(AsyncResource):
             catalog=self._catalog(skills),
             search=SkillIndex(s.skill for s in skills.values()),
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
+            environments=self._environments_generation,
         )
 
     def _hidden_roots(
@@ -449,22 +471,31 @@ class SkillPipeline(AsyncResource):
         host = self.filesystem.host_path(entry.path)
         return host is not None and self.filesystem.shell_path(entry.path) == str(host)
 
+    @property
+    def _environments_generation(self) -> int:
+        return self.environments.generation if self.environments is not None else 0
+
     def _base_resolved(self, base: _Base) -> dict[str, ResolvedSkill]:
-        """Layers 1–3 resolved once per merge, shared by every user's view."""
-        if self._resolved_for is not base:
+        """Layers 1–3 resolved once per merge (and once per change of their environments),
+        shared by every user's view."""
+        generation = self._environments_generation
+        if self._resolved_for is not base or self._resolved_generation != generation:
             self._resolved = {
                 entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
                 for entry in base.merged.entries.values()
             }
             self._resolved_for = base
+            self._resolved_generation = generation
         return self._resolved
 
     def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
+        environments = self.environments
         return ResolvedSkill(
             entry=entry,
             source=source,
             files_root=self._files_root(entry, source),
             workflow=is_workflow_package(entry.skill.files),
+            environment=environments.environment(entry.skill.skill_id) if environments is not None else None,
         )
 
     def _files_root(self, entry: LayerEntry, source: SkillLayer) -> str | None:
