@@ -9,6 +9,7 @@ from harness.pipeline.catalog import (
     entries_for,
     render_catalog,
 )
+from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import (
     LayerEntry,
     LayerResult,
@@ -36,6 +37,7 @@ __all__ = [
     "Shadowing",
     "SkillLayer",
     "SkillPipeline",
+    "SourceLabels",
     "StageItem",
     "StageResult",
     "Stager",

@@ -383,9 +383,9 @@ class SkillPipeline(AsyncResource):
         if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
             if shared is None or shared.base is not base:
-                skills = self._base_resolved(base)
+                skills, shadowed = self._base_resolved(base)
                 hidden = self._hidden_roots(skills, user, layers)
-                shadowed = self._without_hidden_roots(self._resolved_shadowed, user, layers)
+                shadowed = self._without_hidden_roots(shadowed, user, layers)
                 shared = _UserView(
                     base=base,
                     user=user,
@@ -400,8 +400,8 @@ class SkillPipeline(AsyncResource):
             return dataclasses.replace(shared, user=user)
         merged = merge_layers(user, base=base.merged)
         owner = {id(entry): layer for layer, result in zip(layers, user, strict=True) for entry in result.entries}
-        skills = dict(self._base_resolved(base))
-        shadowed = dict(self._resolved_shadowed)
+        base_skills, base_shadowed = self._base_resolved(base)
+        skills, shadowed = dict(base_skills), dict(base_shadowed)
         for result in user:
             for entry in result.entries:
                 replaced = base.merged.entries.get(entry.skill.name)
@@ -482,9 +482,9 @@ class SkillPipeline(AsyncResource):
         host = self.filesystem.host_path(entry.path)
         return host is not None and self.filesystem.shell_path(entry.path) == str(host)
 
-    def _base_resolved(self, base: _Base) -> dict[str, ResolvedSkill]:
-        """Layers 1–3 resolved once per merge, shared by every user's view (and, in
-        ``_resolved_shadowed``, the skills their merge shadowed that a full id still names)."""
+    def _base_resolved(self, base: _Base) -> tuple[dict[str, ResolvedSkill], dict[str, ResolvedSkill]]:
+        """Layers 1–3 resolved once per merge, shared by every user's view: the merged skills,
+        and those the merge shadowed that a full id still names."""
         if self._resolved_for is not base:
             self._resolved = {
                 entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
@@ -495,7 +495,7 @@ class SkillPipeline(AsyncResource):
                 for entry in _loadable_losers(base.merged)
             }
             self._resolved_for = base
-        return self._resolved
+        return self._resolved, self._resolved_shadowed
 
     def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
         return ResolvedSkill(
@@ -527,7 +527,7 @@ class SkillPipeline(AsyncResource):
     def _catalog(self, skills: dict[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill]) -> Catalog:
         roots = {k: v.files_root for k, v in skills.items() if v.files_root}
         workflows = frozenset(k for k, v in skills.items() if v.workflow)
-        hidden_by = sorted(
+        shadowed_ids = sorted(
             f"{s.skill.name}_{self.labels.label(s.skill.source)}" for s in shadowed.values() if not s.skill.hidden
         )
         return build_catalog(
@@ -538,7 +538,7 @@ class SkillPipeline(AsyncResource):
             shell_tool=SHELL_TOOL if self.filesystem.has_shell else None,
             budget=self.catalog_budget,
             search_tool=SEARCH_TOOL,
-            shadowed=hidden_by,
+            shadowed=shadowed_ids,
         )
 
     # -- watching ----------------------------------------------------------------------------

@@ -60,7 +60,9 @@ def build_markets(base: Path) -> list[Market]:
     for index, (owner, count) in enumerate(FIVE_MARKETS):
         remote = GitRemote(base / owner)
         shared = [name for name, pair in SHADOWED.items() if index in pair]
-        skills = {name: _description(rng, name) for name in [*shared, *(next(names) for _ in range(count - len(shared)))]}
+        skills = {
+            name: _description(rng, name) for name in [*shared, *(next(names) for _ in range(count - len(shared)))]
+        }
         for name, description in skills.items():
             make_skill(
                 remote.work / "skills",
