@@ -492,7 +492,7 @@ class SkillPipeline(AsyncResource):
             }
             self._resolved_shadowed = {
                 entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-                for entry in _loadable_losers(base.merged)
+                for entry in base.merged.loadable_losers()
             }
             self._resolved_for = base
         return self._resolved, self._resolved_shadowed
@@ -595,17 +595,6 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
     if len(kept) == len(result.entries):
         return result
     return LayerResult(entries=tuple(kept.values()), diagnostics=tuple(diagnostics))
-
-
-def _loadable_losers(merged: Merged) -> list[LayerEntry]:
-    """The skills ``merged`` shadowed that their full id still names: those another layer (or
-    market) shadowed, not a same-id duplicate inside one source, which no id can name."""
-    winners = {entry.skill.skill_id for entry in merged.entries.values()}
-    return [
-        s.loser
-        for s in merged.shadowed
-        if s.loser.skill.skill_id != s.winner.skill.skill_id and s.loser.skill.skill_id not in winners
-    ]
 
 
 def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnostic, ...]:

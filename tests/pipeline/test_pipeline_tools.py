@@ -15,6 +15,7 @@ from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOO
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 from tests.support.catalog import read_catalog
 from tests.support.pipeline import bundle, open_filesystem, put_skill, skill_text, write_skill
+from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice")
 HIDDEN = "disable-model-invocation: true\n"
@@ -270,3 +271,14 @@ async def test_read_file_splits_a_line_longer_than_a_page(tmp_path: Path) -> Non
     assert first.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 1-1 of 4; the last line continues")
     assert first.endswith("continue with offset=2]")
     assert second.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 2-2 of 4")
+
+
+async def test_only_a_skill_another_source_shadowed_stays_loadable_by_id(tmp_path: Path) -> None:
+    make_skill(tmp_path / "skills" / "a", "dup", description="The first workspace dup.")
+    make_skill(tmp_path / "skills" / "b", "dup", description="The second workspace dup.")
+    plan = await _plan(tmp_path, MemoryRepository([bundle("dup", description="The market dup.")], name="acme"))
+    assert set(plan.shadowed_skills) == {"dup_acme"}  # the second workspace dup has the winner's id
+    assert (await _load(plan, skillId="dup_acme")).startswith(skill_text("dup", "The market dup."))
+    found = plan.find("dup_workspace")
+    assert found is not None and found.skill.description == "The first workspace dup."
+    assert read_catalog(plan.catalog).shadowed == ["dup_acme"]
