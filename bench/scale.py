@@ -13,8 +13,9 @@ generated tree) the script measures, over a workspace without a shell (nothing s
 
 then, on a workspace with a shell, the first turn that stages every market file into an empty
 ``.skills-cache`` and the warm turn after it. The catalog is measured with and without
-``catalog_budget`` (default: the harness default); rendering alone (``pipeline.render``) is the
-in-process baseline the prepare figures are compared with. ``search_skills`` latency is the p50
+``catalog_budget`` (default: the harness default), with how many skills the budgeted catalog
+describes, names and counts; rendering alone (``pipeline.render``) is the in-process baseline the
+prepare figures are compared with. ``search_skills`` latency is the p50
 of 100 queries for sampled skill names over the budgeted turn (the index is built by the first
 search, which is reported apart).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -111,13 +113,23 @@ async def no_shell_figures(
     print(f"  warm prepare      {warm:9.2f} ms   cold/warm {cold / warm:.3g}x")
     print(f"  render only       {render:9.2f} ms   warm/render {warm / render:.3g}x")
     print(f"  catalog           {len(plan.catalog):9d} chars, no budget")
+    described, named, counted = catalog_counts(limited.catalog)
     print(
-        f"  catalog           {len(limited.catalog):9d} chars, budget {args.budget}"
-        f" (render {render_budget:.2f} ms, {limited.catalog.count('<skill>')} full entries)"
+        f"  catalog           {len(limited.catalog):9d} chars, budget {args.budget} (render {render_budget:.2f} ms): "
+        f"{described} skills keep a description, {named} named, {counted} counted"
     )
     print(
         f"  search_skills     {search:9.2f} ms p50 of 100 queries (first search, builds the index: {first_search:.1f} ms)"
     )
+
+
+def catalog_counts(catalog: str) -> tuple[int, int, int]:
+    """How many skills a catalog describes, names only, and counts in its ``<more>`` line."""
+    described = catalog.count("</skill>")
+    lists = re.findall(r"<skill-names>(.*?)</skill-names>", catalog)
+    named = sum(len(names.split(", ")) for names in lists) + catalog.count("/>\n")
+    more = re.search(r'<more count="(\d+)">', catalog)
+    return described, named, int(more.group(1)) if more else 0
 
 
 async def search_latency_ms(plan: TurnPlan, count: int) -> tuple[float, float]:

@@ -332,7 +332,8 @@ class Harness(AsyncResource):
         plan = await self.pipeline.prepare(context)
         if self.skill_names is not None:
             plan.skills = {k: v for k, v in plan.skills.items() if v.skill.name in self.skill_names}
-            plan.catalog = self.pipeline.render(plan.skills)
+            plan.shadowed_skills = {k: v for k, v in plan.shadowed_skills.items() if v.skill.name in self.skill_names}
+            plan.catalog = self.pipeline.render(plan.skills, plan.shadowed_skills)
         return plan
 
     async def run(self, message: str, *, context: RuntimeContext) -> RunResult:
@@ -795,7 +796,10 @@ class Harness(AsyncResource):
         shell: bool = True,
     ) -> list[Tool]:
         async def on_load(skill_id: str, path: str) -> None:
-            skill = plan.skills[skill_id].skill
+            resolved = plan.by_id(skill_id)
+            if resolved is None:
+                return
+            skill = resolved.skill
             pending.append(SkillLoaded(skill_id=skill_id, path=path, name=skill.name, location=skill.location))
 
         async def on_shell(command: str, result: CommandResult) -> None:

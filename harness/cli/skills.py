@@ -19,6 +19,7 @@ from harness.cli.common import (
     print_json,
 )
 from harness.diagnostics import Diagnostic
+from harness.pipeline.merge import Shadowing
 from harness.pipeline.pipeline import CACHE_DIR
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import argument_hint
@@ -161,6 +162,7 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
             "name": s.skill.name,
             "description": s.skill.description,
             "skill_id": s.skill.skill_id,
+            "catalog_id": f"{s.skill.name}_{plan.labels.label(s.skill.source)}",
             "layer": s.skill.layer.value,
             "source": s.skill.source,
             "location": s.skill.location,
@@ -176,25 +178,36 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
         print_json(
             {
                 "skills": skills,
-                "shadowed": [s.as_dict() for s in plan.shadowed],
+                "shadowed": [{**s.as_dict(), "load_id": _load_id(plan, s)} for s in plan.shadowed],
                 "diagnostics": [d.as_dict() for d in plan.diagnostics if d.code != "shadowed"],
             }
         )
         return 0
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
-        echo(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{hidden}")
+        short = f" (catalog: {skill['catalog_id']})" if skill["catalog_id"] != skill["skill_id"] else ""
+        echo(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{short}{hidden}")
         link = f" (link to {skill['link']})" if skill["link"] else ""
         pending = NOT_STAGED if skill["staged"] is False and skill["files_root"] else ""
         echo(f"    {skill['files_root'] or skill['location']}{link}{pending}")
         if skill["argument_hint"]:
             echo(f"    /skill:{skill['name']} {skill['argument_hint']}")
     for shadow in plan.shadowed:
-        echo(f"shadowed: {shadow.diagnostic().message}")
+        load_id = _load_id(plan, shadow)
+        how = f"still loads by id {load_id}" if load_id else "no id loads it (it has the same id as the one shown)"
+        echo(f"shadowed: {shadow.diagnostic().message}; {how}")
     for diagnostic in plan.diagnostics:
         if diagnostic.code != "shadowed":
             echo(diagnostic)
     return 0
+
+
+def _load_id(plan: TurnPlan, shadow: Shadowing) -> str | None:
+    """The full id that still loads the skill ``shadow`` hid, or ``None`` when no id names it
+    (a same-id duplicate, or a skill this user's visibility filters leave out)."""
+    loser = shadow.loser.skill.skill_id
+    found = plan.shadowed_skills.get(loser)
+    return loser if found is not None and found.entry is shadow.loser else None
 
 
 async def _search(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:

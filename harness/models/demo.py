@@ -23,8 +23,10 @@ __all__ = ["DemoModel"]
 LOAD_TOOL = "load_skill_through_path"
 SHELL_TOOL = "execute_shell_command"
 
-_SKILL_ENTRY = re.compile(r"<skill>(.*?)</skill>", re.DOTALL)
-_FIELD = re.compile(r"<(name|description|skill-id|files-root)>(.*?)</\1>", re.DOTALL)
+# The catalog's groups and their described skills (see harness.pipeline.catalog).
+_GROUP = re.compile(r"<skills ([^>]*)>(.*?)</skills>", re.DOTALL)
+_SKILL_ENTRY = re.compile(r"<skill ([^>]*?)(?<!/)>(.*?)</skill>", re.DOTALL)
+_ATTRIBUTE = re.compile(r'([\w-]+)="([^"]*)"')
 _INVOKED = re.compile(r'<skill name="([^"]*)" location="([^"]*)">(.*?)</skill>(.*)', re.DOTALL)
 # A script command in SKILL.md: an optional interpreter, any path prefix (a placeholder such as
 # "{files-root}/" or "./"), a script under scripts/, then its arguments up to a backtick.
@@ -152,18 +154,25 @@ def _catalog(messages: tuple[Message, ...]) -> list[_CatalogSkill]:
         if message.role != "system" or "<available_skills>" not in message.content:
             continue
         block = message.content.split("<available_skills>", 1)[1].split("</available_skills>")[0]
-        for entry in _SKILL_ENTRY.findall(block):
-            fields = {k: html.unescape(v.strip()) for k, v in _FIELD.findall(entry)}
-            if "name" in fields and "skill-id" in fields:
+        for attributes, entries in _GROUP.findall(block):
+            group = _attributes(attributes)
+            for fields, description in _SKILL_ENTRY.findall(entries):
+                entry = _attributes(fields)
+                name = entry.get("name", "")
+                root = group.get("root")
                 skills.append(
                     _CatalogSkill(
-                        name=fields["name"],
-                        description=fields.get("description", ""),
-                        skill_id=fields["skill-id"],
-                        files_root=fields.get("files-root") or None,
+                        name=name,
+                        description=html.unescape(description.strip()),
+                        skill_id=f"{name}_{group.get('source', '')}",
+                        files_root=f"{root}/{entry.get('folder', name)}" if root else None,
                     )
                 )
     return skills
+
+
+def _attributes(text: str) -> dict[str, str]:
+    return {key: html.unescape(value) for key, value in _ATTRIBUTE.findall(text)}
 
 
 def _words(text: str) -> set[str]:

@@ -10,6 +10,7 @@ from harness.pipeline.catalog import (
     render_catalog,
 )
 from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
+from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import (
     LayerEntry,
     LayerResult,
@@ -46,6 +47,7 @@ __all__ = [
     "SkillEnvironment",
     "SkillLayer",
     "SkillPipeline",
+    "SourceLabels",
     "StageItem",
     "StageResult",
     "Stager",

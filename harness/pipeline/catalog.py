@@ -1,11 +1,32 @@
-"""Render the ``<available_skills>`` block that goes into the system prompt."""
+"""Render the ``<available_skills>`` block that goes into the system prompt.
+
+Skills are grouped by source, so a source and its folder are written once per group rather than
+once per skill::
+
+    <available_skills>
+    <skills source="acme" root="/workspace/.skills-cache/git-acme-skills">
+    <skill name="pdf">Use when the user works with PDF files.</skill>
+    <skill name="docx" folder="word-docs" workflow="true">Use for Word documents.</skill>
+    <skill-names>xlsx, pptx</skill-names>
+    </skills>
+    <shadowed>skill-creator_other</shadowed>
+    <more count="12">12 more skills are not listed for space</more>
+    </available_skills>
+
+A skill's id is ``<name>_<source of its group>``; its files-root is ``<root>/<folder>`` (the
+``folder`` attribute, else its name). :func:`catalog_header` says so to the model.
+"""
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
+from harness.pipeline.labels import SourceLabels
 from harness.pipeline.search import when_to_use
 from harness.skills.skill import Skill
 
@@ -20,6 +41,7 @@ __all__ = [
     "Catalog",
     "CatalogEntry",
     "build_catalog",
+    "catalog_header",
     "entries_for",
     "entry_for",
     "render_catalog",
@@ -35,27 +57,45 @@ WORKFLOW_CONTINUE_TOOL = "workflow_continue"
 #: Offered only inside a workflow step's skill turn: the skill reports its step's outcome.
 WORKFLOW_REPORT_TOOL = "workflow_report"
 
-#: Characters of catalog a turn gets by default: roomy for hundreds of skills, and a
-#: 10,000-skill market still leaves the model a prompt it can read (the rest is searched).
+#: Characters of catalog a turn gets by default: every description of a few hundred skills
+#: (shortened when needed), and a 10,000-skill market still leaves the model a prompt it can
+#: read (the rest is searched).
 DEFAULT_CATALOG_BUDGET = 30_000
 
 _ELLIPSIS = "…"
+#: The shortest a description is cut to while every skill is still described.
 _MIN_DESCRIPTION = 40
+#: When not even every name fits, the share of the budget the first skills' descriptions may
+#: take before the rest are named (then counted).
+_DESCRIBED_SHARE = 0.5
+_FRAME = ("\n<available_skills>\n", "</available_skills>")
+_NAMES = ("<skill-names>", "</skill-names>\n")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CatalogEntry:
-    """One visible skill as the model sees it; ``files_root`` is ``None`` when not rendered.
+    """One visible skill as the model sees it.
 
-    ``rank`` is the skill's layer rank (``Layer.rank``): when the budget cuts, higher ranks
-    keep their full entries first."""
+    ``source`` is the source the catalog shows (a market's short label, see
+    :class:`~harness.pipeline.labels.SourceLabels`), so ``<name>_<source>`` is the id the
+    model loads it by. ``files_root`` is ``None`` when not rendered. ``rank`` is the skill's
+    layer rank (``Layer.rank``): when the budget cuts, higher ranks keep their full entries
+    first. ``relevance`` orders skills within a group (higher first, then by name) and decides
+    which keep a description when not all can.
+    """
 
     name: str
     description: str
-    skill_id: str
+    source: str
     files_root: str | None
     workflow: bool = False
     rank: int = 0
+    relevance: float = 0.0
+
+    @property
+    def skill_id(self) -> str:
+        """The id the catalog gives the skill: ``<name>_<source>``."""
+        return f"{self.name}_{self.source}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,26 +107,48 @@ class Catalog:
     complete: bool
 
 
-def entry_for(skill: Skill, files_root: str | None = None, workflow: bool = False) -> CatalogEntry:
-    """The catalog entry of one skill; a ``when_to_use`` field follows the description (and
-    counts against the budget with it)."""
+def entry_for(
+    skill: Skill,
+    files_root: str | None = None,
+    workflow: bool = False,
+    *,
+    source: str | None = None,
+    relevance: float = 0.0,
+) -> CatalogEntry:
+    """The catalog entry of one skill (``source`` defaults to the skill's own); a
+    ``when_to_use`` field follows the description (and counts against the budget with it)."""
     when = " ".join(when_to_use(skill).split())
     return CatalogEntry(
         name=skill.name,
         description=f"{skill.description} When to use: {when}" if when else skill.description,
-        skill_id=skill.skill_id,
+        source=skill.source if source is None else source,
         files_root=files_root,
         workflow=workflow,
         rank=skill.layer.rank,
+        relevance=relevance,
     )
 
 
 def entries_for(
-    skills: Sequence[Skill], files_roots: Mapping[str, str], workflows: frozenset[str] = frozenset()
+    skills: Sequence[Skill],
+    files_roots: Mapping[str, str],
+    workflows: frozenset[str] = frozenset(),
+    *,
+    labels: SourceLabels | None = None,
+    relevance: Mapping[str, float] | None = None,
 ) -> list[CatalogEntry]:
-    """Catalog entries for the visible (not hidden) skills, sorted by name."""
+    """Catalog entries for the visible (not hidden) skills, sorted by name. Maps are keyed by
+    skill id; ``labels`` shortens market sources."""
+    shown = labels or SourceLabels()
+    scores = relevance or {}
     return [
-        entry_for(skill, files_roots.get(skill.skill_id), skill.skill_id in workflows)
+        entry_for(
+            skill,
+            files_roots.get(skill.skill_id),
+            skill.skill_id in workflows,
+            source=shown.label(skill.source),
+            relevance=scores.get(skill.skill_id, 0.0),
+        )
         for skill in sorted(skills, key=lambda s: s.name)
         if not skill.hidden
     ]
@@ -99,10 +161,11 @@ def render_catalog(
     shell_tool: str | None,
     budget: int | None = None,
     search_tool: str | None = None,
+    shadowed: Sequence[str] = (),
 ) -> str:
     """The text of :func:`build_catalog`."""
     return build_catalog(
-        entries, load_tool=load_tool, shell_tool=shell_tool, budget=budget, search_tool=search_tool
+        entries, load_tool=load_tool, shell_tool=shell_tool, budget=budget, search_tool=search_tool, shadowed=shadowed
     ).text
 
 
@@ -113,96 +176,284 @@ def build_catalog(
     shell_tool: str | None,
     budget: int | None = None,
     search_tool: str | None = None,
+    shadowed: Sequence[str] = (),
 ) -> Catalog:
     """The header plus ``<available_skills>``; an empty text when no skill is visible.
 
     ``load_tool`` / ``shell_tool`` / ``search_tool`` are the names of the tools actually
-    registered. The whole text, header included, never exceeds ``budget`` (characters). When
-    everything does not fit, skills are taken in priority order (user, workspace, market,
-    global; by name within a layer): the first keep their full entries and the others get
-    evenly shortened descriptions; if not every skill fits even shortened, the first keep full
-    entries and the others are named in a ``<more>`` line, in priority order; if not even their
-    names fit, the line names what fits and counts the rest. A cut catalog's header names
-    ``search_tool``, which finds every skill. ``<skill>`` entries are always sorted by name.
+    registered; ``shadowed`` the ids of skills hidden by a same-name skill that still load by
+    id (one ``<shadowed>`` line). The whole text, header included, never exceeds ``budget``
+    (characters). When everything does not fit:
+
+    1. every skill keeps its name and a description: the layers in priority order (user,
+       workspace, market, global) keep their whole descriptions as long as the others can
+       still be described in at least 40 characters, and the others' descriptions are cut to
+       one common length, as long as fits (the longest are shortened first);
+    2. otherwise the first skills in priority order (layer, then ``relevance``, then name) keep
+       a 40-character description and the others are named in their group's ``<skill-names>``;
+    3. if not even every name fits, the first skills are described within half the budget,
+       the next ones named, and a ``<more count="N">`` line counts the rest (the
+       ``<shadowed>`` line is left out).
+
+    A cut catalog's header names ``search_tool``, which finds every skill.
     """
     if not entries:
         return Catalog(text="", complete=True)
-    roots, workflows = any(e.files_root for e in entries), any(e.workflow for e in entries)
-    text = _assemble(_header(load_tool, shell_tool, roots, workflows, None), [_block(e) for e in entries], [])
+    layout = _Layout(entries, shadowed)
+    roots, workflows = layout.roots, any(e.workflow for e in entries)
+
+    def header(cut: bool, names: bool = False, with_shadowed: bool = True) -> str:
+        return catalog_header(
+            load_tool,
+            shell_tool if roots else None,
+            search_tool=search_tool if cut else None,
+            names_only=names,
+            shadowed=bool(shadowed) and with_shadowed,
+            workflows=workflows,
+        )
+
+    text = layout.render(header(False), {i: None for i in range(layout.count)})
     if budget is None or len(text) <= budget:
         return Catalog(text=text, complete=True)
-    header = _header(load_tool, shell_tool, roots, workflows, search_tool)
-    return Catalog(text=_fit(header, entries, budget, search_tool), complete=False)
+    return Catalog(text=layout.fit(budget, header, search_tool), complete=False)
 
 
-def render_entry(entry: CatalogEntry) -> str:
-    """One ``<skill>`` block, as the catalog shows a full entry."""
-    return _block(entry)
+def catalog_header(
+    load_tool: str,
+    shell_tool: str | None,
+    *,
+    search_tool: str | None = None,
+    names_only: bool = False,
+    shadowed: bool = False,
+    workflows: bool = False,
+) -> str:
+    """The usage header above ``<available_skills>``: how to read the groups and load a skill.
 
-
-def _header(load_tool: str, shell_tool: str | None, has_roots: bool, has_workflows: bool, search: str | None) -> str:
+    ``shell_tool`` is given when a shell exists and files-roots are rendered; ``search_tool``
+    when the list is cut; ``names_only`` / ``shadowed`` / ``workflows`` when the list has
+    ``<skill-names>``, a ``<shadowed>`` line or workflow skills."""
     lines = [
         "You can use skills: folders of instructions, scripts and resources for specific tasks.",
         "When a task matches a skill's description, first read its instructions with "
         f'{load_tool}(skillId="<skill-id>") and follow them; read its other files with '
         f'{load_tool}(skillId="<skill-id>", path="<relative path>").',
+        'Skills are grouped by source: a skill\'s <skill-id> is its name, "_" and the source of its '
+        '<skills> group (name="pdf" in source="acme" is pdf_acme); the bare name also works when no '
+        "other skill has it.",
     ]
-    if search:
+    if shell_tool:
         lines.append(
-            "This list is shortened for space: find any skill with "
-            f'{search}(query="<keywords>") and load a result by its skill-id.'
-        )
-    if shell_tool and has_roots:
-        lines.append(
-            "Paths in a skill are relative to its <files-root>; run its scripts with "
+            "A skill's <files-root> is its group's root, \"/\" and its folder (the folder attribute, "
+            "else its name); paths in a skill are relative to it. Run its scripts with "
             f'{shell_tool}("python3 <files-root>/scripts/<script>.py"), or run a command as the skill '
             f'writes it with {shell_tool}(command="<command>", skill="<skill-id>"), which starts in its folder.'
         )
-    if has_workflows:
+    if names_only:
+        lines.append("<skill-names> lists more skills of a group by name only: load one to read its description.")
+    if shadowed:
         lines.append(
-            "Skills marked <workflow>true</workflow> are multi-step workflows: start one with "
+            "<shadowed> lists skills hidden by a listed skill of the same name: load one only by "
+            "the skill-id given there."
+        )
+    if search_tool:
+        lines.append(
+            "This list is shortened for space: find any skill with "
+            f'{search_tool}(query="<keywords>") and load a result by its id.'
+        )
+    if workflows:
+        lines.append(
+            'Skills marked workflow="true" are multi-step workflows: start one with '
             f'{WORKFLOW_START_TOOL}(skill="<name>"), perform the action it returns, and report each '
             f"outcome with {WORKFLOW_CONTINUE_TOOL}."
         )
     return "\n".join(lines)
 
 
-def _block(entry: CatalogEntry, description: str | None = None) -> str:
-    parts = [
-        "<skill>",
-        f"<name>{escape(entry.name)}</name>",
-        f"<description>{escape(entry.description if description is None else description)}</description>",
-        f"<skill-id>{escape(entry.skill_id)}</skill-id>",
-    ]
-    if entry.files_root:
-        parts.append(f"<files-root>{escape(entry.files_root)}</files-root>")
-    if entry.workflow:
-        parts.append("<workflow>true</workflow>")
-    parts.append("</skill>")
-    return "\n".join(parts)
+def render_entry(entry: CatalogEntry) -> str:
+    """One skill on its own, with its id and files-root (what ``search_skills`` returns)."""
+    root = f' files-root="{_attr(entry.files_root)}"' if entry.files_root else ""
+    workflow = ' workflow="true"' if entry.workflow else ""
+    return (
+        f'<skill name="{_attr(entry.name)}" id="{_attr(entry.skill_id)}"{root}{workflow}>'
+        f"{escape(entry.description)}</skill>"
+    )
 
 
-def _assemble(header: str, blocks: list[str], by_name: list[str], budget: int | None = None) -> str:
-    lead = f"{header}\n<available_skills>\n" + "".join(f"{block}\n" for block in blocks)
-
-    def text(listed: int) -> str:
-        more = f"{_more(by_name, listed)}\n" if by_name else ""
-        return f"{lead}{more}</available_skills>"
-
-    if budget is None or len(text(len(by_name))) <= budget:
-        return text(len(by_name))
-    # Even the names do not fit: list as many as fit and count the rest.
-    return text(max(0, _largest(0, len(by_name), lambda listed: len(text(listed)) <= budget)))
+def _attr(text: str) -> str:
+    return escape(text, {'"': "&quot;"})
 
 
-def _more(names: list[str], listed: int) -> str:
-    """The "N more" line: the first ``listed`` names, and a count of any others, so the model
-    always sees how many skills exist."""
-    text = escape(", ".join(names[:listed]))
-    unlisted = len(names) - listed
-    if unlisted:
-        text += f"{', ' if listed else ''}and {unlisted} more not listed for space"
-    return f'<more count="{len(names)}">{text}</more>'
+class _Layout:
+    """The entries in priority order with their rendered pieces and sizes, grouped by source
+    and root, so that the size of any cut is summed, not rendered."""
+
+    def __init__(self, entries: Sequence[CatalogEntry], shadowed: Sequence[str]) -> None:
+        # Priority order: layer rank, relevance, name. Item ``i`` below is ``order[i]``.
+        order = sorted(entries, key=lambda e: (-e.rank, -e.relevance, e.name))
+        self.count = len(order)
+        self.ranks = [e.rank for e in order]
+        self.roots = any(e.files_root for e in order)
+        groups: dict[tuple[int, str, str | None], list[int]] = {}
+        for index, entry in enumerate(order):
+            root = posixpath.dirname(entry.files_root) if entry.files_root else None
+            groups.setdefault((-entry.rank, entry.source, root), []).append(index)
+        self.groups: list[tuple[str, list[int]]] = []
+        self.group_of = [0] * self.count
+        for number, key in enumerate(sorted(groups, key=lambda k: (k[0], k[1], k[2] or ""))):
+            _, source, root = key
+            members = sorted(groups[key], key=lambda i: (-order[i].relevance, order[i].name))
+            shown_root = f' root="{_attr(root)}"' if root else ""
+            self.groups.append((f'<skills source="{_attr(source)}"{shown_root}>\n', members))
+            for index in members:
+                self.group_of[index] = number
+        self.opens: list[str] = []
+        self.descriptions: list[str] = []
+        self.tokens: list[str] = []  # a name in <skill-names>, or a whole line when its folder differs
+        for entry in order:
+            folder = posixpath.basename(entry.files_root) if entry.files_root else entry.name
+            named = f'name="{_attr(entry.name)}"' + (f' folder="{_attr(folder)}"' if folder != entry.name else "")
+            self.opens.append(f"<skill {named}" + (' workflow="true">' if entry.workflow else ">"))
+            self.descriptions.append(escape(entry.description))
+            self.tokens.append(escape(entry.name) if folder == entry.name else f"<skill {named}/>\n")
+        self.shadowed = f"<shadowed>{escape(', '.join(shadowed))}</shadowed>\n" if shadowed else ""
+        # Sizes: a described item is its open tag, its description (or cap) and "</skill>\n";
+        # a named one its token (with ", ") or line; a group its tags, plus <skill-names> (a bound).
+        self.fixed = [len(o) + len("</skill>\n") for o in self.opens]
+        self.lengths = [len(d) for d in self.descriptions]
+        self.named = [len(t) if t.endswith("\n") else len(t) + 2 for t in self.tokens]
+        self.group_size = [len(g) + len("</skills>\n") for g, _ in self.groups]
+        names = len(_NAMES[0]) + len(_NAMES[1])
+        short = [f + min(n, _MIN_DESCRIPTION) for f, n in zip(self.fixed, self.lengths)]
+        self.described_sums = [0, *itertools.accumulate(short)]
+        self.whole_sums = [0, *itertools.accumulate(f + n for f, n in zip(self.fixed, self.lengths))]
+        # Where each layer (rank) begins in priority order: the first ``w`` items are whole layers.
+        self.tiers = [i for i in range(self.count) if i == 0 or self.ranks[i] != self.ranks[i - 1]]
+        self.named_sums = [0, *itertools.accumulate(self.named)]
+        # Groups shown when the first ``m`` items are: their sizes summed at first appearance.
+        first: list[int] = []
+        seen: set[int] = set()
+        for index in range(self.count):
+            group = self.group_of[index]
+            first.append(self.group_size[group] + names if group not in seen else 0)
+            seen.add(group)
+        self.group_sums = [0, *itertools.accumulate(first)]
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    def render(self, header: str, caps: Mapping[int, int | None], named: int = 0, more: bool = False) -> str:
+        """The catalog: items in ``caps`` described (``None``: whole), the next ``named`` items
+        in priority order named; with ``more`` the rest counted and the shadowed line left out."""
+        shown = len(caps) + named
+        parts = [header, _FRAME[0]]
+        for opening, members in self.groups:
+            described = [i for i in members if i in caps]
+            listed = [i for i in members if i not in caps and i < shown]
+            if not described and not listed:
+                continue
+            parts.append(opening)
+            for index in described:
+                cap = caps[index]
+                text = self.descriptions[index]
+                parts += [self.opens[index], text if cap is None else _shorten(text, cap), "</skill>\n"]
+            plain = [self.tokens[i] for i in listed if not self.tokens[i].endswith("\n")]
+            parts += [self.tokens[i] for i in listed if self.tokens[i].endswith("\n")]
+            if plain:
+                parts += [_NAMES[0], ", ".join(plain), _NAMES[1]]
+            parts.append("</skills>\n")
+        if not more:
+            parts.append(self.shadowed)
+        elif shown < self.count:
+            parts.append(_more_line(self.count - shown))
+        parts.append(_FRAME[1])
+        return "".join(parts)
+
+    # -- fitting -----------------------------------------------------------------------------
+
+    def fit(self, budget: int, header: Callable[..., str], search_tool: str | None) -> str:
+        """The catalog cut to ``budget``: see :func:`build_catalog` for the order of cuts."""
+        text = self._describe_all(budget, header(True))
+        if text is None:
+            text = self._name_rest(budget, header(True, True))
+        if text is None:
+            text = self._count_rest(budget, header(True, False, False), header(True, True, False), search_tool)
+        return text
+
+    def _frame(self, header: str) -> int:
+        return len(header) + len(_FRAME[0]) + len(_FRAME[1])
+
+    def _describe_all(self, budget: int, header: str) -> str | None:
+        """Step 1: every item described; the top ``kept`` layers whole, the rest cut to one cap."""
+        names = len(self.groups) * (len(_NAMES[0]) + len(_NAMES[1]))
+        base = self._frame(header) + self.group_sums[-1] - names + len(self.shadowed) + sum(self.fixed)
+        for whole in reversed(self.tiers):
+            size = _CappedSize(base + self.whole_sums[whole] - sum(self.fixed[:whole]), self.lengths[whole:])
+            if size(_MIN_DESCRIPTION) <= budget:
+                break
+        else:
+            return None
+        cap = _largest(_MIN_DESCRIPTION, max(size.longest, _MIN_DESCRIPTION), lambda c: size(c) <= budget)
+        return self.render(header, self._caps(whole, self.count, cap))
+
+    def _caps(self, whole: int, described: int, cap: int = _MIN_DESCRIPTION) -> dict[int, int | None]:
+        """The first ``whole`` items whole, the next ones up to ``described`` cut to ``cap``."""
+        caps: dict[int, int | None] = dict.fromkeys(range(whole))
+        caps.update(dict.fromkeys(range(whole, described), cap))
+        return caps
+
+    def _size(self, header: str, whole: int, described: int, named: int, more: bool) -> int:
+        """An upper bound of the text with the first ``whole`` items whole, the next ones up to
+        ``described`` at the shortest description, the next ``named`` named and, with ``more``,
+        the rest counted (else the shadowed line)."""
+        shown = described + named
+        size = self._frame(header) + self.group_sums[shown] + self.whole_sums[whole]
+        size += self.described_sums[described] - self.described_sums[whole]
+        size += self.named_sums[shown] - self.named_sums[described]
+        return size + (len(_more_line(self.count - shown)) if more else len(self.shadowed))
+
+    def _name_rest(self, budget: int, header: str) -> str | None:
+        """Step 2: the most layers whole that leave room for every name, then as many items
+        described briefly as fit, every other one named."""
+        for whole in reversed(self.tiers):
+            described = self._most_described(header, whole, budget)
+            if described >= whole:
+                return self.render(header, self._caps(whole, described), self.count - described)
+        return None
+
+    def _most_described(self, header: str, whole: int, budget: int) -> int:
+        return _largest(whole, self.count, lambda k: self._size(header, whole, k, self.count - k, False) <= budget)
+
+    def _count_rest(self, budget: int, plain: str, header: str, search_tool: str | None) -> str:
+        """Step 3: the first items described within a share of the budget (the most layers whole
+        that fit), the next named, the rest counted. ``plain`` is the header without names."""
+        share = int(budget * _DESCRIBED_SHARE)
+        whole = next((w for w in reversed(self.tiers) if self._size(plain, w, w, 0, True) <= share), 0)
+        described = max(whole, _largest(whole, self.count, lambda k: self._size(plain, whole, k, 0, True) <= share))
+        rest = self.count - described
+        named = _largest(1, rest, lambda n: self._size(header, whole, described, n, True) <= budget) if rest else 0
+        if named > 0:
+            return self.render(header, self._caps(whole, described), named, more=True)
+        if self._size(plain, whole, described, 0, True) <= budget:
+            return self.render(plain, self._caps(whole, described), more=True)
+        return _smallest(self.count, budget, search_tool)
+
+
+class _CappedSize:
+    """The size of a catalog whose ``lengths`` descriptions are cut to a cap, plus ``fixed``:
+    a sum over sorted lengths, so each cap costs a bisection."""
+
+    def __init__(self, fixed: int, lengths: list[int]) -> None:
+        self.fixed = fixed
+        self.lengths = sorted(lengths)
+        self.sums = [0, *itertools.accumulate(self.lengths)]
+        self.longest = self.lengths[-1] if self.lengths else 0
+
+    def __call__(self, cap: int) -> int:
+        below = bisect.bisect_right(self.lengths, cap)
+        return self.fixed + self.sums[below] + cap * (len(self.lengths) - below)
+
+
+def _more_line(count: int) -> str:
+    return f'<more count="{count}">{count} more skills are not listed for space</more>\n'
 
 
 def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
@@ -219,39 +470,6 @@ def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-def _fit(header: str, entries: Sequence[CatalogEntry], budget: int, search_tool: str | None) -> str:
-    """Fit the catalog into ``budget``: see :func:`build_catalog` for the order of cuts."""
-    order = sorted(entries, key=lambda e: (-e.rank, e.name))
-    full = [_block(e) for e in order]
-    position = sorted(range(len(order)), key=lambda i: order[i].name)
-    count = len(order)
-
-    def compose(kept: int, described: int, cap: int, count_rest: bool = False) -> str:
-        """``order[:kept]`` full, ``order[kept:described]`` capped at ``cap``, the rest named."""
-        blocks = [
-            full[i] if i < kept else _block(order[i], _shorten(order[i].description, cap))
-            for i in position
-            if i < described
-        ]
-        return _assemble(header, blocks, [e.name for e in order[described:]], budget if count_rest else None)
-
-    def fits(text: str) -> bool:
-        return len(text) <= budget
-
-    kept = _largest(0, count, lambda k: fits(compose(k, count, _MIN_DESCRIPTION)))
-    if kept >= 0:  # every skill described: the rest shortened evenly, as long as fits
-        longest = max(len(e.description) for e in order[kept:]) if kept < count else _MIN_DESCRIPTION
-        cap = _largest(_MIN_DESCRIPTION, max(longest, _MIN_DESCRIPTION), lambda c: fits(compose(kept, count, c)))
-        return compose(kept, count, cap)
-    kept = _largest(0, count, lambda k: fits(compose(k, k, 0)))
-    if kept >= 0:  # every skill named
-        return compose(kept, kept, 0)
-    kept = _largest(0, count, lambda k: fits(compose(k, k, 0, count_rest=True)))
-    if kept >= 0:
-        return compose(kept, kept, 0, count_rest=True)
-    return _smallest(count, budget, search_tool)
-
-
 def _smallest(count: int, budget: int, search_tool: str | None) -> str:
     """The catalog of a budget too small for the header: a count (and the search tool), or
     nothing when not even that fits."""
@@ -261,4 +479,12 @@ def _smallest(count: int, budget: int, search_tool: str | None) -> str:
 
 
 def _shorten(text: str, cap: int) -> str:
-    return text if len(text) <= cap else text[: cap - 1].rstrip() + _ELLIPSIS
+    """``text`` (escaped) cut to at most ``cap`` characters with an ellipsis, never inside an
+    entity such as ``&amp;``."""
+    if len(text) <= cap:
+        return text
+    cut = text[: cap - 1]
+    amp = cut.rfind("&", max(0, len(cut) - 5))
+    if amp >= 0 and ";" not in cut[amp:]:
+        cut = cut[:amp]
+    return cut.rstrip() + _ELLIPSIS

@@ -43,6 +43,16 @@ class Merged:
     entries: dict[str, LayerEntry]
     shadowed: tuple[Shadowing, ...]
 
+    def loadable_losers(self) -> list[LayerEntry]:
+        """The shadowed skills their full id still names: those another layer (or a later
+        market) shadowed, not a same-id duplicate inside one source, which no id can name."""
+        winners = {entry.skill.skill_id for entry in self.entries.values()}
+        return [
+            s.loser
+            for s in self.shadowed
+            if s.loser.skill.skill_id != s.winner.skill.skill_id and s.loser.skill.skill_id not in winners
+        ]
+
 
 def merge_layers(layers: Sequence[LayerResult], base: Merged | None = None) -> Merged:
     """Merge ``layers`` in ascending priority on top of ``base``.

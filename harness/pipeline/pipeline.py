@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,7 @@ from harness.pipeline.catalog import (
     entries_for,
 )
 from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
+from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
@@ -71,6 +72,7 @@ class _UserView:
     user: tuple[LayerResult, ...]
     skills: dict[str, ResolvedSkill]
     shadowed: tuple[Shadowing, ...]
+    shadowed_skills: dict[str, ResolvedSkill]  # what shadowing hid that a full id still loads
     catalog: Catalog
     search: SkillIndex
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -99,6 +101,9 @@ class SkillPipeline(AsyncResource):
     ``environments`` turns on per-skill Python environments (:mod:`harness.pipeline.environments`):
     staging turns build them in the background (while the pipeline is entered) and each ready one
     is the skill's ``ResolvedSkill.environment``; it needs a filesystem with a shell on this host.
+    ``relevance`` (skill id → score, higher first) orders the skills of each catalog group and
+    decides which keep a description when the budget cannot describe them all; without it,
+    skills are ordered by name. The catalog shows markets by short labels (:attr:`labels`).
     """
 
     def __init__(
@@ -118,6 +123,7 @@ class SkillPipeline(AsyncResource):
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
         environments: EnvironmentOptions | None = None,
+        relevance: Mapping[str, float] | None = None,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
@@ -131,6 +137,9 @@ class SkillPipeline(AsyncResource):
         self._watch = watch
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
+        self.labels = SourceLabels.for_markets(slugs)
+        """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
+        self._relevance = relevance
         scan_policy = market_scan or MarketScanPolicy()
         # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
         verdict_folder = CACHE_DIR if filesystem.has_shell else ".harness"
@@ -150,6 +159,7 @@ class SkillPipeline(AsyncResource):
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
         self._resolved: dict[str, ResolvedSkill] = {}
+        self._resolved_shadowed: dict[str, ResolvedSkill] = {}
         self._resolved_for: _Base | None = None
         self._resolved_generation = 0
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
@@ -192,6 +202,18 @@ class SkillPipeline(AsyncResource):
             if self.stager is not None:
                 await self.stager.aclose()
 
+    @property
+    def relevance(self) -> Mapping[str, float] | None:
+        """Skill id → score ordering the catalog (see the class docstring). Setting it renders
+        the next turns' catalogs anew; the mapping is read only then, not on every turn."""
+        return self._relevance
+
+    @relevance.setter
+    def relevance(self, scores: Mapping[str, float] | None) -> None:
+        self._relevance = scores
+        self._views.clear()
+        self._shared_view = None
+
     # -- the turn ----------------------------------------------------------------------------
 
     async def prepare(self, context: RuntimeContext, *, stage: bool = True) -> TurnPlan:
@@ -204,7 +226,8 @@ class SkillPipeline(AsyncResource):
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
-                self.environments.track(base, self._base_resolved(base).values())
+                merged, shadowed = self._base_resolved(base)  # a shadowed skill still runs by its id
+                self.environments.track(base, [*merged.values(), *shadowed.values()])
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
@@ -216,13 +239,14 @@ class SkillPipeline(AsyncResource):
         ):
             view = self._build_view(context, base, user, layers)
             self._views[context.user_id] = view
-        skills, catalog = view.skills, view.catalog
+        skills, shadowed, catalog = view.skills, view.shadowed_skills, view.catalog
         if self.visibility is not None:
-            kept = await self.visibility.apply([s.skill for s in skills.values()], context)
-            allowed = {s.skill_id for s in kept}
-            if len(allowed) < len(skills):  # the common case filters nothing: keep the view's catalog
+            candidates = [s.skill for s in (*skills.values(), *shadowed.values())]
+            allowed = {s.skill_id for s in await self.visibility.apply(candidates, context)}
+            if len(allowed) < len(candidates):  # the common case filters nothing: keep the view's catalog
                 skills = {k: v for k, v in skills.items() if k in allowed}
-                catalog = self._catalog(skills)
+                shadowed = {k: v for k, v in shadowed.items() if k in allowed}
+                catalog = self._catalog(skills, shadowed)
         staged = (
             await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
             if self.stager is not None and stage
@@ -246,6 +270,8 @@ class SkillPipeline(AsyncResource):
             staged=staged,
             search=None if catalog.complete else view.search,  # filtered skills: the search tool drops them
             before_run=self._before_run if self.stager is not None else None,
+            shadowed_skills=shadowed,
+            labels=self.labels,
         )
 
     async def _before_run(self, skill: ResolvedSkill) -> None:
@@ -387,14 +413,16 @@ class SkillPipeline(AsyncResource):
         if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
             if shared is None or shared.base is not base or shared.environments != self._environments_generation:
-                skills = self._base_resolved(base)
+                skills, shadowed = self._base_resolved(base)
                 hidden = self._hidden_roots(skills, user, layers)
+                shadowed = self._without_hidden_roots(shadowed, user, layers)
                 shared = _UserView(
                     base=base,
                     user=user,
                     skills=skills,
                     shadowed=base.merged.shadowed,
-                    catalog=self._catalog(skills),
+                    shadowed_skills=shadowed,
+                    catalog=self._catalog(skills, shadowed),
                     search=SkillIndex(s.skill for s in skills.values()),
                     diagnostics=_hidden_diagnostics(hidden, "workspace"),
                     environments=self._environments_generation,
@@ -403,24 +431,27 @@ class SkillPipeline(AsyncResource):
             return dataclasses.replace(shared, user=user)
         merged = merge_layers(user, base=base.merged)
         owner = {id(entry): layer for layer, result in zip(layers, user, strict=True) for entry in result.entries}
-        skills = dict(self._base_resolved(base))
+        base_skills, base_shadowed = self._base_resolved(base)
+        skills, shadowed = dict(base_skills), dict(base_shadowed)
         for result in user:
             for entry in result.entries:
                 replaced = base.merged.entries.get(entry.skill.name)
-                if replaced is not None:
-                    skills.pop(replaced.skill.skill_id, None)
+                if replaced is not None and replaced.skill.skill_id in skills:
+                    shadowed[replaced.skill.skill_id] = skills.pop(replaced.skill.skill_id)
         for entry in merged.entries.values():
             if entry.skill.layer is Layer.USER:
                 skills[entry.skill.skill_id] = self._resolve(entry, owner[id(entry)])
         hidden = self._hidden_roots(skills, user, layers)
         for skill_id in hidden:
             skills[skill_id] = dataclasses.replace(skills[skill_id], files_root=None)
+        shadowed = self._without_hidden_roots(shadowed, user, layers)
         return _UserView(
             base=base,
             user=user,
             skills=skills,
             shadowed=merged.shadowed,
-            catalog=self._catalog(skills),
+            shadowed_skills=shadowed,
+            catalog=self._catalog(skills, shadowed),
             search=SkillIndex(s.skill for s in skills.values()),
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
             environments=self._environments_generation,
@@ -465,6 +496,18 @@ class SkillPipeline(AsyncResource):
                 )
         return hidden
 
+    def _without_hidden_roots(
+        self, skills: dict[str, ResolvedSkill], user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
+    ) -> dict[str, ResolvedSkill]:
+        """``skills`` (shadowed ones) without the files-roots the user's shell does not show as
+        theirs: a workspace skill a user's same-name folder covers in a sandbox keeps no
+        files-root, so its commands never run what the tenant wrote there. Nothing is reported:
+        being shadowed is the reason."""
+        hidden = self._hidden_roots(skills, user, layers)
+        if not hidden:
+            return skills
+        return {k: dataclasses.replace(v, files_root=None) if k in hidden else v for k, v in skills.items()}
+
     def _link_shown(self, entry: LayerEntry) -> bool:
         """Whether the shell sees a workspace folder where it is on the host (a host shell does,
         following links; a sandbox shows only what it binds)."""
@@ -475,18 +518,23 @@ class SkillPipeline(AsyncResource):
     def _environments_generation(self) -> int:
         return self.environments.generation if self.environments is not None else 0
 
-    def _base_resolved(self, base: _Base) -> dict[str, ResolvedSkill]:
+    def _base_resolved(self, base: _Base) -> tuple[dict[str, ResolvedSkill], dict[str, ResolvedSkill]]:
         """Layers 1–3 resolved once per merge (and once per change of their environments),
-        shared by every user's view."""
+        shared by every user's view: the merged skills, and those the merge shadowed that a full
+        id still names."""
         generation = self._environments_generation
         if self._resolved_for is not base or self._resolved_generation != generation:
             self._resolved = {
                 entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
                 for entry in base.merged.entries.values()
             }
+            self._resolved_shadowed = {
+                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
+                for entry in base.merged.loadable_losers()
+            }
             self._resolved_for = base
             self._resolved_generation = generation
-        return self._resolved
+        return self._resolved, self._resolved_shadowed
 
     def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
         environments = self.environments
@@ -512,19 +560,26 @@ class SkillPipeline(AsyncResource):
             return None
         return _shown_in(source).shell_path(entry.path)
 
-    def render(self, skills: dict[str, ResolvedSkill]) -> str:
-        """The catalog text for ``skills`` with this pipeline's tools and budget."""
-        return self._catalog(skills).text
+    def render(self, skills: dict[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill] | None = None) -> str:
+        """The catalog text for ``skills`` (and the ``shadowed`` skills it names) with this
+        pipeline's tools, budget, labels and relevance."""
+        return self._catalog(skills, shadowed or {}).text
 
-    def _catalog(self, skills: dict[str, ResolvedSkill]) -> Catalog:
+    def _catalog(self, skills: dict[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill]) -> Catalog:
         roots = {k: v.files_root for k, v in skills.items() if v.files_root}
         workflows = frozenset(k for k, v in skills.items() if v.workflow)
+        shadowed_ids = sorted(
+            f"{s.skill.name}_{self.labels.label(s.skill.source)}" for s in shadowed.values() if not s.skill.hidden
+        )
         return build_catalog(
-            entries_for([s.skill for s in skills.values()], roots, workflows),
+            entries_for(
+                [s.skill for s in skills.values()], roots, workflows, labels=self.labels, relevance=self._relevance
+            ),
             load_tool=LOAD_TOOL,
             shell_tool=SHELL_TOOL if self.filesystem.has_shell else None,
             budget=self.catalog_budget,
             search_tool=SEARCH_TOOL,
+            shadowed=shadowed_ids,
         )
 
     # -- watching ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.errors import SkillNotFound
+from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.search import SkillIndex
@@ -59,11 +60,16 @@ class TurnPlan:
     """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
 
     ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
-    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`. ``search`` is set
-    when the catalog budget cut the catalog: an index over at least these skills (the search
-    tool keeps only what :meth:`find` serves). ``before_run``, when set, is awaited by the
-    shell tool before a command of a skill runs: it checks that skill's staged copy and restores
-    what was changed behind the stager's back.
+    and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
+    ``shadowed_skills`` holds, by id, the skills a same-name skill of a higher layer (or a
+    later market) shadows, after the same visibility filters: they are not in the catalog
+    (only its ``<shadowed>`` line) and load by their id only, the bare name meaning the
+    winner. ``labels`` are the short market labels the catalog shows: ``<name>_<label>``
+    finds the skill whose id is ``<name>_<market slug>``. ``search`` is set when the catalog
+    budget cut the catalog: an index over at least these skills (the search tool keeps only
+    what :meth:`find` serves). ``before_run``, when set, is awaited by the shell tool before a
+    command of a skill runs: it checks that skill's staged copy and restores what was changed
+    behind the stager's back.
     """
 
     context: RuntimeContext
@@ -76,26 +82,28 @@ class TurnPlan:
     invoked: set[str] = field(default_factory=set)
     search: SkillIndex | None = None
     before_run: Callable[[ResolvedSkill], Awaitable[None]] | None = None
+    shadowed_skills: dict[str, ResolvedSkill] = field(default_factory=dict)
+    labels: SourceLabels = field(default_factory=SourceLabels)
 
     def available(self) -> list[ResolvedSkill]:
         """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""
         return [s for s in self.skills.values() if not s.skill.hidden or s.skill.skill_id in self.invoked]
 
     def find(self, id_or_name: str) -> ResolvedSkill | None:
-        """A loadable skill by id, or by name when exactly one skill has it."""
-        found = self.skills.get(id_or_name)
-        if found is None:
-            named = [s for s in self.skills.values() if s.skill.name == id_or_name]
-            found = named[0] if len(named) == 1 else None
+        """A loadable skill by id (its full id or the one the catalog shows, a shadowed skill's
+        included), or by name when exactly one listed skill has it."""
+        found = self._lookup(id_or_name)
         if found is None or (found.skill.hidden and found.skill.skill_id not in self.invoked):
             return None
         return found
 
+    def by_id(self, skill_id: str) -> ResolvedSkill | None:
+        """A skill of this turn by its full id (listed or shadowed), loadable or not."""
+        return self.skills.get(skill_id) or self.shadowed_skills.get(skill_id)
+
     def invoke(self, id_or_name: str) -> ResolvedSkill:
         """Mark a skill as explicitly invoked (hidden skills included) and return it."""
-        found = self.skills.get(id_or_name) or next(
-            (s for s in self.skills.values() if s.skill.name == id_or_name), None
-        )
+        found = self._lookup(id_or_name)
         if found is None:
             raise SkillNotFound(
                 f"no skill named {id_or_name!r}; available: "
@@ -103,3 +111,12 @@ class TurnPlan:
             )
         self.invoked.add(found.skill.skill_id)
         return found
+
+    def _lookup(self, id_or_name: str) -> ResolvedSkill | None:
+        """By full id, then by the id the catalog shows, then by a name only one listed skill has."""
+        for skill_id in (id_or_name, *self.labels.full_ids(id_or_name)):
+            found = self.by_id(skill_id)
+            if found is not None:
+                return found
+        named = [s for s in self.skills.values() if s.skill.name == id_or_name]
+        return named[0] if len(named) == 1 else None

@@ -82,7 +82,13 @@ def search_tools(plan: TurnPlan) -> list[Tool]:
         matches = await search_plan(plan, query, limit)
         if not matches:
             return f"no skill matches {query!r}; try other or fewer keywords."
-        blocks = [render_entry(entry_for(plan.skills[m.skill_id].skill, m.files_root, m.workflow)) for m in matches]
+        blocks = [_render_match(plan, match) for match in matches]
         return f"{len(matches)} skills match {query!r}, best first:\n" + "\n".join(blocks)
 
     return [tool_from_function(search_skills, name=SEARCH_TOOL)]
+
+
+def _render_match(plan: TurnPlan, match: SkillMatch) -> str:
+    """One result as the model reads it: the skill with the id and files-root to use it by."""
+    skill = plan.skills[match.skill_id].skill
+    return render_entry(entry_for(skill, match.files_root, match.workflow, source=plan.labels.label(skill.source)))

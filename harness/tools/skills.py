@@ -133,7 +133,7 @@ def skill_tools(
         with the skill's folder and how to run its commands.
 
         Args:
-            skillId: The skill id from <skill-id> in the catalog (or the skill's name when unique).
+            skillId: The skill id, <name>_<source> as the catalog shows it (or the skill's name when unique).
             path: A path relative to the skill folder, e.g. "SKILL.md" or "references/guide.md".
             offset: The first line to return (1-based), to continue a long file.
             limit: The most lines to return (at most 2000).
@@ -264,7 +264,7 @@ def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message], *, s
     results = {message.content for message in history if message.role == "tool"}
     shown = set()
     for skill_id in skill_ids:
-        resolved = plan.skills.get(skill_id)
+        resolved = plan.by_id(skill_id)
         if resolved is None:
             continue
         skill = resolved.skill

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from harness import Harness
 from harness.adapters import UserContextError
 from harness.adapters.openai_agents import OpenAIAgentsSkills
 from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL
+from tests.support.catalog import read_catalog
 
 LOAD = "load_skill_through_path"
 SHELL = "execute_shell_command"
@@ -38,9 +38,9 @@ def _outputs(result: Any) -> list[str]:
 
 def _run_forecast(call: ModelCall) -> list[Any]:
     """Run the script from the files-root the catalog names (what a real model reads there)."""
-    root = re.search(r"<files-root>(.*?)</files-root>", call.system_instructions or "")
+    root = read_catalog(call.system_instructions or "").by_name[MARKET_SKILL].files_root
     assert root is not None, call.system_instructions
-    return [function_call(SHELL, {"command": f"python3 {root[1]}/scripts/forecast.py"}, call_id="shell")]
+    return [function_call(SHELL, {"command": f"python3 {root}/scripts/forecast.py"}, call_id="shell")]
 
 
 async def test_a_run_loads_and_runs_the_market_skill_for_its_user(agent: Harness) -> None:
@@ -57,7 +57,7 @@ async def test_a_run_loads_and_runs_the_market_skill_for_its_user(agent: Harness
     first = model.calls[0]
     assert first.system_instructions is not None
     assert first.system_instructions.startswith("You are terse.\n\n")
-    assert f"<name>{MARKET_SKILL}</name>" in first.system_instructions
+    assert MARKET_SKILL in read_catalog(first.system_instructions).described
     assert {t.name for t in first.tools} == {LOAD, SHELL}  # search only when the catalog is cut
     loaded, ran = _outputs(result)
     assert MARKET_BODY in loaded
@@ -84,7 +84,7 @@ async def test_the_owner_sees_their_own_skill(agent: Harness) -> None:
     model = ScriptedModel([[function_call(LOAD, {"skillId": BOB_SKILL}, call_id="own")], [assistant_message("ok")]])
     result = await Runner.run(_agent(OpenAIAgentsSkills(agent), model), "my notes", context=BOB)
 
-    assert f"<name>{BOB_SKILL}</name>" in (model.calls[0].system_instructions or "")
+    assert BOB_SKILL in read_catalog(model.calls[0].system_instructions or "").described
     assert BOB_SECRET in _outputs(result)[0]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +17,7 @@ from harness import Harness, RuntimeContext
 from harness.adapters import UserContextError
 from harness.adapters.pydantic_ai import SkillsToolset
 from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL
+from tests.support.catalog import read_catalog
 
 LOAD = "load_skill_through_path"
 SHELL = "execute_shell_command"
@@ -46,9 +46,9 @@ def reply(text: str) -> Step:
 
 
 def run_forecast(info: AgentInfo) -> ModelResponse:
-    root = re.search(r"<files-root>(.*?)</files-root>", info.instructions or "")
+    root = read_catalog(info.instructions or "").by_name[MARKET_SKILL].files_root
     assert root is not None, info.instructions
-    return ModelResponse(parts=[ToolCallPart(SHELL, {"command": f"python3 {root[1]}/scripts/forecast.py"})])
+    return ModelResponse(parts=[ToolCallPart(SHELL, {"command": f"python3 {root}/scripts/forecast.py"})])
 
 
 def returns(messages: list[ModelMessage]) -> list[str]:
@@ -68,7 +68,7 @@ async def test_a_run_loads_and_runs_the_market_skill_for_its_user(agent: Harness
 
     assert result.output == "sunny"
     first = script.seen[0]
-    assert f"<name>{MARKET_SKILL}</name>" in (first.instructions or "")
+    assert MARKET_SKILL in read_catalog(first.instructions or "").described
     assert {t.name for t in first.function_tools} == {LOAD, SHELL}
     loaded, ran = returns(result.all_messages())
     assert MARKET_BODY in loaded
@@ -103,7 +103,7 @@ async def test_the_user_comes_from_each_runs_deps_through_a_capability(agent: Ha
     result = await pyd.run("my notes", deps=BOB)
     await pyd.run("my notes", deps=ALICE)
 
-    assert f"<name>{BOB_SKILL}</name>" in (script.seen[0].instructions or "")
+    assert BOB_SKILL in read_catalog(script.seen[0].instructions or "").described
     assert BOB_SECRET in returns(result.all_messages())[0]
     assert BOB_SKILL not in (script.seen[2].instructions or "")
 

@@ -15,6 +15,7 @@ from harness.agent.sessions import InMemorySessionStore
 from harness.errors import SkillNotFound
 from harness.models import DemoModel, Message, ScriptedModel, ToolCall
 from repositories import FileContents, MemoryRepository, SkillBundleContents
+from tests.support.catalog import read_catalog
 from tests.support.skills import make_skill, served_body
 
 ALICE = RuntimeContext(user_id="alice")
@@ -61,7 +62,8 @@ async def test_catalog_goes_into_the_system_prompt_after_the_apps_prompt(tmp_pat
         await agent.run("hello", context=ALICE)
     system = model.calls[0].messages[0]
     assert system.role == "system" and system.content.startswith("Be brief.\n\n")
-    assert "<skill-id>weather_acme</skill-id>" in system.content and "secret-ops" not in system.content
+    assert [s.skill_id for s in read_catalog(system.content).skills] == ["weather_acme"]
+    assert "secret-ops" not in system.content
     assert {"load_skill_through_path", "execute_shell_command", "read_file"} <= set(model.calls[0].tool_names)
 
 
@@ -183,7 +185,7 @@ async def test_subagent_inherits_markets_and_can_be_restricted(tmp_path: Path) -
         with pytest.raises(SkillNotFound):
             await child.skill("secret-ops", context=ALICE)
     system = model.calls[0].messages[0].content
-    assert system.startswith("Child.") and "weather_acme" in system
+    assert system.startswith("Child.") and [s.skill_id for s in read_catalog(system).skills] == ["weather_acme"]
 
 
 async def test_user_tools_from_plain_functions(tmp_path: Path) -> None:
@@ -228,4 +230,4 @@ async def test_learning_loop_drafts_and_operator_promotion(tmp_path: Path) -> No
         await agent.promote_skill("greeter", "ops", context=ALICE)
         await agent.run("hi", context=ALICE)
         assert await agent.query_audit(predicate=lambda r: r.op == "promotion.promote")
-    assert "<name>greeter</name>" in model.calls[-1].messages[0].content
+    assert "greeter" in read_catalog(model.calls[-1].messages[0].content).described

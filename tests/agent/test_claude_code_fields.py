@@ -17,6 +17,7 @@ from harness.errors import SkillNotFound
 from harness.models import ScriptedModel
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
 from repositories import MemoryRepository
+from tests.support.catalog import read_catalog
 from tests.support.skills import make_bundle, make_skill
 
 ALICE = RuntimeContext(user_id="alice", session_id="s-42")
@@ -132,14 +133,15 @@ async def test_user_invocable_false_stays_in_the_models_catalog(tmp_path: Path) 
     _skill(tmp_path, "internal", extra="user-invocable: false\n")
     async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
         plan = await agent.prepare(ALICE)
-    assert "<name>internal</name>" in plan.catalog
+    assert "internal" in read_catalog(plan.catalog).described
 
 
 async def test_when_to_use_is_shown_escaped_with_the_description(tmp_path: Path) -> None:
     _skill(tmp_path, "deploy", extra="when_to_use: the user says ship <it> & go\n")
     async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
         plan = await agent.prepare(ALICE)
-    assert "When to use: the user says ship &lt;it&gt; &amp; go</description>" in plan.catalog
+    assert "When to use: the user says ship &lt;it&gt; &amp; go</skill>" in plan.catalog
+    assert read_catalog(plan.catalog).described["deploy"].endswith("When to use: the user says ship <it> & go")
 
 
 async def test_unknown_skill_reply_lists_argument_hints(tmp_path: Path) -> None:

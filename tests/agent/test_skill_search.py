@@ -40,7 +40,7 @@ def _call(tool_name: str, **arguments: object) -> Message:
 
 def _load_first_result(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> Message:
     """The scripted model's second step: load the first skill id the search returned."""
-    found = re.search(r"<skill-id>(.*?)</skill-id>", messages[-1].content)
+    found = re.search(r'<skill name="[^"]*" id="([^"]*)"', messages[-1].content)
     assert found is not None, messages[-1].content
     return _call("load_skill_through_path", skillId=found.group(1))
 

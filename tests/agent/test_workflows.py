@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness import Harness, RuntimeContext
 from harness.models import Message, ScriptedModel, ToolCall
+from tests.support.catalog import read_catalog
 from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice")
@@ -58,7 +59,7 @@ async def test_workflow_skills_are_marked_and_their_tools_offered(tmp_path: Path
     async with Harness(model=model, workspace=tmp_path) as agent:
         await agent.run("hi", context=ALICE)
     system = model.calls[0].messages[0].content
-    assert "<name>digest</name>" in system and "<workflow>true</workflow>" in system
+    assert read_catalog(system).by_name["digest"].workflow and 'workflow="true"' in system
     assert "workflow_start" in system and "workflow_start" in model.calls[0].tool_names
 
 

@@ -8,6 +8,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from tests.support.catalog import read_catalog
 from tests.support.skills import make_skill
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
@@ -52,8 +53,40 @@ def test_list_without_shell_has_no_files_root(tmp_path: Path) -> None:
 def test_prompt_prints_the_escaped_catalog(tmp_path: Path) -> None:
     ws, market = _workspace(tmp_path)
     result = _cli("skills", "prompt", "--workspace", str(ws), "--repo", str(market), "--user", "bob")
-    assert "<description>workspace &amp; co</description>" in result.stdout
-    assert "<description>Use the &lt;tool&gt;.</description>" in result.stdout
+    assert '<skill name="shared">workspace &amp; co</skill>' in result.stdout
+    assert '<skill name="tool">Use the &lt;tool&gt;.</skill>' in result.stdout
+    assert read_catalog(result.stdout).described == {"shared": "workspace & co", "tool": "Use the <tool>."}
+
+
+def _rival_markets(tmp_path: Path) -> list[str]:
+    """Two markets that both have ``tool``: the later one (``dir-second``) wins."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    _skill(first, "tool", "The first market's tool.")
+    _skill(second, "tool", "The second market's tool.")
+    return ["--repo", f"dir:{first}", "--repo", f"dir:{second}"]
+
+
+def test_list_json_says_by_which_id_a_shadowed_skill_still_loads(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    _skill(ws / "alice" / "skills", "tool", "Alice's own tool.")
+    result = _cli("skills", "list", "--json", "--workspace", str(ws), *_rival_markets(tmp_path), "--user", "alice")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    [tool] = [s for s in data["skills"] if s["name"] == "tool"]
+    assert tool["skill_id"] == tool["catalog_id"] == "tool_workspace-namespaced"
+    losers = {s["loser"]["skill_id"]: s["load_id"] for s in data["shadowed"]}
+    assert losers == {"tool_dir-first": "tool_dir-first", "tool_dir-second": "tool_dir-second"}
+    text = _cli("skills", "list", "--workspace", str(ws), *_rival_markets(tmp_path), "--user", "alice").stdout
+    assert "still loads by id tool_dir-first" in text and "still loads by id tool_dir-second" in text
+
+
+def test_show_loads_a_shadowed_skill_by_its_full_id_and_the_name_means_the_winner(tmp_path: Path) -> None:
+    common = ["--workspace", str(tmp_path / "ws"), *_rival_markets(tmp_path), "--user", "bob"]
+    assert "The first market's tool." in _cli("skills", "show", "tool_dir-first", *common).stdout
+    assert "The second market's tool." in _cli("skills", "show", "tool", *common).stdout
+    assert "The first market's tool." in _cli("skills", "show", "tool_first", *common).stdout  # the short label
+    prompt = read_catalog(_cli("skills", "prompt", *common).stdout)
+    assert [s.skill_id for s in prompt.skills] == ["tool_second"] and prompt.shadowed == ["tool_first"]
 
 
 def test_stage_twice_writes_nothing_the_second_time(tmp_path: Path) -> None:
@@ -162,7 +195,7 @@ def test_list_show_and_prompt_exit_1_while_a_market_is_down_but_still_print(tmp_
         assert listing.returncode == 1, listing.stderr
         assert any(d["code"] == "market-unavailable" for d in json.loads(listing.stdout)["diagnostics"])
         prompt = _cli("skills", "prompt", *common)
-        assert prompt.returncode == 1 and "<name>tool</name>" in prompt.stdout
+        assert prompt.returncode == 1 and '<skill name="tool">' in prompt.stdout
         show = _cli("skills", "show", "tool", *common)
         assert show.returncode == 1 and "name: tool" in show.stdout
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 import pytest
 
 from harness.models import Message, ModelReply, ToolSpec, open_model
 from harness.models.demo import DemoModel
+from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, CatalogEntry, render_catalog
 from tests.support.skills import make_skill
 
 LOAD = ToolSpec(
@@ -53,14 +53,13 @@ def write_skill(root: Path, name: str, body: str, scripts: dict[str, str] | None
 
 
 def catalog(skills: list[tuple[str, str, Path | None]]) -> str:
-    entries = "".join(
-        f"<skill>\n<name>{name}</name>\n<description>{escape(desc)}</description>\n"
-        f"<skill-id>{name}_workspace</skill-id>\n"
-        + (f"<files-root>{root}</files-root>\n" if root else "")
-        + "</skill>\n"
+    """A system prompt carrying the catalog as the pipeline renders it."""
+    entries = [
+        CatalogEntry(name=name, description=desc, source="workspace", files_root=str(root) if root else None)
         for name, desc, root in skills
-    )
-    return f"You are helpful.\n\nSkills:\n<available_skills>\n{entries}</available_skills>"
+    ]
+    text = render_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL)
+    return f"You are helpful.\n\nSkills:\n{text}"
 
 
 @pytest.fixture

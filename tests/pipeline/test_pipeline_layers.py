@@ -18,6 +18,7 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
 from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
+from tests.support.catalog import read_catalog
 from tests.support.pipeline import (
     MODES,
     GitRemote,
@@ -174,10 +175,15 @@ async def test_files_roots_follow_the_mode(world: World) -> None:
         assert roots["shared_workspace-namespaced"] == expected_user
         assert roots["notes_workspace"] == expected_ws
         if expected_ws is None:
-            assert "<files-root>" not in alice.catalog and SHELL_TOOL not in alice.catalog
-        else:
-            assert f"<files-root>{roots[f'lint_{world.git}']}</files-root>" in alice.catalog
-            assert f"<files-root>{bob.skills['shared_workspace'].files_root}</files-root>" in bob.catalog
+            assert "root=" not in alice.catalog and SHELL_TOOL not in alice.catalog
+        for plan in (alice, bob):
+            # Every entry's id and files-root, derived from its group as the header says, are the plan's.
+            shown = read_catalog(plan.catalog).skills
+            assert len(shown) == len([s for s in plan.skills.values() if not s.skill.hidden])
+            for entry in shown:
+                found = plan.find(entry.skill_id)
+                assert found is not None and found.skill.name == entry.name
+                assert entry.files_root == found.files_root
 
 
 async def test_staged_scripts_run_through_the_shell_tool(world: World) -> None:

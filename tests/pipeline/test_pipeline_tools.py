@@ -13,8 +13,9 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
+from tests.support.catalog import read_catalog
 from tests.support.pipeline import bundle, open_filesystem, put_skill, skill_text, write_skill
-from tests.support.skills import served_body
+from tests.support.skills import make_skill, served_body
 
 ALICE = RuntimeContext(user_id="alice")
 HIDDEN = "disable-model-invocation: true\n"
@@ -55,7 +56,7 @@ def _docs_market() -> MemoryRepository:
 async def test_catalog_lists_visible_skills_sorted_with_the_registered_tool_names(tmp_path: Path) -> None:
     market = MemoryRepository([bundle("zeta"), bundle("alpha"), bundle("mid")], name="acme")
     plan = await _plan(tmp_path, market)
-    assert re.findall(r"<name>(.*?)</name>", plan.catalog) == ["alpha", "mid", "zeta"]
+    assert [s.name for s in read_catalog(plan.catalog).skills] == ["alpha", "mid", "zeta"]
     assert f'{LOAD_TOOL}(skillId="<skill-id>")' in plan.catalog
     assert f'{SHELL_TOOL}("python3 <files-root>/scripts/' in plan.catalog
     assert {t.name for t in skill_tools(plan)} == {LOAD_TOOL, SHELL_TOOL}
@@ -65,9 +66,12 @@ async def test_catalog_text_is_xml_escaped(tmp_path: Path) -> None:
     ws = tmp_path / "a&b <ws>"
     market = MemoryRepository([bundle("tool", description='Use for <b>bold</b> & "quoted" text')], name="acme")
     plan = await _plan(ws, market)
-    assert '<description>Use for &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" text</description>' in plan.catalog
-    assert f"<files-root>{tmp_path}/a&amp;b &lt;ws&gt;/.skills-cache/acme/tool</files-root>" in plan.catalog
+    assert '<skill name="tool">Use for &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" text</skill>' in plan.catalog
+    assert f'root="{tmp_path}/a&amp;b &lt;ws&gt;/.skills-cache/acme"' in plan.catalog
     assert "<b>" not in plan.catalog
+    [tool] = read_catalog(plan.catalog).skills
+    assert tool.description == 'Use for <b>bold</b> & "quoted" text'
+    assert tool.files_root == plan.skills["tool_acme"].files_root == f"{ws}/.skills-cache/acme/tool"
 
 
 async def test_a_budget_shortens_the_longest_descriptions_first(tmp_path: Path) -> None:
@@ -77,27 +81,34 @@ async def test_a_budget_shortens_the_longest_descriptions_first(tmp_path: Path) 
     budget = len(full.catalog) - 500
     plan = await _plan(tmp_path / "b", MemoryRepository(skills, name="acme"), catalog_budget=budget)
     assert len(plan.catalog) <= budget
-    assert "…</description>" in plan.catalog and "<more" not in plan.catalog
+    read = read_catalog(plan.catalog)
+    assert read.described["verbose"].endswith("…") and read.named == [] and read.more == 0
     for i in range(5):
-        assert f"<description>Short one {i}.</description>" in plan.catalog
+        assert read.described[f"skill-{i:02d}"] == f"Short one {i}."
 
 
-async def test_a_tight_budget_lists_the_rest_by_name_with_an_n_more_line(tmp_path: Path) -> None:
+async def test_a_tight_budget_lists_the_rest_by_name(tmp_path: Path) -> None:
     skills = [bundle(f"skill-{i:02d}", description="Use when " + "many words " * 20) for i in range(30)]
+    plan = await _plan(tmp_path, MemoryRepository(skills, name="acme"), catalog_budget=2200)
+    assert len(plan.catalog) <= 2200
+    read = read_catalog(plan.catalog)
+    assert read.described and read.named and read.more == 0
+    assert sorted(s.name for s in read.skills) == [f"skill-{i:02d}" for i in range(30)]  # nothing dropped silently
+    assert all(s.skill_id in plan.skills and s.files_root == plan.skills[s.skill_id].files_root for s in read.skills)
+
+
+async def test_a_tighter_budget_counts_what_it_cannot_name(tmp_path: Path) -> None:
+    skills = [bundle(f"skill-{i:02d}", description="Use when " + "many words " * 20) for i in range(300)]
     plan = await _plan(tmp_path, MemoryRepository(skills, name="acme"), catalog_budget=3000)
-    assert len(plan.catalog) <= 3000
-    more = re.search(r'<more count="(\d+)">(.*?)</more>', plan.catalog)
-    assert more is not None
-    listed = re.findall(r"<name>(.*?)</name>", plan.catalog)
-    by_name = more.group(2).split(", ")
-    assert int(more.group(1)) == len(by_name) > 0
-    assert sorted(listed + by_name) == [f"skill-{i:02d}" for i in range(30)]  # nothing dropped silently
+    read = read_catalog(plan.catalog)
+    assert len(plan.catalog) <= 3000 and read.named and read.more
+    assert len(read.skills) + read.more == 300
 
 
 async def test_hidden_skills_stay_out_of_the_catalog_but_can_be_invoked(tmp_path: Path) -> None:
     market = MemoryRepository([bundle("secret", extra=HIDDEN), bundle("open")], name="acme")
     plan = await _plan(tmp_path, market)
-    assert "secret" not in plan.catalog and "<name>open</name>" in plan.catalog
+    assert [s.name for s in read_catalog(plan.catalog).skills] == ["open"] and "secret" not in plan.catalog
     assert "secret_acme" in plan.skills and plan.find("secret") is None
     with pytest.raises(SkillNotFound):
         await _load(plan, skillId="secret_acme")
@@ -261,3 +272,14 @@ async def test_read_file_splits_a_line_longer_than_a_page(tmp_path: Path) -> Non
     assert first.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 1-1 of 4; the last line continues")
     assert first.endswith("continue with offset=2]")
     assert second.startswith("y" * MAX_PAGE_BYTES + "\n[showing lines 2-2 of 4")
+
+
+async def test_only_a_skill_another_source_shadowed_stays_loadable_by_id(tmp_path: Path) -> None:
+    make_skill(tmp_path / "skills" / "a", "dup", description="The first workspace dup.")
+    make_skill(tmp_path / "skills" / "b", "dup", description="The second workspace dup.")
+    plan = await _plan(tmp_path, MemoryRepository([bundle("dup", description="The market dup.")], name="acme"))
+    assert set(plan.shadowed_skills) == {"dup_acme"}  # the second workspace dup has the winner's id
+    assert (await _load(plan, skillId="dup_acme")).startswith(skill_text("dup", "The market dup."))
+    found = plan.find("dup_workspace")
+    assert found is not None and found.skill.description == "The first workspace dup."
+    assert read_catalog(plan.catalog).shadowed == ["dup_acme"]

@@ -4,7 +4,6 @@ the good skills, and nothing outside the intended folders is read or written."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
 from repositories import FileContents, InvalidRepositoryConfig, MemoryRepository, SkillBundleContents, check_source
+from tests.support.catalog import read_catalog
 from tests.support.reliability import (
     CACHE,
     HostileRepository,
@@ -106,7 +106,7 @@ async def test_broken_skills_are_skipped_with_a_diagnostic_and_good_ones_load(
     assert python_codes == {"invalid-yaml"}
     assert not (tmp_path / "pwned").exists()
     assert all(d.severity == "error" for d in plan.diagnostics if d.code in {code for _, code in BROKEN.values()})
-    assert sorted(re.findall(r"<name>(.*?)</name>", plan.catalog)) == ["alice-good", "good"]
+    assert sorted(read_catalog(plan.catalog).described) == ["alice-good", "good"]
     assert tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness")) == before
 
 

@@ -22,6 +22,7 @@ from repositories import (
     RepositoryUnavailable,
     open_repository,
 )
+from tests.support.catalog import read_catalog
 from tests.support.pipeline import local_pipeline
 from tests.support.repositories import GitRemote
 from tests.support.skills import make_skill
@@ -143,7 +144,10 @@ async def test_each_skill_carries_its_plugin_in_its_source_and_id(tmp_path: Path
         "report": "plugins-market.tools",
         "review": "plugins-market.tools",
     }
-    assert "<skill-id>pdf_plugins-market.docs-kit</skill-id>" in plan.catalog
+    # The catalog shows the market's short label; the id it gives loads the skill.
+    shown = {s.name: s.skill_id for s in read_catalog(plan.catalog).skills}
+    assert shown["pdf"] == "pdf_market.docs-kit"
+    assert plan.find(shown["pdf"]) is plan.skills["pdf_plugins-market.docs-kit"]
     # Staging keeps one folder per market: the plugin is in the id, not in the cache path.
     assert str(plan.skills["report_plugins-market.tools"].files_root).endswith("/plugins-market/report")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from harness import Harness, RuntimeContext
 from harness.agent import AllowByPattern, ToolReturned
 from harness.models import Message, Model, ToolCall
 from harness.models.base import ModelReply, ToolSpec, Usage
+from tests.support.catalog import read_catalog
 from tests.support.filesystems import build_filesystem
 
 from .attacker import hostile_calls
@@ -118,9 +118,8 @@ class HostileModel(Model):
         if messages[-1].role != "user":
             return ModelReply(message=Message.assistant("done"), usage=Usage())
         self.turns += 1
-        found = re.search(r"<name>ok</name>.*?<files-root>(.*?)</files-root>", messages[0].content, re.DOTALL)
-        assert found is not None, "the catalog shows no files-root for ok"
-        root = found[1]
+        root = read_catalog(messages[0].content).by_name["ok"].files_root
+        assert root is not None, "the catalog shows no files-root for ok"
         offered = {spec.name: spec for spec in tools}
         calls: list[tuple[str, dict[str, Any]]] = [("load_skill_through_path", {"skillId": "ok"})]
         calls.append((SHELL, {"command": f"python3 {root}/scripts/ok.py"}))

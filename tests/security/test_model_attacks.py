@@ -11,6 +11,7 @@ from harness.agent.events import ToolReturned
 from harness.agent.workflows import package_for
 from harness.engine import SkillPackage
 from harness.models import Message, ScriptedModel, ToolCall
+from tests.support.catalog import read_catalog
 
 from .attacker import ALICE, BOB_SECRET, HOST_SECRET, Arena, assert_refused, attacker, diff
 
@@ -115,4 +116,4 @@ async def test_a_hostile_shell_in_the_sandbox_reaches_nothing_of_another_tenant(
     changed = diff(before, after)
     assert [key for key in changed if not arena.own(key)] == []
     assert not [key for key in changed if "/alice/skills/" in key or "/alice/.harness/" in key]
-    assert "<name>evil</name>" not in model.calls[2].messages[0].content
+    assert "evil" not in read_catalog(model.calls[2].messages[0].content).by_name

@@ -1,9 +1,7 @@
-"""The catalog budget: the whole text fits, the most important skills keep their entries, and
-nothing is dropped without a count."""
+"""The catalog budget: the whole text fits, every skill keeps a description before any loses it,
+the most important skills keep theirs longest, and nothing is dropped without a count."""
 
 from __future__ import annotations
-
-import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,47 +15,70 @@ from harness.pipeline.catalog import (
     render_catalog,
 )
 from harness.skills.skill import Layer
+from tests.support.catalog import read_catalog
 
 
-def _entries(count: int) -> list[CatalogEntry]:
+def _entries(count: int, description: str = "Use when the task needs it. " * 4) -> list[CatalogEntry]:
     return [
-        CatalogEntry(
-            name=f"skill-{i:05d}", description="Use when the task needs it. " * 4, skill_id=f"s{i}_m", files_root=None
-        )
-        for i in range(count)
+        CatalogEntry(name=f"skill-{i:05d}", description=description, source="m", files_root=None) for i in range(count)
     ]
 
 
-def test_names_that_do_not_fit_are_counted_not_dropped() -> None:
-    text = render_catalog(_entries(10_000), load_tool="load_skill_through_path", shell_tool=None, budget=20_000)
-    assert len(text) <= 20_000
-    more = re.search(r'<more count="(\d+)">(.*)</more>', text)
-    assert more is not None
-    listed = more.group(2).split(", ")
-    unlisted = int(re.search(r"and (\d+) more not listed for space", more.group(2)).group(1))  # type: ignore[union-attr]
-    described = text.count("<skill>")
-    assert int(more.group(1)) + described == 10_000
-    assert described + len(listed) - 1 + unlisted == 10_000
-
-
-def test_a_budget_that_fits_the_names_lists_them_all() -> None:
-    text = render_catalog(_entries(300), load_tool="load_skill_through_path", shell_tool=None, budget=8_000)
-    assert len(text) <= 8_000 and "not listed" not in text
-    assert text.count("<skill>") + int(re.search(r'count="(\d+)"', text).group(1)) == 300  # type: ignore[union-attr]
-
-
-def _entry(name: str, rank: int, description: str = "Use when the task needs it. " * 4) -> CatalogEntry:
+def _entry(
+    name: str, rank: int, description: str = "Use when the task needs it. " * 4, relevance: float = 0.0
+) -> CatalogEntry:
     return CatalogEntry(
-        name=name, description=description, skill_id=f"{name}_{rank}", files_root=f"/ws/{name}", rank=rank
+        name=name,
+        description=description,
+        source=f"source-{rank}",
+        files_root=f"/ws/{rank}/{name}",
+        rank=rank,
+        relevance=relevance,
     )
 
 
-def _render(entries: list[CatalogEntry], budget: int | None) -> str:
-    return render_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=budget, search_tool=SEARCH_TOOL)
+def _render(entries: list[CatalogEntry], budget: int | None, shadowed: tuple[str, ...] = ()) -> str:
+    return render_catalog(
+        entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=budget, search_tool=SEARCH_TOOL, shadowed=shadowed
+    )
 
 
-def _descriptions(text: str) -> dict[str, str]:
-    return dict(re.findall(r"<name>(.*?)</name>\n<description>(.*?)</description>", text))
+def test_names_that_do_not_fit_are_counted_not_dropped() -> None:
+    text = render_catalog(_entries(10_000), load_tool=LOAD_TOOL, shell_tool=None, budget=20_000)
+    assert len(text) <= 20_000
+    read = read_catalog(text)
+    assert read.described and read.named and read.more
+    assert len(read.skills) + read.more == 10_000
+    # The first skills in priority order are the described ones, then the named ones.
+    assert [s.name for s in read.skills] == [f"skill-{i:05d}" for i in range(len(read.skills))]
+
+
+def test_a_budget_that_fits_the_names_lists_them_all() -> None:
+    text = render_catalog(_entries(300), load_tool=LOAD_TOOL, shell_tool=None, budget=8_000)
+    read = read_catalog(text)
+    assert len(text) <= 8_000 and read.more == 0
+    assert read.described and read.named and len(read.skills) == 300
+
+
+def test_every_skill_keeps_a_shortened_description_before_any_loses_it() -> None:
+    entries = [
+        _entry(f"m-{i:03d}", Layer.MARKET.rank, f"Use for task {i}. " + "Long detail. " * 60) for i in range(150)
+    ]
+    whole = len(_render(entries, None))
+    text = _render(entries, whole // 4)
+    read = read_catalog(text)
+    assert len(text) <= whole // 4 and read.named == [] and read.more == 0
+    lengths = {len(d) for d in read.described.values()}
+    assert len(read.described) == 150 and max(lengths) - min(lengths) <= 2  # one common cut
+    assert all(d.startswith(f"Use for task {i}.") and d.endswith("…") for i, d in enumerate(read.described.values()))
+
+
+def test_short_descriptions_stay_whole_while_the_longest_are_cut() -> None:
+    short = "Use for quick things."
+    entries = [_entry(f"m-{i:02d}", 2, short if i % 2 else "Use for long things. " * 40) for i in range(40)]
+    read = read_catalog(_render(entries, len(_render(entries, None)) // 2))
+    assert read.named == [] and all(read.described[e.name] == short for e in entries[1::2])
+    assert all(read.described[e.name].endswith("…") for e in entries[::2])
 
 
 def test_the_header_counts_toward_the_budget() -> None:
@@ -65,7 +86,8 @@ def test_the_header_counts_toward_the_budget() -> None:
     budget = len(_render(entries, None)) - 1
     text = _render(entries, budget)
     assert len(text) <= budget and text.startswith("You can use skills")
-    assert "<name>only</name>" in text or '<more count="1">' in text
+    read = read_catalog(text)
+    assert [s.name for s in read.skills] == ["only"] or read.more == 1
 
 
 def test_a_budget_smaller_than_the_header_still_holds() -> None:
@@ -74,31 +96,90 @@ def test_a_budget_smaller_than_the_header_still_holds() -> None:
         assert len(_render(entries, budget)) <= budget
 
 
+def test_a_tiny_budget_names_what_fits_and_counts_the_rest() -> None:
+    entries = [_entry(f"skill-{i:03d}", 2) for i in range(200)]
+    header = len(build_catalog(entries[:1], load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=None).text)
+    text = _render(entries, header + 400)
+    read = read_catalog(text)
+    assert len(text) <= header + 400
+    assert read.named and read.more and len(read.skills) + read.more == 200
+
+
+def test_a_huge_budget_shows_everything_whole() -> None:
+    entries = [_entry(f"skill-{i:03d}", 2, f"Use for {i}. " * 50) for i in range(200)]
+    cut = build_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=10_000_000, search_tool=SEARCH_TOOL)
+    assert cut.complete and cut.text == _render(entries, None)
+    assert read_catalog(cut.text).described == {e.name: e.description for e in entries}
+
+
 def test_a_user_skill_keeps_its_description_when_market_skills_are_cut() -> None:
     mine = _entry("zz-my-own", Layer.USER.rank, "Use for my own very particular report format, every Monday.")
-    market = [_entry(f"market-{i:03d}", Layer.MARKET.rank) for i in range(200)]
-    text = _render([*market, mine], 6_000)
-    assert len(text) <= 6_000
-    assert _descriptions(text)["zz-my-own"] == "Use for my own very particular report format, every Monday."
-    assert "market-199" not in _descriptions(text)
+    market = [_entry(f"market-{i:03d}", Layer.MARKET.rank, "Use for a market task. " * 8) for i in range(200)]
+    text = _render([*market, mine], 20_000)
+    read = read_catalog(text)
+    assert len(text) <= 20_000
+    assert read.described["zz-my-own"] == "Use for my own very particular report format, every Monday."
+    assert read.described["market-199"].endswith("…")
 
 
 def test_workspace_skills_are_kept_before_market_and_market_before_global() -> None:
     entries = [
-        _entry("a-global", Layer.GLOBAL.rank),
-        _entry("b-market", Layer.MARKET.rank),
-        _entry("c-workspace", Layer.WORKSPACE.rank),
+        _entry("a-global", Layer.GLOBAL.rank, "Use for global things. " * 20),
+        _entry("b-market", Layer.MARKET.rank, "Use for market things. " * 20),
+        _entry("c-workspace", Layer.WORKSPACE.rank, "Use for workspace things. " * 20),
     ]
-    room = len(_render(entries[2:], None)) + 400
-    described = _descriptions(_render(entries, room))
-    assert "c-workspace" in described and "a-global" not in described
+    whole = {e.name: e.description for e in entries}
+    # Room for the workspace skill's whole description, the others shortened.
+    read = read_catalog(_render(entries, len(_render(entries, None)) - 300))
+    assert read.described["c-workspace"] == whole["c-workspace"]
+    assert read.described["a-global"] != whole["a-global"]
+    # Not every skill described: the workspace's first, the global one named.
+    many = [*entries, *(_entry(f"d-market-{i}", Layer.MARKET.rank) for i in range(30))]
+    header = len(_render(many[:1], None))
+    read = read_catalog(_render(many, header + 1_000))
+    assert "c-workspace" in read.described and "a-global" in read.named
 
 
-def test_full_entries_stay_sorted_by_name() -> None:
-    entries = [_entry(f"m-{i:02d}", Layer.MARKET.rank) for i in range(40)] + [_entry("a-user", Layer.USER.rank)]
-    text = _render(entries, 5_000)
-    names = list(_descriptions(text))
-    assert names == sorted(names) and "a-user" in names
+def test_relevance_orders_a_group_and_keeps_descriptions_first() -> None:
+    entries = [_entry(f"m-{i:02d}", 2, relevance=float(i % 5 == 3)) for i in range(40)]
+    read = read_catalog(_render(entries, None))
+    order = [s.name for s in read.skills]
+    favourites = [f"m-{i:02d}" for i in range(40) if i % 5 == 3]
+    assert order == favourites + sorted(set(order) - set(favourites))
+    header = len(_render(entries[:1], None))
+    cut = read_catalog(_render(entries, header + 900))
+    priority = favourites + sorted(set(order) - set(favourites))
+    assert cut.named and [s.name for s in cut.skills if s.description] == priority[: len(cut.described)]
+
+
+def test_groups_carry_source_and_root_once_and_entries_only_what_differs() -> None:
+    entries = [
+        CatalogEntry(name="pdf", description="Use for PDFs.", source="team", files_root="/c/git-team/pdf"),
+        CatalogEntry(name="docx", description="Use for Word.", source="team", files_root="/c/git-team/word"),
+        CatalogEntry(name="mine", description="Use for me.", source="workspace", files_root="/ws/skills/mine", rank=3),
+    ]
+    text = _render(entries, None)
+    assert text.count('source="team"') == 1 and text.count("/c/git-team") == 1
+    assert '<skill name="pdf">' in text and '<skill name="docx" folder="word">' in text
+    read = read_catalog(text)
+    assert [(s.skill_id, s.files_root) for s in read.skills] == [
+        ("mine_workspace", "/ws/skills/mine"),
+        ("docx_team", "/c/git-team/word"),
+        ("pdf_team", "/c/git-team/pdf"),
+    ]
+
+
+def test_without_files_roots_no_root_and_no_shell_line_is_rendered() -> None:
+    text = render_catalog(_entries(3), load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL)
+    assert "root=" not in text and SHELL_TOOL not in text and "files-root" not in text
+    assert all(s.files_root is None for s in read_catalog(text).skills)
+
+
+def test_shadowed_ids_get_one_line_and_a_header_sentence() -> None:
+    text = _render([_entry("pdf", 2)], None, shadowed=("pdf_other", "x_global"))
+    read = read_catalog(text)
+    assert read.shadowed == ["pdf_other", "x_global"] and "<shadowed> lists skills" in read.header
+    assert "<shadowed>" not in _render([_entry("pdf", 2)], None)
 
 
 def test_a_cut_catalog_names_the_search_tool_and_a_whole_one_does_not() -> None:
@@ -108,18 +189,27 @@ def test_a_cut_catalog_names_the_search_tool_and_a_whole_one_does_not() -> None:
     assert f"{SEARCH_TOOL}(" in cut.text and not cut.complete
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     budget=st.integers(min_value=0, max_value=40_000),
     count=st.integers(min_value=1, max_value=150),
     ranks=st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=150),
     length=st.integers(min_value=1, max_value=400),
+    text=st.sampled_from(["d", "a&b", '<"x">', "é ", "&&&&"]),
+    shadowed=st.lists(st.sampled_from(["a_b", "c&d_e"]), max_size=3),
 )
-def test_the_catalog_never_exceeds_the_budget(budget: int, count: int, ranks: list[int], length: int) -> None:
-    entries = [_entry(f"s-{i:03d}", ranks[i % len(ranks)], "d" * (length + i % 7)) for i in range(count)]
-    text = _render(entries, budget)
-    assert len(text) <= budget
-    if text:
-        described = text.count("<skill>")
-        more = re.search(r'<more count="(\d+)">', text)
-        assert described + (int(more.group(1)) if more else 0) == count
+def test_the_catalog_never_exceeds_the_budget_and_accounts_for_every_skill(
+    budget: int, count: int, ranks: list[int], length: int, text: str, shadowed: list[str]
+) -> None:
+    entries = [_entry(f"s-{i:03d}", ranks[i % len(ranks)], text * (length + i % 7)) for i in range(count)]
+    rendered = _render(entries, budget, tuple(shadowed))
+    assert len(rendered) <= budget
+    if rendered:
+        read = read_catalog(rendered)  # well-formed, escaped, even when descriptions are cut
+        assert len(read.skills) + read.more == count
+        assert len({s.name for s in read.skills}) == len(read.skills)
+        # Described skills come first in priority order, then named ones, then the counted rest.
+        priority = [e.name for e in sorted(entries, key=lambda e: (-e.rank, e.name))]
+        described, named = len(read.described), len(read.named)
+        assert set(read.described) == set(priority[:described])
+        assert set(read.named) == set(priority[described : described + named])

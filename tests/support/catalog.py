@@ -1,0 +1,95 @@
+"""Read a rendered ``<available_skills>`` block back the way its header tells the model to:
+each skill's id is ``<name>_<source of its group>``, its files-root ``<root>/<folder or name>``.
+
+The block is parsed with a real XML parser, so a test that reads a catalog also proves that the
+block is well-formed and its text escaped.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+
+__all__ = ["CatalogSkill", "ReadCatalog", "read_catalog"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogSkill:
+    """One skill as the model derives it from the catalog (``description`` ``None``: named only)."""
+
+    name: str
+    skill_id: str
+    files_root: str | None
+    description: str | None
+    workflow: bool = False
+
+
+@dataclass(kw_only=True)
+class ReadCatalog:
+    """What a catalog shows: its skills in the order shown, the ``<shadowed>`` ids and the
+    ``<more>`` count."""
+
+    header: str
+    skills: list[CatalogSkill] = field(default_factory=list)
+    shadowed: list[str] = field(default_factory=list)
+    more: int = 0
+
+    @property
+    def by_name(self) -> dict[str, CatalogSkill]:
+        return {s.name: s for s in self.skills}
+
+    @property
+    def described(self) -> dict[str, str]:
+        """Name -> description of the skills shown with one."""
+        return {s.name: s.description for s in self.skills if s.description is not None}
+
+    @property
+    def named(self) -> list[str]:
+        """The names of the skills shown without a description."""
+        return [s.name for s in self.skills if s.description is None]
+
+
+def read_catalog(text: str) -> ReadCatalog:
+    """Parse ``text`` (header plus ``<available_skills>``); raises ``ElementTree.ParseError``
+    when the block is not well-formed XML."""
+    header, _, rest = text.partition("<available_skills>")
+    root = ElementTree.fromstring(f"<available_skills>{rest}")
+    read = ReadCatalog(header=header)
+    for child in root:
+        if child.tag == "skills":
+            _read_group(child, read)
+        elif child.tag == "shadowed":
+            read.shadowed = (child.text or "").split(", ")
+        elif child.tag == "more":
+            read.more = int(child.attrib["count"])
+            assert re.fullmatch(rf"{read.more} (more )?skills (are )?not listed for space.*", child.text or "")
+        else:
+            raise AssertionError(f"unexpected element <{child.tag}> in the catalog")
+    return read
+
+
+def _read_group(group: ElementTree.Element, read: ReadCatalog) -> None:
+    source, root = group.attrib["source"], group.attrib.get("root")
+    for child in group:
+        if child.tag == "skill-names":
+            for name in (child.text or "").split(", "):
+                read.skills.append(_skill(name, name, source, root, None, False))
+            continue
+        assert child.tag == "skill", child.tag
+        name = child.attrib["name"]
+        folder = child.attrib.get("folder", name)
+        # A description is never empty, so a skill without text is one shown by name only.
+        read.skills.append(_skill(name, folder, source, root, child.text, child.attrib.get("workflow") == "true"))
+
+
+def _skill(
+    name: str, folder: str, source: str, root: str | None, description: str | None, workflow: bool
+) -> CatalogSkill:
+    return CatalogSkill(
+        name=name,
+        skill_id=f"{name}_{source}",
+        files_root=f"{root}/{folder}" if root else None,
+        description=description,
+        workflow=workflow,
+    )
