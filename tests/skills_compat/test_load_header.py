@@ -104,7 +104,7 @@ async def test_the_adapter_bridge_serves_the_header_of_what_it_offers(tmp_path: 
 async def test_mcp_load_skill_and_prompts_carry_the_header(tmp_path: Path, allow_shell: bool) -> None:
     ws = _workspace(tmp_path)
     async with Harness(model=ScriptedModel([]), workspace=ws) as agent:
-        server = SkillServer(agent.pipeline, allow_shell=allow_shell)
+        server = SkillServer(agent.pipeline, shell=agent.tools_for if allow_shell else None)
         server.bind_user("alice")
         async with Client(server.server, cache=None) as client:
             loaded = (await client.call_tool("load_skill", {"name": "stamp-three"})).content[0].text  # type: ignore[union-attr]
