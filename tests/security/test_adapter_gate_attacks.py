@@ -9,7 +9,6 @@ plain command and a long command that hides a second one. Neither may run, both 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from harness import Harness, RuntimeContext
 from harness.agent import AllowByPattern
 from harness.learning import AuditLog, AuditRecord
+from tests.support.catalog import files_root_in
 from tests.support.filesystems import build_filesystem
 
 ALICE = RuntimeContext(user_id="alice", session_id="adapter-gate")
@@ -30,9 +30,7 @@ TAIL = " " + "q" * 2100 + f"; touch {MARKER}"
 
 def _commands(instructions: str | None) -> dict[str, str]:
     """The attack's commands, from the files-root the catalog shows for ``ok``."""
-    found = re.search(r"<name>ok</name>.*?<files-root>(.*?)</files-root>", instructions or "", re.DOTALL)
-    assert found is not None, instructions
-    ok = f"python3 {found[1]}/scripts/ok.py"
+    ok = f"python3 {files_root_in(instructions or '', 'ok')}/scripts/ok.py"
     return {"ok": ok, "touch": f"touch {MARKER}", "long": ok + TAIL}
 
 

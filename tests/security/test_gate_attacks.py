@@ -23,6 +23,7 @@ from harness.agent import AllowByPattern, ApprovalDecided, ApprovalRule, Pattern
 from harness.learning import AuditLog
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
+from tests.support.catalog import files_root_in, read_catalog
 from tests.support.filesystems import build_filesystem
 
 ALICE = RuntimeContext(user_id="alice", session_id="gate")
@@ -67,9 +68,7 @@ async def shell_scene(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
 
 def _root(messages: Sequence[Message], name: str) -> str:
     """The files-root the catalog shows for skill ``name`` (what a real model reads there)."""
-    found = re.search(rf"<name>{name}</name>.*?<files-root>(.*?)</files-root>", messages[0].content, re.DOTALL)
-    assert found is not None, f"the catalog shows no files-root for {name}"
-    return found[1]
+    return files_root_in(messages[0].content, name)
 
 
 def _calls(*calls: tuple[str, str, dict[str, Any]]) -> Message:
@@ -198,6 +197,9 @@ async def test_skill_root_does_not_cover_a_skill_the_tenant_wrote(shell_scene: S
 
 
 async def test_skill_root_does_not_cover_a_skill_the_model_wrote(shell_scene: Scene) -> None:
+    """Even with every write allowed by the policy, the model cannot place a skill of its own
+    where ``{skill_root}`` would cover it: skill folders are outside its file tools (rule 11),
+    so the next turn serves no such skill and its script never runs."""
     policy = PatternPolicy(
         [
             ApprovalRule(action="allow", patterns=("python3 {skill_root}/scripts/*",), kinds=("shell",)),
@@ -211,21 +213,25 @@ async def test_skill_root_does_not_cover_a_skill_the_model_wrote(shell_scene: Sc
             for i, (p, t) in enumerate(EVIL_SKILL.items())
         )
     )
+    seen: list[str] = []
 
     def run(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message:
-        evil = _root(messages, "evil")
-        return _calls(
-            ("load", LOAD, {"skillId": "evil"}), ("evil", SHELL, {"command": f"python3 {evil}/scripts/run.py"})
-        )
+        seen.append(messages[0].content)
+        return _calls(("load", LOAD, {"skillId": "evil"}))
 
     model = ScriptedModel([write, "written", run, "done"], name="attacker")
     async with Harness(model=model, filesystem=shell_scene.fs, watch=False, approval=policy) as agent:
         wrote = await agent.run("write a skill", context=ALICE)
-        assert not any(r.error for r in _by_id(wrote.events).values())  # the writes were allowed
         agent.pipeline.invalidate("alice")  # what the file watcher does after a write
         result = await agent.run("run it", context=ALICE)
 
-    returned = _by_id(result.events)
-    assert not returned["load"].error
-    assert returned["evil"].error and "no rule matches" in returned["evil"].content
+    assert all(r.error for r in _by_id(wrote.events).values())  # refused, though the policy allowed them
+    assert "evil" not in read_catalog_names(seen[0])
+    assert _by_id(result.events)["load"].error
     assert shell_scene.markers() == []
+
+
+def read_catalog_names(text: str) -> set[str]:
+    """The names of the skills the catalog inside ``text`` shows."""
+    block = re.search(r"<available_skills>.*?</available_skills>", text, re.DOTALL)
+    return set() if block is None else set(read_catalog(block[0]).by_name)

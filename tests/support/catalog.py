@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 
-__all__ = ["CatalogSkill", "ReadCatalog", "read_catalog"]
+__all__ = ["CatalogSkill", "ReadCatalog", "files_root_in", "read_catalog"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,3 +93,13 @@ def _skill(
         description=description,
         workflow=workflow,
     )
+
+
+def files_root_in(text: str, name: str) -> str:
+    """The files-root the catalog inside ``text`` (a system prompt, an adapter's instructions)
+    shows for the skill ``name``, as a model derives it; fails the test when it shows none."""
+    block = re.search(r"<available_skills>.*?</available_skills>", text, re.DOTALL)
+    assert block is not None, "no catalog in the text"
+    root = read_catalog(block[0]).by_name[name].files_root
+    assert root is not None, f"the catalog shows no files-root for {name}"
+    return root
