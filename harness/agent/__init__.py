@@ -1,5 +1,5 @@
 """The agent: the model ↔ tools loop, sessions, events, tool approval, input hooks, message
-queues and the workflow executor."""
+queues, the catalog's order from usage counts and the workflow executor."""
 
 from harness.agent.approval import (
     AllowAll,
@@ -41,6 +41,7 @@ from harness.agent.events import (
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
 from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
 from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
+from harness.agent.relevance import UsageRelevance
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import run_summary, workflow_tools
 from harness.agent.workflows import AgentExecutor, package_for, step_tools
@@ -94,6 +95,7 @@ __all__ = [
     "ToolRequest",
     "ToolReturned",
     "TurnPrepared",
+    "UsageRelevance",
     "package_for",
     "run_summary",
     "step_tools",

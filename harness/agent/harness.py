@@ -41,6 +41,7 @@ from harness.agent.events import (
 )
 from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart, call_hook
 from harness.agent.queues import MessageQueues, QueueLimits, RunControl
+from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL, UsageRelevance
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.streaming import ModelStep, RunTally, framed
 from harness.agent.workflow_tools import workflow_tools
@@ -168,6 +169,9 @@ class Harness(AsyncResource):
     ``environments`` (``True`` or :class:`~harness.pipeline.EnvironmentOptions`) installs each
     skill's Python requirements into a shared, content-addressed folder in the background, which
     becomes the skill's ``ResolvedSkill.environment`` (see README, "Environments").
+    ``relevance_interval``: with the self-learning loop, the catalog orders skills by their
+    usage counts, read in the background at most every that many seconds (``None``: never;
+    see :class:`~harness.agent.relevance.UsageRelevance`, which is :attr:`usage_relevance`).
     """
 
     def __init__(
@@ -206,6 +210,7 @@ class Harness(AsyncResource):
         before_run: BeforeRun | None = None,
         queue_limits: QueueLimits | None = None,
         environments: EnvironmentOptions | bool | None = None,
+        relevance_interval: float | None = DEFAULT_RELEVANCE_INTERVAL,
     ) -> None:
         super().__init__()
         if filesystem is None:
@@ -258,6 +263,12 @@ class Harness(AsyncResource):
         self._owns_resources = pipeline is None
         self._check_tool_names()
         self.curator = curator
+        self.usage_relevance = (
+            UsageRelevance(self.pipeline, self.learning.usage, interval=relevance_interval)
+            if self.learning is not None and relevance_interval is not None and self._owns_resources
+            else None
+        )
+        """Keeps the catalog's order in step with the usage counts (``None`` without learning)."""
         # Tool approval, input hooks and the per-(user, session) message queues.
         self.approval, self.approver = approval, approver
         self._gate = None if approval is None else ApprovalGate(policy=approval, approver=approver, audit=self._audit())
@@ -316,6 +327,8 @@ class Harness(AsyncResource):
                 await self._stack.enter_async_context(repository)
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
+        if self.usage_relevance is not None:
+            await self._stack.enter_async_context(self.usage_relevance)
         if self.curator is not None:  # the curator runs itself while the agent is entered
             learning = self.learning or SelfLearning(self.filesystem, on_change=self.pipeline.invalidate)
             await self._stack.enter_async_context(learning.curator_task(self.curator, model=self.model))
