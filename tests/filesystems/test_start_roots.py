@@ -8,23 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from filesystems import AbstractFilesystem, LocalFilesystem, PathEscapeError, SandboxFilesystem
+from filesystems import AbstractFilesystem, PathEscapeError, SandboxFilesystem
+from tests.support.filesystems import build_filesystem
 
 
 @pytest.fixture(params=["local-shell", "sandbox"])
 async def shell(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[AbstractFilesystem, str, Path]]:
     """Alice's shell, the shell path of a read-only skill folder it may start in, and its host folder."""
-    if request.param == "sandbox":
-        root: Path = request.getfixturevalue("sandbox_dir")
-        fs: AbstractFilesystem = SandboxFilesystem(root, bwrap=request.getfixturevalue("bwrap"))
-    else:
-        root = tmp_path / "ws"
-        fs = LocalFilesystem(root, shell=True)
-    folder = root / ".skills-cache" / "acme" / "tool"
-    (folder / "scripts").mkdir(parents=True)
-    (folder / "scripts" / "hello.sh").write_text("echo hello from $(basename $(pwd))\n")
-    async with fs:
-        yield fs.scoped("alice"), fs.shell_path(".skills-cache/acme/tool"), folder
+    async with build_filesystem(request, request.param, tmp_path) as built:
+        assert built.host is not None
+        folder = built.host / ".skills-cache" / "acme" / "tool"
+        (folder / "scripts").mkdir(parents=True)
+        (folder / "scripts" / "hello.sh").write_text("echo hello from $(basename $(pwd))\n")
+        async with built.fs as fs:
+            yield fs.scoped("alice"), fs.shell_path(".skills-cache/acme/tool"), folder
 
 
 async def test_a_command_starts_in_an_allowed_folder_and_below_it(shell: tuple[AbstractFilesystem, str, Path]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
+from filesystems import AbstractFilesystem
 from harness import Harness, RuntimeContext
 from harness.agent.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
@@ -19,6 +19,7 @@ from harness.pipeline.catalog import SHELL_TOOL
 from harness.skills.skill import Skill
 from repositories import MemoryRepository
 from tests.security.attacker import assert_refused
+from tests.support.filesystems import build_filesystem
 from tests.support.skills import make_bundle, make_skill
 
 ALICE = RuntimeContext(user_id="alice", session_id="skill-shell")
@@ -58,12 +59,13 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture(params=["local-shell", "sandbox"])
 async def scene(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, Path, AbstractFilesystem]]:
-    if request.param == "sandbox":
-        root: Path = request.getfixturevalue("sandbox_dir")
-        fs: AbstractFilesystem = SandboxFilesystem(root, bwrap=request.getfixturevalue("bwrap"))
-    else:
-        root = tmp_path / "ws"
-        fs = LocalFilesystem(root, shell=True)
+    async with build_filesystem(request, request.param, tmp_path) as built:
+        assert built.host is not None
+        yield request.param, _populated(built.host), built.fs
+
+
+def _populated(root: Path) -> Path:
+    """``root`` with the workspace's skills, bob's own skill and alice's area."""
     files = {"scripts/run.sh": SCRIPT}
     make_skill(root / "skills", "local-tool", files=files)
     make_skill(root / "skills", "hidden", extra="disable-model-invocation: true\n", files=files)
@@ -71,7 +73,7 @@ async def scene(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     make_skill(root / "bob" / "skills", "bobsecret", files=files)
     (root / "alice").mkdir(parents=True)
     os.chmod(root / "alice", 0o777)
-    yield request.param, root, fs
+    return root
 
 
 def _attack(calls: list[dict[str, object]]) -> ScriptedModel:
