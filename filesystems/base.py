@@ -316,7 +316,7 @@ class AbstractFilesystem(AsyncResource, ABC):
     # -- scoping ----------------------------------------------------------------------------
 
     def scoped(self, user_id: str) -> AbstractFilesystem:
-        """Return the view of ``user_id``'s own area (DESIGN §5); its root is that area.
+        """Return the view of ``user_id``'s own area; its root is that area.
 
         The view shares this filesystem's resources (closing it closes nothing). Raises
         :class:`InvalidUserId` for unsafe or reserved ids (see :func:`validate_user_id`).

@@ -6,7 +6,10 @@ models, tools, the skill loader and validator, and the errors worth catching. Bu
 """
 
 from harness.agent import Harness, RunResult, StepLimitExceeded
-from harness.agent.approval import (
+from harness.agent.hooks import Answer, RunStart
+from harness.agent.queues import NoActiveRun
+from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.approval import (
     AllowAll,
     AllowByPattern,
     ApprovalError,
@@ -18,7 +21,11 @@ from harness.agent.approval import (
     StdinApprover,
     ToolRequest,
 )
-from harness.agent.events import (
+from harness.context import RuntimeContext
+from harness.diagnostics import Diagnostic
+from harness.engine import EngineError
+from harness.errors import ConfigError, HarnessError, SkillError, SkillNotFound
+from harness.events import (
     ApprovalDecided,
     ApprovalRequested,
     Event,
@@ -37,13 +44,6 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
-from harness.agent.hooks import Answer, RunStart
-from harness.agent.queues import NoActiveRun
-from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
-from harness.context import RuntimeContext
-from harness.diagnostics import Diagnostic
-from harness.engine import EngineError
-from harness.errors import ConfigError, HarnessError, SkillError, SkillNotFound
 from harness.learning import LearningError
 from harness.models import (
     DemoModel,

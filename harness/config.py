@@ -15,13 +15,13 @@ import yaml
 
 from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_modes, open_filesystem, redact_secrets
 from filesystems.local import DEFAULT_TIMEOUT
-from harness.agent.approval import ApprovalPolicy, policy_from_data
+from harness.approval import ApprovalPolicy, policy_from_data
 from harness.errors import ConfigError
-from harness.learning.scanner import MarketScanPolicy
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
+from harness.skills.scanner import MarketScanPolicy
 
 __all__ = ["HarnessConfig", "load_config"]
 

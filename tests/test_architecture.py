@@ -6,11 +6,10 @@ functions and under ``if TYPE_CHECKING:``. The rules:
 - no import cycle between modules. Imports under ``TYPE_CHECKING`` are left out of the cycle
   check: they never run, so they cannot make import order matter, and annotations are the one
   place a lower layer may name a higher one's types;
-- the layers point one way: ``filesystems`` imports neither ``repositories`` nor ``harness``,
-  ``repositories`` does not import ``harness``, ``harness.engine`` knows neither the agent nor its
-  tools, ``harness.pipeline`` knows neither agent, tools nor engine, ``harness.skills`` uses
-  nothing of ``harness`` but ``harness.diagnostics`` and ``harness.errors``, and
-  ``harness.tracing`` reads only the agent's events (and the context and skill types);
+- every part (a package, a subpackage of ``harness``, a top-level module of ``harness``) has a
+  floor in ``FLOORS`` and imports only parts on lower floors, so there is no cycle between parts
+  either (``filesystems`` at the bottom, then ``repositories``, the shared top-level modules,
+  ``skills`` and ``models``, ..., the agent, then the CLI and the adapters);
 - nothing imports another module's private (``_``) names; a private module may be imported by
   modules of its own package only;
 - ``harness.adapters`` is a leaf: nothing else imports it, and each optional agent framework is
@@ -30,20 +29,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "repositories", "filesystems")
 
-# Layer rules: (importer prefix, forbidden prefixes, allowed exceptions).
-LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("filesystems", ("repositories", "harness"), ()),
-    ("repositories", ("harness",), ()),
-    ("harness.engine", ("harness.agent", "harness.tools"), ()),
-    ("harness.pipeline", ("harness.agent", "harness.tools", "harness.engine"), ()),
-    ("harness.skills", ("harness",), ("harness.skills", "harness.diagnostics", "harness.errors")),
-    (
-        "harness.tracing",
-        ("harness",),
-        ("harness.tracing", "harness.agent.events", "harness.agent.streaming", "harness.context", "harness.skills"),
-    ),
-    ("harness.mcp", ("harness.agent", "harness.cli", "harness.engine", "harness.learning"), ()),
-)
+# Every part of the code base on its floor: a part imports only parts on lower floors, so no two
+# parts can import each other even through a third. A part is a package (``filesystems``,
+# ``repositories``), a subpackage of ``harness`` with everything in it, or a top-level module of
+# ``harness``; ``harness`` itself is its ``__init__`` (the public names).
+FLOORS: dict[str, int] = {
+    "filesystems": 0,
+    "repositories": 1,
+    # shared by everything: errors, diagnostics, the runtime context, the clock, terminal escaping
+    "harness.errors": 2,
+    "harness.diagnostics": 2,
+    "harness.context": 2,
+    "harness.clock": 2,
+    "harness.terminal": 2,
+    "harness._lazy": 2,
+    # the SKILL.md model (with the market scanner) and the models
+    "harness.skills": 3,
+    "harness.models": 3,
+    # a turn's plan, what a run reports, and the audit log
+    "harness.pipeline": 4,
+    "harness.events": 4,
+    "harness.audit": 4,
+    "harness.tools": 5,
+    # what sits on the tools: the approval gate and the optional parts
+    "harness.approval": 6,
+    "harness.tracing": 6,
+    "harness.engine": 6,
+    "harness.learning": 6,
+    "harness.mcp": 6,
+    "harness.config": 7,
+    "harness.agent": 8,
+    "harness.adapters": 9,
+    "harness.cli": 9,
+    "harness.__main__": 10,
+    "harness": 10,
+}
 
 # The MCP SDK is an optional extra: only these modules may import it (and ``harness.mcp``).
 MCP_SDK = ("mcp", "mcp_types")
@@ -151,16 +171,42 @@ def test_every_package_module_is_found() -> None:
     assert {"harness", "repositories", "filesystems", "harness.agent.harness"} <= MODULES.keys()
 
 
-def test_layers_import_only_downwards() -> None:
+def _part(module: str) -> str:
+    """The part (a key of ``FLOORS``) a module belongs to."""
+    parts = module.split(".")
+    if parts[0] != "harness" or len(parts) == 1:
+        return parts[0]
+    return ".".join(parts[:2])
+
+
+def _part_imports() -> Iterator[tuple[str, str, Import]]:
+    """(importer part, target part, import) of every import that runs between two parts."""
+    for imp in OURS:
+        if imp.type_checking:  # annotations may name a higher part's types; they never run
+            continue
+        importer, target = _part(imp.importer), _part(imp.target)
+        if importer != target:
+            yield importer, target, imp
+
+
+def test_every_part_has_a_floor() -> None:
+    assert {_part(module) for module in MODULES} - FLOORS.keys() == set()
+
+
+def test_parts_import_only_lower_floors() -> None:
     broken = [
-        _where(imp)
-        for imp in OURS
-        for importer, forbidden, allowed in LAYERS
-        if _within(imp.importer, importer)
-        and any(_within(imp.target, prefix) for prefix in forbidden)
-        and not any(_within(imp.target, prefix) for prefix in allowed)
+        f"{_where(imp)}: {importer} (floor {FLOORS[importer]}) may not import {target} (floor {FLOORS[target]})"
+        for importer, target, imp in _part_imports()
+        if FLOORS[target] >= FLOORS[importer]
     ]
     assert broken == []
+
+
+def test_no_import_cycles_between_parts() -> None:
+    graph: dict[str, set[str]] = {part: set() for part in FLOORS}
+    for importer, target, _ in _part_imports():
+        graph[importer].add(target)
+    assert _cycles(graph) == []
 
 
 def test_the_mcp_sdk_stays_behind_its_extra() -> None:

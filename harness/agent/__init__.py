@@ -1,7 +1,14 @@
 """The agent: the model ↔ tools loop, sessions, events, tool approval, input hooks, message
 queues, the catalog's order from usage counts and the workflow executor."""
 
-from harness.agent.approval import (
+from harness.agent.harness import Harness, RunResult, StepLimitExceeded
+from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
+from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
+from harness.agent.relevance import UsageRelevance
+from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.agent.workflow_tools import run_summary, workflow_tools
+from harness.agent.workflows import AgentExecutor, package_for, step_tools
+from harness.approval import (
     AllowAll,
     AllowByPattern,
     ApprovalError,
@@ -19,7 +26,7 @@ from harness.agent.approval import (
     ToolDenied,
     ToolRequest,
 )
-from harness.agent.events import (
+from harness.events import (
     ApprovalDecided,
     ApprovalRequested,
     Event,
@@ -38,13 +45,6 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
-from harness.agent.harness import Harness, RunResult, StepLimitExceeded
-from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
-from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
-from harness.agent.relevance import UsageRelevance
-from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
-from harness.agent.workflow_tools import run_summary, workflow_tools
-from harness.agent.workflows import AgentExecutor, package_for, step_tools
 
 __all__ = [
     "AgentExecutor",

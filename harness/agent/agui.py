@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from filesystems import redact_secrets
-from harness.agent.events import (
+from harness.events import (
     Event,
     ModelReplied,
     RunFinished,

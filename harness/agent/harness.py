@@ -14,7 +14,14 @@ from typing import Any, Self
 from xml.sax.saxutils import quoteattr
 
 from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LocalFilesystem
-from harness.agent.approval import (
+from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart, call_hook
+from harness.agent.queues import MessageQueues, QueueLimits, RunControl
+from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL, UsageRelevance
+from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.agent.streaming import ModelStep, framed
+from harness.agent.workflow_tools import workflow_tools
+from harness.agent.workflows import AgentExecutor, call_context, package_for, resolve_workflow, resolver
+from harness.approval import (
     ApprovalGate,
     ApprovalNotFound,
     ApprovalPolicy,
@@ -24,12 +31,18 @@ from harness.agent.approval import (
     ToolRequest,
     skill_roots,
 )
-from harness.agent.events import (
+from harness.config import HarnessConfig, load_config
+from harness.context import RuntimeContext
+from harness.engine import Decision as WorkflowDecision
+from harness.engine import Outcome, Run, WorkflowEngine
+from harness.errors import ConfigError, HarnessError, SkillNotFound
+from harness.events import (
     ApprovalDecided,
     ApprovalRequested,
     Event,
     MessageInjected,
     ModelReplied,
+    RunTally,
     ShellRan,
     SkillLoaded,
     SkillWarning,
@@ -39,18 +52,6 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
-from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart, call_hook
-from harness.agent.queues import MessageQueues, QueueLimits, RunControl
-from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL, UsageRelevance
-from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
-from harness.agent.streaming import ModelStep, RunTally, framed
-from harness.agent.workflow_tools import workflow_tools
-from harness.agent.workflows import AgentExecutor, call_context, package_for, resolve_workflow, resolver
-from harness.config import HarnessConfig, load_config
-from harness.context import RuntimeContext
-from harness.engine import Decision as WorkflowDecision
-from harness.engine import Outcome, Run, WorkflowEngine
-from harness.errors import ConfigError, HarnessError, SkillNotFound
 from harness.learning import (
     AuditLog,
     AuditRecord,
@@ -588,7 +589,7 @@ class Harness(AsyncResource):
     ) -> None:
         """The app's decision on a waiting call (an event and an audit record by
         ``operator:<reviewer>``); the call runs, or is refused, on :meth:`resume`. Raises
-        :class:`~harness.agent.approval.ApprovalNotFound` for an id that does not wait for this
+        :class:`~harness.approval.ApprovalNotFound` for an id that does not wait for this
         user and session."""
         if self._gate is None:
             raise ApprovalNotFound(f"agent {self.name!r} has no approval policy")

@@ -28,11 +28,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.agent.approval import ApprovalGate, ApprovalNotFound, ApprovalStillPending, Decision, Waiting, refusal
-from harness.agent.events import Event, MessageInjected, ToolReturned
 from harness.agent.hooks import BeforeRun, RunStart, call_hook
+from harness.approval import ApprovalGate, ApprovalNotFound, ApprovalStillPending, Decision, Waiting, refusal
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
+from harness.events import Event, MessageInjected, ToolReturned
 from harness.models import Message
 
 if TYPE_CHECKING:

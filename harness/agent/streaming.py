@@ -1,21 +1,19 @@
 """What a streamed run adds to a turn: the model's deltas and the run's start and finish.
 
-``ModelStep`` is one model call of a turn (streamed or not), ``RunTally`` adds up a run's
-events into its reply, usage and steps, and ``framed`` wraps a turn's events in
-:class:`~harness.agent.events.RunStarted` / :class:`~harness.agent.events.RunFinished`.
+``ModelStep`` is one model call of a turn (streamed or not) and ``framed`` wraps a turn's events in
+:class:`~harness.events.RunStarted` / :class:`~harness.events.RunFinished`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
 
-from harness.agent.events import Event, ModelReplied, RunFinished, RunStarted
 from harness.context import RuntimeContext
-from harness.models import Message, Model, ModelReply, TextDelta, ToolCallDelta, ToolSpec, Usage
+from harness.events import Event, RunFinished, RunStarted, RunTally
+from harness.models import Message, Model, ModelReply, TextDelta, ToolCallDelta, ToolSpec
 
-__all__ = ["ModelStep", "RunTally", "framed"]
+__all__ = ["ModelStep", "framed"]
 
 
 class ModelStep:
@@ -51,31 +49,6 @@ class ModelStep:
         if self._reply is None:
             raise RuntimeError("the model step has not finished: iterate it to the end first")
         return self._reply
-
-
-@dataclass(kw_only=True)
-class RunTally:
-    """A run's totals from its events: the last final reply, the summed usage, the model steps."""
-
-    reply: str = ""
-    usage: Usage = field(default_factory=Usage)
-    steps: int = 0
-
-    @classmethod
-    def of(cls, events: Iterable[Event]) -> RunTally:
-        """The totals of ``events``."""
-        tally = cls()
-        for event in events:
-            tally.add(event)
-        return tally
-
-    def add(self, event: Event) -> None:
-        """Count ``event`` in (only :class:`ModelReplied` changes the totals)."""
-        if isinstance(event, ModelReplied):
-            self.usage += event.usage
-            self.steps += 1
-            if event.final:
-                self.reply = event.content
 
 
 async def framed(events: AsyncIterator[Event], *, agent: str, context: RuntimeContext) -> AsyncIterator[Event]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import anyio
 
-from harness.agent.approval import StdinApprover
-from harness.agent.events import ApprovalDecided, RunFinished, ShellRan, SkillLoaded, ToolCalled
+from harness.approval import StdinApprover
 from harness.cli.common import WORKSPACE_OPTIONS, context_from_args, harness_from_args
+from harness.events import ApprovalDecided, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.terminal import echo
 
 __all__ = ["register"]

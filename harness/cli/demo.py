@@ -14,8 +14,8 @@ from pathlib import Path
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxUnavailable
 from harness.agent import Harness
-from harness.agent.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
 from harness.context import RuntimeContext
+from harness.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
 from harness.models import DemoModel
 from repositories import GitRepository, SkillRepository
 

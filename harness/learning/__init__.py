@@ -1,13 +1,78 @@
 """The optional self-learning loop: drafted skills, scanning, usage, promotion, visibility,
-curation and an audit log (DESIGN §8).
+curation and an audit log.
 
 Every part works on its own and on any :class:`~filesystems.AbstractFilesystem`, so state is
 safe across replicas when the filesystem is shared.
 """
 
-from harness.learning._layout import area_label, discover_users
-from harness.learning.audit import AuditLog, AuditRecord
-from harness.learning.curator import Curator, CuratorPolicy, CuratorReport, Transition
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.audit import AuditLog, AuditRecord
+    from harness.learning._layout import area_label, discover_users
+    from harness.learning.curator import Curator, CuratorPolicy, CuratorReport, Transition
+    from harness.learning.loop import SelfLearning
+    from harness.learning.promotion import (
+        Decision,
+        Installed,
+        LiveFolderTarget,
+        LocalApprovalGate,
+        NotificationSink,
+        NotifyAndWaitGate,
+        Promoter,
+        PromotionGate,
+        PromotionResult,
+        PromotionTarget,
+        Prompter,
+        RejectAllGate,
+        RepositoryTarget,
+        ReviewRequest,
+        StdinPrompter,
+    )
+    from harness.learning.reports import ReportEntry, ReportShelf
+    from harness.learning.schedule import CuratorConfig, CuratorTask
+    from harness.learning.tools import AUTHORING_FOLDERS, AuthoringLimits, ManageAction, OnChange, SkillWorkshop
+    from harness.learning.umbrella import UmbrellaProposal, UmbrellaReport, UmbrellaReview
+    from harness.learning.usage import (
+        KeyValueUsageStore,
+        Provenance,
+        ScopedUsageRecorder,
+        SharedUsage,
+        SidecarUsage,
+        SidecarUsageStore,
+        SkillState,
+        SkillUsage,
+        UsageRecorder,
+        UsageScopes,
+        UsageStore,
+        referenced_skills,
+        scope_of,
+    )
+    from harness.learning.visibility import (
+        AllOf,
+        AllowListFilter,
+        CanaryFilter,
+        EnvironmentFilter,
+        VisibilityFilter,
+        VisibilityPolicy,
+        canary_bucket,
+    )
+    from harness.skills.scanner import (
+        DEFAULT_RULES,
+        Finding,
+        IngestVerdict,
+        MarketScanPolicy,
+        Scanner,
+        ScanRule,
+        ScanVerdict,
+        TrustLevel,
+        rules_from_data,
+        scan,
+    )
 from harness.learning.errors import (
     AuthoringRefused,
     DangerousContent,
@@ -18,64 +83,6 @@ from harness.learning.errors import (
     ReviewNotFound,
     SkillAreaNotFound,
     UsageConflict,
-)
-from harness.learning.loop import SelfLearning
-from harness.learning.promotion import (
-    Decision,
-    Installed,
-    LiveFolderTarget,
-    LocalApprovalGate,
-    NotificationSink,
-    NotifyAndWaitGate,
-    Promoter,
-    PromotionGate,
-    PromotionResult,
-    PromotionTarget,
-    Prompter,
-    RejectAllGate,
-    RepositoryTarget,
-    ReviewRequest,
-    StdinPrompter,
-)
-from harness.learning.reports import ReportEntry, ReportShelf
-from harness.learning.scanner import (
-    DEFAULT_RULES,
-    Finding,
-    IngestVerdict,
-    MarketScanPolicy,
-    Scanner,
-    ScanRule,
-    ScanVerdict,
-    TrustLevel,
-    rules_from_data,
-    scan,
-)
-from harness.learning.schedule import CuratorConfig, CuratorTask
-from harness.learning.tools import AUTHORING_FOLDERS, AuthoringLimits, ManageAction, OnChange, SkillWorkshop
-from harness.learning.umbrella import UmbrellaProposal, UmbrellaReport, UmbrellaReview
-from harness.learning.usage import (
-    KeyValueUsageStore,
-    Provenance,
-    ScopedUsageRecorder,
-    SharedUsage,
-    SidecarUsage,
-    SidecarUsageStore,
-    SkillState,
-    SkillUsage,
-    UsageRecorder,
-    UsageScopes,
-    UsageStore,
-    referenced_skills,
-    scope_of,
-)
-from harness.learning.visibility import (
-    AllOf,
-    AllowListFilter,
-    CanaryFilter,
-    EnvironmentFilter,
-    VisibilityFilter,
-    VisibilityPolicy,
-    canary_bucket,
 )
 
 __all__ = [
@@ -155,3 +162,5 @@ __all__ = [
     "scan",
     "scope_of",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -16,7 +16,8 @@ from pathlib import Path
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, InvalidUserId, validate_user_id
-from harness.learning._time import utc_stamp
+from harness.audit import AUDIT
+from harness.clock import utc_stamp
 from harness.learning.errors import LinkRefused
 
 __all__ = [
@@ -48,7 +49,6 @@ SKILL_MD = "SKILL.md"
 DRAFTS = f"{SKILLS}/_drafts"
 ARCHIVE = f"{SKILLS}/.archive"
 USAGE_SIDECAR = f"{SKILLS}/.usage.json"
-AUDIT = f"{SKILLS}/.audit"
 REVIEWS = f"{SKILLS}/.reviews"
 CURATOR = f"{SKILLS}/.curator"
 

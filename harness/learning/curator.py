@@ -24,6 +24,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from filesystems import AbstractFilesystem, VersionConflict
+from harness.audit import AuditLog
+from harness.clock import Clock, from_iso, system_clock, to_iso
 from harness.learning._layout import (
     CURATOR,
     archive_folder,
@@ -35,8 +37,6 @@ from harness.learning._layout import (
     skill_label,
     skill_lock,
 )
-from harness.learning._time import Clock, from_iso, system_clock, to_iso
-from harness.learning.audit import AuditLog
 from harness.learning.reports import ReportShelf
 from harness.learning.tools import OnChange, ignore_change
 from harness.learning.usage import SkillState, SkillUsage, UsageScopes, with_state

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from harness.learning.scanner import ScanVerdict
+    from harness.skills.scanner import ScanVerdict
 
 __all__ = [
     "AuthoringRefused",

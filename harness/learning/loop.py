@@ -11,19 +11,19 @@ from collections.abc import Callable, Sequence
 from datetime import date
 
 from filesystems import AbstractFilesystem
+from harness.audit import AuditLog, AuditRecord
+from harness.clock import Clock, system_clock
 from harness.context import RuntimeContext
-from harness.learning._time import Clock, system_clock
-from harness.learning.audit import AuditLog, AuditRecord
 from harness.learning.curator import Curator, CuratorPolicy, CuratorReport
 from harness.learning.promotion import Promoter, PromotionGate, PromotionResult, PromotionTarget
 from harness.learning.reports import ReportShelf
-from harness.learning.scanner import Scanner
 from harness.learning.schedule import CuratorConfig, CuratorTask
 from harness.learning.tools import AuthoringLimits, OnChange, SkillWorkshop, ignore_change
 from harness.learning.umbrella import UmbrellaReview
 from harness.learning.usage import ScopedUsageRecorder, SidecarUsage, UsageScopes
 from harness.learning.visibility import VisibilityFilter, VisibilityPolicy
 from harness.models import Model
+from harness.skills.scanner import Scanner
 from harness.tools.function import Tool
 
 __all__ = ["SelfLearning"]

@@ -29,6 +29,8 @@ from typing import Any, Literal, TextIO
 import anyio.to_thread
 
 from filesystems import AbstractFilesystem, VersionConflict
+from harness.audit import AuditLog, context_fields
+from harness.clock import Clock, from_iso, system_clock, to_iso, utc_stamp
 from harness.context import RuntimeContext
 from harness.learning._layout import (
     DRAFTS,
@@ -46,8 +48,6 @@ from harness.learning._layout import (
     skill_label,
     skill_lock,
 )
-from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_stamp
-from harness.learning.audit import AuditLog, context_fields
 from harness.learning.errors import PromotionError, ReviewAlreadyDecided, ReviewNotFound, SkillAreaNotFound
 from harness.learning.tools import OnChange, check_skill_name, ignore_change
 from harness.learning.usage import SkillUsage, UsageScopes, with_state

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from filesystems import AbstractFilesystem
+from harness.clock import utc_stamp
 from harness.learning._layout import AUDIT
-from harness.learning._time import utc_stamp
 
 __all__ = ["REPORTS", "ReportEntry", "ReportShelf"]
 

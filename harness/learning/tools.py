@@ -20,6 +20,8 @@ from typing import Any, Literal
 import yaml
 
 from filesystems import AbstractFilesystem, PathEscapeError, normalize_path
+from harness.audit import AuditLog
+from harness.clock import Clock, system_clock
 from harness.context import RuntimeContext
 from harness.learning._layout import (
     DRAFTS,
@@ -34,13 +36,11 @@ from harness.learning._layout import (
     skill_label,
     skill_lock,
 )
-from harness.learning._time import Clock, system_clock
-from harness.learning.audit import AuditLog
 from harness.learning.errors import AuthoringRefused, DangerousContent, LinkRefused, SkillAreaNotFound
-from harness.learning.scanner import Scanner, ScanVerdict
 from harness.learning.usage import SkillUsage, UsageStore, with_state
 from harness.skills.frontmatter import Frontmatter, FrontmatterError, split_frontmatter
 from harness.skills.rules import check_fields, unsafe_segment_reason
+from harness.skills.scanner import Scanner, ScanVerdict
 from harness.tools.function import Tool, tool_from_function
 
 __all__ = [

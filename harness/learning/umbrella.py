@@ -24,8 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from filesystems import AbstractFilesystem
+from harness.clock import Clock, system_clock, to_iso
 from harness.learning._layout import SKILL_MD, area_label, discover_users, live_folder, scope_source, scoped
-from harness.learning._time import Clock, system_clock, to_iso
 from harness.learning.reports import ReportShelf
 from harness.learning.usage import UsageScopes
 from harness.models import Message, Model, ModelError

@@ -27,9 +27,9 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from filesystems import AbstractFilesystem, VersionConflict
+from harness.clock import Clock, from_iso, system_clock, to_iso
 from harness.context import RuntimeContext
 from harness.learning._layout import SKILLS, USAGE_SIDECAR, scope_source
-from harness.learning._time import Clock, from_iso, system_clock, to_iso
 from harness.learning.errors import UsageConflict
 from harness.skills.rules import unsafe_segment_reason
 

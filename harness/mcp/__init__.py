@@ -6,16 +6,23 @@ plus fallback tools and prompts over a :class:`~harness.pipeline.SkillPipeline`;
 tokens to users; :class:`SessionLimits` bounds the HTTP sessions each user and all users hold. Install with ``pip install 'agent-skill-harness[mcp]'``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
 try:
     import mcp as _sdk  # noqa: F401  (the SDK is an optional extra: say so clearly)
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("harness.mcp needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'") from exc
 
-from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
+if TYPE_CHECKING:
+    from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
+    from harness.mcp.server import OMITTED_META, SkillServer, ToolSource
+    from harness.mcp.sessions import FairSessionManager, SessionLimits
+    from harness.mcp.tokens import TOKENS_ENV, TokenMap
 from harness.mcp.errors import McpServerError, SkillRequestError, TokenConfigError
-from harness.mcp.server import OMITTED_META, SkillServer, ToolSource
-from harness.mcp.sessions import FairSessionManager, SessionLimits
-from harness.mcp.tokens import TOKENS_ENV, TokenMap
 
 __all__ = [
     "EXTENSION",
@@ -34,3 +41,5 @@ __all__ = [
     "TokenMap",
     "ToolSource",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

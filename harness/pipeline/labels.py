@@ -1,7 +1,7 @@
 """Short market labels: the source names the catalog shows in place of long market slugs.
 
 A market's slug (``git-<owner>-<repo>[-<branch>]``, up to 64 characters) is its skills' source
-in their ids (``<name>_<source>``, DESIGN §3), and it stays so: usage counters, learning, MCP
+in their ids (``<name>_<source>``), and it stays so: usage counters, learning, MCP
 and events keep the full id. The catalog shows a short *label* per market instead, and the
 load tool accepts ``<name>_<label>`` as an alias of the full id.
 

@@ -18,9 +18,9 @@ import anyio
 
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
-from harness.learning.scanner import BINARY_SUFFIXES, MarketScanPolicy, ScanVerdict, TrustLevel
 from harness.pipeline.verdicts import VerdictStore
 from harness.skills.rules import unsafe_segment_reason
+from harness.skills.scanner import BINARY_SUFFIXES, MarketScanPolicy, ScanVerdict, TrustLevel
 from harness.skills.skill import Layer, Skill, load_skill
 from repositories import (
     BundleFile,

@@ -23,7 +23,6 @@ from anyio.abc import TaskGroup
 from filesystems import AbstractFilesystem, AsyncResource, ShellUnavailable
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
-from harness.learning.scanner import MarketScanPolicy
 from harness.pipeline.catalog import (
     DEFAULT_CATALOG_BUDGET,
     LOAD_TOOL,
@@ -42,6 +41,7 @@ from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import TreeWatcher
+from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
@@ -547,7 +547,7 @@ class SkillPipeline(AsyncResource):
         )
 
     def _files_root(self, entry: LayerEntry, source: SkillLayer) -> str | None:
-        """Always the skill's real folder, as the shell sees it (DESIGN §6): the staging cache
+        """Always the skill's real folder, as the shell sees it: the staging cache
         for staged layers, the folder in place otherwise; ``None`` for a linked folder the shell
         does not show (see :meth:`_hidden_roots`)."""
         if not self.filesystem.has_shell:

@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 from filesystems import AbstractFilesystem
-from harness.learning.scanner import Scanner, ScanVerdict
+from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,15 @@ recorded until the application configures an SDK, and without ``opentelemetry-ap
 nothing is imported or done. Span and attribute names live in :mod:`harness.tracing.attributes`.
 """
 
-from harness.tracing.tracer import RunTracer
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.tracing.tracer import RunTracer
 
 __all__ = ["RunTracer"]
+
+__getattr__, __dir__ = lazy_exports(__name__)

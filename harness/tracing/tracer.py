@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from harness.agent.events import (
+from harness.context import RuntimeContext
+from harness.events import (
     Event,
     ModelReplied,
+    RunTally,
     SkillLoaded,
     SkillWarning,
     SubagentFinished,
@@ -34,8 +36,6 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
-from harness.agent.streaming import RunTally
-from harness.context import RuntimeContext
 from harness.skills.skill import Layer
 from harness.tracing import attributes as attr
 

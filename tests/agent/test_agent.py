@@ -10,9 +10,9 @@ import pytest
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness, StepLimitExceeded
-from harness.agent.events import ShellRan, SkillLoaded, ToolReturned, TurnPrepared
 from harness.agent.sessions import InMemorySessionStore
 from harness.errors import SkillNotFound
+from harness.events import ShellRan, SkillLoaded, ToolReturned, TurnPrepared
 from harness.models import DemoModel, Message, ScriptedModel, ToolCall
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 from tests.support.catalog import read_catalog

@@ -14,7 +14,7 @@ from ag_ui.core import EventType
 from harness import RuntimeContext
 from harness.agent import Harness
 from harness.agent.agui import agui_events, agui_sse
-from harness.agent.events import Event, ModelReplied, RunStarted, ToolCalled
+from harness.events import Event, ModelReplied, RunStarted, ToolCalled
 from harness.models import Message, ModelReply, ScriptedModel, ToolCall, Usage
 
 ALICE = RuntimeContext(user_id="alice", session_id="thread-7")

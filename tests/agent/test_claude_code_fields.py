@@ -11,9 +11,9 @@ import pytest
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness
-from harness.agent.events import SkillWarning
 from harness.cli import main
 from harness.errors import SkillNotFound
+from harness.events import SkillWarning
 from harness.models import ScriptedModel
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
 from repositories import MemoryRepository

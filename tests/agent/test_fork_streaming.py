@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from harness import RuntimeContext
 from harness.agent import Harness
 from harness.agent.agui import agui_events, agui_sse
-from harness.agent.events import (
+from harness.events import (
     Event,
     ModelReplied,
     RunFinished,

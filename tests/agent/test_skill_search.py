@@ -10,7 +10,7 @@ from pathlib import Path
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness
-from harness.agent.events import SkillLoaded, ToolReturned
+from harness.events import SkillLoaded, ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, SEARCH_TOOL

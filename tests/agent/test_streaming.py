@@ -9,7 +9,8 @@ import pytest
 
 from harness import RuntimeContext
 from harness.agent import Harness
-from harness.agent.events import (
+from harness.cli import main
+from harness.events import (
     Event,
     ModelReplied,
     RunFinished,
@@ -20,7 +21,6 @@ from harness.agent.events import (
     ToolReturned,
     TurnPrepared,
 )
-from harness.cli import main
 from harness.models import Message, ModelReply, ScriptedModel, ToolCall, Usage
 from harness.models.openai import OpenAIModel
 from tests.support.model_wire import WireServer, serving

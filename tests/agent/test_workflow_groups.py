@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
 from harness.engine import Outcome, current_action
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.function import tool_from_function
 from tests.agent.stage_model import driver_model, stage_model, step_block

@@ -1,4 +1,4 @@
-"""SandboxFilesystem: what a command inside bubblewrap can and cannot reach (DESIGN §5)."""
+"""SandboxFilesystem: what a command inside bubblewrap can and cannot reach."""
 
 from __future__ import annotations
 

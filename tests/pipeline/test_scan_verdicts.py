@@ -10,9 +10,9 @@ from pathlib import Path
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import MarketScanPolicy, Scanner, ScanVerdict, TrustLevel
-from harness.learning.scanner import DEFAULT_RULES, ScanRule
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
+from harness.skills.scanner import DEFAULT_RULES, ScanRule
 from repositories import open_repository
 from tests.support.skills import make_skill
 

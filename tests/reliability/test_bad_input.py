@@ -10,9 +10,9 @@ import pytest
 
 from filesystems import InvalidUserId, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
 from harness.agent import Harness
-from harness.agent.events import ToolReturned, TurnPrepared
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
+from harness.events import ToolReturned, TurnPrepared
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file

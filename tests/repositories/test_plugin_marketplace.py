@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from harness.agent import Harness
-from harness.agent.events import SkillWarning
 from harness.context import RuntimeContext
+from harness.events import SkillWarning
 from harness.models import ScriptedModel
 from repositories import (
     DirectoryRepository,

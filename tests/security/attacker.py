@@ -24,7 +24,7 @@ from filesystems import (
     RemoteFilesystem,
 )
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
 from tests.support.filesystems import build_filesystem

@@ -16,7 +16,7 @@ import pytest
 
 from harness import RuntimeContext
 from harness.agent import Harness, PatternPolicy, QueueFull, QueueLimits, TooManyPausedRuns
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.mcp import SessionLimits
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline import MAX_QUERY_CHARS, MAX_QUERY_TERMS

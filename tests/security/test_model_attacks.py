@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from harness import Harness
-from harness.agent.events import ToolReturned
 from harness.agent.workflows import package_for
 from harness.engine import SkillPackage
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from tests.support.catalog import read_catalog
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness import Harness, RuntimeContext
-from harness.agent.events import SkillWarning
+from harness.events import SkillWarning
 from harness.models import ScriptedModel
 from repositories import DirectoryRepository, GitRepository, InvalidRepositoryConfig, PluginMarketplaceRepository
 from tests.support.pipeline import local_pipeline

@@ -15,9 +15,9 @@ from harness.config import load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.learning import MarketScanPolicy, Scanner, ScanVerdict, TrustLevel, scan
-from harness.learning.scanner import normalise
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
+from harness.skills.scanner import normalise
 from repositories import GitRepository, SkillRepository, open_repository
 from tests.support.git import GitRemote
 from tests.support.skills import make_skill

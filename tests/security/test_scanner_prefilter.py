@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.learning import Scanner, scanner
-from harness.learning.scanner import _FOLD_TO_ASCII, DEFAULT_RULES, ScanRule, needles
+from harness.learning import Scanner
+from harness.skills import scanner
+from harness.skills.scanner import _FOLD_TO_ASCII, DEFAULT_RULES, ScanRule, needles
 from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
 

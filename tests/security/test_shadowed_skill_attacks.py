@@ -12,7 +12,7 @@ import pytest
 
 from filesystems import LocalFilesystem, SandboxFilesystem
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.learning import AllowListFilter, SidecarUsage, SkillUsage, VisibilityPolicy
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.skills import LOAD_TOOL

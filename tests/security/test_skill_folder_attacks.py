@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
 

@@ -13,7 +13,7 @@ import pytest
 
 from filesystems import AbstractFilesystem
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.skills.skill import Skill

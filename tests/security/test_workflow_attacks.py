@@ -15,8 +15,8 @@ import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
 from harness.engine import RunTampered
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.function import Tool, tool_from_function
 from tests.support.filesystems import open_filesystem

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
 from harness.engine import OutcomeRefused, Run
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from tests.agent.stage_model import stage_model
 from tests.engine.newsletter import install

@@ -14,7 +14,7 @@ import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
 from harness import Harness, RuntimeContext
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.models import Model, ScriptedModel
 from harness.pipeline.catalog import SHELL_TOOL
 from repositories import GitRepository

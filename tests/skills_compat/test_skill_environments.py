@@ -14,7 +14,7 @@ import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
 from harness import Harness
-from harness.agent.events import ToolReturned
+from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL

@@ -17,7 +17,7 @@ written (the tool then runs with exactly the arguments that were judged):
 
 :class:`ApprovalGate` applies a policy by wrapping tools, so every path that calls a tool —
 a turn, a subagent's turn, a workflow's tool action — goes through the same check. Every
-decision becomes an :class:`~harness.agent.events.ApprovalDecided` event and an audit record.
+decision becomes an :class:`~harness.events.ApprovalDecided` event and an audit record.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from typing import Any, Literal, TextIO, get_args
 import anyio.to_thread
 
 from filesystems import PathEscapeError, normalize_path, redact_secrets, segment_problem
-from harness.agent.events import ApprovalDecided, ApprovalRequested, Event
+from harness.audit import AuditLog
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
-from harness.learning.audit import AuditLog
+from harness.events import ApprovalDecided, ApprovalRequested, Event
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.pipeline.plan import ResolvedSkill
 from harness.skills.skill import Layer

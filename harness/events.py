@@ -14,7 +14,7 @@ subagent's, not the parent agent's; a UI that shows them apart keeps the open ``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "ModelReplied",
     "RunFinished",
     "RunStarted",
+    "RunTally",
     "ShellRan",
     "SkillLoaded",
     "SkillWarning",
@@ -233,3 +234,28 @@ Event = (
     | SubagentStarted
     | SubagentFinished
 )
+
+
+@dataclass(kw_only=True)
+class RunTally:
+    """A run's totals from its events: the last final reply, the summed usage, the model steps."""
+
+    reply: str = ""
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> RunTally:
+        """The totals of ``events``."""
+        tally = cls()
+        for event in events:
+            tally.add(event)
+        return tally
+
+    def add(self, event: Event) -> None:
+        """Count ``event`` in (only :class:`ModelReplied` changes the totals)."""
+        if isinstance(event, ModelReplied):
+            self.usage += event.usage
+            self.steps += 1
+            if event.final:
+                self.reply = event.content

@@ -15,12 +15,14 @@ from datetime import date, datetime
 from typing import Any
 
 from filesystems import AbstractFilesystem
+from harness.clock import Clock, from_iso, system_clock, to_iso, utc_day
 from harness.context import RuntimeContext
-from harness.learning._layout import AUDIT
-from harness.learning._time import Clock, from_iso, system_clock, to_iso, utc_day
-from harness.learning.scanner import ScanVerdict
+from harness.skills.scanner import ScanVerdict
 
-__all__ = ["AuditLog", "AuditRecord", "context_fields"]
+__all__ = ["AUDIT", "AuditLog", "AuditRecord", "context_fields"]
+
+AUDIT = "skills/.audit"
+"""The audit log's folder, relative to the filesystem it is given."""
 
 
 @dataclass(frozen=True, kw_only=True)
