@@ -22,6 +22,7 @@ functions and under ``if TYPE_CHECKING:``. The rules:
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -372,3 +373,51 @@ def test_each_framework_is_imported_by_its_adapter_only() -> None:
         if imp.target.split(".")[0] in FRAMEWORKS and imp.importer != FRAMEWORKS[imp.target.split(".")[0]]
     ]
     assert broken == []
+
+
+def _documented_parts() -> dict[str, tuple[int, set[str]]]:
+    """ARCHITECTURE.md's table of parts: part -> (floor, the parts it imports)."""
+    rows: dict[str, tuple[int, set[str]]] = {}
+    in_table = False
+    for line in (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| part | floor |"):
+            in_table = True
+            continue
+        if in_table and not line.startswith("|"):
+            break
+        if in_table and not line.startswith("|---"):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            imports = {name.strip().strip("`") for name in cells[3].split(",")} - {"—"}
+            rows[cells[0].strip("`")] = (int(cells[1]), imports)
+    return rows
+
+
+def test_the_architecture_document_tells_the_truth() -> None:
+    documented = _documented_parts()
+    actual: dict[str, set[str]] = {part: set() for part in FLOORS}
+    for importer, target, _ in _part_imports():
+        actual[importer].add(target)
+    assert {part: floor for part, (floor, _) in documented.items()} == FLOORS
+    wrong = {
+        part: {"missing from the table": sorted(actual[part] - listed), "not imported": sorted(listed - actual[part])}
+        for part, (_, listed) in documented.items()
+        if listed != actual[part]
+    }
+    assert wrong == {}
+
+
+def test_documents_cited_exist() -> None:
+    """Code and documents cite only documents that are in the repository (``SKILL.md`` and
+    ``AGENTS.md`` are files skills and workspaces hold, not documents of this one)."""
+    cited = re.compile(r"\b([A-Z][A-Z_]+\.md)\b|\b(DESIGN) §")
+    missing = []
+    for path in [*MODULES.values(), *ROOT.glob("*.md"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*")]:
+        if path.suffix not in (".py", ".md"):
+            continue
+        for match in cited.finditer(path.read_text(encoding="utf-8")):
+            name = match[1] or match[2]
+            if name in ("SKILL.md", "AGENTS.md"):
+                continue
+            if not (ROOT / name).exists() and not (path.parent / name).exists():
+                missing.append(f"{path.relative_to(ROOT)} cites {name}")
+    assert missing == []

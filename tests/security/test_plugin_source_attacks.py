@@ -1,5 +1,5 @@
 """A crafted plugin marketplace points the harness at sources the operator never named
-(SECURITY.md rule 13): a private git repository on the host by ``file://`` URL, by bare path,
+(README, "Security model"): a private git repository on the host by ``file://`` URL, by bare path,
 through ``git-subdir``, or git's ``ext::`` transport. Each is refused with a problem naming the
 plugin and the source, the private skills join no catalog, and the rest of the marketplace is
 served."""

@@ -1,4 +1,4 @@
-"""Signed run records are fresh and owned (SECURITY.md rule 14): restoring an older validly
+"""Signed run records are fresh and owned (README, "Security model"): restoring an older validly
 signed ``run.json`` (a rollback) or copying another user's into one's own area must not make the
 engine perform a confirmed side effect again. Each attack runs a real workflow whose guarded
 ``deploy`` counts its calls; the count must stay 1."""

@@ -1,4 +1,4 @@
-"""Every folder the harness reads skills from is the front door's (SECURITY.md rule 11): a
+"""Every folder the harness reads skills from is the front door's (README, "Security model"): a
 hostile model's file tools cannot write, read or list any of a user's skill folders in any
 spelling, in any filesystem mode, and a tenant's sandbox shell cannot plant a skill in one.
 A planted skill would be served next turn with no scan, draft, gate or audit."""
