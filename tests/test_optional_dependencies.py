@@ -1,5 +1,6 @@
-"""The optional integrations stay optional: importing the harness loads none of them, and a
-run works (untraced) when OpenTelemetry is not installed at all."""
+"""The optional integrations stay optional: importing the harness loads none of them (nor pytest,
+which only the conformance suites import), and a run works (untraced) when OpenTelemetry is not
+installed at all."""
 
 from __future__ import annotations
 
@@ -30,6 +31,19 @@ def test_importing_the_harness_and_building_an_agent_imports_no_optional_package
         """
     )
     assert loaded == "[]"
+
+
+def test_only_the_conformance_suites_import_pytest() -> None:
+    loaded = _python(
+        """
+        import sys
+        import filesystems, repositories, harness, harness.cli
+        before = "pytest" in sys.modules
+        import filesystems.testing, repositories.testing
+        print(before, "pytest" in sys.modules)
+        """
+    )
+    assert loaded == "False True"
 
 
 def test_without_opentelemetry_a_run_is_untraced_and_works(tmp_path: Path) -> None:

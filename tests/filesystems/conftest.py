@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from filesystems.testing import FilesystemCase, PeerSpec
 from tests.support.filesystems import build_filesystem
-from tests.support.fs_cases import Case
 
 MODES = [
     "local",
@@ -23,42 +23,33 @@ MODES = [
     "sandbox-scoped",
     "composite",
 ]
-SHARED = {"local", "local-scoped", "sqlite", "sqlite-scoped", "mysql"}
+OPEN_PEER = "tests.support.fs_cases:open_peer"
 
 
 @pytest.fixture(params=MODES)
-async def case(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Case]:
+async def filesystem_case(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FilesystemCase]:
     mode: str = request.param
     kind = mode.removesuffix("-scoped")
     limit = 4096 if kind in ("local", "local-shell", "sandbox") else None
     async with build_filesystem(request, kind, tmp_path, output_limit=limit) as made:
-        specs: dict[str, dict[str, str]] = {
+        # The modes shared across processes, and how a peer process opens them again.
+        shared: dict[str, dict[str, str]] = {
             "local": {"kind": "local", "root": str(made.host)},
             "sqlite": {"kind": "sqlite", "path": str(made.sqlite), "agent": "agent"},
             "mysql": {"kind": "mysql", "dsn": made.mysql_dsn or "", "table": made.table, "agent": "agent"},
         }
-        built = Case(mode, made.fs, specs.get(kind), made.host)
-        if mode.endswith("-scoped"):
-            built.fs = made.fs.scoped("alice")
-            built.spec = None if built.spec is None else {**built.spec, "user": "alice"}
-            built.host_root = None if built.host_root is None else built.host_root / "alice"
+        scoped = mode.endswith("-scoped")
+        user = "alice" if scoped else ""
+        arguments = shared.get(kind)
+        built = FilesystemCase(
+            fs=made.fs.scoped(user) if scoped else made.fs,
+            output_limit=limit,
+            shell_sees_root=mode != "sandbox",  # the unscoped sandbox holds only the read-only projected roots
+            peer=None if arguments is None else PeerSpec(opener=OPEN_PEER, arguments=arguments, user=user),
+        )
         owner = made.fs if kind == "sqlite" else built.fs  # a scoped remote view shares its owner's store
         async with owner:
             yield built
-
-
-@pytest.fixture
-def shell_case(case: Case) -> Case:
-    if not case.fs.has_shell:
-        pytest.skip(f"{case.name} has no shell")
-    return case
-
-
-@pytest.fixture
-def shared_case(case: Case) -> Case:
-    if case.name not in SHARED:
-        pytest.skip(f"{case.name} is not shared across processes")
-    return case
 
 
 def as_root() -> bool:

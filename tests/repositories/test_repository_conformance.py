@@ -1,133 +1,105 @@
-"""The common SkillRepository contract, run against memory, directory, git, plugin-marketplace, MySQL and
-Nacos (through its local stand-in, see tests/support/nacos.py) markets."""
+"""The market conformance suite (``repositories.testing``), run against memory, directory, git,
+plugin-marketplace, MySQL and Nacos (through its local stand-in, see tests/support/nacos.py) markets."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from filesystems import LocalFilesystem
 from repositories import (
-    BundleNotFound,
     DirectoryRepository,
     GitRepository,
     MemoryRepository,
     MySQLRepository,
     NacosRepository,
     PluginMarketplaceRepository,
-    RepositoryClosed,
-    SkillBundleContents,
-    SkillRepository,
-    UnsafePath,
 )
-from tests.support import skills
+from repositories.testing import (
+    SKILL_FILES,
+    RepositoryCase,
+    RepositoryConformance,
+    skill_bundle,
+    skill_md,
+    write_skill_folder,
+)
 from tests.support.mysql import drop_tables
 from tests.support.nacos import NacosStandIn, skill_zip
 from tests.support.repositories import GitRemote
 
-FILES = {"scripts/run.sh": (b"#!/bin/sh\necho run\n", 0o755), "data/blob.bin": (bytes(range(256)), 0o644)}
 
-
-def skill_md(folder: str) -> bytes:
-    return skills.skill_md(folder, f"The {folder} skill.", body=f"Body of {folder}.\n").encode()
-
-
-def contents(folder: str, with_files: bool = True) -> SkillBundleContents:
-    return skills.make_bundle(folder, text=skill_md(folder), files=FILES if with_files else None)
-
-
-def write_tree(root: Path, folder: str, with_files: bool = True) -> None:
-    files = {p: d for p, (d, _) in FILES.items()} if with_files else {}
-    skills.make_skill(
-        root,
-        folder,
-        text=skill_md(folder),
-        files=files,
-        executable=[p for p, (_, m) in FILES.items() if with_files and m == 0o755],
-    )
-    if with_files:
-        (root / folder / "build").mkdir()
-        (root / folder / "build" / "out.o").write_text("ignored\n")
-        (root / folder / "build" / ".gitignore").write_text("*\n")
-
-
-@dataclass
-class Market:
-    repo: SkillRepository
-    add: Callable[[str], Awaitable[None]]
-
-
-async def memory_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
-    repo = MemoryRepository([contents("alpha"), contents("beta", False)])
+async def memory_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
+    repo = MemoryRepository([skill_bundle("alpha"), skill_bundle("beta", with_files=False)])
 
     async def add(folder: str) -> None:
-        await repo.save(contents(folder, False))
+        await repo.save(skill_bundle(folder, with_files=False))
 
-    return Market(repo, add)
+    return RepositoryCase(repo=repo, add=add)
 
 
-async def directory_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+async def directory_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
     root = tmp_path / "skills"
-    write_tree(root, "alpha")
-    write_tree(root / "group", "beta", False)
+    write_skill_folder(root, "alpha")
+    write_skill_folder(root / "group", "beta", with_files=False)
 
     async def add(folder: str) -> None:
-        write_tree(root, folder, False)
+        write_skill_folder(root, folder, with_files=False)
 
-    return Market(DirectoryRepository(root), add)
+    return RepositoryCase(repo=DirectoryRepository(root), add=add)
 
 
-async def filesystem_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+async def filesystem_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
     root = tmp_path / "ws" / "skills"
-    write_tree(root, "alpha")
-    write_tree(root / "group", "beta", False)
+    write_skill_folder(root, "alpha")
+    write_skill_folder(root / "group", "beta", with_files=False)
 
     async def add(folder: str) -> None:
-        write_tree(root, folder, False)
+        write_skill_folder(root, folder, with_files=False)
 
-    return Market(DirectoryRepository("skills", filesystem=LocalFilesystem(tmp_path / "ws")), add)
+    return RepositoryCase(repo=DirectoryRepository("skills", filesystem=LocalFilesystem(tmp_path / "ws")), add=add)
 
 
-async def git_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+async def git_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
     remote = GitRemote(tmp_path / "git")
-    write_tree(remote.work / "skills", "alpha")
-    write_tree(remote.work / "skills", "beta", False)
+    write_skill_folder(remote.work / "skills", "alpha")
+    write_skill_folder(remote.work / "skills", "beta", with_files=False)
     remote.commit()
 
     async def add(folder: str) -> None:
-        write_tree(remote.work / "skills", folder, False)
+        write_skill_folder(remote.work / "skills", folder, with_files=False)
         remote.commit()
 
-    return Market(GitRepository(remote.url, cache_dir=tmp_path / "cache"), add)
+    return RepositoryCase(repo=GitRepository(remote.url, cache_dir=tmp_path / "cache"), add=add)
 
 
-async def plugin_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+async def plugin_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
     remote = GitRemote(tmp_path / "git")
     manifest = remote.work / ".claude-plugin" / "marketplace.json"
     manifest.parent.mkdir()
     manifest.write_text('{"name": "m", "plugins": [{"name": "kit", "source": "./plugins/kit"}]}')
     skills_root = remote.work / "plugins" / "kit" / "skills"
-    write_tree(skills_root, "alpha")
-    write_tree(skills_root, "beta", False)
+    write_skill_folder(skills_root, "alpha")
+    write_skill_folder(skills_root, "beta", with_files=False)
     remote.commit()
 
     async def add(folder: str) -> None:
-        write_tree(skills_root, folder, False)
+        write_skill_folder(skills_root, folder, with_files=False)
         remote.commit()
 
-    return Market(PluginMarketplaceRepository(GitRepository(remote.url, cache_dir=tmp_path / "cache")), add)
+    return RepositoryCase(
+        repo=PluginMarketplaceRepository(GitRepository(remote.url, cache_dir=tmp_path / "cache")), add=add
+    )
 
 
-async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
     dsn = request.getfixturevalue("mysql_dsn")
     table = f"conf_{secrets.token_hex(4)}"
     repo = MySQLRepository(dsn, table=table, writable=True, create_if_missing=True)
-    await repo.save(contents("alpha"))
-    await repo.save(contents("beta", False))
+    await repo.save(skill_bundle("alpha"))
+    await repo.save(skill_bundle("beta", with_files=False))
 
     async def drop() -> None:
         await drop_tables(dsn, table)
@@ -135,18 +107,18 @@ async def mysql_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
     request.node.mysql_cleanup = drop
 
     async def add(folder: str) -> None:
-        await repo.save(contents(folder, False))
+        await repo.save(skill_bundle(folder, with_files=False))
 
-    return Market(repo, add)
+    return RepositoryCase(repo=repo, add=add)
 
 
-async def nacos_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market:
+async def nacos_market(tmp_path: Path, request: pytest.FixtureRequest) -> RepositoryCase:
     stand_in = NacosStandIn()
     stand_in.start()
     request.addfinalizer(stand_in.stop)
 
     def publish(folder: str, with_files: bool = True) -> None:
-        stand_in.publish(folder, skill_zip(folder, skill_md(folder), dict(FILES) if with_files else None))
+        stand_in.publish(folder, skill_zip(folder, skill_md(folder), dict(SKILL_FILES) if with_files else None))
 
     publish("alpha")
     publish("beta", False)
@@ -156,7 +128,9 @@ async def nacos_market(tmp_path: Path, request: pytest.FixtureRequest) -> Market
 
     # Nacos cannot list skills: the market names the ones it serves, "gamma" before it exists.
     names = ["alpha", "beta", "gamma"]
-    return Market(NacosRepository(stand_in.address, skills=names, check_interval=0, log_dir=tmp_path / "logs"), add)
+    return RepositoryCase(
+        repo=NacosRepository(stand_in.address, skills=names, check_interval=0, log_dir=tmp_path / "logs"), add=add
+    )
 
 
 BACKENDS = {
@@ -171,7 +145,7 @@ BACKENDS = {
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-async def market(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Market]:
+async def repository_case(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RepositoryCase]:
     built = await BACKENDS[request.param](tmp_path, request)
     async with built.repo:
         yield built
@@ -180,72 +154,5 @@ async def market(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         await cleanup()
 
 
-async def test_snapshot_lists_bundles_sorted_with_main_file_and_listing(market: Market) -> None:
-    snap = await market.repo.snapshot()
-    assert [b.folder for b in snap.bundles] == ["alpha", "beta"]
-    alpha, beta = snap.bundles
-    assert alpha.skill_md == skill_md("alpha") and alpha.skill_md_name == "SKILL.md"
-    assert [(f.path, f.size, f.mode) for f in alpha.files] == [
-        ("data/blob.bin", 256, 0o644),
-        ("scripts/run.sh", len(FILES["scripts/run.sh"][0]), 0o755),
-    ]
-    assert beta.files == ()
-    assert alpha.digest and alpha.digest != beta.digest
-    assert snap.error is None
-
-
-async def test_read_files_returns_bytes_keyed_as_asked(market: Market) -> None:
-    data = await market.repo.read_files("alpha", ["data/blob.bin", "./scripts/run.sh", "SKILL.md"])
-    assert data == {
-        "data/blob.bin": bytes(range(256)),
-        "./scripts/run.sh": FILES["scripts/run.sh"][0],
-        "SKILL.md": skill_md("alpha"),
-    }
-    assert await market.repo.read_file("beta", "SKILL.md") == skill_md("beta")
-
-
-async def test_missing_folder_or_file_is_not_found(market: Market) -> None:
-    with pytest.raises(BundleNotFound):
-        await market.repo.read_file("nope", "SKILL.md")
-    with pytest.raises(BundleNotFound):
-        await market.repo.read_file("alpha", "scripts/missing.sh")
-    with pytest.raises(FileNotFoundError):
-        await market.repo.read_file("alpha", "scripts")
-
-
-@pytest.mark.parametrize("path", ["../beta/SKILL.md", "/etc/passwd", ".git/config", "scripts/../../x", "a\0b", ""])
-async def test_unsafe_paths_are_refused(market: Market, path: str) -> None:
-    with pytest.raises(UnsafePath):
-        await market.repo.read_file("alpha", path)
-
-
-async def test_unchanged_repository_keeps_version_and_snapshot(market: Market) -> None:
-    first = await market.repo.snapshot()
-    assert await market.repo.version() == first.version
-    assert await market.repo.snapshot() is first
-
-
-async def test_change_gives_a_new_version_and_keeps_unchanged_digests(market: Market) -> None:
-    first = await market.repo.snapshot()
-    await market.add("gamma")
-    second = await market.repo.snapshot()
-    assert second.version != first.version
-    assert [b.folder for b in second.bundles] == ["alpha", "beta", "gamma"]
-    assert second.bundles[0].digest == first.bundles[0].digest
-
-
-async def test_refresh_rereads_and_keeps_serving(market: Market) -> None:
-    first = await market.repo.snapshot()
-    await market.repo.refresh()
-    again = await market.repo.snapshot()
-    assert [b.digest for b in again.bundles] == [b.digest for b in first.bundles]
-
-
-async def test_aclose_is_idempotent_and_final(market: Market) -> None:
-    await market.repo.snapshot()
-    await market.repo.aclose()
-    await market.repo.aclose()
-    with pytest.raises(RepositoryClosed):
-        await market.repo.snapshot()
-    with pytest.raises(RepositoryClosed):
-        await market.repo.read_file("alpha", "SKILL.md")
+class TestRepositories(RepositoryConformance):
+    """Every backend in ``BACKENDS``."""

@@ -1,40 +1,21 @@
-"""The filesystem conformance cases: a filesystem under test and how a peer process opens it."""
+"""How a peer process opens the filesystems of the conformance cases (``PeerSpec.opener``)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
+from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SQLiteKeyValueStore
 
-from filesystems import AbstractFilesystem
-
-PEER = Path(__file__).parents[1] / "filesystems" / "peer.py"
+__all__ = ["open_peer"]
 
 
-@dataclass
-class Case:
-    """A filesystem under test and how another process can open the same one (``spec``)."""
-
-    name: str
-    fs: AbstractFilesystem
-    spec: dict[str, str] | None = None
-    host_root: Path | None = None
-    extra: dict[str, object] = field(default_factory=dict)
-
-    def peer(self, *args: str) -> subprocess.Popen[str]:
-        """Start ``peer.py`` on the same filesystem in another process."""
-        assert self.spec is not None
-        return subprocess.Popen(
-            [sys.executable, str(PEER), json.dumps(self.spec), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-
-def peer_result(process: subprocess.Popen[str], timeout: float = 60) -> str:
-    out, err = process.communicate(timeout=timeout)
-    assert process.returncode == 0, err
-    return out.strip()
+def open_peer(*, kind: str, **spec: str) -> AbstractFilesystem:
+    """The filesystem of a shared case, opened anew: a ``local`` folder (``root``), or a remote
+    filesystem over a ``sqlite`` file (``path``) or a ``mysql`` table (``dsn``, ``table``) as
+    ``agent``."""
+    if kind == "local":
+        return LocalFilesystem(spec["root"])
+    if kind == "sqlite":
+        return RemoteFilesystem(SQLiteKeyValueStore(spec["path"]), agent_id=spec["agent"])
+    if kind == "mysql":
+        store = MySQLKeyValueStore(spec["dsn"], table=spec["table"], pool_size=2)
+        return RemoteFilesystem(store, agent_id=spec["agent"])
+    raise ValueError(f"unknown filesystem kind {kind!r}")
