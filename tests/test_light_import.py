@@ -1,0 +1,76 @@
+"""``import harness`` loads the core and nothing of the optional parts until they are used.
+
+Each check runs a fresh interpreter: what one test imported must not hide what another loads.
+``bench/imports.py`` prints the time it takes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# The optional parts: none of their modules loads with ``import harness``.
+OPTIONAL = ("harness.engine", "harness.learning", "harness.mcp", "harness.adapters", "harness.tracing", "harness.cli")
+# The third-party packages only an optional part or an extra needs.
+OPTIONAL_PACKAGES = ("mcp", "opentelemetry", "aiomysql", "git", "nacos", "agents", "pydantic_ai", "langchain_core")
+# Our modules ``import harness`` loads today; raise it only for a module the core truly needs.
+PINNED_MODULES = 90
+
+
+def _loaded(statement: str) -> list[str]:
+    code = (
+        "import json, sys\n"
+        f"{statement}\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    modules: list[str] = json.loads(out)
+    return modules
+
+
+def _ours(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.split(".")[0] in ("harness", "repositories", "filesystems")]
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_import_harness_loads_no_optional_part() -> None:
+    loaded = _loaded("import harness")
+    assert [m for m in loaded if _within(m, OPTIONAL)] == []
+    assert [m for m in loaded if _within(m, OPTIONAL_PACKAGES)] == []
+
+
+def test_import_harness_loads_a_pinned_number_of_modules() -> None:
+    ours = _ours(_loaded("import harness"))
+    assert len(ours) <= PINNED_MODULES, f"import harness now loads {len(ours)} of our modules: {ours}"
+
+
+@pytest.mark.parametrize(
+    ("statement", "part"),
+    [
+        ("from harness import EngineError, LearningError", "harness.engine.engine"),
+        ("from harness.learning import MarketScanPolicy", "harness.learning.loop"),
+        ("import harness.tracing", "harness.tracing.tracer"),
+        ("import harness.mcp", "harness.mcp.server"),
+    ],
+)
+def test_naming_a_package_does_not_load_all_of_it(statement: str, part: str) -> None:
+    assert part not in _loaded(statement)
+
+
+def test_a_lazy_name_loads_its_module_on_first_use() -> None:
+    loaded = _loaded("from harness.engine import WorkflowEngine; from harness.learning import SelfLearning")
+    assert "harness.engine.engine" in loaded and "harness.learning.loop" in loaded
+
+
+def test_an_unknown_lazy_name_is_an_attribute_error() -> None:
+    import harness.learning
+
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        harness.learning.NoSuchThing  # noqa: B018
+    assert "SelfLearning" in dir(harness.learning)
