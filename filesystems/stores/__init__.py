@@ -1,9 +1,16 @@
 """Versioned key-value stores behind :class:`~filesystems.RemoteFilesystem`."""
 
+from typing import TYPE_CHECKING
+
+from ..plugins import lazy_exports
 from .base import KeyValueStore, StoreEntry, StoreRecord
 from .memory import MemoryKeyValueStore
-from .mysql import MySQLKeyValueStore
 from .sqlite import SQLiteKeyValueStore
+
+if TYPE_CHECKING:
+    from .mysql import MySQLKeyValueStore
+else:  # imported on first use, as opening a mysql: store does
+    __getattr__ = lazy_exports(__name__, {"MySQLKeyValueStore": "filesystems.stores.mysql:MySQLKeyValueStore"})
 
 __all__ = [
     "KeyValueStore",
