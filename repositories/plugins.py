@@ -225,9 +225,9 @@ class PluginMarketplaceRepository(SkillRepository):
     def from_url(cls, url: str) -> Self:
         """The marketplace a ``claude-plugins+dir:`` or ``claude-plugins+git+<transport>://`` URL
         names: the inner URL's options (see ``DirectoryRepository.from_url`` and
-        ``GitRepository.from_url``) plus ``source``, ``allowed_schemes`` (comma-separated) and, for
-        a folder, ``cache_dir`` (a git marketplace's is the git option). Raises
-        ``InvalidRepositoryConfig``."""
+        ``GitRepository.from_url``) plus ``source`` and ``allowed_schemes`` (comma-separated); a
+        folder's ``cache_dir`` is where remote plugins are cloned, a git marketplace's is its
+        clone's. Raises ``InvalidRepositoryConfig``."""
         base, options = split_fragment(url.removeprefix(_URL_PREFIX))
         source = options.pop("source", None)
         schemes = options.pop("allowed_schemes", None)
