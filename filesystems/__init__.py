@@ -6,6 +6,8 @@ Start from :class:`AbstractFilesystem` (the contract); pick a mode — :class:`L
 :func:`open_filesystem` and :func:`open_store` build them from a mode name and a store URL.
 """
 
+from typing import TYPE_CHECKING
+
 from ._redact import redact_secrets, redact_url, url_credentials
 from .base import (
     RESERVED_USER_IDS,
@@ -36,6 +38,7 @@ from .paths import (
     relative_path_problem,
     segment_problem,
 )
+from .plugins import Registry, lazy_exports
 from .registry import (
     known_filesystem_modes,
     known_store_schemes,
@@ -50,11 +53,13 @@ from .sandbox import SandboxFilesystem, SandboxLimits
 from .stores import (
     KeyValueStore,
     MemoryKeyValueStore,
-    MySQLKeyValueStore,
     SQLiteKeyValueStore,
     StoreEntry,
     StoreRecord,
 )
+
+if TYPE_CHECKING:
+    from .stores.mysql import MySQLKeyValueStore
 
 __all__ = [
     "RESERVED_USER_IDS",
@@ -72,6 +77,7 @@ __all__ = [
     "MemoryKeyValueStore",
     "MySQLKeyValueStore",
     "PathEscapeError",
+    "Registry",
     "RemoteFilesystem",
     "SQLiteKeyValueStore",
     "SandboxFilesystem",
@@ -86,6 +92,7 @@ __all__ = [
     "identifier_problem",
     "known_filesystem_modes",
     "known_store_schemes",
+    "lazy_exports",
     "loose_path_parts",
     "loose_path_problem",
     "normalize_path",
@@ -100,3 +107,5 @@ __all__ = [
     "url_credentials",
     "validate_user_id",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)  # the TYPE_CHECKING names, imported on first use

@@ -18,28 +18,28 @@ mode            filesystem
                 embedded SQLite file ``<workspace>/.harness/store.db``
 ==============  =====================================================================
 
-Code builds these classes directly; the strings are sugar. Third parties add store schemes
-with :func:`register_store` or the entry-point group ``harness.stores`` (name = scheme, value
-= a callable taking the URL and returning a ``KeyValueStore``), and modes with
-:func:`register_filesystem` or the group ``harness.filesystems`` (name = mode, value = a
-:class:`FilesystemFactory`). Unknown names and malformed URLs raise ``ValueError``; messages
-never show a URL's password.
+Code builds these classes directly; the strings are sugar. Both tables are
+:class:`~filesystems.Registry` objects: the ``mysql`` store's module is imported the first time a
+``mysql:`` URL is opened. Third parties add store schemes with :func:`register_store` or the
+entry-point group ``harness.stores`` (name = scheme, value = a callable taking the URL and
+returning a ``KeyValueStore``), and modes with :func:`register_filesystem` or the group
+``harness.filesystems`` (name = mode, value = a :class:`FilesystemFactory`). Unknown names and
+malformed URLs raise ``ValueError``; messages never show a URL's password.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol
 
 from ._redact import redact_url
 from .base import AbstractFilesystem
 from .local import DEFAULT_TIMEOUT, LocalFilesystem
+from .plugins import Registry
 from .remote import RemoteFilesystem
 from .sandbox import SandboxFilesystem, SandboxLimits
-from .stores import KeyValueStore, MemoryKeyValueStore, MySQLKeyValueStore, SQLiteKeyValueStore
+from .stores import KeyValueStore, MemoryKeyValueStore, SQLiteKeyValueStore
 
 __all__ = [
     "FILESYSTEM_ENTRY_POINT_GROUP",
@@ -78,53 +78,6 @@ class FilesystemFactory(Protocol):
     ) -> AbstractFilesystem: ...
 
 
-_F = TypeVar("_F")
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-
-
-class _Registry(Generic[_F]):
-    """Names → factories: built in, registered in code, or advertised through an entry-point group."""
-
-    def __init__(self, what: str, group: str, builtin: dict[str, _F]) -> None:
-        self._what = what
-        self._group = group
-        self._builtin = builtin
-        self._registered: dict[str, _F] = {}
-
-    def register(self, name: str, factory: _F, *, replace: bool) -> None:
-        name = name.lower()
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"invalid {self._what} name {name!r}")
-        if not replace and name in self.known():
-            raise ValueError(f"{self._what} {name!r} is already registered; pass replace=True to override it")
-        self._registered[name] = factory
-
-    def _advertised(self) -> dict[str, importlib.metadata.EntryPoint]:
-        return {ep.name.lower(): ep for ep in importlib.metadata.entry_points(group=self._group)}
-
-    def known(self) -> list[str]:
-        return sorted({*self._builtin, *self._registered, *self._advertised()})
-
-    def factory(self, name: str) -> _F:
-        """The factory of ``name`` (messages show only the name: the rest may hold a password)."""
-        name = name.lower()
-        found = self._registered.get(name) or self._builtin.get(name)
-        if found is not None:
-            return found
-        entry = self._advertised().get(name)
-        if entry is None:
-            raise ValueError(f"unknown {self._what} {name!r}; known: {', '.join(self.known())}")
-        try:
-            loaded = entry.load()
-        except Exception as exc:  # a broken plug-in must not look like a missing one
-            raise ValueError(f"cannot load the {self._what} plug-in {entry.value!r} for {name!r}: {exc}") from exc
-        if not callable(loaded):
-            raise ValueError(f"the {self._what} plug-in {entry.value!r} for {name!r} is not callable")
-        factory: _F = loaded
-        self._registered[name] = factory
-        return factory
-
-
 def _sqlite(url: str) -> KeyValueStore:
     # SQLAlchemy's convention: ``sqlite:///rel.db`` is relative, ``sqlite:////abs.db`` absolute.
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("sqlite://")
@@ -137,10 +90,10 @@ def _memory(url: str) -> KeyValueStore:
     return MemoryKeyValueStore()
 
 
-_STORES: _Registry[StoreFactory] = _Registry(
+_STORES: Registry[StoreFactory] = Registry(
     "store scheme",
     STORE_ENTRY_POINT_GROUP,
-    {"memory": _memory, "sqlite": _sqlite, "mysql": MySQLKeyValueStore},
+    {"memory": _memory, "sqlite": _sqlite, "mysql": "filesystems.stores.mysql:MySQLKeyValueStore"},
 )
 
 
@@ -202,7 +155,7 @@ def _remote(workspace: Path, *, store: str, agent_id: str, **_: object) -> Abstr
     return RemoteFilesystem(open_store(store or f"sqlite:///{workspace / '.harness' / 'store.db'}"), agent_id=agent_id)
 
 
-_MODES: _Registry[FilesystemFactory] = _Registry(
+_MODES: Registry[FilesystemFactory] = Registry(
     "filesystem mode",
     FILESYSTEM_ENTRY_POINT_GROUP,
     {"local": _local, "local-shell": _local_shell, "sandbox": _sandbox, "remote": _remote},

@@ -6,6 +6,9 @@ Start with ``SkillRepository`` (the contract, in ``repositories.base``), then th
 URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``, ``nacos://``, ``claude-plugins+…``).
 """
 
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from repositories.base import (
     BundleFile,
     FileContents,
@@ -30,8 +33,6 @@ from repositories.errors import (
 )
 from repositories.git import GitRepository, default_cache_dir
 from repositories.memory import MemoryRepository
-from repositories.mysql import MySQLRepository
-from repositories.nacos import NacosRepository
 from repositories.package import (
     ENTRY_POINT_GROUP,
     EntryPointRepository,
@@ -41,6 +42,10 @@ from repositories.package import (
 from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
 from repositories.sources import check_source, disambiguate_sources, exact_sub_source, make_source, sub_source
+
+if TYPE_CHECKING:
+    from repositories.mysql import MySQLRepository
+    from repositories.nacos import NacosRepository
 
 __all__ = [
     "DEFAULT_PLUGIN_SCHEMES",
@@ -83,3 +88,5 @@ __all__ = [
     "register_scheme",
     "sub_source",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)  # the TYPE_CHECKING names, imported on first use

@@ -9,16 +9,18 @@ import logging
 import os
 import shutil
 import stat
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 import anyio
 
-from filesystems import AbstractFilesystem, FilesystemError
+from filesystems import AbstractFilesystem, FilesystemError, redact_url
 from filesystems.base import normalize_path
+from repositories._urls import flag, no_more, split_fragment
 from repositories.base import (
     BundleFile,
     FileContents,
@@ -404,6 +406,20 @@ class DirectoryRepository(SkillRepository):
             name = self.fs_path.rsplit("/", 1)[-1] or "root"
         super().__init__(source=source or make_source("dir", name), writable=writable)
         self._last: FolderScan | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market a ``dir:`` URL names: ``dir:/path``, ``dir:///path`` or a bare path, with the
+        fragment options ``writable`` and ``source``. Raises ``InvalidRepositoryConfig``."""
+        base, options = split_fragment(url)
+        path = base[4:] if base.startswith("dir:") else base
+        if path.startswith("//"):
+            path = urllib.parse.unquote(urllib.parse.urlsplit("file:" + path).path)
+        if not path:
+            raise InvalidRepositoryConfig(f"no folder in {redact_url(url)!r}")
+        repo = cls(path, source=options.pop("source", None), writable=flag(options, "writable", False))
+        no_more(url, options)
+        return repo
 
     @property
     def watch_root(self) -> Path | None:

@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 
 import anyio
 
 from filesystems import redact_secrets, redact_url, url_credentials
+from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
 from repositories.errors import (
@@ -197,6 +198,29 @@ class GitRepository(SkillRepository):
         self._problems: list[str] = []
         self._thread_lock = threading.Lock()
         self._read_lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market a ``git+<transport>://`` URL names (``https``, ``http``, ``ssh``, ``file``),
+        the constructor's options in the fragment. Raises ``InvalidRepositoryConfig``."""
+        base, options = split_fragment(url)
+        remote = base[4:]
+        if not remote.split("://", 1)[-1]:
+            raise InvalidRepositoryConfig(f"no repository in {redact_url(url)!r}")
+        repo = cls(
+            remote,
+            branch=options.pop("branch", None) or None,
+            subdir=options.pop("subdir", None) or None,
+            cache_dir=options.pop("cache_dir", None) or None,
+            check_interval=number(options, "check_interval", 0.0),
+            background_refresh=flag(options, "background_refresh", False),
+            check_budget=number(options, "check_budget", 0.0) if "check_budget" in options else None,
+            auto_sync=flag(options, "auto_sync", True),
+            shallow=flag(options, "shallow", True),
+            source=options.pop("source", None),
+        )
+        no_more(url, options)
+        return repo
 
     async def sync(self) -> str:
         """Check the remote now and fetch if it moved; returns the served commit."""

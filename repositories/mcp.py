@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from filesystems import redact_secrets, redact_url
+from repositories._urls import no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import check_folder, normalise_file_path
 from repositories.errors import (
@@ -147,6 +149,33 @@ class McpRepository(SkillRepository):
         self._group: TaskGroup | None = None
         self._link: _Link | None = None
         self._link_lock = anyio.Lock()
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market an ``mcp+https://``, ``mcp+http://`` or ``mcp+stdio:<command …>`` URL names;
+        fragment options ``timeout``, ``check_interval``, ``source`` and, over HTTP, ``token_env``
+        (the variable holding the bearer token). Raises ``InvalidRepositoryConfig``."""
+        base, options = split_fragment(url)
+        common: dict[str, Any] = {
+            "timeout": number(options, "timeout", 30.0),
+            "check_interval": number(options, "check_interval", 0.0),
+            "source": options.pop("source", None),
+        }
+        if base.startswith("mcp+stdio:"):
+            try:
+                command = shlex.split(base[len("mcp+stdio:") :])
+            except ValueError as exc:
+                raise InvalidRepositoryConfig(f"cannot split the command of {redact_url(url)!r}: {exc}") from None
+            if not command:
+                raise InvalidRepositoryConfig(f"no command in {redact_url(url)!r}")
+            no_more(url, options)
+            return cls(command=command, **common)
+        variable = options.pop("token_env", None)
+        token = os.environ.get(variable) if variable else None
+        if variable and not token:
+            raise InvalidRepositoryConfig(f"the variable {variable!r} named by token_env is not set")
+        no_more(url, options)
+        return cls(url=base[len("mcp+") :], token=token, **common)
 
     def _default_source(self) -> str:
         if self.url is not None:

@@ -34,14 +34,16 @@ transaction as their change; the version token is ``<epoch>:<generation>``.
 from __future__ import annotations
 
 import re
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Self
 
 from filesystems import redact_secrets
 from filesystems.paths import identifier_problem
 from filesystems.stores.mysql import parse_mysql_dsn
+from repositories._urls import flag, no_more, number
 from repositories.base import BundleFile, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
 from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
@@ -144,6 +146,24 @@ class MySQLRepository(SkillRepository):
         self.create_if_missing = create_if_missing
         self.connect_timeout = connect_timeout
         self._ready = False
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market a ``mysql://`` URL names; the query holds the options (``table``,
+        ``writable``, ``create_if_missing``, ``connect_timeout``, ``source``), the rest is the DSN.
+        Raises ``InvalidRepositoryConfig``."""
+        parts = urllib.parse.urlsplit(url)
+        options = dict(urllib.parse.parse_qsl(parts.query))
+        repo = cls(
+            urllib.parse.urlunsplit(parts._replace(query="", fragment="")),
+            table=options.pop("table", "skills"),
+            writable=flag(options, "writable", False),
+            create_if_missing=flag(options, "create_if_missing", False),
+            connect_timeout=number(options, "connect_timeout", 5.0),
+            source=options.pop("source", None),
+        )
+        no_more(url, options)
+        return repo
 
     @property
     def _where(self) -> str:

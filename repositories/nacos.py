@@ -29,13 +29,14 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 import anyio
 import anyio.to_thread
 
 from filesystems import redact_secrets
 from filesystems.paths import relative_path_problem
+from repositories._urls import no_more, number
 from repositories.archives import ZipPackage
 from repositories.base import BundleFile, FileContents, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
 from repositories.discovery import FILE, Child, check_folder, discover, shown, tree_from_paths
@@ -241,6 +242,32 @@ class NacosRepository(SkillRepository):
         self._failure: RepositoryUnavailable | None = None
         self._checked_at = -math.inf
         self._check_lock = anyio.Lock()
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market a ``nacos://user:pass@host:8848/namespace?skills=a,b`` URL names; the query
+        holds the constructor's options. Raises ``InvalidRepositoryConfig``."""
+        parts = urllib.parse.urlsplit(url)
+        options = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+        userinfo, _, servers = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        names = [name for name in options.pop("skills", "").split(",") if name]
+        repo = cls(
+            servers,
+            namespace=urllib.parse.unquote(parts.path.strip("/")) or "public",
+            skills=names,
+            version=options.pop("version", None) or None,
+            label=options.pop("label", None) or None,
+            username=urllib.parse.unquote(user) or None,
+            password=urllib.parse.unquote(password) or None,
+            context_path=options.pop("context_path", "/nacos"),
+            check_interval=number(options, "check_interval", 30.0),
+            timeout=number(options, "timeout", 10.0),
+            log_dir=options.pop("log_dir", None) or None,
+            source=options.pop("source", None),
+        )
+        no_more(url, options)
+        return repo
 
     @property
     def where(self) -> str:

@@ -10,10 +10,11 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import Any, Self
 
 import anyio
 
+from repositories._urls import no_more, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.directory import read_below, scan_folder
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills
@@ -85,6 +86,16 @@ class PackageRepository(SkillRepository):
         # refresh could cut a concurrent read short; leaving them to the garbage collector makes
         # it finalise their file objects unclosed).
         self._archives: list[zipfile.ZipFile] = []
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market a ``pkg:package[/folder]`` URL names (folder ``skills`` by default; fragment
+        option ``source``). Raises ``InvalidRepositoryConfig``."""
+        base, options = split_fragment(url)
+        package, _, folder = base[4:].partition("/")
+        repo = cls(package, folder or "skills", source=options.pop("source", None))
+        no_more(url, options)
+        return repo
 
     def _root(self) -> Traversable:
         try:
@@ -195,6 +206,15 @@ class EntryPointRepository(SkillRepository):
         self.group = group
         self.packages = discover_skill_packages(group)
         self._owners: dict[str, PackageRepository] = {}
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The market an ``entrypoints:<group>`` URL names (group ``harness.skills`` when empty;
+        fragment option ``source``). Raises ``InvalidRepositoryConfig``."""
+        base, options = split_fragment(url)
+        repo = cls(base.split(":", 1)[1] or ENTRY_POINT_GROUP, source=options.pop("source", None))
+        no_more(url, options)
+        return repo
 
     async def _version(self) -> str:
         tokens = []

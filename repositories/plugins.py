@@ -7,15 +7,17 @@ import hashlib
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import anyio
 
 from filesystems import redact_url
 from filesystems.paths import has_control
+from repositories._urls import no_more, split_fragment
 from repositories.base import SkillBundle, SkillRepository, Snapshot
 from repositories.directory import DirectoryRepository
 from repositories.discovery import normalise_file_path
@@ -38,6 +40,7 @@ _GITHUB = "https://github.com/{}.git"
 #: The schemes plugin sources may use unless the operator allows others.
 DEFAULT_PLUGIN_SCHEMES: tuple[str, ...] = ("https",)
 _LOCAL = "file"  # file:// URLs and host paths
+_URL_PREFIX = "claude-plugins+"
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]*")
 _MAX_MANIFEST = 1 << 20  # a marketplace file larger than this is refused, not parsed
@@ -217,6 +220,27 @@ class PluginMarketplaceRepository(SkillRepository):
         self._manifest_key: str | None = None
         self._children: dict[_Plugin, SkillRepository] = {}
         self._owners: dict[str, SkillRepository] = {}
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """The marketplace a ``claude-plugins+dir:`` or ``claude-plugins+git+<transport>://`` URL
+        names: the inner URL's options (see ``DirectoryRepository.from_url`` and
+        ``GitRepository.from_url``) plus ``source`` and ``allowed_schemes`` (comma-separated); a
+        folder's ``cache_dir`` is where remote plugins are cloned, a git marketplace's is its
+        clone's. Raises ``InvalidRepositoryConfig``."""
+        base, options = split_fragment(url.removeprefix(_URL_PREFIX))
+        source = options.pop("source", None)
+        schemes = options.pop("allowed_schemes", None)
+        allowed = tuple(filter(None, schemes.split(","))) if schemes is not None else DEFAULT_PLUGIN_SCHEMES
+        root: DirectoryRepository | GitRepository
+        if base.startswith("git+"):
+            root = GitRepository.from_url(base + "#" + urllib.parse.urlencode(options))
+            cache_dir = None
+        else:
+            cache_dir = options.pop("cache_dir", None) or None
+            no_more(url, options)
+            root = DirectoryRepository.from_url(base)
+        return cls(root, cache_dir=cache_dir, source=source, allowed_schemes=allowed)
 
     @property
     def _where(self) -> str:

@@ -43,7 +43,6 @@ FLOORS: dict[str, int] = {
     "harness.context": 2,
     "harness.clock": 2,
     "harness.terminal": 2,
-    "harness._lazy": 2,
     # the SKILL.md model (with the market scanner) and the models
     "harness.skills": 3,
     "harness.models": 3,

@@ -21,11 +21,7 @@ PINNED_MODULES = 90
 
 
 def _loaded(statement: str) -> list[str]:
-    code = (
-        "import json, sys\n"
-        f"{statement}\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))\n"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     modules: list[str] = json.loads(out)
     return modules

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from filesystems import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engine.action import ACTION_ID_ENV, STEP_READS_ENV, ActionContext, current_action, performing

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from filesystems import lazy_exports
 
 if TYPE_CHECKING:
     from harness.audit import AuditLog, AuditRecord

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from filesystems import lazy_exports
 
 try:
     import mcp as _sdk  # noqa: F401  (the SDK is an optional extra: say so clearly)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.errors import ConfigError
-from harness.models import Message, ModelError, UnknownModel, open_model
+from harness.models import Message, Model, ModelError, ScriptedModel, UnknownModel, open_model
 from harness.models.anthropic import AnthropicModel
 from harness.models.openai import OpenAIModel
+from harness.models.registry import known_model_providers, register_model
 
 
 async def test_openai_spec_reads_the_environment_and_kwargs_win() -> None:
@@ -60,3 +63,24 @@ async def test_providers_from_installed_entry_points(tmp_path: Path, monkeypatch
         reply = await model.complete([Message.user("hello")])
     assert model.name == "acme:tiny"
     assert reply.message.content == "tiny says hi"
+
+
+def test_a_registered_provider_is_opened_by_its_spec() -> None:
+    provider = f"acme-{uuid.uuid4().hex[:8]}"
+
+    def build(model: str, **kwargs: Any) -> Model:
+        return ScriptedModel([], name=f"{provider}:{model}:{kwargs['size']}")
+
+    register_model(provider, build)
+    assert provider in known_model_providers()
+    assert open_model(f"{provider}:tiny", size=3).name == f"{provider}:tiny:3"
+
+
+def test_a_provider_name_is_taken_only_with_replace() -> None:
+    provider = f"acme-{uuid.uuid4().hex[:8]}"
+    register_model(provider, lambda model, **kwargs: ScriptedModel([], name="first"))
+    for taken in (provider, "openai"):
+        with pytest.raises(ConfigError, match="already registered"):
+            register_model(taken, lambda model, **kwargs: ScriptedModel([], name="second"))
+    register_model(provider, lambda model, **kwargs: ScriptedModel([], name="second"), replace=True)
+    assert open_model(provider).name == "second"

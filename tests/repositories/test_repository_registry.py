@@ -17,6 +17,7 @@ from repositories import (
     MemoryRepository,
     MySQLRepository,
     PackageRepository,
+    RepositoryUnavailable,
     SkillRepository,
     UnknownScheme,
     known_schemes,
@@ -119,3 +120,18 @@ def test_entry_point_plugin_provides_a_scheme(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["MemoryRepository", "vault-team"]
+
+
+def test_a_plugin_whose_dependency_is_missing_names_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "vault_market-1.0.dist-info").mkdir()
+    (tmp_path / "vault_market-1.0.dist-info" / "METADATA").write_text("Name: vault-market\nVersion: 1.0\n")
+    (tmp_path / "vault_market-1.0.dist-info" / "entry_points.txt").write_text(
+        "[harness.repositories]\nvault = vault_market:open_vault [vault]\n"
+    )
+    (tmp_path / "vault_market.py").write_text("import vault_sdk_not_installed\ndef open_vault(url): ...\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "vault" in known_schemes()
+    with pytest.raises(RepositoryUnavailable, match=r"pip install 'vault-market\[vault\]'"):
+        open_repository("vault:team")

@@ -1,0 +1,191 @@
+"""Named factories for the CLI and configuration files: built in, registered in code, or
+advertised by installed packages through an entry-point group.
+
+One :class:`Registry` serves every kind of name the project resolves from a string: store
+schemes and filesystem modes (``filesystems.registry``), market URL schemes
+(``repositories.registry``) and model providers (``harness.models.registry``).
+
+A built-in is the factory itself or, so that its module is imported the first time the name is
+used, a *target* in entry-point syntax: ``"package.module:attr"``, optionally followed by the
+extras its module needs, ``"package.module:attr [extra]"``. Third-party packages advertise
+theirs the same way, as entry points of the registry's group (name = the name, value = the
+target). A module that cannot be imported because a dependency is missing gives an error that
+names the extra to install (``pip install 'agent-skill-harness[extra]'``).
+
+:func:`lazy_exports` is the same idea for a package's names: a package lists the names it
+exports without importing their modules once, as imports under ``if TYPE_CHECKING:`` (so type
+checkers and readers see where each comes from), and sets
+``__getattr__, __dir__ = lazy_exports(__name__)``. The first lookup of such a name reads that
+block from the package's source (once) and imports the one module that defines it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.metadata
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+
+__all__ = ["Registry", "lazy_exports"]
+
+_DISTRIBUTION = "agent-skill-harness"  # whose extras built-in targets name
+
+F = TypeVar("F")
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+ErrorFactory = Callable[[str], Exception]
+
+
+def _target(name: str, value: str, group: str) -> importlib.metadata.EntryPoint:
+    return importlib.metadata.EntryPoint(name=name, value=value, group=group)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+class Registry(Generic[F]):
+    """Names → factories of one kind, looked up case-insensitively.
+
+    ``what`` names the kind in messages (``"store scheme"``); ``group`` is the entry-point group
+    third parties advertise in, read when a name is neither built in nor registered (never at
+    import time, and again each time, so packages installed later are found). ``builtin`` maps
+    names to factories or to lazy targets (see the module docstring).
+
+    Errors are built by the owner so that each kind keeps its own error types: ``error`` for a
+    malformed or taken name and a plug-in that cannot be loaded, ``unavailable`` for a module
+    whose dependency is missing (default ``error``), ``unknown`` for a name nobody provides,
+    given the name and the known names (default: ``error`` with a message listing them).
+    Messages show only the name, never the rest of a URL, which may hold a password.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        group: str,
+        builtin: Mapping[str, F | str],
+        *,
+        error: ErrorFactory = ValueError,
+        unavailable: ErrorFactory | None = None,
+        unknown: Callable[[str, Sequence[str]], Exception] | None = None,
+    ) -> None:
+        self.what = what
+        self.group = group
+        self._builtin = {
+            name.lower(): _target(name, value, group) if isinstance(value, str) else value
+            for name, value in builtin.items()
+        }
+        self._error = error
+        self._unavailable = unavailable or error
+        self._unknown = unknown or self._unknown_name
+        self._factories: dict[str, F] = {}  # registered in code, or loaded once
+
+    def register(self, name: str, factory: F, *, replace: bool = False) -> None:
+        """Make ``name`` build with ``factory``.
+
+        Raises ``error`` for a malformed name, or one already known (built in, registered or
+        advertised) unless ``replace``.
+        """
+        name = name.lower()
+        if not _NAME.fullmatch(name):
+            raise self._error(f"invalid {self.what} {name!r}")
+        if not replace and name in self.known():
+            raise self._error(f"{self.what} {name!r} is already registered; pass replace=True to override it")
+        self._factories[name] = factory
+
+    def known(self) -> list[str]:
+        """Every name, sorted: built in, registered and advertised by installed packages."""
+        return sorted({*self._builtin, *self._factories, *self._advertised()})
+
+    def factory(self, name: str) -> F:
+        """The factory of ``name``, importing its module on first use.
+
+        Raises ``unknown`` for a name nobody provides, ``unavailable`` when the module's
+        dependency is missing, ``error`` when the module cannot be loaded or holds no callable.
+        """
+        name = name.lower()
+        found = self._factories.get(name)
+        if found is not None:
+            return found
+        entry = self._builtin.get(name)
+        if entry is None:
+            entry = self._advertised().get(name)
+        if entry is None:
+            raise self._unknown(name, self.known())
+        factory = self._load(name, entry) if isinstance(entry, importlib.metadata.EntryPoint) else entry
+        self._factories[name] = factory
+        return factory
+
+    def _advertised(self) -> dict[str, importlib.metadata.EntryPoint]:
+        return {entry.name.lower(): entry for entry in importlib.metadata.entry_points(group=self.group)}
+
+    def _unknown_name(self, name: str, known: Sequence[str]) -> Exception:
+        return self._error(f"unknown {self.what} {name!r}; known: {', '.join(known)}")
+
+    def _load(self, name: str, entry: importlib.metadata.EntryPoint) -> F:
+        try:
+            loaded = entry.load()
+        except ModuleNotFoundError as exc:
+            if exc.name and not _within(entry.module, exc.name):
+                raise self._unavailable(self._missing(name, entry, exc.name)) from exc
+            raise self._error(f"cannot load the {self.what} plug-in {entry.value!r} for {name!r}: {exc}") from exc
+        except Exception as exc:  # a broken plug-in must not look like a missing one
+            raise self._error(f"cannot load the {self.what} plug-in {entry.value!r} for {name!r}: {exc}") from exc
+        if not callable(loaded):
+            raise self._error(f"the {self.what} plug-in {entry.value!r} for {name!r} is not callable")
+        return cast(F, loaded)
+
+    def _missing(self, name: str, entry: importlib.metadata.EntryPoint, module: str) -> str:
+        message = f"the {self.what} {name!r} needs the module {module!r}, which is not installed"
+        if not entry.extras:
+            return message
+        distribution = entry.dist.name if entry.dist is not None else _DISTRIBUTION
+        return f"{message}: pip install '{distribution}[{','.join(entry.extras)}]'"
+
+
+def _type_checking_imports(source: Path, package: str) -> dict[str, tuple[str, str]]:
+    """Name -> (defining module, its name there) of every ``from ... import`` under
+    ``if TYPE_CHECKING:``."""
+    found: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            continue
+        for inner in node.body:
+            if isinstance(inner, ast.ImportFrom) and inner.module is not None:
+                base = package.split(".")[: len(package.split(".")) - max(inner.level - 1, 0)]
+                module = inner.module if not inner.level else ".".join([*base, inner.module])
+                for alias in inner.names:
+                    found[alias.asname or alias.name] = (module, alias.name)
+    return found
+
+
+def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package`` that import its ``TYPE_CHECKING``
+    names on first use (each is then cached in the package's namespace)."""
+    targets: dict[str, tuple[str, str]] | None = None
+
+    def lazy() -> dict[str, tuple[str, str]]:
+        nonlocal targets
+        if targets is None:
+            module = sys.modules[package]
+            targets = _type_checking_imports(Path(str(module.__file__)), package)
+        return targets
+
+    def __getattr__(name: str) -> Any:
+        target = lazy().get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, original = target
+        value = getattr(importlib.import_module(module), original)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *lazy()})
+
+    return __getattr__, __dir__
