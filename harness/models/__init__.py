@@ -4,10 +4,12 @@
 assistant's next message with its tool calls; ``Model.stream(messages, tools)`` yields the same
 reply as ``TextDelta`` / ``ToolCallDelta`` pieces while it is produced, then the whole reply. Provider SDKs are optional extras
 (``agent-skill-harness[openai]``, ``agent-skill-harness[anthropic]``) imported only when an
-adapter is built, so importing the adapter classes costs nothing.
+adapter is built; the adapter modules themselves load on first use of their names.
 """
 
-from harness.models.anthropic import AnthropicModel
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.models.base import (
     Message,
     Model,
@@ -23,16 +25,21 @@ from harness.models.base import (
 )
 from harness.models.demo import DemoModel
 from harness.models.errors import ModelError, ModelUnavailable, ScriptExhausted, UnknownModel
-from harness.models.openai import OpenAIModel
-from harness.models.registry import open_model
+from harness.models.registry import ENTRY_POINT_GROUP, ModelFactory, known_model_providers, open_model, register_model
 from harness.models.scripted import ScriptedCall, ScriptedModel, ScriptStep
 
+if TYPE_CHECKING:
+    from harness.models.anthropic import AnthropicModel
+    from harness.models.openai import OpenAIModel
+
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "AnthropicModel",
     "DemoModel",
     "Message",
     "Model",
     "ModelError",
+    "ModelFactory",
     "ModelReply",
     "ModelUnavailable",
     "OpenAIModel",
@@ -48,6 +55,10 @@ __all__ = [
     "ToolSpec",
     "UnknownModel",
     "Usage",
+    "known_model_providers",
     "open_model",
+    "register_model",
     "reply_deltas",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)  # the TYPE_CHECKING names, imported on first use
