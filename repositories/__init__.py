@@ -29,6 +29,7 @@ from repositories.errors import (
     UnsafePath,
 )
 from repositories.git import GitRepository, default_cache_dir
+from repositories.last_good import LastGood
 from repositories.memory import MemoryRepository
 from repositories.mysql import MySQLRepository
 from repositories.nacos import NacosRepository
@@ -56,6 +57,7 @@ __all__ = [
     "GitRepository",
     "InvalidBundle",
     "InvalidRepositoryConfig",
+    "LastGood",
     "MemoryRepository",
     "MySQLRepository",
     "NacosRepository",

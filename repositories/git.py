@@ -521,7 +521,7 @@ class GitRepository(SkillRepository):
             raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit's objects: {exc}") from exc
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
-        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
         blob = await anyio.to_thread.run_sync(
             self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
@@ -551,7 +551,7 @@ class GitRepository(SkillRepository):
         return root
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
         return await anyio.to_thread.run_sync(self._read_blobs, snapshot.version, root, paths)
 

@@ -406,12 +406,12 @@ class PluginMarketplaceRepository(SkillRepository):
         return owner
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        if self._snapshot is None:
+        if self._last_good.value is None:
             await self.snapshot()
         return await self._owner(folder).read_files(folder, paths)
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
-        if self._snapshot is None:
+        if self._last_good.value is None:
             await self.snapshot()
         async for chunk in self._owner(folder).read_chunks(folder, path, chunk_size=chunk_size):
             yield chunk
