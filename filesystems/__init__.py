@@ -27,8 +27,11 @@ from .errors import (
 )
 from .local import LocalFilesystem
 from .paths import (
+    CACHE_DIR,
+    MACHINE_DIR,
     VCS_FOLDERS,
     has_control,
+    has_dot_segment,
     identifier_problem,
     loose_path_parts,
     loose_path_problem,
@@ -57,6 +60,8 @@ from .stores import (
 )
 
 __all__ = [
+    "CACHE_DIR",
+    "MACHINE_DIR",
     "RESERVED_USER_IDS",
     "VCS_FOLDERS",
     "AbstractFilesystem",
@@ -83,6 +88,7 @@ __all__ = [
     "StoreUnavailable",
     "VersionConflict",
     "has_control",
+    "has_dot_segment",
     "identifier_problem",
     "known_filesystem_modes",
     "known_store_schemes",

@@ -37,6 +37,7 @@ from typing import Generic, Protocol, TypeVar
 from ._redact import redact_url
 from .base import AbstractFilesystem
 from .local import DEFAULT_TIMEOUT, LocalFilesystem
+from .paths import MACHINE_DIR
 from .remote import RemoteFilesystem
 from .sandbox import SandboxFilesystem, SandboxLimits
 from .stores import KeyValueStore, MemoryKeyValueStore, MySQLKeyValueStore, SQLiteKeyValueStore
@@ -199,7 +200,7 @@ def _sandbox(
 
 
 def _remote(workspace: Path, *, store: str, agent_id: str, **_: object) -> AbstractFilesystem:
-    return RemoteFilesystem(open_store(store or f"sqlite:///{workspace / '.harness' / 'store.db'}"), agent_id=agent_id)
+    return RemoteFilesystem(open_store(store or f"sqlite:///{workspace / MACHINE_DIR / 'store.db'}"), agent_id=agent_id)
 
 
 _MODES: _Registry[FilesystemFactory] = _Registry(

@@ -12,7 +12,7 @@ from typing import Self
 
 import anyio
 
-from filesystems import AsyncResource
+from filesystems import AsyncResource, has_dot_segment
 from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
@@ -449,7 +449,7 @@ def _check_key(key: str) -> None:
     *parents, folder = key.split("/")
     try:
         check_folder(folder)
-        if any(part in {"", ".", ".."} or "\\" in part for part in parents):
+        if parents and (has_dot_segment("/".join(parents)) or "\\" in key):
             raise InvalidBundle(f"invalid skill folder path {key!r}: it is not a clean relative path")
     except InvalidBundle as exc:
         raise BundleNotFound(str(exc)) from exc

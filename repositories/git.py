@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import anyio
 
-from filesystems import redact_secrets, redact_url, url_credentials
+from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
 from repositories.errors import (
@@ -70,15 +70,13 @@ def _owner_and_name(url: str) -> tuple[str, str]:
 
 def _unsafe_name(name: bytes) -> str | None:
     """Why a tree entry name is not one safe path segment (git's ``mktree`` accepts them all)."""
-    if name in (b"", b".", b".."):
-        return "is empty, '.' or '..'"
     if b"/" in name or b"\0" in name:
         return "contains '/' or NUL"
     try:
-        name.decode("utf-8")
+        text = name.decode("utf-8")
     except UnicodeDecodeError:
         return "is not UTF-8"
-    return None
+    return "is empty, '.' or '..'" if has_dot_segment(text) else None
 
 
 class _Node(NamedTuple):

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from filesystems import redact_url
-from filesystems.paths import has_control
+from filesystems.paths import has_control, segment_problem
 from repositories.base import SkillBundle, SkillRepository, Snapshot
 from repositories.directory import DirectoryRepository
 from repositories.discovery import normalise_file_path
@@ -99,7 +99,7 @@ def _remote(name: str, source: dict[str, Any]) -> tuple[str, str, str]:
         raise UnsafePath(f"plugin {name!r}: 'ref' must be a branch name")
     if kind == "github":
         repo = source.get("repo")
-        if not isinstance(repo, str) or repo.count("/") != 1 or has_control(repo) or ".." in repo:
+        if not isinstance(repo, str) or repo.count("/") != 1 or any(map(segment_problem, repo.split("/"))):
             raise UnsafePath(f"plugin {name!r}: 'repo' must be 'owner/name', not {repo!r}")
         return _GITHUB.format(repo), ref, ""
     if kind in {"url", "git-subdir"}:

@@ -43,7 +43,7 @@ from typing import Literal, Self
 import anyio
 from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LockTimeout
+from filesystems import CACHE_DIR, AbstractFilesystem, AsyncResource, CommandResult, LockTimeout
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
@@ -64,7 +64,7 @@ __all__ = ["ENVS_DIR", "EnvironmentManager", "EnvironmentOptions", "EnvironmentS
 log = logging.getLogger(__name__)
 
 #: Where environments live, relative to the workspace (inside the staging cache).
-ENVS_DIR = ".skills-cache/.envs"
+ENVS_DIR = f"{CACHE_DIR}/.envs"
 DEFAULT_MAX_SIZE = 1024 * 1024 * 1024
 DEFAULT_TIMEOUT = 600.0
 _PROBE_TIMEOUT = 30.0

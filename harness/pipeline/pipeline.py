@@ -20,7 +20,14 @@ from typing import Self
 import anyio
 from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, AsyncResource, ShellUnavailable
+from filesystems import (
+    CACHE_DIR,
+    MACHINE_DIR,
+    AbstractFilesystem,
+    AsyncResource,
+    ShellUnavailable,
+    relative_path_problem,
+)
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.learning.scanner import MarketScanPolicy
@@ -45,14 +52,13 @@ from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
-__all__ = ["DEFAULT_SKILL_DIRS", "SkillPipeline"]
+__all__ = ["DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
 #: The folders of a workspace (and of a user's area) read as skills, the first winning a name
 #: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
 DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/skills")
-CACHE_DIR = ".skills-cache"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -127,7 +133,7 @@ class SkillPipeline(AsyncResource):
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
-        self.skill_dirs = _check_skill_dirs(skill_dirs)
+        self.skill_dirs = check_skill_dirs(skill_dirs)
         # A user's skill folders are the front door's: a sandboxed shell sees them read-only.
         filesystem.protect(self.skill_dirs)
         self.dynamic_skills = dynamic_skills
@@ -142,7 +148,7 @@ class SkillPipeline(AsyncResource):
         self._relevance = relevance
         scan_policy = market_scan or MarketScanPolicy()
         # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
-        verdict_folder = CACHE_DIR if filesystem.has_shell else ".harness"
+        verdict_folder = CACHE_DIR if filesystem.has_shell else MACHINE_DIR
         self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
         markets = [
             SkillLayer(repo, source=slug, scan_policy=scan_policy, verdicts=self.verdicts, max_file_size=max_file_size)
@@ -626,7 +632,7 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
                     code="duplicate-folder",
                     message=(
                         f"duplicate skill folder {folder!r} in the {source} skills: {entry.path} skipped, "
-                        f"{kept[folder].path} kept (both would be staged as .skills-cache/{source}/{folder})"
+                        f"{kept[folder].path} kept (both would be staged as {CACHE_DIR}/{source}/{folder})"
                     ),
                     location=entry.skill.location,
                 )
@@ -645,13 +651,26 @@ def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnosti
     )
 
 
-def _check_skill_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
-    """``skill_dirs`` as clean relative folders; raises ``ValueError`` naming a bad one."""
-    clean = tuple(d.strip("/") for d in dirs)
-    for folder in clean:
-        parts = folder.split("/")
-        if not folder or any(p in ("", ".", "..") for p in parts) or parts[0] in (CACHE_DIR, ".harness"):
-            raise ValueError(f"skill_dirs: {folder!r} must be a relative folder such as .agents/skills")
+def check_skill_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
+    """``skill_dirs`` (the pipeline's argument and ``harness.yaml``'s key) as clean relative
+    folders of the workspace, a trailing ``/`` dropped.
+
+    Raises ``ValueError`` naming the bad value: not a list of strings, no folder, a folder named
+    twice, or a folder that is not a plain relative path inside the workspace (absolute, ``..``,
+    empty or ``.`` segments, a backslash, control characters, version-control metadata) or lies
+    in machine-owned state (``.skills-cache``, ``.harness``).
+    """
+    if isinstance(dirs, str) or not all(isinstance(d, str) for d in dirs):
+        raise ValueError(f"skill_dirs: {dirs!r} must be a list of folders such as [skills, .agents/skills]")
+    clean = tuple(d.rstrip("/") or d for d in dirs)
+    for given, folder in zip(dirs, clean, strict=True):
+        problem = relative_path_problem(folder)
+        if problem is None and folder.split("/")[0] in (CACHE_DIR, MACHINE_DIR):
+            problem = "is machine-owned"
+        if problem is not None:
+            raise ValueError(
+                f"skill_dirs: {given!r} {problem}: give a folder relative to the workspace such as .agents/skills"
+            )
     if not clean or len(set(clean)) != len(clean):
         raise ValueError(f"skill_dirs: {list(dirs)!r} must name at least one folder, each once")
     return clean
