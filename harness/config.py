@@ -21,7 +21,7 @@ from harness.learning.scanner import MarketScanPolicy
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.environments import EnvironmentOptions
-from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS, check_skill_dirs
+from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS, check_skill_dirs
 
 __all__ = ["HarnessConfig", "load_config"]
 
@@ -47,7 +47,7 @@ class HarnessConfig:
     system_prompt: str = "You are a helpful assistant."
     max_steps: int = 20
     catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
-    market_timeout: float = 10.0
+    market_timeout: float = DEFAULT_MARKET_TIMEOUT
     market_scan: MarketScanPolicy | None = None
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False

@@ -52,13 +52,16 @@ from harness.pipeline.watch import TreeWatcher
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
-__all__ = ["DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
+__all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
 #: The folders of a workspace (and of a user's area) read as skills, the first winning a name
 #: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
 DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/skills")
+#: Seconds a layer (a market above all) may take to answer before a turn goes on with its last
+#: good skills (``market_timeout``).
+DEFAULT_MARKET_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -119,7 +122,7 @@ class SkillPipeline(AsyncResource):
         repositories: Sequence[SkillRepository] = (),
         global_skills_dir: str | Path | Sequence[str | Path] | None = None,
         dynamic_skills: bool = True,
-        market_timeout: float = 10.0,
+        market_timeout: float = DEFAULT_MARKET_TIMEOUT,
         catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
         visibility: VisibilityPolicy | None = None,
         watch: bool = True,
