@@ -58,6 +58,7 @@ from .stores import (
     StoreEntry,
     StoreRecord,
 )
+from .tasks import BackgroundTasks
 
 __all__ = [
     "CACHE_DIR",
@@ -66,6 +67,7 @@ __all__ = [
     "VCS_FOLDERS",
     "AbstractFilesystem",
     "AsyncResource",
+    "BackgroundTasks",
     "CommandResult",
     "CompositeFilesystem",
     "FileStat",

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Self
 
 import anyio
-from anyio.abc import TaskGroup
 
 from filesystems import (
     CACHE_DIR,
     MACHINE_DIR,
     AbstractFilesystem,
     AsyncResource,
+    BackgroundTasks,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -62,6 +62,8 @@ DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/sk
 #: Seconds a layer (a market above all) may take to answer before a turn goes on with its last
 #: good skills (``market_timeout``).
 DEFAULT_MARKET_TIMEOUT = 10.0
+# Seconds a stopped folder watcher may take to end before it is cancelled.
+_WATCHERS_GRACE = 5.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -191,12 +193,13 @@ class SkillPipeline(AsyncResource):
         if self.environments is not None:
             await self._stack.enter_async_context(self.environments)
         if self._watch:
-            group: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
+            # Closing stops the watchers first, then gives them a moment to end on their own.
+            watchers = await self._stack.enter_async_context(BackgroundTasks(grace=_WATCHERS_GRACE))
             self._stack.callback(self._stop_watchers)
             for root in [self.filesystem.host_path(""), *(layer.watch_root for layer in self._layers)]:
                 if root is not None and not self._is_watched(root) and root.is_dir():
                     watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
-                    await group.start(watcher.run)
+                    await watchers.start(watcher.run, name=f"harness-watch:{root}")
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
             for layer in self._layers:

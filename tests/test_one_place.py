@@ -1,8 +1,11 @@
-"""Names and path rules spelled in one place: the packages' sources (docstrings aside) name the
-machine-owned folders only through ``filesystems.paths`` constants, and check ``..`` segments only
-through its functions.
+"""Names, rules and mechanisms kept in one place. In the packages' sources (docstrings aside):
 
-The sources are parsed, not grepped, so a docstring or comment may still mention the folders.
+- the machine-owned folders are named only through the ``filesystems.paths`` constants;
+- ``..`` segments are checked only through its functions;
+- background tasks are started only through ``filesystems.BackgroundTasks`` (a task group
+  scoped to one ``async with`` block is not a background task and stays allowed).
+
+The sources are parsed, not grepped, so a docstring or comment may still mention what they name.
 """
 
 from __future__ import annotations
@@ -17,11 +20,18 @@ from filesystems import CACHE_DIR, MACHINE_DIR
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "repositories", "filesystems")
 PATHS_MODULE = ROOT / "filesystems" / "paths.py"
+TASKS_MODULE = ROOT / "filesystems" / "tasks.py"
 
 # Modules that still check ``..`` their own way, each with the reason (keep it short).
 KNOWN_DOT_CHECKS = {
     # Being restructured elsewhere right now; its command check moves onto filesystems.paths next.
     "harness/agent/approval.py",
+}
+
+# Modules that still start a background task their own way, each with the reason.
+KNOWN_TASK_STARTS = {
+    # Being restructured elsewhere right now; its usage-count task moves onto BackgroundTasks next.
+    "harness/agent/relevance.py",
 }
 
 # ``.harness`` or ``.skills-cache`` as a name of its own (not ``.harness-demo``).
@@ -82,3 +92,24 @@ def test_dot_segments_are_checked_by_filesystems_paths_only() -> None:
 def test_every_known_dot_check_is_still_there() -> None:
     spelled = {where.partition(":")[0] for where in _spelled(lambda text: text == "..")}
     assert spelled >= KNOWN_DOT_CHECKS
+
+
+def _task_starts(path: Path) -> Iterator[int]:
+    """Lines of ``path`` that start an unsupervised task: ``create_task`` / ``ensure_future``
+    calls, or a task group entered on an exit stack (kept open past the call that made it)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if called in {"create_task", "ensure_future"}:
+            yield node.lineno
+        elif called == "enter_async_context" and "create_task_group" in ast.unparse(node):
+            yield node.lineno
+
+
+def test_background_tasks_are_started_through_one_helper() -> None:
+    starts = [
+        f"{path.relative_to(ROOT)}:{line}" for path in _sources() if path != TASKS_MODULE for line in _task_starts(path)
+    ]
+    assert [where for where in starts if where.partition(":")[0] not in KNOWN_TASK_STARTS] == []
+    assert {where.partition(":")[0] for where in starts} >= KNOWN_TASK_STARTS
