@@ -406,13 +406,11 @@ class PluginMarketplaceRepository(SkillRepository):
         return owner
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        if self._last_good.value is None:
-            await self.snapshot()
+        await self._served_snapshot()  # the owners of the folders are known once it is read
         return await self._owner(folder).read_files(folder, paths)
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
-        if self._last_good.value is None:
-            await self.snapshot()
+        await self._served_snapshot()  # the owners of the folders are known once it is read
         async for chunk in self._owner(folder).read_chunks(folder, path, chunk_size=chunk_size):
             yield chunk
 
