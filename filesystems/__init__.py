@@ -29,8 +29,12 @@ from .errors import (
 )
 from .local import LocalFilesystem
 from .paths import (
+    CACHE_DIR,
+    MACHINE_DIR,
     VCS_FOLDERS,
     has_control,
+    has_dot_segment,
+    has_parent_segment,
     identifier_problem,
     loose_path_parts,
     loose_path_problem,
@@ -57,15 +61,19 @@ from .stores import (
     StoreEntry,
     StoreRecord,
 )
+from .tasks import BackgroundTasks
 
 if TYPE_CHECKING:
     from .stores.mysql import MySQLKeyValueStore
 
 __all__ = [
+    "CACHE_DIR",
+    "MACHINE_DIR",
     "RESERVED_USER_IDS",
     "VCS_FOLDERS",
     "AbstractFilesystem",
     "AsyncResource",
+    "BackgroundTasks",
     "CommandResult",
     "CompositeFilesystem",
     "FileStat",
@@ -89,6 +97,8 @@ __all__ = [
     "StoreUnavailable",
     "VersionConflict",
     "has_control",
+    "has_dot_segment",
+    "has_parent_segment",
     "identifier_problem",
     "known_filesystem_modes",
     "known_store_schemes",

@@ -18,6 +18,7 @@ from ._filelock import file_lock, lock_file_name
 from ._process import BASE_ENV, check_shell_env, command_path, prepended, run_process, shim_dir
 from .base import AbstractFilesystem, CommandResult, FileStat
 from .errors import PathEscapeError, VersionConflict
+from .paths import MACHINE_DIR
 
 __all__ = ["DEFAULT_OUTPUT_LIMIT", "DEFAULT_TIMEOUT", "LocalFilesystem"]
 
@@ -26,7 +27,7 @@ DEFAULT_OUTPUT_LIMIT = 64 * 1024
 #: Seconds a command may run when ``run()`` gets no timeout.
 DEFAULT_TIMEOUT = 300.0
 #: Folder (below the unscoped root) holding the lock files of :meth:`LocalFilesystem.lock`.
-LOCK_DIR = ".harness/locks"
+LOCK_DIR = f"{MACHINE_DIR}/locks"
 
 _NEW_FILE_MODE = 0o644
 _DIR_MODE = 0o755

@@ -12,8 +12,12 @@ from typing import Literal
 from .errors import PathEscapeError
 
 __all__ = [
+    "CACHE_DIR",
+    "MACHINE_DIR",
     "VCS_FOLDERS",
     "has_control",
+    "has_dot_segment",
+    "has_parent_segment",
     "identifier_problem",
     "loose_path_parts",
     "loose_path_problem",
@@ -24,6 +28,14 @@ __all__ = [
 
 VCS_FOLDERS = frozenset({".git", ".hg", ".svn"})
 """Version-control metadata: never entered, never delivered."""
+
+MACHINE_DIR = ".harness"
+"""The machine-owned folder of a workspace and of each user's area (workflow runs, locks, scan
+verdicts, the embedded store): out of reach of the model's file tools, read-only in a sandbox."""
+
+CACHE_DIR = ".skills-cache"
+"""The workspace folder market and global skills are staged into (and their environments built
+in), shared by every user: machine-owned, read-only in a sandbox."""
 
 # Cc: C0 and C1 controls; Cf: invisible format characters (zero-width, bidi); Cs: lone
 # surrogates; Zl/Zp: line and paragraph separators.
@@ -81,10 +93,9 @@ def relative_path_problem(path: str) -> str | None:
         return "is empty or contains NUL or control characters"
     if path.startswith("/") or "\\" in path:
         return "is absolute or contains a backslash"
-    parts = set(path.split("/"))
-    if not parts.isdisjoint(_NOT_NORMALISED):
+    if has_dot_segment(path):
         return "escapes its folder or is not normalised"
-    if not parts.isdisjoint(VCS_FOLDERS):
+    if not VCS_FOLDERS.isdisjoint(path.split("/")):
         return "is version-control metadata"
     return None
 
@@ -92,8 +103,21 @@ def relative_path_problem(path: str) -> str | None:
 _NOT_NORMALISED = frozenset({"..", "", "."})
 
 
+def has_dot_segment(path: str) -> bool:
+    """Whether ``path``, split on ``/``, has an empty, ``.`` or ``..`` segment, so it is not a
+    plain relative path: it is empty or absolute, doubles or ends in a slash, or names a folder
+    itself or its parent. For one name: whether it is ``""``, ``.`` or ``..``."""
+    return not _NOT_NORMALISED.isdisjoint(path.split("/"))
+
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SEPARATORS = re.compile(r"[\\/]")
+
+
+def has_parent_segment(path: str) -> bool:
+    """Whether ``path`` has a ``..`` segment between ``/`` or ``\\`` separators (it may climb
+    out of the folder it is read from)."""
+    return ".." in _SEPARATORS.split(path)
 
 
 def loose_path_problem(path: str) -> Literal["nul", "absolute", "parent"] | None:
@@ -106,7 +130,7 @@ def loose_path_problem(path: str) -> Literal["nul", "absolute", "parent"] | None
         return "nul"
     if path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
         return "absolute"
-    if ".." in _SEPARATORS.split(path):
+    if has_parent_segment(path):
         return "parent"
     return None
 

@@ -36,6 +36,7 @@ from typing import Protocol
 from ._redact import redact_url
 from .base import AbstractFilesystem
 from .local import DEFAULT_TIMEOUT, LocalFilesystem
+from .paths import MACHINE_DIR
 from .plugins import Registry
 from .remote import RemoteFilesystem
 from .sandbox import SandboxFilesystem, SandboxLimits
@@ -152,7 +153,7 @@ def _sandbox(
 
 
 def _remote(workspace: Path, *, store: str, agent_id: str, **_: object) -> AbstractFilesystem:
-    return RemoteFilesystem(open_store(store or f"sqlite:///{workspace / '.harness' / 'store.db'}"), agent_id=agent_id)
+    return RemoteFilesystem(open_store(store or f"sqlite:///{workspace / MACHINE_DIR / 'store.db'}"), agent_id=agent_id)
 
 
 _MODES: Registry[FilesystemFactory] = Registry(

@@ -11,6 +11,7 @@ import anyio
 
 from .base import AbstractFilesystem, FileStat
 from .errors import VersionConflict
+from .paths import segment_problem
 from .stores.base import KeyValueStore, StoreEntry
 
 __all__ = ["RemoteFilesystem"]
@@ -19,12 +20,7 @@ _DIR_MODE = 0o755
 
 
 def _check_agent_id(agent_id: str) -> str:
-    if (
-        not isinstance(agent_id, str)
-        or agent_id in ("", ".", "..")
-        or "/" in agent_id
-        or any(ord(c) < 32 or ord(c) == 127 for c in agent_id)
-    ):
+    if not isinstance(agent_id, str) or segment_problem(agent_id) is not None:
         raise ValueError(f"agent id {agent_id!r} must be a non-empty path segment")
     return agent_id
 

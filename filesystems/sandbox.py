@@ -18,7 +18,7 @@ from ._process import BASE_ENV, SEARCH_PATH, command_path, own_folder, prepended
 from .base import CommandResult
 from .errors import PathEscapeError, SandboxUnavailable
 from .local import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, LocalFilesystem
-from .paths import normalize_path
+from .paths import CACHE_DIR, MACHINE_DIR, normalize_path, segment_problem
 
 __all__ = ["DEFAULT_PROJECTED", "NOBODY", "SHIM_DIR", "SandboxFilesystem", "SandboxLimits"]
 
@@ -28,7 +28,7 @@ DEFAULT_PROJECTED: tuple[str, ...] = (
     "skills",
     "subagents",
     "knowledge",
-    ".skills-cache",
+    CACHE_DIR,
 )
 #: The unprivileged host uid (and gid) sandboxes run as when this process is root.
 NOBODY = 65534
@@ -52,8 +52,6 @@ _NETWORK_FILES = ("/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf")
 LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
 #: Where the harness's shim folder (``python`` → ``python3``) appears, read-only, in a sandbox.
 SHIM_DIR = "/opt/harness/bin"
-#: Machine-owned folder of a user's area (run records): read-only inside the sandbox.
-_MACHINE_DIR = ".harness"
 _MIB = 1024 * 1024
 
 
@@ -321,7 +319,7 @@ class SandboxFilesystem(LocalFilesystem):
         # Only user areas are handed to the sandbox uid; the shared workspace stays ours.
         self._area_owner = (self._uid, self._gid) if self._uid is not None and self._gid is not None else None
         for name in projected:
-            if not name or "/" in name or name in (".", ".."):
+            if not isinstance(name, str) or segment_problem(name) is not None:
                 raise ValueError(f"projected entry {name!r} must be one top-level name")
         self._projected = tuple(projected)
         self._protected: tuple[str, ...] = _parent._protected if _parent is not None else ()
@@ -432,10 +430,10 @@ class SandboxFilesystem(LocalFilesystem):
 
     def _machine_binds(self) -> list[str]:
         """``/workspace/.harness`` of the user's area: read-only, or an empty read-only folder."""
-        target = f"{WORKSPACE}/{_MACHINE_DIR}"
-        if _real_entry(self._real_root, _MACHINE_DIR) is None:
+        target = f"{WORKSPACE}/{MACHINE_DIR}"
+        if _real_entry(self._real_root, MACHINE_DIR) is None:
             return ["--tmpfs", target, "--remount-ro", target]
-        return ["--ro-bind", os.path.join(self._real_root, _MACHINE_DIR), target]
+        return ["--ro-bind", os.path.join(self._real_root, MACHINE_DIR), target]
 
     def protect(self, folders: Sequence[str]) -> None:
         """Bind ``folders`` of each user's area read-only in its sandbox (see
@@ -443,7 +441,7 @@ class SandboxFilesystem(LocalFilesystem):
         entries already are (a projected name shows the shared workspace's entry, not the user's)."""
         super().protect(folders)
         added = [normalize_path(f) for f in folders]
-        covered = {"skills", _MACHINE_DIR, *self._projected}
+        covered = {"skills", MACHINE_DIR, *self._projected}
         kept = {f for f in (*self._protected, *added) if f.split("/", 1)[0] not in covered}
         # A folder inside another protected one is covered by it.
         self._protected = tuple(sorted(f for f in kept if not any(f.startswith(o + "/") for o in kept)))
@@ -493,7 +491,7 @@ class SandboxFilesystem(LocalFilesystem):
 
     def _check_machine_entries(self) -> None:
         """Refuse to run when the user's ``skills`` or ``.harness`` is anything but a folder."""
-        for name in ("skills", _MACHINE_DIR):
+        for name in ("skills", MACHINE_DIR):
             path = os.path.join(self._real_root, name)
             if os.path.lexists(path) and not (
                 (found := _real_entry(self._real_root, name)) and stat.S_ISDIR(found.st_mode)

@@ -37,7 +37,7 @@ from typing import Any, Literal, TextIO, get_args
 
 import anyio.to_thread
 
-from filesystems import PathEscapeError, normalize_path, redact_secrets, segment_problem
+from filesystems import PathEscapeError, has_parent_segment, normalize_path, redact_secrets, segment_problem
 from harness.audit import AuditLog
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
@@ -354,7 +354,7 @@ def _plain_command(command: str) -> bool:
     unquoted = _SINGLE_QUOTED.sub("", command)
     if _SHELL_SYNTAX.search(unquoted) or "'" in unquoted or '"' in unquoted:
         return False
-    return not any(".." in word.split("/") for word in shlex.split(command))
+    return not any(has_parent_segment(word) for word in shlex.split(command))
 
 
 Approver = Callable[[ToolRequest], Awaitable["bool | Decision"]]

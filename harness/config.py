@@ -20,7 +20,7 @@ from harness.errors import ConfigError
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.environments import EnvironmentOptions
-from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
+from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS, check_skill_dirs
 from harness.skills.scanner import MarketScanPolicy
 
 __all__ = ["HarnessConfig", "load_config"]
@@ -47,7 +47,7 @@ class HarnessConfig:
     system_prompt: str = "You are a helpful assistant."
     max_steps: int = 20
     catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
-    market_timeout: float = 10.0
+    market_timeout: float = DEFAULT_MARKET_TIMEOUT
     market_scan: MarketScanPolicy | None = None
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False
@@ -198,13 +198,14 @@ def _timeout(path: Path, value: object) -> float | None:
 
 
 def _skill_dirs(path: Path, data: object) -> tuple[str, ...]:
-    """``skill_dirs``: folders of the workspace (and of each user's area) read as skills, first wins."""
-    if not isinstance(data, list) or not data or not all(isinstance(d, str) for d in data):
+    """``skill_dirs``: folders of the workspace (and of each user's area) read as skills, first
+    wins; the pipeline's own rule (:func:`~harness.pipeline.pipeline.check_skill_dirs`)."""
+    if not isinstance(data, list):
         raise ConfigError(f"{path}: skill_dirs must be a list of folders such as [skills, .agents/skills]")
-    dirs = tuple(d.strip("/") for d in data)
-    if any(not d or d.startswith("/") or ".." in d.split("/") for d in data) or len(set(dirs)) != len(dirs):
-        raise ConfigError(f"{path}: skill_dirs: {data!r} must be distinct folders relative to the workspace")
-    return dirs
+    try:
+        return check_skill_dirs(data)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _shell_env(path: Path, data: object) -> tuple[tuple[str, str], ...]:

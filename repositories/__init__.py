@@ -32,6 +32,7 @@ from repositories.errors import (
     UnsafePath,
 )
 from repositories.git import GitRepository, default_cache_dir
+from repositories.last_good import LastGood
 from repositories.memory import MemoryRepository
 from repositories.package import (
     ENTRY_POINT_GROUP,
@@ -61,6 +62,7 @@ __all__ = [
     "GitRepository",
     "InvalidBundle",
     "InvalidRepositoryConfig",
+    "LastGood",
     "MemoryRepository",
     "MySQLRepository",
     "NacosRepository",

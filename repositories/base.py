@@ -12,7 +12,7 @@ from typing import Self
 
 import anyio
 
-from filesystems import AsyncResource
+from filesystems import AsyncResource, has_dot_segment
 from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
@@ -22,6 +22,7 @@ from repositories.errors import (
     RepositoryReadOnly,
     RepositoryUnavailable,
 )
+from repositories.last_good import LastGood
 from repositories.sources import check_source
 
 __all__ = [
@@ -217,7 +218,7 @@ class SkillRepository(AsyncResource, ABC):
         super().__init__()
         self.source = check_source(source)
         self.writable = writable
-        self._snapshot: Snapshot | None = None
+        self._last_good: LastGood[Snapshot] = LastGood()
         self._stale = False
         self._lock = anyio.Lock()
 
@@ -245,7 +246,7 @@ class SkillRepository(AsyncResource, ABC):
     async def snapshot(self) -> Snapshot:
         """The bundles at the current version (see the class docstring for the failure policy)."""
         self._check_open()
-        current = self._snapshot
+        current = self._last_good.value
         if current is not None and not self._stale:
             # The common case, nothing changed: concurrent turns ask for the version side by side
             # instead of queueing on the lock; a failure falls through to the locked path.
@@ -255,27 +256,34 @@ class SkillRepository(AsyncResource, ABC):
         async with self._lock:
             try:
                 version = await self._version()
-                if self._snapshot is None or self._stale or version != self._snapshot.version:
-                    self._snapshot = await self._load(version)
+                current = self._last_good.value
+                if current is None or self._stale or version != current.version:
+                    current = self._last_good.keep(await self._load(version))
                     self._stale = False
-                return self._snapshot
+                self._last_good.answered()
+                return current
             except RepositoryError as exc:
-                return await self._last_good(exc)
+                return await self._serve_last_good(exc)
 
-    async def _last_good(self, exc: RepositoryError) -> Snapshot:
-        if self._snapshot is not None:
-            return dataclasses.replace(self._snapshot, error=exc)
-        fallback = await self._fallback_version()
-        if fallback is not None:
-            try:
-                self._snapshot = await self._load(fallback)
-            except RepositoryError:
-                pass
-            else:
-                return dataclasses.replace(self._snapshot, error=exc)
+    async def _serve_last_good(self, exc: RepositoryError) -> Snapshot:
+        """The last good snapshot with ``error`` set; before the first, the one at the
+        backend's fallback version (if it has one and it reads)."""
+        if self._last_good.value is None:
+            fallback = await self._fallback_version()
+            if fallback is not None:
+                with contextlib.suppress(RepositoryError):
+                    self._last_good.keep(await self._load(fallback))
+        served = self._last_good.serve(lambda snapshot: dataclasses.replace(snapshot, error=exc))
+        if served is not None:
+            return served
         if isinstance(exc, RepositoryUnavailable):
             raise exc
         raise RepositoryUnavailable(f"{self.source}: no good snapshot yet: {exc}") from exc
+
+    async def _served_snapshot(self) -> Snapshot:
+        """The snapshot last served, or a new one when there is none yet."""
+        served = self._last_good.value
+        return served if served is not None else await self.snapshot()
 
     async def refresh(self) -> None:
         """Drop cached state and re-read now; a failure is reported by the returned snapshots."""
@@ -311,7 +319,7 @@ class SkillRepository(AsyncResource, ABC):
         listed = await self._list_files(folder)
         if listed is not None:
             return listed
-        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        snapshot = await self._served_snapshot()
         for bundle in snapshot.bundles:
             if bundle.key == folder and bundle.listed:
                 return FileListing(files=bundle.files, digest=bundle.digest)
@@ -441,7 +449,7 @@ def _check_key(key: str) -> None:
     *parents, folder = key.split("/")
     try:
         check_folder(folder)
-        if any(part in {"", ".", ".."} or "\\" in part for part in parents):
+        if parents and (has_dot_segment("/".join(parents)) or "\\" in key):
             raise InvalidBundle(f"invalid skill folder path {key!r}: it is not a clean relative path")
     except InvalidBundle as exc:
         raise BundleNotFound(str(exc)) from exc

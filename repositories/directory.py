@@ -18,7 +18,7 @@ from typing import BinaryIO, Self
 
 import anyio
 
-from filesystems import AbstractFilesystem, FilesystemError, redact_url
+from filesystems import AbstractFilesystem, FilesystemError, has_dot_segment, redact_url
 from filesystems.base import normalize_path
 from repositories._urls import flag, no_more, split_fragment
 from repositories.base import (
@@ -306,9 +306,9 @@ def _open_below(folder_path: str, path: str) -> BinaryIO:
 
 def _open_at(root: int, folder_path: str, path: str) -> BinaryIO:
     """``path`` below the open folder ``root``, walked with ``O_NOFOLLOW`` component by component."""
-    parts = path.split("/")
-    if any(part in ("", ".", "..") for part in parts):
+    if has_dot_segment(path):
         raise UnsafePath(f"unsafe path refused: {path!r} is not a plain relative path in {folder_path!r}")
+    parts = path.split("/")
     opened: list[int] = []
     current = root
     try:

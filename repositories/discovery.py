@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from filesystems.paths import VCS_FOLDERS, has_control
+from filesystems.paths import VCS_FOLDERS, has_control, has_dot_segment, loose_path_parts
 from repositories.errors import InvalidBundle, UnsafePath
 
 __all__ = [
@@ -91,11 +91,11 @@ def normalise_file_path(path: str) -> str:
     """
     if not isinstance(path, str) or path.startswith("/") or "\\" in path or has_control(path):
         raise UnsafePath(f"unsafe path refused: {path!r} (absolute, backslash or control character)")
-    parts = [part for part in path.split("/") if part not in ("", ".")]
+    parts = loose_path_parts(path)  # no backslash here: the parts between slashes, "." and "" dropped
     if not parts:
         raise UnsafePath(f"unsafe path refused: {path!r} (empty)")
     for part in parts:
-        if part == "..":
+        if has_dot_segment(part):  # ".." is the one left
             raise UnsafePath(f"unsafe path refused: {path!r} (escapes the skill folder)")
         if part in VCS_FOLDERS:
             raise UnsafePath(f"unsafe path refused: {path!r} (version-control metadata is never delivered)")

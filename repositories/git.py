@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 
 import anyio
 
-from filesystems import redact_secrets, redact_url, url_credentials
+from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
 from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
@@ -71,15 +71,13 @@ def _owner_and_name(url: str) -> tuple[str, str]:
 
 def _unsafe_name(name: bytes) -> str | None:
     """Why a tree entry name is not one safe path segment (git's ``mktree`` accepts them all)."""
-    if name in (b"", b".", b".."):
-        return "is empty, '.' or '..'"
     if b"/" in name or b"\0" in name:
         return "contains '/' or NUL"
     try:
-        name.decode("utf-8")
+        text = name.decode("utf-8")
     except UnicodeDecodeError:
         return "is not UTF-8"
-    return None
+    return "is empty, '.' or '..'" if has_dot_segment(text) else None
 
 
 class _Node(NamedTuple):
@@ -545,7 +543,7 @@ class GitRepository(SkillRepository):
             raise RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit's objects: {exc}") from exc
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
-        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
         blob = await anyio.to_thread.run_sync(
             self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
@@ -575,7 +573,7 @@ class GitRepository(SkillRepository):
         return root
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        snapshot = self._snapshot if self._snapshot is not None else await self.snapshot()
+        snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
         return await anyio.to_thread.run_sync(self._read_blobs, snapshot.version, root, paths)
 

@@ -44,9 +44,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
 
-from filesystems import redact_secrets, redact_url
+from filesystems import BackgroundTasks, redact_secrets, redact_url
 from repositories._urls import no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import check_folder, normalise_file_path
@@ -146,7 +145,7 @@ class McpRepository(SkillRepository):
         self._listing: _Listing | None = None
         self._main_files: dict[str, bytes] = {}  # SKILL.md bytes by digest
         self._stack = AsyncExitStack()
-        self._group: TaskGroup | None = None
+        self._tasks: BackgroundTasks | None = None
         self._link: _Link | None = None
         self._link_lock = anyio.Lock()
 
@@ -196,14 +195,12 @@ class McpRepository(SkillRepository):
 
     async def __aenter__(self) -> Self:
         entered = await super().__aenter__()
-        # While entered, one connection is kept open by a task of this group (a stdio server is
+        # While entered, one connection is kept open by a background task (a stdio server is
         # started once, not per check); without it every operation opens its own connection.
-        self._group = await self._stack.enter_async_context(anyio.create_task_group())
+        self._tasks = await self._stack.enter_async_context(BackgroundTasks())
         return entered
 
     async def _aclose(self) -> None:
-        if self._group is not None:
-            self._group.cancel_scope.cancel()
         await self._stack.aclose()
 
     @asynccontextmanager
@@ -240,14 +237,14 @@ class McpRepository(SkillRepository):
         """``work`` on a connection (the kept one while entered); every failure that is not
         already a ``RepositoryError`` becomes ``RepositoryUnavailable``."""
         try:
-            if self._group is None:
+            if self._tasks is None:
                 with anyio.fail_after(self.timeout):
                     async with self._connection() as client:
                         return await work(client)
             async with self._link_lock:
                 if self._link is None or self._link.closed:
                     self._link = _Link()
-                    self._group.start_soon(self._link.run, self._connection)
+                    self._tasks.start_soon(self._link.run, self._connection, name=f"harness-mcp:{self.source}")
                     await self._link.opened(self.timeout)
                 link = self._link
             return await link.call(work, self.timeout)

@@ -16,7 +16,7 @@ from typing import Any, Self
 import anyio
 
 from filesystems import redact_url
-from filesystems.paths import has_control
+from filesystems.paths import has_control, segment_problem
 from repositories._urls import no_more, split_fragment
 from repositories.base import SkillBundle, SkillRepository, Snapshot
 from repositories.directory import DirectoryRepository
@@ -102,7 +102,7 @@ def _remote(name: str, source: dict[str, Any]) -> tuple[str, str, str]:
         raise UnsafePath(f"plugin {name!r}: 'ref' must be a branch name")
     if kind == "github":
         repo = source.get("repo")
-        if not isinstance(repo, str) or repo.count("/") != 1 or has_control(repo) or ".." in repo:
+        if not isinstance(repo, str) or repo.count("/") != 1 or any(map(segment_problem, repo.split("/"))):
             raise UnsafePath(f"plugin {name!r}: 'repo' must be 'owner/name', not {repo!r}")
         return _GITHUB.format(repo), ref, ""
     if kind in {"url", "git-subdir"}:
@@ -430,13 +430,11 @@ class PluginMarketplaceRepository(SkillRepository):
         return owner
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        if self._snapshot is None:
-            await self.snapshot()
+        await self._served_snapshot()  # the owners of the folders are known once it is read
         return await self._owner(folder).read_files(folder, paths)
 
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
-        if self._snapshot is None:
-            await self.snapshot()
+        await self._served_snapshot()  # the owners of the folders are known once it is read
         async for chunk in self._owner(folder).read_chunks(folder, path, chunk_size=chunk_size):
             yield chunk
 

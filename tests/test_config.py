@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
 import uuid
 from pathlib import Path
@@ -20,8 +22,10 @@ from filesystems import (
     register_store,
 )
 from harness import ConfigError, Harness, RuntimeContext
-from harness.config import load_config
+from harness.config import HarnessConfig, load_config
+from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
+from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -213,3 +217,11 @@ def test_environments_need_a_filesystem_with_a_shell(tmp_path: Path) -> None:
     path.write_text("filesystem: local\nenvironments: true\n")
     with pytest.raises(ValueError, match="need a filesystem with a shell"):
         Harness.from_config(path, watch=False)
+
+
+def test_market_timeout_has_one_default_for_the_file_the_agent_and_the_pipeline() -> None:
+    # ``is``: each default is the pipeline's constant itself, not a number written again.
+    (field,) = [f for f in dataclasses.fields(HarnessConfig) if f.name == "market_timeout"]
+    assert field.default is DEFAULT_MARKET_TIMEOUT
+    for constructor in (Harness.__init__, SkillPipeline.__init__):
+        assert inspect.signature(constructor).parameters["market_timeout"].default is DEFAULT_MARKET_TIMEOUT

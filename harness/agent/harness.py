@@ -71,7 +71,7 @@ from harness.pipeline.catalog import (
     WORKFLOW_REPORT_TOOL,
 )
 from harness.pipeline.environments import EnvironmentOptions
-from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
+from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
 from harness.skills.arguments import (
@@ -190,7 +190,7 @@ class Harness(AsyncResource):
         max_steps: int = 20,
         sessions: SessionStore | None = None,
         catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
-        market_timeout: float = 10.0,
+        market_timeout: float = DEFAULT_MARKET_TIMEOUT,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         visibility: VisibilityPolicy | None = None,
         usage: UsageHooks | None = None,

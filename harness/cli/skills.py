@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 
+from filesystems import CACHE_DIR
 from harness.agent import Harness
 from harness.cli import add, environments, learning
 from harness.cli.common import (
@@ -20,7 +21,6 @@ from harness.cli.common import (
 )
 from harness.diagnostics import Diagnostic
 from harness.pipeline.merge import Shadowing
-from harness.pipeline.pipeline import CACHE_DIR
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import argument_hint
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
@@ -81,8 +81,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     stage = commands.add_parser(
         "stage",
         parents=[WORKSPACE_OPTIONS, JSON_OPTION],
-        help="stage market and global skill files into .skills-cache",
-        description="Stage market and global skill files into .skills-cache. Staging is the same for every "
+        help=f"stage market and global skill files into {CACHE_DIR}",
+        description=f"Stage market and global skill files into {CACHE_DIR}. Staging is the same for every "
         "user; --user only chooses whose turn is prepared afterwards, so its plan's diagnostics are reported too.",
     )
     stage.add_argument("--verify", action="store_true", help="re-hash staged files and repair what changed")

@@ -42,7 +42,14 @@ from typing import Any
 
 import anyio.to_thread
 
-from filesystems import AbstractFilesystem, PathEscapeError, VersionConflict, loose_path_parts, loose_path_problem
+from filesystems import (
+    MACHINE_DIR,
+    AbstractFilesystem,
+    PathEscapeError,
+    VersionConflict,
+    loose_path_parts,
+    loose_path_problem,
+)
 from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunRecordCorrupt, RunTampered
 from harness.engine.run import Event, Run, event_from_json, run_from_json, run_to_json
 from harness.engine.snapshot import Snapshot
@@ -54,11 +61,10 @@ __all__ = ["RevisionMarks", "RunKey", "RunOwner", "RunStore", "WritePoint", "che
 #: ``side-file``.
 WritePoint = Callable[[str], None]
 
-_ROOT = ".harness"
-_KEY_FILE = f"{_ROOT}/engine.key"
+_KEY_FILE = f"{MACHINE_DIR}/engine.key"
 _MAC = "mac"
 _OWNER = "owner"
-_MARKS = f"{_ROOT}/revisions"
+_MARKS = f"{MACHINE_DIR}/revisions"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -205,13 +211,13 @@ class RunStore:
 
     @staticmethod
     def _run_dir(run_id: str) -> str:
-        return f"{_ROOT}/runs/{check_run_id(run_id)}"
+        return f"{MACHINE_DIR}/runs/{check_run_id(run_id)}"
 
     # -- snapshots -------------------------------------------------------------------------------
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """Store ``snapshot`` unless already stored; the manifest is written last."""
-        base = f"{_ROOT}/skill-snapshots/{snapshot.hash}"
+        base = f"{MACHINE_DIR}/skill-snapshots/{snapshot.hash}"
         fs = self.filesystem
         if await fs.exists(f"{base}/manifest.json"):
             return
@@ -223,7 +229,7 @@ class RunStore:
 
     async def load_snapshot(self, snapshot_hash: str) -> tuple[dict[str, Any], dict[str, bytes]]:
         """The stored manifest and files of ``snapshot_hash`` (unverified)."""
-        base = f"{_ROOT}/skill-snapshots/{snapshot_hash}"
+        base = f"{MACHINE_DIR}/skill-snapshots/{snapshot_hash}"
         manifest = json.loads(await self.filesystem.read_bytes(f"{base}/manifest.json"))
         paths = [f"{base}/files/{entry['path']}" for entry in manifest["files"]]
         contents = await self.filesystem.read_many(paths)

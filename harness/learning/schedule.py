@@ -1,7 +1,7 @@
 """The curator on a schedule: :class:`CuratorConfig` says when, :class:`CuratorTask` runs it.
 
 ``Harness(curator=CuratorConfig(...))`` (or ``curator:`` in ``harness.yaml``) enters a
-:class:`CuratorTask` with the agent: one asyncio task that, every ``check_every``, asks the
+:class:`CuratorTask` with the agent: one background task that, every ``check_every``, asks the
 curator to run. The run itself stays throttled across replicas by the curator's shared claim
 (``interval``), so any number of replicas may run the task and the curation still happens once
 per interval. After each run that was not throttled the optional umbrella review writes its
@@ -12,8 +12,6 @@ Leaving the ``async with`` stops the task: a run in progress may finish (up to
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ from typing import Any, Self
 
 import anyio
 
-from filesystems import AsyncResource
+from filesystems import AsyncResource, BackgroundTasks
 from harness.learning.curator import Curator, CuratorPolicy, CuratorReport
 from harness.learning.umbrella import UmbrellaReport, UmbrellaReview
 
@@ -120,17 +118,19 @@ class CuratorTask(AsyncResource):
         self.stop_timeout = stop_timeout
         self.reports: list[CuratorReport] = []
         self.umbrella_reports: list[UmbrellaReport] = []
-        self._task: asyncio.Task[None] | None = None
-        self._stop: asyncio.Event | None = None
+        self._tasks: BackgroundTasks | None = None
+        self._stop: anyio.Event | None = None
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """Whether the schedule's task is running (between entering and closing)."""
+        return self._tasks is not None and self._tasks.running > 0
 
     async def __aenter__(self) -> Self:
         await super().__aenter__()
-        self._stop = asyncio.Event()
-        self._task = asyncio.create_task(self._loop(), name="harness-curator")
+        self._stop = anyio.Event()
+        self._tasks = BackgroundTasks(grace=self.stop_timeout)  # a run in progress may finish
+        self._tasks.start_soon(self._loop, name="harness-curator")
         return self
 
     async def _loop(self) -> None:
@@ -150,18 +150,10 @@ class CuratorTask(AsyncResource):
             log.warning("the scheduled curator run failed; retrying at the next wake-up", exc_info=True)
 
     async def _aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is None or self._stop is None:
-            return
-        self._stop.set()
-        try:
-            with anyio.move_on_after(self.stop_timeout):
-                await asyncio.shield(task)  # a run in progress may finish
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        if self._stop is not None:
+            self._stop.set()
+        if self._tasks is not None:
+            await self._tasks.aclose()
 
 
 def _keep(items: list[Any], item: Any) -> None:

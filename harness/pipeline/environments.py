@@ -41,9 +41,8 @@ from types import MappingProxyType
 from typing import Literal, Self
 
 import anyio
-from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, AsyncResource, CommandResult, LockTimeout
+from filesystems import CACHE_DIR, AbstractFilesystem, AsyncResource, BackgroundTasks, CommandResult, LockTimeout
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
@@ -64,7 +63,7 @@ __all__ = ["ENVS_DIR", "EnvironmentManager", "EnvironmentOptions", "EnvironmentS
 log = logging.getLogger(__name__)
 
 #: Where environments live, relative to the workspace (inside the staging cache).
-ENVS_DIR = ".skills-cache/.envs"
+ENVS_DIR = f"{CACHE_DIR}/.envs"
 DEFAULT_MAX_SIZE = 1024 * 1024 * 1024
 DEFAULT_TIMEOUT = 600.0
 _PROBE_TIMEOUT = 30.0
@@ -207,9 +206,8 @@ class EnvironmentManager(AsyncResource):
         self._diagnostics: tuple[Diagnostic, ...] = ()
 
     async def __aenter__(self) -> Self:
-        group: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
-        self._stack.callback(group.cancel_scope.cancel)  # runs first: the worker stops, then the group exits
-        group.start_soon(self._work)
+        tasks = await self._stack.enter_async_context(BackgroundTasks())
+        tasks.start_soon(self._work, name="harness-environments")
         return await super().__aenter__()
 
     async def _aclose(self) -> None:

@@ -25,6 +25,7 @@ from harness.skills.skill import Layer, Skill, load_skill
 from repositories import (
     BundleFile,
     FileListing,
+    LastGood,
     RepositoryError,
     RepositoryUnavailable,
     SkillBundle,
@@ -93,6 +94,16 @@ class LayerResult:
     top_level: tuple[str, ...] = ()  # the names at the top of a folder layer (for a sandbox's merge)
 
 
+_NOTHING_YET = LayerResult(entries=())
+
+
+def _stale(last: LayerResult, problem: Diagnostic) -> LayerResult:
+    """``last`` served again because its source failed: ``problem`` says why."""
+    return LayerResult(
+        entries=last.entries, diagnostics=(*last.diagnostics, problem), failed=True, top_level=last.top_level
+    )
+
+
 class SkillLayer:
     """One source of a turn's skills: a repository plus what the pipeline needs of it.
 
@@ -144,16 +155,16 @@ class SkillLayer:
         self.max_file_size = max_file_size
         self._watched = False
         self._stale = True
-        self._failing = False
         self._version: str | None = None
         self._rescan = False  # a bundle's files could not be read for the scan: load again
-        self._result = LayerResult(entries=())
+        self._last_good: LastGood[LayerResult] = LastGood()
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
 
     @property
     def result(self) -> LayerResult:
         """The last good result (empty before the first successful load)."""
-        return self._result
+        last = self._last_good.value
+        return last if last is not None else _NOTHING_YET
 
     @property
     def watch_root(self) -> Path | None:
@@ -192,7 +203,7 @@ class SkillLayer:
         the same way, never passed on to the turn.
         """
         if self.fresh:
-            return self._result
+            return self.result
         self._stale = False
         try:
             snapshot = await self.repository.snapshot()
@@ -205,18 +216,17 @@ class SkillLayer:
                 # turns moving meanwhile. With nothing new to parse (an empty folder, a changed
                 # token alone) it is done inline.
                 if fresh:
-                    self._result = await anyio.to_thread.run_sync(self._parse, snapshot, scanned)
+                    self._last_good.keep(await anyio.to_thread.run_sync(self._parse, snapshot, scanned))
                 else:
-                    self._result = self._parse(snapshot, scanned)
+                    self._last_good.keep(self._parse(snapshot, scanned))
                 self._version = snapshot.version
         except Exception as exc:
             return self.failed(describe_error(exc))
         if snapshot.error is not None:
             return self.failed(describe_error(snapshot.error))
-        if self._failing:
+        if self._last_good.answered():
             log.info("%s %r answers again (version %s)", self.layer.value, self.source, snapshot.version)
-            self._failing = False
-        return self._result
+        return self.result
 
     def failed(self, reason: str) -> LayerResult:
         """The last good result plus a diagnostic saying why it is stale (e.g. a timeout); the
@@ -234,15 +244,10 @@ class SkillLayer:
             message = f"cannot read the {self.layer.value} skills, serving the last good ones: {reason}"
             location = self.prefix or self.source
         problem = Diagnostic.error(code=code, message=message, location=location)
-        if not self._failing:
+        if not self._last_good.failing:
             log.warning("%s", problem.message)  # the diagnostic's message has credentials masked
-            self._failing = True
-        return LayerResult(
-            entries=self._result.entries,
-            diagnostics=(*self._result.diagnostics, problem),
-            failed=True,
-            top_level=self._result.top_level,
-        )
+        served = self._last_good.serve(lambda last: _stale(last, problem))
+        return served if served is not None else _stale(_NOTHING_YET, problem)
 
     async def list_files(self, entry: LayerEntry) -> FileListing:
         """The whole listing of ``entry``'s other files and its content token: ``entry.files`` and

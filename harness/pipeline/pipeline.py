@@ -18,9 +18,16 @@ from pathlib import Path
 from typing import Self
 
 import anyio
-from anyio.abc import TaskGroup
 
-from filesystems import AbstractFilesystem, AsyncResource, ShellUnavailable
+from filesystems import (
+    CACHE_DIR,
+    MACHINE_DIR,
+    AbstractFilesystem,
+    AsyncResource,
+    BackgroundTasks,
+    ShellUnavailable,
+    relative_path_problem,
+)
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
 from harness.pipeline.catalog import (
@@ -45,14 +52,18 @@ from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
 
-__all__ = ["DEFAULT_SKILL_DIRS", "SkillPipeline"]
+__all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
 #: The folders of a workspace (and of a user's area) read as skills, the first winning a name
 #: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
 DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/skills")
-CACHE_DIR = ".skills-cache"
+#: Seconds a layer (a market above all) may take to answer before a turn goes on with its last
+#: good skills (``market_timeout``).
+DEFAULT_MARKET_TIMEOUT = 10.0
+# Seconds a stopped folder watcher may take to end before it is cancelled.
+_WATCHERS_GRACE = 5.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -113,7 +124,7 @@ class SkillPipeline(AsyncResource):
         repositories: Sequence[SkillRepository] = (),
         global_skills_dir: str | Path | Sequence[str | Path] | None = None,
         dynamic_skills: bool = True,
-        market_timeout: float = 10.0,
+        market_timeout: float = DEFAULT_MARKET_TIMEOUT,
         catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
         visibility: VisibilityPolicy | None = None,
         watch: bool = True,
@@ -127,7 +138,7 @@ class SkillPipeline(AsyncResource):
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
-        self.skill_dirs = _check_skill_dirs(skill_dirs)
+        self.skill_dirs = check_skill_dirs(skill_dirs)
         # A user's skill folders are the front door's: a sandboxed shell sees them read-only.
         filesystem.protect(self.skill_dirs)
         self.dynamic_skills = dynamic_skills
@@ -142,7 +153,7 @@ class SkillPipeline(AsyncResource):
         self._relevance = relevance
         scan_policy = market_scan or MarketScanPolicy()
         # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
-        verdict_folder = CACHE_DIR if filesystem.has_shell else ".harness"
+        verdict_folder = CACHE_DIR if filesystem.has_shell else MACHINE_DIR
         self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
         markets = [
             SkillLayer(repo, source=slug, scan_policy=scan_policy, verdicts=self.verdicts, max_file_size=max_file_size)
@@ -182,12 +193,13 @@ class SkillPipeline(AsyncResource):
         if self.environments is not None:
             await self._stack.enter_async_context(self.environments)
         if self._watch:
-            group: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
+            # Closing stops the watchers first, then gives them a moment to end on their own.
+            watchers = await self._stack.enter_async_context(BackgroundTasks(grace=_WATCHERS_GRACE))
             self._stack.callback(self._stop_watchers)
             for root in [self.filesystem.host_path(""), *(layer.watch_root for layer in self._layers)]:
                 if root is not None and not self._is_watched(root) and root.is_dir():
                     watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
-                    await group.start(watcher.run)
+                    await watchers.start(watcher.run, name=f"harness-watch:{root}")
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
             for layer in self._layers:
@@ -626,7 +638,7 @@ def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
                     code="duplicate-folder",
                     message=(
                         f"duplicate skill folder {folder!r} in the {source} skills: {entry.path} skipped, "
-                        f"{kept[folder].path} kept (both would be staged as .skills-cache/{source}/{folder})"
+                        f"{kept[folder].path} kept (both would be staged as {CACHE_DIR}/{source}/{folder})"
                     ),
                     location=entry.skill.location,
                 )
@@ -645,13 +657,26 @@ def _hidden_diagnostics(hidden: dict[str, str], user_id: str) -> tuple[Diagnosti
     )
 
 
-def _check_skill_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
-    """``skill_dirs`` as clean relative folders; raises ``ValueError`` naming a bad one."""
-    clean = tuple(d.strip("/") for d in dirs)
-    for folder in clean:
-        parts = folder.split("/")
-        if not folder or any(p in ("", ".", "..") for p in parts) or parts[0] in (CACHE_DIR, ".harness"):
-            raise ValueError(f"skill_dirs: {folder!r} must be a relative folder such as .agents/skills")
+def check_skill_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
+    """``skill_dirs`` (the pipeline's argument and ``harness.yaml``'s key) as clean relative
+    folders of the workspace, a trailing ``/`` dropped.
+
+    Raises ``ValueError`` naming the bad value: not a list of strings, no folder, a folder named
+    twice, or a folder that is not a plain relative path inside the workspace (absolute, ``..``,
+    empty or ``.`` segments, a backslash, control characters, version-control metadata) or lies
+    in machine-owned state (``.skills-cache``, ``.harness``).
+    """
+    if isinstance(dirs, str) or not all(isinstance(d, str) for d in dirs):
+        raise ValueError(f"skill_dirs: {dirs!r} must be a list of folders such as [skills, .agents/skills]")
+    clean = tuple(d.rstrip("/") or d for d in dirs)
+    for given, folder in zip(dirs, clean, strict=True):
+        problem = relative_path_problem(folder)
+        if problem is None and folder.split("/")[0] in (CACHE_DIR, MACHINE_DIR):
+            problem = "is machine-owned"
+        if problem is not None:
+            raise ValueError(
+                f"skill_dirs: {given!r} {problem}: give a folder relative to the workspace such as .agents/skills"
+            )
     if not clean or len(set(clean)) != len(clean):
         raise ValueError(f"skill_dirs: {list(dirs)!r} must name at least one folder, each once")
     return clean

@@ -63,7 +63,7 @@ from typing import Any
 
 import anyio
 
-from filesystems import AsyncResource, relative_path_problem
+from filesystems import AsyncResource, has_dot_segment, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error
 
@@ -685,13 +685,13 @@ class Stager(AsyncResource):
         """Whether ``folder`` lies inside the cache without crossing a link: every component
         below the cache root is ``lstat``-ed (once per pass) and none may be a symlink."""
         try:
-            parts = folder.relative_to(self.cache_dir).parts
+            below = folder.relative_to(self.cache_dir)
         except ValueError:
             return False
-        if not parts or ".." in parts:
+        if has_dot_segment(below.as_posix()):  # the cache itself (".") or a climb out of it
             return False
         current = self.cache_dir
-        for part in parts:
+        for part in below.parts:
             current = current / part
             if current in self._plain_dirs:
                 continue

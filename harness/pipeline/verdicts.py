@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from filesystems import AbstractFilesystem
+from filesystems import MACHINE_DIR, AbstractFilesystem
 from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class VerdictStore:
     reads; the pipeline calls :meth:`save` only on turns that may write (not ``stage=False``).
     """
 
-    def __init__(self, filesystem: AbstractFilesystem, scanner: Scanner, *, folder: str = ".harness") -> None:
+    def __init__(self, filesystem: AbstractFilesystem, scanner: Scanner, *, folder: str = MACHINE_DIR) -> None:
         self.filesystem = filesystem
         self.scanner = scanner
         self.path = f"{folder.strip('/')}/{_FILE}"

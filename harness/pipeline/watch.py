@@ -16,10 +16,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from filesystems import CACHE_DIR, MACHINE_DIR
+
 __all__ = ["DEBOUNCE_MS", "TreeWatcher"]
 
 DEBOUNCE_MS = 50
-_IGNORED_PART = re.compile(r"/(?:\.skills-cache|\.harness|__pycache__|\.git)(?:/|$)")
+_IGNORED_FOLDERS = (CACHE_DIR, MACHINE_DIR, "__pycache__", ".git")
+_IGNORED_PART = re.compile(rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)")
 log = logging.getLogger(__name__)
 
 

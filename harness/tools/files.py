@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 import anyio.to_thread
 
-from filesystems import AbstractFilesystem, FileStat, PathEscapeError, normalize_path
+from filesystems import MACHINE_DIR, AbstractFilesystem, FileStat, PathEscapeError, normalize_path
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.paging import looks_binary, page_lines
 
@@ -29,7 +29,7 @@ _MAX_PATH = 1024
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 #: Top-level folders of a user's area that only harness code writes, whatever the skill folders.
-MACHINE_OWNED: frozenset[str] = frozenset({"skills", ".harness"})
+MACHINE_OWNED: frozenset[str] = frozenset({"skills", MACHINE_DIR})
 
 _Folded = tuple[str, ...]
 

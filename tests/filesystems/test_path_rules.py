@@ -6,6 +6,7 @@ import pytest
 
 from filesystems import (
     PathEscapeError,
+    has_dot_segment,
     identifier_problem,
     loose_path_parts,
     loose_path_problem,
@@ -32,6 +33,16 @@ def test_paths_that_are_not_clean_and_relative_are_refused(path: str) -> None:
 
 def test_a_clean_relative_path_passes() -> None:
     assert relative_path_problem("scripts/run.py") is None
+
+
+@pytest.mark.parametrize("path", ["", ".", "..", "/abs", "a/", "a//b", "./a", "a/./b", "a/../b", "a/.."])
+def test_paths_with_an_empty_or_dot_segment_are_found(path: str) -> None:
+    assert has_dot_segment(path)
+
+
+@pytest.mark.parametrize("path", ["a", ".hidden", "a/b", "...", "a..b/c", "a\\..\\b"])
+def test_plain_relative_paths_have_no_dot_segment(path: str) -> None:
+    assert not has_dot_segment(path)  # a backslash is no separator here: callers refuse it themselves
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ the workspace and in a user's area, in a configurable order, with shadowing repo
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,48 @@ async def test_folders_left_out_of_skill_dirs_are_not_read(tmp_path: Path) -> No
 def test_skill_dirs_outside_the_workspace_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="skill_dirs"):
         SkillPipeline(filesystem=LocalFilesystem(tmp_path, shell=True), skill_dirs=["../elsewhere"])
+
+
+# Folders ``skill_dirs`` refuses, the same through the API and through harness.yaml.
+BAD_SKILL_DIRS = [
+    "../elsewhere",
+    "/srv/skills",
+    "team/../../x",
+    "a//b",
+    "./skills",
+    "",
+    ".harness/skills",
+    ".skills-cache",
+]
+
+
+@pytest.mark.parametrize("folder", BAD_SKILL_DIRS)
+def test_the_api_refuses_a_bad_skill_dir_naming_it(tmp_path: Path, folder: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"skill_dirs: {folder!r}")):
+        SkillPipeline(filesystem=LocalFilesystem(tmp_path, shell=True), skill_dirs=["skills", folder])
+
+
+@pytest.mark.parametrize("folder", BAD_SKILL_DIRS)
+def test_harness_yaml_refuses_a_bad_skill_dir_naming_it(tmp_path: Path, folder: str) -> None:
+    (tmp_path / "harness.yaml").write_text(f"skill_dirs: [skills, {json.dumps(folder)}]\n")
+    with pytest.raises(ConfigError, match=re.escape(f"harness.yaml: skill_dirs: {folder!r}")):
+        load_config(tmp_path / "harness.yaml")
+
+
+@pytest.mark.parametrize("dirs", [[], ["skills", "skills/"]])
+def test_skill_dirs_must_name_folders_once_through_either_door(tmp_path: Path, dirs: list[str]) -> None:
+    with pytest.raises(ValueError, match="at least one folder, each once"):
+        SkillPipeline(filesystem=LocalFilesystem(tmp_path, shell=True), skill_dirs=dirs)
+    (tmp_path / "harness.yaml").write_text(f"skill_dirs: {json.dumps(dirs)}\n")
+    with pytest.raises(ConfigError, match="at least one folder, each once"):
+        load_config(tmp_path / "harness.yaml")
+
+
+def test_skill_dirs_drop_a_trailing_slash(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("skill_dirs: [skills/, .agents/skills/]\n")
+    assert load_config(tmp_path / "harness.yaml").skill_dirs == ("skills", ".agents/skills")
+    pipeline = SkillPipeline(filesystem=LocalFilesystem(tmp_path, shell=True), skill_dirs=["skills/"])
+    assert pipeline.skill_dirs == ("skills",)
 
 
 async def test_a_users_agent_folder_is_discovered_and_wins_over_the_workspace(tmp_path: Path) -> None:
