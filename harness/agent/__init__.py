@@ -1,13 +1,19 @@
 """The agent: the model ↔ tools loop, sessions, events, tool approval, input hooks, message
-queues, the catalog's order from usage counts and the workflow executor."""
+queues, the catalog's order from usage counts and the workflow executor.
 
+The workflow names (``AgentExecutor``, ``package_for``, ``step_tools``, ``run_summary``,
+``workflow_tools``) load the workflow engine, so they are imported on first use.
+"""
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
 from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
+from harness.agent.options import ControlOptions, LearningOptions, PipelineOptions, TrustOptions
 from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.relevance import UsageRelevance
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
-from harness.agent.workflow_tools import run_summary, workflow_tools
-from harness.agent.workflows import AgentExecutor, package_for, step_tools
 from harness.approval import (
     AllowAll,
     AllowByPattern,
@@ -46,6 +52,10 @@ from harness.events import (
     TurnPrepared,
 )
 
+if TYPE_CHECKING:
+    from harness.agent.workflow_tools import run_summary, workflow_tools
+    from harness.agent.workflows import AgentExecutor, package_for, step_tools
+
 __all__ = [
     "AgentExecutor",
     "AllowAll",
@@ -62,16 +72,19 @@ __all__ = [
     "Approver",
     "AwaitingApproval",
     "BeforeRun",
+    "ControlOptions",
     "Decision",
     "DenyByPattern",
     "Event",
     "Harness",
     "InMemorySessionStore",
+    "LearningOptions",
     "MessageInjected",
     "ModelReplied",
     "NoActiveRun",
     "OnInput",
     "PatternPolicy",
+    "PipelineOptions",
     "QueueFull",
     "QueueLimits",
     "RunFinished",
@@ -94,6 +107,7 @@ __all__ = [
     "ToolDenied",
     "ToolRequest",
     "ToolReturned",
+    "TrustOptions",
     "TurnPrepared",
     "UsageRelevance",
     "package_for",
@@ -101,3 +115,5 @@ __all__ = [
     "step_tools",
     "workflow_tools",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

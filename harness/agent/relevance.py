@@ -19,13 +19,15 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Mapping
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
 from filesystems import AsyncResource
-from harness.learning.usage import SkillUsage, UsageScopes
 from harness.pipeline import SkillPipeline
+
+if TYPE_CHECKING:
+    from harness.learning.usage import SkillUsage, UsageScopes
 
 __all__ = ["DEFAULT_RELEVANCE_INTERVAL", "USE_WEIGHT", "UsageRelevance", "usage_score"]
 
