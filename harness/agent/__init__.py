@@ -1,8 +1,11 @@
 """The agent: the model ↔ tools loop, sessions, events, tool approval, input hooks, message
 queues, the catalog's order from usage counts and the workflow executor.
 
-The workflow names (``AgentExecutor``, ``package_for``, ``step_tools``, ``run_summary``,
-``workflow_tools``) load the workflow engine, so they are imported on first use.
+The workflow executor's names (``AgentExecutor``, ``package_for``, ``step_tools``) load the
+workflow engine, so they are imported on first use. ``workflow_tools`` and ``run_summary`` load
+it only when called; they are imported here, since ``workflow_tools`` is also the name of the
+module that defines it (importing that module later would otherwise rebind the package's name
+to the module).
 """
 
 from typing import TYPE_CHECKING
@@ -14,6 +17,7 @@ from harness.agent.options import ControlOptions, LearningOptions, PipelineOptio
 from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.relevance import UsageRelevance
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.agent.workflow_tools import run_summary, workflow_tools
 from harness.approval import (
     AllowAll,
     AllowByPattern,
@@ -53,7 +57,6 @@ from harness.events import (
 )
 
 if TYPE_CHECKING:
-    from harness.agent.workflow_tools import run_summary, workflow_tools
     from harness.agent.workflows import AgentExecutor, package_for, step_tools
 
 __all__ = [

@@ -9,10 +9,8 @@ are built when configured or first used.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -24,49 +22,34 @@ from harness.agent.options import (
     PipelineOptions,
     TrustOptions,
     as_learning,
-    options_from,
+    config_options,
 )
 from harness.agent.relevance import UsageRelevance
-from harness.agent.runs import Runs
+from harness.agent.runs import RunResult, Runs, collect
 from harness.agent.sessions import InMemorySessionStore, SessionStore
 from harness.agent.streaming import framed
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, serialised
 from harness.agent.turn import StepLimitExceeded, Turns
 from harness.approval import ApprovalGate, ToolRequest
 from harness.audit import AuditLog
-from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
-from harness.events import ApprovalDecided, ApprovalRequested, Event, RunTally
-from harness.models import Model, Usage, open_model
+from harness.events import Event
+from harness.models import Model, open_model
 from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import SHELL_TOOL
-from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.tools.function import Tool, tool_from_function
 from repositories import SkillRepository, open_repository
 
 if TYPE_CHECKING:
+    from harness.config import HarnessConfig
     from harness.engine import Decision as WorkflowDecision
     from harness.engine import Outcome, Run, WorkflowEngine
     from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
     from harness.tracing import RunTracer
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    """The final reply of a turn with its usage and everything that happened on the way.
-
-    ``approvals`` are the gated calls the run stopped at, waiting for the app
-    (:meth:`Harness.resolve_approval`, then :meth:`Harness.resume`)."""
-
-    reply: str
-    usage: Usage
-    steps: int
-    events: tuple[Event, ...] = field(default=())
-    approvals: tuple[ApprovalRequested, ...] = field(default=())
 
 
 class Harness(AsyncResource):
@@ -139,7 +122,16 @@ class Harness(AsyncResource):
         # An agent built around another's pipeline (a subagent) shares its resources: the
         # owner opens and closes them.
         self._owns_resources = not isinstance(pipeline, SkillPipeline)
-        self.pipeline = pipeline if isinstance(pipeline, SkillPipeline) else self._pipeline(pipeline)
+        self.pipeline = (
+            pipeline
+            if isinstance(pipeline, SkillPipeline)
+            else pipeline.build(
+                filesystem,
+                self.repositories,
+                visibility=self.learning.visibility if self.learning is not None else None,
+                trusted_markets=frozenset(trust.trusted_markets),
+            )
+        )
         self.usage_relevance = (
             UsageRelevance(self.pipeline, self.learning.usage, interval=options.relevance_interval)
             if self.learning is not None and options.relevance_interval is not None and self._owns_resources
@@ -183,23 +175,6 @@ class Harness(AsyncResource):
 
         return SelfLearning(self.filesystem, on_change=lambda user_id: self.pipeline.invalidate(user_id))
 
-    def _pipeline(self, options: PipelineOptions) -> SkillPipeline:
-        fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
-        fields["environments"] = self._environment_options(options.environments)
-        if self.learning is not None:
-            fields["visibility"] = options.visibility or self.learning.visibility
-        return SkillPipeline(filesystem=self.filesystem, repositories=self.repositories, **fields)
-
-    def _environment_options(self, environments: EnvironmentOptions | bool | None) -> EnvironmentOptions | None:
-        """The options of skills' environments: ``True`` means the defaults, and options that
-        name no ``trusted_markets`` take the agent's."""
-        if environments is None or environments is False:
-            return None
-        options = EnvironmentOptions() if environments is True else environments
-        if options.trusted_markets is None:
-            options = dataclasses.replace(options, trusted_markets=frozenset(self.trust.trusted_markets))
-        return options
-
     @classmethod
     def from_config(cls, config: HarnessConfig | str | Path, **overrides: Any) -> Harness:
         """The agent a ``harness.yaml`` (a path, or a loaded :class:`HarnessConfig`) describes.
@@ -208,19 +183,11 @@ class Harness(AsyncResource):
         ``approval``: the rest of the group still comes from the file), and win over the file.
         Raises :class:`ConfigError` for a bad file, store or mode.
         """
+        from harness.config import HarnessConfig, load_config  # the config names every optional part
+
         if not isinstance(config, HarnessConfig):
             config = load_config(config)
-        rest = dict(overrides)
-        if "learning" in rest and not isinstance(rest["learning"], LearningOptions):
-            rest["loop"] = rest.pop("learning")
-        groups = {
-            "pipeline": options_from(PipelineOptions, config, rest),
-            "trust": options_from(TrustOptions, config, rest),
-            "control": options_from(ControlOptions, config, rest),
-            "learning": options_from(LearningOptions, config, rest),
-        }
-        options: dict[str, Any] = {key: getattr(config, key) for key in ("name", "model", "system_prompt", "max_steps")}
-        options.update(groups, **rest)
+        options = config_options(config, overrides)
         # Open resources only for what the overrides leave to the file.
         if "filesystem" not in options:
             options["filesystem"] = config.open_filesystem()
@@ -264,13 +231,13 @@ class Harness(AsyncResource):
 
     async def run(self, message: str, *, context: RuntimeContext) -> RunResult:
         """One user turn: returns the final reply with usage and the turn's events."""
-        return await _collect(self._traced(message, context, self._runs.controlled(message, context)))
+        return await collect(self._traced(message, context, self._runs.controlled(message, context)))
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
         message = f"/skill:{name} {instructions}".rstrip()
         turn = self._runs.controlled(message, context, strict=True, user_input=False)
-        return await _collect(self._traced(message, context, turn))
+        return await collect(self._traced(message, context, turn))
 
     def stream(self, message: str, *, context: RuntimeContext) -> AsyncIterator[Event]:
         """Like :meth:`run`, yielding typed events as they happen: :class:`RunStarted` first,
@@ -295,7 +262,7 @@ class Harness(AsyncResource):
         """A skill turn (:meth:`skill`) of a workflow step, offered only ``offer(tools)``."""
         message = f"/skill:{name} {instructions}".rstrip()
         turn = self._turns.run(message, context, strict=True, offer=offer)
-        return await _collect(self._traced(message, context, turn))
+        return await collect(self._traced(message, context, turn))
 
     def subagent(
         self,
@@ -372,7 +339,7 @@ class Harness(AsyncResource):
     async def resume(self, *, context: RuntimeContext) -> RunResult:
         """Continue the paused run of ``context``'s user and session once every waiting call is
         decided: allowed calls run, denied ones return their refusal, and the model goes on."""
-        return await _collect(self._traced("", context, self._runs.controlled(None, context)))
+        return await collect(self._traced("", context, self._runs.controlled(None, context)))
 
     def resume_stream(self, *, context: RuntimeContext) -> AsyncIterator[Event]:
         """Like :meth:`resume`, yielding typed events as they happen (framed like :meth:`stream`)."""
@@ -461,11 +428,3 @@ class Harness(AsyncResource):
     ) -> list[AuditRecord]:
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
-
-
-async def _collect(stream: AsyncIterator[Event]) -> RunResult:
-    events = [event async for event in stream]
-    tally = RunTally.of(events)
-    decided = {e.approval_id for e in events if isinstance(e, ApprovalDecided)}
-    waiting = tuple(e for e in events if isinstance(e, ApprovalRequested) and e.approval_id not in decided)
-    return RunResult(reply=tally.reply, usage=tally.usage, steps=tally.steps, events=tuple(events), approvals=waiting)

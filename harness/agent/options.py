@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from filesystems import AbstractFilesystem
 from harness.agent.hooks import BeforeRun, OnInput
 from harness.agent.queues import QueueLimits
 from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
@@ -23,13 +24,15 @@ from harness.approval import ApprovalPolicy, Approver
 from harness.models import Model
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.environments import EnvironmentOptions
-from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
+from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS, SkillPipeline
 from harness.pipeline.plan import VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
 from harness.skills.scanner import MarketScanPolicy
 from harness.tools.skills import UsageHooks
+from repositories import SkillRepository
 
 if TYPE_CHECKING:
+    from harness.config import HarnessConfig
     from harness.learning import CuratorConfig, SelfLearning
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "PipelineOptions",
     "TrustOptions",
     "as_learning",
+    "config_options",
     "options_from",
 ]
 
@@ -69,6 +73,21 @@ class PipelineOptions:
     market_scan: MarketScanPolicy | None = None
     visibility: VisibilityPolicy | None = None
     environments: EnvironmentOptions | bool | None = None
+
+    def build(
+        self,
+        filesystem: AbstractFilesystem,
+        repositories: Sequence[SkillRepository],
+        *,
+        visibility: VisibilityPolicy | None,
+        trusted_markets: frozenset[str],
+    ) -> SkillPipeline:
+        """The pipeline of these options; ``visibility`` applies when the options name none (the
+        learning loop's), and environments that name no trusted markets take ``trusted_markets``."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["visibility"] = self.visibility or visibility
+        fields["environments"] = _environments(self.environments, trusted_markets)
+        return SkillPipeline(filesystem=filesystem, repositories=repositories, **fields)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +146,21 @@ class LearningOptions:
     usage: UsageHooks | None = None
 
 
+def config_options(config: HarnessConfig, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of :meth:`Harness.from_config <harness.agent.Harness.from_config>`:
+    the agent's own fields and every group filled from ``config``, then ``overrides`` (a
+    group's field among them changes just that field)."""
+    rest = dict(overrides)
+    if "learning" in rest and not isinstance(rest["learning"], LearningOptions):
+        rest["loop"] = rest.pop("learning")
+    options: dict[str, Any] = {key: getattr(config, key) for key in ("name", "model", "system_prompt", "max_steps")}
+    options["pipeline"] = options_from(PipelineOptions, config, rest)
+    options["trust"] = options_from(TrustOptions, config, rest)
+    options["control"] = options_from(ControlOptions, config, rest)
+    options["learning"] = options_from(LearningOptions, config, rest)
+    return {**options, **rest}
+
+
 def options_from(kind: type[Options], source: object, overrides: dict[str, Any]) -> Options:
     """``kind`` filled from ``source``'s attributes of the same names, then from ``overrides``
     (the keys used are removed from it)."""
@@ -134,6 +168,16 @@ def options_from(kind: type[Options], source: object, overrides: dict[str, Any])
     values = {name: getattr(source, name) for name in names if hasattr(source, name)}
     values.update({name: overrides.pop(name) for name in names if name in overrides})
     return kind(**values)
+
+
+def _environments(environments: EnvironmentOptions | bool | None, trusted: frozenset[str]) -> EnvironmentOptions | None:
+    """``True`` means the default options; options that name no ``trusted_markets`` take ``trusted``."""
+    if environments is None or environments is False:
+        return None
+    options = EnvironmentOptions() if environments is True else environments
+    if options.trusted_markets is None:
+        options = dataclasses.replace(options, trusted_markets=trusted)
+    return options
 
 
 def as_learning(learning: LearningOptions | bool | SelfLearning) -> LearningOptions:

@@ -8,6 +8,7 @@ as a turn of its own (see :mod:`harness.agent.queues` for the queues and paused 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
 from harness.agent.hooks import Answer, call_hook
 from harness.agent.options import ControlOptions
@@ -15,10 +16,24 @@ from harness.agent.queues import MessageQueues, RunControl
 from harness.agent.turn import Turns
 from harness.approval import ApprovalGate, ApprovalNotFound, Decision, ToolRequest
 from harness.context import RuntimeContext
-from harness.events import Event, MessageInjected, ModelReplied
+from harness.events import ApprovalDecided, ApprovalRequested, Event, MessageInjected, ModelReplied, RunTally
 from harness.models import Usage
 
-__all__ = ["Runs"]
+__all__ = ["RunResult", "Runs", "collect"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """The final reply of a turn with its usage and everything that happened on the way.
+
+    ``approvals`` are the gated calls the run stopped at, waiting for the app
+    (:meth:`Harness.resolve_approval`, then :meth:`Harness.resume`)."""
+
+    reply: str
+    usage: Usage
+    steps: int
+    events: tuple[Event, ...] = field(default=())
+    approvals: tuple[ApprovalRequested, ...] = field(default=())
 
 
 class Runs:
@@ -92,3 +107,12 @@ class Runs:
         default = "approved by the app" if approved else "refused by the app"
         decision = Decision(action="allow" if approved else "deny", reason=reason or default, by=f"operator:{reviewer}")
         await self.queues.decide(approval_id, decision, context=context, gate=self.gate)
+
+
+async def collect(stream: AsyncIterator[Event]) -> RunResult:
+    """The events of ``stream`` as a :class:`RunResult`."""
+    events = [event async for event in stream]
+    tally = RunTally.of(events)
+    decided = {e.approval_id for e in events if isinstance(e, ApprovalDecided)}
+    waiting = tuple(e for e in events if isinstance(e, ApprovalRequested) and e.approval_id not in decided)
+    return RunResult(reply=tally.reply, usage=tally.usage, steps=tally.steps, events=tuple(events), approvals=waiting)

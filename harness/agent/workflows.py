@@ -22,8 +22,6 @@ from filesystems import AbstractFilesystem
 from harness.agent.calls import call_context
 from harness.agent.step_report import StepReports, script_outcome, step_message
 from harness.context import RuntimeContext
-from harness.engine import ACTION_ID_ENV, STEP_READS_ENV, Outcome, SkillDecl, SkillPackage, ToolDecl, current_action
-from harness.engine.package import is_package_file
 from harness.errors import SkillError, SkillNotFound
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.skill import Layer
@@ -32,12 +30,16 @@ from harness.tools.function import Tool, ToolError
 
 if TYPE_CHECKING:
     from harness.agent import Harness
+    from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 
 __all__ = ["AgentExecutor", "package_for", "resolve_workflow", "step_tools"]
 
 
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
     """The workflow package (definition files, SKILL.md, ``scripts/``) of a merged skill."""
+    from harness.engine import SkillPackage
+    from harness.engine.package import is_package_file
+
     skill = resolved.skill
     paths = [path for path in await resolved.list_files() if is_package_file(path)]
     files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
@@ -138,6 +140,8 @@ class AgentExecutor:
         self.workflow_skill = workflow_skill
 
     async def call_tool(self, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
+        from harness.engine import Outcome, current_action
+
         plan = await self.agent.prepare(self.context)
         if tool.kind == "script":
             return await self._script(plan, tool, args)
@@ -165,6 +169,8 @@ class AgentExecutor:
         those marked ``requires_confirmation`` are refused inside the turn (a confirmation is
         given to a run's action, never to a call a model makes on its own). Performing a run's
         step, the turn is told the step's contract and reports with ``workflow_report``."""
+        from harness.engine import Outcome, current_action
+
         action = current_action()
         reports = StepReports(action) if action is not None else None
         message = step_message(instructions, action) if action is not None else instructions
@@ -179,6 +185,8 @@ class AgentExecutor:
         )
 
     async def _script(self, plan: TurnPlan, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
+        from harness.engine import ACTION_ID_ENV, STEP_READS_ENV, Outcome, current_action
+
         resolved = plan.invoke(self.workflow_skill)
         if not resolved.files_root or not plan.filesystem.has_shell:
             return Outcome(status="failed", summary=f"tool {tool.id!r}: script tools need a filesystem with a shell")
