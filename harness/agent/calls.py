@@ -1,8 +1,10 @@
 """The tool calls of one model step: run side by side, reported in the order the model asked.
 
 When a model step asks for several tools, :func:`run_calls` starts them all at once in one task
-group; a call that fails (or raises) becomes an ``error: ...`` result for the model and never
-cancels its siblings. The turn then reports each call in the model's order — its
+group, but the calls of tools that change state a later call may read (the file, learning and
+workflow tools: a write then a read of the same file, a workflow run started then continued)
+run one after another in the order asked, in one lane beside the others. A call that fails (or
+raises) becomes an ``error: ...`` result for the model and never cancels its siblings. The turn then reports each call in the model's order — its
 :class:`~harness.events.ToolCalled`, what it did (``SkillLoaded``, ``ShellRan``, the approval
 events), its :class:`~harness.events.ToolReturned` — so a later call may already have run when
 its ``ToolCalled`` is reported. An approver is asked one question at a time
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -91,22 +93,29 @@ async def run_calls(
     context: RuntimeContext,
     skill: str | None,
     events: CallEvents,
+    sequential: Collection[str] = frozenset(),
 ) -> list[CallResult]:
-    """Run ``calls`` concurrently with ``tools`` (``skill``: the turn's invoked skill's name);
-    the results come in the order of ``calls``, each with the events it reported to ``events``."""
+    """Run ``calls`` concurrently with ``tools`` (``skill``: the turn's invoked skill's name),
+    except that calls of the ``sequential`` tools run one after another in the order asked, in
+    one lane beside the others; the results come in the order of ``calls``, each with the
+    events it reported to ``events``."""
     results: list[CallResult | None] = [None] * len(calls)
 
-    async def run(index: int, call: ToolCall) -> None:
-        with events.collecting() as reported:
-            content, error_type = await _call(tools, call, context, skill)
-        results[index] = CallResult(content=content, error_type=error_type, events=reported)
+    async def run(*indexes: int) -> None:
+        for index in indexes:
+            with events.collecting() as reported:
+                content, error_type = await _call(tools, calls[index], context, skill)
+            results[index] = CallResult(content=content, error_type=error_type, events=reported)
 
-    if len(calls) == 1:
-        await run(0, calls[0])
+    lane = tuple(i for i, call in enumerate(calls) if call.name in sequential)
+    lanes = [lane] if lane else []
+    lanes += [(i,) for i, call in enumerate(calls) if call.name not in sequential]
+    if len(lanes) == 1:
+        await run(*lanes[0])
     else:
         async with anyio.create_task_group() as group:
-            for index, call in enumerate(calls):
-                group.start_soon(run, index, call)
+            for indexes in lanes:
+                group.start_soon(run, *indexes)
     return [result for result in results if result is not None]
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from harness.engine import WorkflowEngine
     from harness.learning import SelfLearning
 
-__all__ = ["FAMILIES", "Family", "ToolOffer", "Toolset", "TurnScope", "serialised", "skill_offer"]
+__all__ = ["FAMILIES", "Family", "ToolOffer", "Toolset", "TurnScope", "TurnTools", "serialised", "skill_offer"]
 
 #: Narrows the tools a turn offers (a workflow step's guardrails, a skill's ``allowed-tools``).
 ToolOffer = Callable[[list[Tool]], list[Tool]]
@@ -82,11 +82,22 @@ class TurnScope:
 @dataclass(frozen=True, kw_only=True)
 class Family:
     """A family of tools: ``tools`` gives a turn's, ``reserved`` names the family offers on
-    other turns only (refused as names of the user's tools too)."""
+    other turns only (refused as names of the user's tools too). The calls of a ``sequential``
+    family change state a later call may read (files, drafts, workflow runs): in one model step
+    they run one after another, in the order asked (see :mod:`harness.agent.calls`)."""
 
     tools: Callable[[Toolset, TurnScope], Sequence[Tool]]
     reserved: tuple[str, ...] = ()
     builtin: bool = True
+    sequential: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnTools:
+    """The tools of a turn, and the names of those whose calls run in order (``sequential``)."""
+
+    tools: tuple[Tool, ...]
+    sequential: frozenset[str]
 
 
 def _skills(toolset: Toolset, scope: TurnScope) -> list[Tool]:
@@ -173,10 +184,18 @@ class Toolset:
         self, scope: TurnScope, *, only: Collection[str] | None = None, offer: ToolOffer | None = None
     ) -> list[Tool]:
         """Every family's tools for ``scope``, gated, filtered to ``only`` and narrowed by ``offer``."""
-        tools = self._gated([tool for family in FAMILIES for tool in family.tools(self, scope)], scope)
+        return list(self.for_turn(scope, only=only, offer=offer).tools)
+
+    def for_turn(
+        self, scope: TurnScope, *, only: Collection[str] | None = None, offer: ToolOffer | None = None
+    ) -> TurnTools:
+        """Like :meth:`build`, with the names of the sequential families' tools."""
+        built = [(family, family.tools(self, scope)) for family in FAMILIES]
+        sequential = frozenset(t.name for family, tools in built if family.sequential for t in tools)
+        tools = self._gated([tool for _, tools in built for tool in tools], scope)
         if only is not None:
             tools = [t for t in tools if t.name in only]
-        return offer(tools) if offer is not None else tools
+        return TurnTools(tools=tuple(offer(tools) if offer is not None else tools), sequential=sequential)
 
     def check_names(self) -> None:
         """Refuse (:class:`ConfigError`) two user tools with one name, or one named like a
@@ -245,9 +264,9 @@ def _user(toolset: Toolset, scope: TurnScope) -> list[Tool]:
 FAMILIES: tuple[Family, ...] = (
     Family(tools=_skills),
     Family(tools=_search, reserved=(SEARCH_TOOL,)),
-    Family(tools=_files),
-    Family(tools=_learning),
-    Family(tools=_workflows, reserved=WORKFLOW_TOOL_NAMES),
+    Family(tools=_files, sequential=True),
+    Family(tools=_learning, sequential=True),
+    Family(tools=_workflows, reserved=WORKFLOW_TOOL_NAMES, sequential=True),
     Family(tools=_user, builtin=False),
 )
 

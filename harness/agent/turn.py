@@ -149,7 +149,8 @@ class Turns:
             waiting=control.waiting if control is not None else None,
             current=() if invocation.skill is None else (invocation.skill,),
         )
-        tools = {t.name: t for t in self.toolset.build(scope, offer=offer)}
+        built = self.toolset.for_turn(scope, offer=offer)
+        tools = {t.name: t for t in built.tools}
         specs = [t.spec for t in tools.values()]
         system = "\n\n".join(part for part in (self.system_prompt, plan.catalog) if part)
         turn: list[Message] = [Message.user(invocation.text)]
@@ -174,7 +175,9 @@ class Turns:
             calls = reply.message.tool_calls
             if calls:
                 yield _called(calls[0])
-                results = await run_calls(tools, calls, context=context, skill=skill, events=events)
+                results = await run_calls(
+                    tools, calls, context=context, skill=skill, events=events, sequential=built.sequential
+                )
                 for index, (call, result) in enumerate(zip(calls, results, strict=True)):
                     if index:
                         yield _called(call)

@@ -111,6 +111,25 @@ async def test_each_call_reports_its_own_events_in_the_order_the_model_asked(tmp
     assert [m.tool_call_id for m in model.calls[1].messages if m.role == "tool"] == ["c1", "c2", "c3"]
 
 
+async def test_calls_that_change_state_run_in_the_order_asked(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            _step(
+                ("write_file", "c1", {"path": "notes.txt", "content": "first"}),
+                ("read_file", "c2", {"path": "notes.txt"}),
+                ("write_file", "c3", {"path": "notes.txt", "content": "second"}),
+            ),
+            "done",
+        ]
+    )
+    async with Harness(model=model, workspace=tmp_path, pipeline=NO_WATCH) as agent:
+        result = await agent.run("go", context=ALICE)
+    returned = {e.call_id: e for e in result.events if isinstance(e, ToolReturned)}
+    assert not any(e.error for e in returned.values())
+    assert "first" in returned["c2"].content
+    assert (tmp_path / "alice" / "notes.txt").read_text() == "second"
+
+
 async def test_a_failing_call_does_not_cancel_its_siblings(tmp_path: Path) -> None:
     @tool
     async def broken() -> str:
