@@ -2,9 +2,13 @@
 
 The names here are what applications use: the agent, its context and events, session stores,
 models, tools, the skill loader and validator, and the errors worth catching. Building blocks
-(catalog rendering, staging, merging) stay in their subpackages.
+(catalog rendering, staging, merging) stay in their subpackages. ``import harness`` loads none
+of the optional parts (the workflow engine, self-learning, MCP, tracing, the adapters).
 """
 
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.agent import Harness, RunResult, StepLimitExceeded
 from harness.agent.hooks import Answer, RunStart
 from harness.agent.queues import NoActiveRun
@@ -23,7 +27,6 @@ from harness.approval import (
 )
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
-from harness.engine import EngineError
 from harness.errors import ConfigError, HarnessError, SkillError, SkillNotFound
 from harness.events import (
     ApprovalDecided,
@@ -44,7 +47,6 @@ from harness.events import (
     ToolReturned,
     TurnPrepared,
 )
-from harness.learning import LearningError
 from harness.models import (
     DemoModel,
     Message,
@@ -64,6 +66,10 @@ from harness.skills.validation import ValidationReport, validate_skill_dir
 from harness.tools.context import ToolContext
 from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
 from harness.tools.skills import UsageHooks
+
+if TYPE_CHECKING:  # the optional parts' errors, imported on first use (see filesystems.lazy_exports)
+    from harness.engine.errors import EngineError
+    from harness.learning.errors import LearningError
 
 __all__ = [
     "AllowAll",
@@ -137,3 +143,5 @@ __all__ = [
     "tool_from_function",
     "validate_skill_dir",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

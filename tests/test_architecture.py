@@ -15,7 +15,7 @@ functions and under ``if TYPE_CHECKING:``. The rules:
 - ``harness.adapters`` is a leaf: nothing else imports it, and each optional agent framework is
   imported by its own adapter module only (so the core never needs one installed);
 - the tool families that build gated tools (the shell, file writes) are put together in one
-  place, ``Harness._tools``, behind the approval gate: every other call path (the MCP server,
+  place, ``Toolset.build`` (``harness/agent/toolset.py``), behind the approval gate: every other call path (the MCP server,
   the adapters, workflow actions) takes its tools from ``Harness.tools_for``.
 """
 
@@ -73,7 +73,7 @@ HARNESS_MCP_USERS = ("harness.mcp", "harness.cli.mcp")
 # Builders of tools the approval gate decides (shell, writes), and the modules that may use them:
 # the agent's one place that puts tools together behind the gate, and the package re-exporting them.
 GATED_BUILDERS = frozenset({"skill_tools", "file_tools"})
-GATE_ASSEMBLY = ("harness.agent.harness", "harness.tools")
+GATE_ASSEMBLY = ("harness.agent.toolset", "harness.tools")
 
 # Cycles that remain for now, each with the reason (none today; keep it that way).
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()

@@ -159,7 +159,7 @@ def test_allowed_tools_keys_reach_the_agent(tmp_path: Path) -> None:
     config = tmp_path / "harness.yaml"
     config.write_text("enforce_allowed_tools: true\ntrusted_markets: [acme]\n")
     agent = Harness.from_config(config, watch=False)
-    assert agent.enforce_allowed_tools and agent.trusted_markets == frozenset({"acme"})
+    assert agent.trust.enforce_allowed_tools and agent.trust.trusted_markets == frozenset({"acme"})
 
 
 def test_trusted_markets_must_be_a_list(tmp_path: Path) -> None:

@@ -26,10 +26,7 @@ TASKS_MODULE = ROOT / "filesystems" / "tasks.py"
 KNOWN_DOT_CHECKS: set[str] = set()
 
 # Modules that still start a background task their own way, each with the reason.
-KNOWN_TASK_STARTS = {
-    # Being restructured elsewhere right now; its usage-count task moves onto BackgroundTasks next.
-    "harness/agent/relevance.py",
-}
+KNOWN_TASK_STARTS: set[str] = set()
 
 # ``.harness`` or ``.skills-cache`` as a name of its own (not ``.harness-demo``).
 _FOLDER_NAMES = re.compile(rf"(?<![\w.-])(?:{re.escape(MACHINE_DIR)}|{re.escape(CACHE_DIR)})(?![\w-])")

@@ -1,13 +1,23 @@
 """The agent: the model ↔ tools loop, sessions, events, tool approval, input hooks, message
-queues, the catalog's order from usage counts and the workflow executor."""
+queues, the catalog's order from usage counts and the workflow executor.
 
+The workflow executor's names (``AgentExecutor``, ``package_for``, ``step_tools``) load the
+workflow engine, so they are imported on first use. ``workflow_tools`` and ``run_summary`` load
+it only when called; they are imported here, since ``workflow_tools`` is also the name of the
+module that defines it (importing that module later would otherwise rebind the package's name
+to the module).
+"""
+
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.agent.harness import Harness, RunResult, StepLimitExceeded
 from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
+from harness.agent.options import ControlOptions, LearningOptions, PipelineOptions, TrustOptions
 from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.relevance import UsageRelevance
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.workflow_tools import run_summary, workflow_tools
-from harness.agent.workflows import AgentExecutor, package_for, step_tools
 from harness.approval import (
     AllowAll,
     AllowByPattern,
@@ -46,6 +56,9 @@ from harness.events import (
     TurnPrepared,
 )
 
+if TYPE_CHECKING:
+    from harness.agent.workflows import AgentExecutor, package_for, step_tools
+
 __all__ = [
     "AgentExecutor",
     "AllowAll",
@@ -62,16 +75,19 @@ __all__ = [
     "Approver",
     "AwaitingApproval",
     "BeforeRun",
+    "ControlOptions",
     "Decision",
     "DenyByPattern",
     "Event",
     "Harness",
     "InMemorySessionStore",
+    "LearningOptions",
     "MessageInjected",
     "ModelReplied",
     "NoActiveRun",
     "OnInput",
     "PatternPolicy",
+    "PipelineOptions",
     "QueueFull",
     "QueueLimits",
     "RunFinished",
@@ -94,6 +110,7 @@ __all__ = [
     "ToolDenied",
     "ToolRequest",
     "ToolReturned",
+    "TrustOptions",
     "TurnPrepared",
     "UsageRelevance",
     "package_for",
@@ -101,3 +118,5 @@ __all__ = [
     "step_tools",
     "workflow_tools",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -14,18 +14,18 @@ mapping this task did not set; setting it back to ``None`` hands the order back 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import logging
 from collections.abc import Mapping
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from filesystems import AsyncResource
-from harness.learning.usage import SkillUsage, UsageScopes
+from filesystems import AsyncResource, BackgroundTasks
 from harness.pipeline import SkillPipeline
+
+if TYPE_CHECKING:
+    from harness.learning.usage import SkillUsage, UsageScopes
 
 __all__ = ["DEFAULT_RELEVANCE_INTERVAL", "USE_WEIGHT", "UsageRelevance", "usage_score"]
 
@@ -59,17 +59,17 @@ class UsageRelevance(AsyncResource):
         self.interval = interval
         self._published: Mapping[str, float] | None = None
         self._ranking: _Ranking = ()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = BackgroundTasks()
 
     @property
     def running(self) -> bool:
         """Whether the task is reading the counts on its schedule (between enter and close)."""
-        return self._task is not None and not self._task.done()
+        return self._tasks.running > 0
 
     async def __aenter__(self) -> Self:
         await super().__aenter__()
         await self._attempt()  # the first turns already see the order
-        self._task = asyncio.create_task(self._loop(), name="harness-relevance")
+        self._tasks.start_soon(self._loop, name="harness-relevance")
         return self
 
     async def refresh(self) -> bool:
@@ -101,12 +101,7 @@ class UsageRelevance(AsyncResource):
             log.warning("reading the usage counts for the catalog order failed", exc_info=True)
 
     async def _aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()  # a read in progress is only a read: nothing is left half-done
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await self._tasks.aclose()  # a read in progress is only a read: nothing is left half-done
 
 
 def _ranking(scores: Mapping[str, float]) -> _Ranking:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from filesystems import CommandResult
-from harness.engine import ActionContext, Outcome
 from harness.pipeline.catalog import WORKFLOW_REPORT_TOOL
 from harness.tools.function import Tool, ToolError, tool_from_function
 from harness.tools.skills import format_command_result
+
+if TYPE_CHECKING:
+    from harness.engine import ActionContext, Outcome
 
 __all__ = ["StepReports", "script_outcome", "step_message"]
 
@@ -39,6 +41,8 @@ class StepReports:
 
     def outcome(self, reply: str) -> Outcome:
         """The step's outcome: the last report, else the turn's ``reply`` as a success."""
+        from harness.engine import Outcome
+
         if self.outcomes:
             return self.outcomes[-1]
         return Outcome(status="succeeded", summary=reply)
@@ -65,6 +69,8 @@ class StepReports:
                 to_state: The domain state the run moves to (a legal transition), if the workflow has states.
                 schema_version: The schema version your hand-off follows (default: the step's produces).
             """
+            from harness.engine import Outcome
+
             try:
                 outcome = Outcome(
                     status=status,
@@ -110,6 +116,8 @@ def step_message(instructions: str, action: ActionContext) -> str:
 def script_outcome(result: CommandResult) -> Outcome:
     """The outcome of a step's script: its ``{"workflow_report": ...}`` last line if it printed
     one (a non-zero exit still fails the step), else succeeded or failed by exit status."""
+    from harness.engine import Outcome
+
     summary = format_command_result(result)
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     report = _report(lines[-1]) if lines else None

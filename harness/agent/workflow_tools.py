@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from harness.engine.describe import describe_action
-from harness.engine.engine import WorkflowEngine
-from harness.engine.package import SkillPackage
-from harness.engine.run import Blocked, Outcome, Run
 from harness.pipeline.catalog import WORKFLOW_CONTINUE_TOOL, WORKFLOW_START_TOOL
 from harness.tools.function import Tool, tool_from_function
 
-__all__ = ["run_summary", "workflow_tools"]
+if TYPE_CHECKING:  # the engine loads with the first workflow, not with the agent
+    from harness.engine.engine import WorkflowEngine
+    from harness.engine.package import SkillPackage
+    from harness.engine.run import Blocked, Run
 
-SkillResolver = Callable[[str], Awaitable[SkillPackage]]
+__all__ = ["WORKFLOW_TOOL_NAMES", "run_summary", "workflow_tools"]
+
+SkillResolver = Callable[[str], Awaitable["SkillPackage"]]
+WORKFLOW_STATUS_TOOL = "workflow_status"
+#: The names of the tools :func:`workflow_tools` gives.
+WORKFLOW_TOOL_NAMES = (WORKFLOW_START_TOOL, WORKFLOW_CONTINUE_TOOL, WORKFLOW_STATUS_TOOL)
 
 
 def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list[Tool]:
@@ -66,6 +70,8 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
             to_state: The domain state the run moves to, when the workflow declares states.
             schema_version: The schema version of the step's hand-off (default: what the step produces).
         """
+        from harness.engine.run import Outcome
+
         outcome = None
         if status is not None:
             outcome = Outcome(
@@ -90,7 +96,7 @@ def workflow_tools(engine: WorkflowEngine, resolve_skill: SkillResolver) -> list
     return [
         tool_from_function(workflow_start, name=WORKFLOW_START_TOOL),
         tool_from_function(workflow_continue, name=WORKFLOW_CONTINUE_TOOL),
-        tool_from_function(workflow_status),
+        tool_from_function(workflow_status, name=WORKFLOW_STATUS_TOOL),
     ]
 
 
@@ -137,6 +143,8 @@ def _next(run: Run) -> str:
         return f"tell the user the run is blocked: {run.blocked.reason}."
     if run.pending is None:
         return "this adaptive run waits for the application to propose its next action."
+    from harness.engine.describe import describe_action
+
     return (
         f"{describe_action(run.pending)}, then call workflow_continue with status and summary "
         f"(outcome_id={run.pending.id!r})."

@@ -5,7 +5,7 @@ The engine (``harness.engine``) never runs side effects; :class:`AgentExecutor` 
 the shell) and ``invoke_skill`` actions as an agent turn with that skill invoked explicitly,
 offered ``workflow_report`` (see :mod:`harness.agent.step_report`). The action id reaches
 Python tools as :attr:`ToolContext.action_id <harness.tools.context.ToolContext>` (built by
-:func:`call_context`; :func:`harness.engine.current_action` is the lower-level accessor) and
+:func:`harness.agent.calls.call_context`; :func:`harness.engine.current_action` is the lower-level accessor) and
 scripts as ``HARNESS_ACTION_ID``.
 """
 
@@ -19,38 +19,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filesystems import AbstractFilesystem
+from harness.agent.calls import call_context
 from harness.agent.step_report import StepReports, script_outcome, step_message
 from harness.context import RuntimeContext
-from harness.engine import ACTION_ID_ENV, STEP_READS_ENV, Outcome, SkillDecl, SkillPackage, ToolDecl, current_action
-from harness.engine.package import is_package_file
 from harness.errors import SkillError, SkillNotFound
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.skill import Layer
-from harness.tools.context import ToolContext, calling
+from harness.tools.context import calling
 from harness.tools.function import Tool, ToolError
 
 if TYPE_CHECKING:
     from harness.agent import Harness
+    from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 
-__all__ = ["AgentExecutor", "call_context", "package_for", "resolve_workflow", "step_tools"]
-
-
-def call_context(context: RuntimeContext, *, call_id: str, tool: str, skill: str | None) -> ToolContext:
-    """The :class:`ToolContext` of a call of ``tool`` in ``context``'s turn, with the workflow
-    action being performed in this task (:func:`current_action`), if any."""
-    action = current_action()
-    return ToolContext(
-        user_id=context.user_id,
-        session_id=context.session_id,
-        call_id=call_id,
-        tool=tool,
-        action_id=action.action_id if action is not None else None,
-        skill=skill,
-    )
+__all__ = ["AgentExecutor", "package_for", "resolve_workflow", "step_tools"]
 
 
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
     """The workflow package (definition files, SKILL.md, ``scripts/``) of a merged skill."""
+    from harness.engine import SkillPackage
+    from harness.engine.package import is_package_file
+
     skill = resolved.skill
     paths = [path for path in await resolved.list_files() if is_package_file(path)]
     files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
@@ -151,6 +140,8 @@ class AgentExecutor:
         self.workflow_skill = workflow_skill
 
     async def call_tool(self, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
+        from harness.engine import Outcome, current_action
+
         plan = await self.agent.prepare(self.context)
         if tool.kind == "script":
             return await self._script(plan, tool, args)
@@ -178,6 +169,8 @@ class AgentExecutor:
         those marked ``requires_confirmation`` are refused inside the turn (a confirmation is
         given to a run's action, never to a call a model makes on its own). Performing a run's
         step, the turn is told the step's contract and reports with ``workflow_report``."""
+        from harness.engine import Outcome, current_action
+
         action = current_action()
         reports = StepReports(action) if action is not None else None
         message = step_message(instructions, action) if action is not None else instructions
@@ -192,6 +185,8 @@ class AgentExecutor:
         )
 
     async def _script(self, plan: TurnPlan, tool: ToolDecl, args: Mapping[str, Any]) -> Outcome:
+        from harness.engine import ACTION_ID_ENV, STEP_READS_ENV, Outcome, current_action
+
         resolved = plan.invoke(self.workflow_skill)
         if not resolved.files_root or not plan.filesystem.has_shell:
             return Outcome(status="failed", summary=f"tool {tool.id!r}: script tools need a filesystem with a shell")

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxUnavailable
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
 from harness.models import DemoModel
@@ -99,8 +99,8 @@ async def run_demo(directory: Path) -> int:
         model=DemoModel(),
         filesystem=filesystem,
         repositories=repositories,
-        global_skills_dir=global_dir,
         system_prompt="You are the harness demo assistant.",
+        pipeline=PipelineOptions(global_skills_dir=global_dir),
     ) as agent:
         for user in ("alice", "bob"):
             context = RuntimeContext(user_id=user, session_id="demo")

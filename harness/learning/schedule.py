@@ -1,6 +1,6 @@
 """The curator on a schedule: :class:`CuratorConfig` says when, :class:`CuratorTask` runs it.
 
-``Harness(curator=CuratorConfig(...))`` (or ``curator:`` in ``harness.yaml``) enters a
+``Harness(learning=LearningOptions(curator=CuratorConfig(...)))`` (or ``curator:`` in ``harness.yaml``) enters a
 :class:`CuratorTask` with the agent: one background task that, every ``check_every``, asks the
 curator to run. The run itself stays throttled across replicas by the curator's shared claim
 (``interval``), so any number of replicas may run the task and the curation still happens once

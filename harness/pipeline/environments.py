@@ -85,7 +85,7 @@ EnvironmentState = Literal["none", "untrusted", "missing", "building", "ready", 
 
 @dataclass(frozen=True, kw_only=True)
 class EnvironmentOptions:
-    """How skills' Python environments are built (``Harness(environments=...)``,
+    """How skills' Python environments are built (``Harness(pipeline=PipelineOptions(environments=...))``,
     ``harness.yaml`` ``environments:``).
 
     ``index_url`` replaces the default index (an offline mirror), ``find_links`` adds folders

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions
 from repositories import GitRepository
 from tests.support.git import GitRemote
 from tests.support.skills import make_skill
@@ -45,7 +46,12 @@ def world(tmp_path: Path) -> dict[str, Any]:
         files={"notes.txt": f"{BOB_SECRET}\n"},
     )
     market = GitRepository(remote.url, cache_dir=tmp_path / "cache")
-    return {"name": "adapters", "workspace": workspace, "repositories": [market], "watch": False}
+    return {
+        "name": "adapters",
+        "workspace": workspace,
+        "repositories": [market],
+        "pipeline": PipelineOptions(watch=False),
+    }
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from harness import Harness
 from harness.adapters import UserContextError
 from harness.adapters.openai_agents import OpenAIAgentsSkills
+from harness.agent import PipelineOptions
 from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL
 from tests.support.catalog import read_catalog
 
@@ -96,7 +97,7 @@ async def test_a_run_without_a_user_fails_before_the_model_is_called(agent: Harn
 
 
 async def test_the_search_tool_is_enabled_only_when_the_catalog_is_cut(world: dict[str, Any]) -> None:
-    async with Harness(**world, catalog_budget=120) as small:
+    async with Harness(**{**world, "pipeline": PipelineOptions(watch=False, catalog_budget=120)}) as small:
         model = ScriptedModel(
             [
                 [function_call(SEARCH, {"query": "weather"}, call_id="find")],

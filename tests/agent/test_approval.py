@@ -20,6 +20,7 @@ from harness.agent import (
     ApprovalRequested,
     ApprovalRule,
     ApprovalStillPending,
+    ControlOptions,
     Decision,
     DenyByPattern,
     Harness,
@@ -64,7 +65,7 @@ def _skill(tmp_path: Path) -> Path:
 async def test_a_denied_command_never_runs_and_the_model_reads_why(tmp_path: Path) -> None:
     model = ScriptedModel([_shell("touch marker"), "I could not."])
     policy = DenyByPattern(["touch *"], tools=[SHELL])
-    async with Harness(model=model, workspace=tmp_path, approval=policy) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(approval=policy)) as agent:
         result = await agent.run("make a marker", context=ALICE)
     assert not (tmp_path / "alice" / "marker").exists()
     [returned] = _results(result.events)
@@ -76,7 +77,7 @@ async def test_a_denied_command_never_runs_and_the_model_reads_why(tmp_path: Pat
 
 async def test_an_allowed_command_runs_and_the_decision_is_an_event_and_an_audit_record(tmp_path: Path) -> None:
     model = ScriptedModel([_shell("echo hi > greeting"), "done"])
-    async with Harness(model=model, workspace=tmp_path, approval=AllowAll()) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(approval=AllowAll())) as agent:
         result = await agent.run("greet", context=ALICE)
         records = await AuditLog(agent.filesystem).query()
     assert (tmp_path / "alice" / "greeting").read_text() == "hi\n"
@@ -107,7 +108,7 @@ async def test_allow_by_pattern_runs_only_the_loaded_skills_scripts(tmp_path: Pa
         ]
     )
     policy = AllowByPattern(["python3 {skill_root}/scripts/*"], tools=[SHELL])
-    async with Harness(model=model, workspace=tmp_path, approval=policy) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(approval=policy)) as agent:
         result = await agent.run("say ok", context=ALICE)
     by_id = {r.call_id: r for r in _results(result.events)}
     assert by_id["before-load"].error and "no rule matches" in by_id["before-load"].content
@@ -121,7 +122,7 @@ async def test_an_invoked_skill_is_the_current_skill_for_allow_patterns(tmp_path
     root = _skill(tmp_path)
     model = ScriptedModel([_shell(f"python3 {root}/scripts/ok.py"), "done"])
     policy = AllowByPattern(["python3 {skill_root}/scripts/*.py"], tools=[SHELL])
-    async with Harness(model=model, workspace=tmp_path, approval=policy) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(approval=policy)) as agent:
         result = await agent.run("/skill:ok", context=ALICE)
     [returned] = _results(result.events)
     assert not returned.error and (tmp_path / "alice" / "ran-ok").exists()
@@ -139,7 +140,7 @@ async def test_file_writes_are_gated_and_reads_are_not(tmp_path: Path) -> None:
     policy = PatternPolicy(
         [ApprovalRule(action="allow", patterns=("notes/*",), kinds=("write",))], default="deny", name="notes-only"
     )
-    async with Harness(model=model, workspace=tmp_path, approval=policy) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(approval=policy)) as agent:
         result = await agent.run("write", context=ALICE)
     by_id = {r.call_id: r for r in _results(result.events)}
     assert not by_id["w1"].error and (tmp_path / "alice" / "notes" / "plan.md").exists()
@@ -178,7 +179,10 @@ async def test_an_app_tool_marked_requires_approval_asks_the_approver(tmp_path: 
     )
     policy = PatternPolicy([], default="ask")
     async with Harness(
-        model=model, workspace=tmp_path, tools=[send_email, lookup], approval=policy, approver=approver
+        model=model,
+        workspace=tmp_path,
+        tools=[send_email, lookup],
+        control=ControlOptions(approval=policy, approver=approver),
     ) as agent:
         result = await agent.run("mail", context=ALICE)
     assert sent == ["ann@example.com"]
@@ -192,7 +196,9 @@ async def test_an_app_tool_marked_requires_approval_asks_the_approver(tmp_path: 
 
 async def test_a_run_pauses_for_the_app_and_resumes_with_the_approved_call(tmp_path: Path) -> None:
     model = ScriptedModel([_shell("echo hi > greeting"), "greeted"])
-    async with Harness(model=model, workspace=tmp_path, approval=PatternPolicy([], default="ask")) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, control=ControlOptions(approval=PatternPolicy([], default="ask"))
+    ) as agent:
         paused = await agent.run("greet", context=ALICE)
         assert paused.reply == "" and len(paused.approvals) == 1
         [waiting] = agent.pending_approvals(ALICE)
@@ -220,7 +226,9 @@ async def test_a_run_pauses_for_the_app_and_resumes_with_the_approved_call(tmp_p
 
 async def test_a_call_the_app_refuses_never_runs(tmp_path: Path) -> None:
     model = ScriptedModel([_shell("touch marker"), "ok, I will not"])
-    async with Harness(model=model, workspace=tmp_path, approval=PatternPolicy([], default="ask")) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, control=ControlOptions(approval=PatternPolicy([], default="ask"))
+    ) as agent:
         paused = await agent.run("mark", context=ALICE)
         approval_id = paused.approvals[0].approval_id
         await agent.resolve_approval(approval_id, approved=False, context=ALICE, reason="not today")
@@ -235,7 +243,9 @@ async def test_a_call_the_app_refuses_never_runs(tmp_path: Path) -> None:
 
 async def test_a_new_message_drops_a_paused_run_and_its_call_never_runs(tmp_path: Path) -> None:
     model = ScriptedModel([_shell("touch marker"), "fresh answer"])
-    async with Harness(model=model, workspace=tmp_path, approval=PatternPolicy([], default="ask")) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, control=ControlOptions(approval=PatternPolicy([], default="ask"))
+    ) as agent:
         paused = await agent.run("mark", context=ALICE)
         result = await agent.run("never mind", context=ALICE)
         assert agent.pending_approvals(ALICE) == []
@@ -252,7 +262,9 @@ async def test_a_fork_subagent_cannot_wait_so_an_undecided_call_is_denied(tmp_pa
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text("---\nname: forked\ndescription: Forked work.\ncontext: fork\n---\nDo it.\n")
     model = ScriptedModel([_shell("touch marker"), "child done"])
-    async with Harness(model=model, workspace=tmp_path, approval=PatternPolicy([], default="ask")) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, control=ControlOptions(approval=PatternPolicy([], default="ask"))
+    ) as agent:
         result = await agent.run("/skill:forked", context=ALICE)
     [returned] = _results(result.events)
     assert returned.error and "cannot wait" in returned.content
@@ -265,7 +277,7 @@ async def test_a_broken_policy_denies(tmp_path: Path) -> None:
             raise RuntimeError("policy store down")
 
     model = ScriptedModel([_shell("touch marker"), "done"])
-    async with Harness(model=model, workspace=tmp_path, approval=Broken()) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(approval=Broken())) as agent:
         result = await agent.run("mark", context=ALICE)
     [returned] = _results(result.events)
     assert returned.error and "policy store down" in returned.content
@@ -341,7 +353,10 @@ async def test_a_waiting_app_tool_resumes_with_its_result_as_the_model_would_rea
 
     model = ScriptedModel([_call("refund", "r1", order="A-1"), "refunded"])
     async with Harness(
-        model=model, workspace=tmp_path, tools=[refund], approval=PatternPolicy([], default="ask")
+        model=model,
+        workspace=tmp_path,
+        tools=[refund],
+        control=ControlOptions(approval=PatternPolicy([], default="ask")),
     ) as agent:
         paused = await agent.run("refund A-1", context=ALICE)
         assert paused.approvals[0].subject == '{"order": "A-1"}'
@@ -374,7 +389,7 @@ async def test_a_workflow_tool_action_goes_through_the_policy(tmp_path: Path) ->
     (folder / "SKILL.md").write_text("---\nname: scribe\ndescription: Writes.\n---\nA workflow.\n")
     (folder / "workflow.yaml").write_text(WRITING_WORKFLOW)
     policy = DenyByPattern(["report.txt"], tools=["write_file"])
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, approval=policy) as agent:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, control=ControlOptions(approval=policy)) as agent:
         run = await agent.run_workflow("scribe", context=ALICE, run_id="w1")
         events = [str(e) for e in await agent.workflow_engine(ALICE).events("w1")]
     assert not (tmp_path / "alice" / "report.txt").exists()
@@ -502,7 +517,9 @@ async def test_where_a_command_runs_is_part_of_what_is_judged(tmp_path: Path) ->
         ]
     )
     policy = PatternPolicy([ApprovalRule(action="allow", patterns=("[cwd=notes] echo *",), kinds=("shell",))])
-    async with Harness(model=model, workspace=tmp_path, approval=policy, approver=_never) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, control=ControlOptions(approval=policy, approver=_never)
+    ) as agent:
         result = await agent.run("echo", context=ALICE)
     by_id = {r.call_id: r for r in _results(result.events)}
     assert not by_id["in-notes"].error and "ok" in by_id["in-notes"].content

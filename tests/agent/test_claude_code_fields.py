@@ -10,7 +10,7 @@ import pytest
 
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions, TrustOptions
 from harness.cli import main
 from harness.errors import SkillNotFound
 from harness.events import SkillWarning
@@ -30,7 +30,7 @@ def _skill(tmp_path: Path, name: str, *, body: str = "# body\n", extra: str = ""
 async def _invoked_text(tmp_path: Path, message: str) -> str:
     """The user text the model receives for ``message``."""
     model = ScriptedModel(["done"])
-    async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         await agent.run(message, context=ALICE)
     return model.calls[0].messages[-1].content
 
@@ -76,7 +76,7 @@ async def test_named_arguments_follow_the_arguments_list(tmp_path: Path) -> None
 async def test_skill_dir_and_session_id_are_filled_in(tmp_path: Path) -> None:
     _skill(tmp_path, "where", body="dir=${CLAUDE_SKILL_DIR} session=${CLAUDE_SESSION_ID}\n")
     model = ScriptedModel(["done"])
-    async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         root = (await agent.prepare(ALICE)).invoke("where").files_root
         await agent.run("/skill:where", context=ALICE)
     assert root and f"dir={root} session=s-42" in model.calls[0].messages[-1].content
@@ -85,7 +85,9 @@ async def test_skill_dir_and_session_id_are_filled_in(tmp_path: Path) -> None:
 async def test_skill_dir_names_the_load_tool_when_no_files_root_is_rendered(tmp_path: Path) -> None:
     _skill(tmp_path, "where", body="dir=${CLAUDE_SKILL_DIR}\n")
     model = ScriptedModel(["done"])
-    async with Harness(model=model, filesystem=LocalFilesystem(tmp_path, shell=False), watch=False) as agent:
+    async with Harness(
+        model=model, filesystem=LocalFilesystem(tmp_path, shell=False), pipeline=PipelineOptions(watch=False)
+    ) as agent:
         await agent.run("/skill:where", context=ALICE)
     assert f"dir={LOAD_TOOL}:where_workspace" in model.calls[0].messages[-1].content
 
@@ -110,7 +112,7 @@ async def test_no_arguments_line_without_arguments(tmp_path: Path) -> None:
 async def test_agent_skill_fills_placeholders_from_its_instructions(tmp_path: Path) -> None:
     _skill(tmp_path, "fix", body="Fix issue $0.\n")
     model = ScriptedModel(["done"])
-    async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         await agent.skill("fix", "77", context=ALICE)
     assert "Fix issue 77." in model.calls[0].messages[-1].content
 
@@ -122,7 +124,7 @@ async def test_user_invocable_false_refuses_the_slash_command_without_calling_th
     _skill(tmp_path, "internal", extra="user-invocable: false\n")
     _skill(tmp_path, "public")
     model = ScriptedModel([])
-    async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:internal", context=ALICE)
     assert "is not user-invocable" in result.reply
     assert "public" in result.reply and "available: public" in result.reply
@@ -131,14 +133,14 @@ async def test_user_invocable_false_refuses_the_slash_command_without_calling_th
 
 async def test_user_invocable_false_stays_in_the_models_catalog(tmp_path: Path) -> None:
     _skill(tmp_path, "internal", extra="user-invocable: false\n")
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         plan = await agent.prepare(ALICE)
     assert "internal" in read_catalog(plan.catalog).described
 
 
 async def test_when_to_use_is_shown_escaped_with_the_description(tmp_path: Path) -> None:
     _skill(tmp_path, "deploy", extra="when_to_use: the user says ship <it> & go\n")
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         plan = await agent.prepare(ALICE)
     assert "When to use: the user says ship &lt;it&gt; &amp; go</skill>" in plan.catalog
     assert read_catalog(plan.catalog).described["deploy"].endswith("When to use: the user says ship <it> & go")
@@ -146,7 +148,7 @@ async def test_when_to_use_is_shown_escaped_with_the_description(tmp_path: Path)
 
 async def test_unknown_skill_reply_lists_argument_hints(tmp_path: Path) -> None:
     _skill(tmp_path, "fix", extra='argument-hint: "[issue-number]"\n')
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:nope", context=ALICE)
     assert "no skill named 'nope'" in result.reply and "fix [issue-number]" in result.reply
 
@@ -157,7 +159,7 @@ async def test_unknown_skill_reply_lists_only_what_this_user_may_invoke(tmp_path
     _skill(tmp_path, "quiet", extra="disable-model-invocation: true\n")  # hidden from the model, not the user
     make_skill(tmp_path / "alice" / "skills", "alice-only")
     make_skill(tmp_path / "bob" / "skills", "bob-only")
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:nope", context=ALICE)
     assert result.reply == "no skill named 'nope'; available: alice-only, fix, quiet"
 
@@ -165,7 +167,9 @@ async def test_unknown_skill_reply_lists_only_what_this_user_may_invoke(tmp_path
 async def test_unknown_skill_reply_of_a_restricted_agent_lists_only_its_skills(tmp_path: Path) -> None:
     _skill(tmp_path, "fix")
     _skill(tmp_path, "deploy")
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False, skills=["fix"]) as agent:
+    async with Harness(
+        model=ScriptedModel([]), workspace=tmp_path, skills=["fix"], pipeline=PipelineOptions(watch=False)
+    ) as agent:
         result = await agent.run("/skill:deploy", context=ALICE)
     assert result.reply == "no skill named 'deploy'; available: fix"
 
@@ -194,7 +198,12 @@ def test_skills_list_json_has_the_argument_hint(tmp_path: Path, capsys: pytest.C
 async def test_model_field_runs_the_skill_turn_with_the_named_model(tmp_path: Path) -> None:
     _skill(tmp_path, "fast", extra="model: quick\n")
     default, quick = ScriptedModel([], name="default"), ScriptedModel(["from quick"], name="quick")
-    async with Harness(model=default, models={"quick": quick}, workspace=tmp_path, watch=False) as agent:
+    async with Harness(
+        model=default,
+        workspace=tmp_path,
+        trust=TrustOptions(models={"quick": quick}),
+        pipeline=PipelineOptions(watch=False),
+    ) as agent:
         result = await agent.run("/skill:fast", context=ALICE)
     assert result.reply == "from quick" and default.calls == []
 
@@ -202,7 +211,7 @@ async def test_model_field_runs_the_skill_turn_with_the_named_model(tmp_path: Pa
 async def test_model_field_opens_a_spec_the_registry_knows(tmp_path: Path) -> None:
     _skill(tmp_path, "demo-skill", extra="model: demo\n")
     default = ScriptedModel([], name="default")
-    async with Harness(model=default, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=default, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:demo-skill", context=ALICE)
     assert result.reply and default.calls == []
 
@@ -210,7 +219,7 @@ async def test_model_field_opens_a_spec_the_registry_knows(tmp_path: Path) -> No
 async def test_unknown_model_warns_and_uses_the_default_model(tmp_path: Path) -> None:
     _skill(tmp_path, "odd", extra="model: nosuch:thing\n")
     default = ScriptedModel(["from default"], name="default")
-    async with Harness(model=default, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=default, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:odd", context=ALICE)
     warnings = [e for e in result.events if isinstance(e, SkillWarning)]
     assert result.reply == "from default"
@@ -221,8 +230,10 @@ async def test_unknown_model_warns_and_uses_the_default_model(tmp_path: Path) ->
 async def test_a_market_skill_picks_a_provider_only_from_a_trusted_market(tmp_path: Path, trusted: bool) -> None:
     market = MemoryRepository([make_bundle("hijack", extra="model: demo\n")], name="acme")
     default = ScriptedModel(["from default"], name="default")
-    options = {"trusted_markets": [market.source]} if trusted else {}
-    async with Harness(model=default, repositories=[market], workspace=tmp_path, watch=False, **options) as agent:
+    trust = TrustOptions(trusted_markets=frozenset([market.source]) if trusted else frozenset())
+    async with Harness(
+        model=default, repositories=[market], workspace=tmp_path, trust=trust, pipeline=PipelineOptions(watch=False)
+    ) as agent:
         result = await agent.run("/skill:hijack", context=ALICE)
     warnings = [e.code for e in result.events if isinstance(e, SkillWarning)]
     if trusted:
@@ -237,7 +248,7 @@ async def test_a_market_skill_picks_a_provider_only_from_a_trusted_market(tmp_pa
 async def test_fork_returns_the_subagents_answer_with_the_body_as_its_task(tmp_path: Path) -> None:
     _skill(tmp_path, "research", body="Research $ARGUMENTS.\n", extra="context: fork\nagent: researcher\n")
     model = ScriptedModel(["the findings"])
-    async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:research tides", context=ALICE)
         session = await agent.sessions.get("alice", "s-42")
     assert result.reply == "the findings"
@@ -252,14 +263,14 @@ _ALLOWED = "allowed-tools: Bash(git:*) Read\n"
 
 async def _offered(tmp_path: Path, **options: object) -> tuple[str, ...]:
     model = ScriptedModel(["done"])
-    async with Harness(model=model, workspace=tmp_path, watch=False, **options) as agent:  # type: ignore[arg-type]
+    async with Harness(model=model, workspace=tmp_path, **options, pipeline=PipelineOptions(watch=False)) as agent:  # type: ignore[arg-type]
         await agent.run("/skill:narrow", context=ALICE)
     return model.calls[0].tool_names
 
 
 async def test_allowed_tools_narrow_the_turn_when_enforced(tmp_path: Path) -> None:
     _skill(tmp_path, "narrow", extra=_ALLOWED)
-    offered = await _offered(tmp_path, enforce_allowed_tools=True)
+    offered = await _offered(tmp_path, trust=TrustOptions(enforce_allowed_tools=True))
     assert set(offered) == {LOAD_TOOL, SHELL_TOOL, "read_file", "list_files"}
 
 
@@ -270,33 +281,35 @@ async def test_allowed_tools_are_ignored_when_not_enforced(tmp_path: Path) -> No
 
 async def test_allowed_tools_of_an_untrusted_market_skill_are_ignored(tmp_path: Path) -> None:
     market = MemoryRepository([make_bundle("narrow", extra=_ALLOWED)], name="m", writable=False)
-    offered = await _offered(tmp_path, enforce_allowed_tools=True, repositories=[market])
+    offered = await _offered(tmp_path, trust=TrustOptions(enforce_allowed_tools=True), repositories=[market])
     assert "write_file" in offered
 
 
 async def test_allowed_tools_of_a_trusted_market_skill_narrow_the_turn(tmp_path: Path) -> None:
     market = MemoryRepository([make_bundle("narrow", extra=_ALLOWED)], name="m", writable=False)
     offered = await _offered(
-        tmp_path, enforce_allowed_tools=True, repositories=[market], trusted_markets=[market.source]
+        tmp_path,
+        trust=TrustOptions(enforce_allowed_tools=True, trusted_markets=frozenset([market.source])),
+        repositories=[market],
     )
     assert "write_file" not in offered and "read_file" in offered
 
 
 async def test_forked_skill_turn_gets_only_its_allowed_tools(tmp_path: Path) -> None:
     _skill(tmp_path, "narrow", extra=_ALLOWED + "context: fork\n")
-    offered = await _offered(tmp_path, enforce_allowed_tools=True)
+    offered = await _offered(tmp_path, trust=TrustOptions(enforce_allowed_tools=True))
     assert "write_file" not in offered and SHELL_TOOL in offered
 
 
 async def test_agent_skill_may_invoke_a_skill_that_is_not_user_invocable(tmp_path: Path) -> None:
     _skill(tmp_path, "internal", body="internal steps\n", extra="user-invocable: false\n")
     model = ScriptedModel(["done"])
-    async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.skill("internal", context=ALICE)
     assert result.reply == "done" and "internal steps" in model.calls[0].messages[-1].content
 
 
 async def test_agent_skill_raises_for_an_unknown_skill(tmp_path: Path) -> None:
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         with pytest.raises(SkillNotFound, match="no skill named 'nope'"):
             await agent.skill("nope", context=ALICE)

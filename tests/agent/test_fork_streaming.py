@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from harness import RuntimeContext
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.agent.agui import agui_events, agui_sse
 from harness.events import (
     Event,
@@ -56,7 +56,9 @@ def _model() -> ScriptedModel:
 
 async def _stream(tmp_path: Path, **options: Any) -> list[Event]:
     _research_skill(tmp_path)
-    async with Harness(name="helper", model=_model(), workspace=tmp_path, watch=False, **options) as agent:
+    async with Harness(
+        name="helper", model=_model(), workspace=tmp_path, **options, pipeline=PipelineOptions(watch=False)
+    ) as agent:
         return [event async for event in agent.stream("/skill:research tides", context=ALICE)]
 
 
@@ -88,7 +90,7 @@ async def test_a_forked_skill_streams_its_deltas_inside_subagent_brackets(tmp_pa
 
 async def test_run_brackets_the_subagent_but_does_not_stream(tmp_path: Path) -> None:
     _research_skill(tmp_path)
-    async with Harness(model=_model(), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=_model(), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         result = await agent.run("/skill:research tides", context=ALICE)
     kinds = [type(e).__name__ for e in result.events]
     assert not {"TextDelta", "ToolCallDelta"} & set(kinds)
@@ -98,7 +100,7 @@ async def test_run_brackets_the_subagent_but_does_not_stream(tmp_path: Path) -> 
 
 async def test_agui_attributes_the_subagents_text_and_tool_calls_to_it(tmp_path: Path) -> None:
     _research_skill(tmp_path)
-    async with Harness(model=_model(), workspace=tmp_path, watch=False) as agent:
+    async with Harness(model=_model(), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         lines = [line async for line in agui_sse(agent.stream("/skill:research tides", context=ALICE))]
     events = [PARSE.validate_python(json.loads(line.removeprefix("data: "))) for line in lines]
     types = [e.type for e in events]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness import RuntimeContext
-from harness.agent import Answer, Harness, MessageInjected, NoActiveRun, RunStart
+from harness.agent import Answer, ControlOptions, Harness, MessageInjected, NoActiveRun, RunStart
 from harness.errors import SkillNotFound
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ModelReply, ToolSpec
@@ -54,8 +54,7 @@ class Counters:
             model=model,
             workspace=workspace,
             tools=[_agent_tool(act)],
-            on_input=self.on_input,
-            before_run=self.before_run,
+            control=ControlOptions(on_input=self.on_input, before_run=self.before_run),
         )
 
 
@@ -78,7 +77,7 @@ async def test_on_input_sees_the_text_before_skill_expansion_and_may_rewrite_it(
         return text.replace("/haiku", "/skill:haiku")
 
     model = ScriptedModel(["a haiku"])
-    async with Harness(model=model, workspace=tmp_path, on_input=on_input) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(on_input=on_input)) as agent:
         await agent.run("/haiku autumn", context=ALICE)
     assert seen == ["alice:/haiku autumn"]
     [(role, text)] = _said(model.calls[0].messages)
@@ -91,7 +90,7 @@ async def test_on_input_may_answer_without_the_model(tmp_path: Path) -> None:
     async def on_input(text: str, context: RuntimeContext) -> Answer | None:
         return Answer(text="Commands: /help") if text == "/help" else None
 
-    async with Harness(model=model, workspace=tmp_path, on_input=on_input) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(on_input=on_input)) as agent:
         result = await agent.run("/help", context=ALICE)
         session = await agent.sessions.get("alice", "chat")
     assert result.reply == "Commands: /help" and model.calls == [] and session.messages == []
@@ -106,7 +105,7 @@ async def test_before_run_sees_the_expanded_turn_and_adds_context_before_the_mes
         return "The user lives in Kyoto."
 
     model = ScriptedModel(["a haiku", "again"])
-    async with Harness(model=model, workspace=tmp_path, before_run=before_run) as agent:
+    async with Harness(model=model, workspace=tmp_path, control=ControlOptions(before_run=before_run)) as agent:
         result = await agent.run("/skill:haiku rain", context=ALICE)
         await agent.run("once more", context=ALICE)
     [start, second] = starts
@@ -270,7 +269,10 @@ async def test_queued_messages_of_a_paused_run_wait_for_its_resume(tmp_path: Pat
         ]
     )
     agent = Harness(
-        model=model, workspace=tmp_path, tools=[_agent_tool(queue)], approval=PatternPolicy([], default="ask")
+        model=model,
+        workspace=tmp_path,
+        tools=[_agent_tool(queue)],
+        control=ControlOptions(approval=PatternPolicy([], default="ask")),
     )
     async with agent:
         paused = await agent.run("go", context=ALICE)
@@ -295,7 +297,10 @@ async def test_steering_queued_before_a_pause_joins_the_resumed_turn_first(tmp_p
     ]
     model = ScriptedModel([Message.assistant("", calls), "deployed to staging"])
     agent = Harness(
-        model=model, workspace=tmp_path, tools=[_agent_tool(steer)], approval=PatternPolicy([], default="ask")
+        model=model,
+        workspace=tmp_path,
+        tools=[_agent_tool(steer)],
+        control=ControlOptions(approval=PatternPolicy([], default="ask")),
     )
     async with agent:
         paused = await agent.run("deploy", context=ALICE)
@@ -307,9 +312,13 @@ async def test_steering_queued_before_a_pause_joins_the_resumed_turn_first(tmp_p
 
 
 async def test_a_hook_returning_something_else_is_a_clear_error(tmp_path: Path) -> None:
-    async with Harness(model=ScriptedModel(["x"]), workspace=tmp_path, on_input=lambda text, context: 42) as agent:
+    async with Harness(
+        model=ScriptedModel(["x"]), workspace=tmp_path, control=ControlOptions(on_input=lambda text, context: 42)
+    ) as agent:
         with pytest.raises(TypeError, match="on_input returned int"):
             await agent.run("hi", context=ALICE)
-    async with Harness(model=ScriptedModel(["x"]), workspace=tmp_path, before_run=lambda start: ["x"]) as agent:
+    async with Harness(
+        model=ScriptedModel(["x"]), workspace=tmp_path, control=ControlOptions(before_run=lambda start: ["x"])
+    ) as agent:
         with pytest.raises(TypeError, match="before_run returned list"):
             await agent.run("hi", context=ALICE)

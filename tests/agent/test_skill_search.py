@@ -9,7 +9,7 @@ from pathlib import Path
 
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.events import SkillLoaded, ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
@@ -83,7 +83,10 @@ async def test_search_reads_when_to_use(tmp_path: Path) -> None:
         extra="when_to_use: the user uploads a supplier receipt\n",
     )
     async with Harness(
-        model=ScriptedModel([]), workspace=tmp_path, repositories=[_market(40)], catalog_budget=SMALL
+        model=ScriptedModel([]),
+        workspace=tmp_path,
+        repositories=[_market(40)],
+        pipeline=PipelineOptions(catalog_budget=SMALL),
     ) as agent:
         plan = await agent.prepare(ALICE)
         matches = await search_plan(plan, "supplier receipt")
@@ -93,7 +96,10 @@ async def test_search_reads_when_to_use(tmp_path: Path) -> None:
 async def test_search_never_returns_another_users_skill(tmp_path: Path) -> None:
     make_skill(tmp_path / "alice" / "skills", "alice-private-notes", description="Alice's private diary format.")
     async with Harness(
-        model=ScriptedModel([]), workspace=tmp_path, repositories=[_market(40)], catalog_budget=SMALL
+        model=ScriptedModel([]),
+        workspace=tmp_path,
+        repositories=[_market(40)],
+        pipeline=PipelineOptions(catalog_budget=SMALL),
     ) as agent:
         mine = await search_plan(await agent.prepare(ALICE), "private diary")
         theirs = await search_plan(await agent.prepare(BOB), "private diary")
@@ -112,7 +118,10 @@ async def test_search_never_returns_a_filtered_or_hidden_skill(tmp_path: Path) -
     policy: VisibilityPolicy = _DropFiltered()
     model = ScriptedModel([_call(SEARCH_TOOL, query="special"), "nothing"])
     async with Harness(
-        model=model, workspace=tmp_path, repositories=[_market(40)], catalog_budget=SMALL, visibility=policy
+        model=model,
+        workspace=tmp_path,
+        repositories=[_market(40)],
+        pipeline=PipelineOptions(catalog_budget=SMALL, visibility=policy),
     ) as agent:
         result = await agent.run("a special task", context=ALICE)
     returned = [e for e in result.events if isinstance(e, ToolReturned)]
@@ -130,7 +139,10 @@ async def test_a_whole_catalog_offers_no_search_tool(tmp_path: Path) -> None:
 
 async def test_a_warm_turn_of_a_cut_catalog_does_no_file_operations(tmp_path: Path) -> None:
     async with Harness(
-        model=ScriptedModel([]), workspace=tmp_path, repositories=[_market(200)], catalog_budget=SMALL
+        model=ScriptedModel([]),
+        workspace=tmp_path,
+        repositories=[_market(200)],
+        pipeline=PipelineOptions(catalog_budget=SMALL),
     ) as agent:
         first = await agent.prepare(ALICE)
         await search_plan(first, "topic 00042")

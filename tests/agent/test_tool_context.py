@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from harness import Harness, RuntimeContext, ToolContext
-from harness.agent import AllowAll, PatternPolicy, ToolReturned
+from harness.agent import AllowAll, ControlOptions, PatternPolicy, ToolReturned
 from harness.engine import current_action
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
@@ -77,7 +77,9 @@ async def test_a_workflow_tool_sees_the_action_id_of_current_action(tmp_path: pa
 
     _delivery(tmp_path)
     model = ScriptedModel([_call("deliver", "d1"), "done"])
-    async with Harness(model=model, workspace=tmp_path, tools=[deliver], approval=AllowAll()) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, tools=[deliver], control=ControlOptions(approval=AllowAll())
+    ) as agent:
         run = await agent.run_workflow("delivery", context=ALICE, run_id="r1")
         ids = await _proposed(agent, "r1")
     assert run.status == "completed"
@@ -131,7 +133,9 @@ async def test_a_call_waiting_for_approval_runs_with_its_own_context(tmp_path: p
 
     model = ScriptedModel([_call("refund", "r1", order="A-1"), "refunded"])
     policy = PatternPolicy([], default="ask")
-    async with Harness(model=model, workspace=tmp_path, tools=[refund], approval=policy) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, tools=[refund], control=ControlOptions(approval=policy)
+    ) as agent:
         paused = await agent.run("refund A-1", context=ALICE)
         assert seen == []
         await agent.resolve_approval(paused.approvals[0].approval_id, approved=True, context=ALICE)

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from harness import RuntimeContext
-from harness.agent import Answer, Harness
+from harness.agent import Answer, ControlOptions, Harness, PipelineOptions, TrustOptions
 from harness.models import DemoModel, Message, ModelReply, ScriptedModel, ToolCall, Usage
 from harness.tools.function import tool
 from harness.tracing import attributes as attr
@@ -222,7 +222,11 @@ async def test_a_warm_traced_turn_does_no_file_operations(
 ) -> None:
     model = ScriptedModel(["one", "two"])
     async with Harness(
-        model=model, workspace=tmp_path, repositories=[_market()], tracer_provider=provider, watch=False
+        model=model,
+        workspace=tmp_path,
+        repositories=[_market()],
+        tracer_provider=provider,
+        pipeline=PipelineOptions(watch=False),
     ) as agent:
         await agent.run("first", context=ALICE)
         with IORecorder(FILE_EVENTS) as seen:
@@ -258,7 +262,11 @@ async def test_a_skill_that_picks_its_model_names_it_on_the_chat_span(
     make_skill(tmp_path / "skills", "deep", extra="model: thinker\n")
     models = {"thinker": ScriptedModel(["deep answer"], name="acme:thinker-1")}
     async with Harness(
-        model=ScriptedModel([]), workspace=tmp_path, models=models, tracer_provider=provider, watch=False
+        model=ScriptedModel([]),
+        workspace=tmp_path,
+        tracer_provider=provider,
+        trust=TrustOptions(models=models),
+        pipeline=PipelineOptions(watch=False),
     ) as agent:
         await agent.run("/skill:deep", context=ALICE)
     (chat,) = _by_name(exporter)["chat thinker-1"]
@@ -272,7 +280,7 @@ async def test_a_reply_no_model_made_has_no_chat_span(
         model=ScriptedModel([]),
         workspace=tmp_path,
         tracer_provider=provider,
-        on_input=lambda text, ctx: Answer(text="hi"),
+        control=ControlOptions(on_input=lambda text, ctx: Answer(text="hi")),
     ) as agent:
         result = await agent.run("hello", context=ALICE)
     assert result.reply == "hi"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import RuntimeContext
-from harness.agent import Harness, UsageRelevance
+from harness.agent import Harness, LearningOptions, PipelineOptions, UsageRelevance
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
@@ -47,9 +47,8 @@ def _agent(tmp_path: Path, model: ScriptedModel) -> Harness:
         model=model,
         workspace=tmp_path,
         repositories=[_market()],
-        catalog_budget=TIGHT,
-        learning=True,
-        relevance_interval=HOUR,
+        pipeline=PipelineOptions(catalog_budget=TIGHT),
+        learning=LearningOptions(loop=True, relevance_interval=HOUR),
     )
 
 
@@ -150,6 +149,9 @@ async def test_the_counts_are_read_on_entry_and_the_task_stops_on_exit(tmp_path:
 
 async def test_without_learning_the_catalog_stays_by_name(tmp_path: Path) -> None:
     async with Harness(
-        model=ScriptedModel([]), workspace=tmp_path, repositories=[_market()], catalog_budget=TIGHT
+        model=ScriptedModel([]),
+        workspace=tmp_path,
+        repositories=[_market()],
+        pipeline=PipelineOptions(catalog_budget=TIGHT),
     ) as agent:
         assert agent.usage_relevance is None and agent.pipeline.relevance is None

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from filesystems import LocalFilesystem
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.cli import main
 from harness.context import RuntimeContext
 from harness.learning import AuditLog, SelfLearning, scan
@@ -52,7 +52,9 @@ async def test_harness_query_audit_of_none_reads_every_day(tmp_path: Path, clock
         for op in ("monday", "tuesday"):
             await learning.audit.record(actor="operator:ops", op=op, target="t", decision="applied")
             clock.advance(days=1)
-        async with Harness(model=ScriptedModel([]), filesystem=fs, learning=learning, watch=False) as agent:
+        async with Harness(
+            model=ScriptedModel([]), filesystem=fs, learning=learning, pipeline=PipelineOptions(watch=False)
+        ) as agent:
             assert [e.op for e in await agent.query_audit(None)] == ["monday", "tuesday"]
             assert [e.op for e in await agent.query_audit("2025-03-02")] == ["tuesday"]
 

@@ -12,6 +12,7 @@ import pytest
 
 from filesystems import LocalFilesystem
 from harness import Harness
+from harness.agent import LearningOptions, PipelineOptions
 from harness.config import load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
@@ -41,7 +42,11 @@ async def test_the_harness_curates_while_entered_and_archives_a_stale_skill(tmp_
     await _agent_skills(root, clock, "alice", {"tidy": "Tidy things."})
     clock.advance(days=40)
     fs = LocalFilesystem(root)
-    agent = Harness(filesystem=fs, learning=SelfLearning(fs, clock=clock), curator=SCHEDULE, watch=False)
+    agent = Harness(
+        filesystem=fs,
+        learning=LearningOptions(loop=SelfLearning(fs, clock=clock), curator=SCHEDULE),
+        pipeline=PipelineOptions(watch=False),
+    )
     async with agent:
         assert len(_curator_tasks()) == 1
 
@@ -63,7 +68,9 @@ async def test_the_harness_curates_while_entered_and_archives_a_stale_skill(tmp_
 async def test_exit_stops_the_task_without_waiting_for_the_next_wake_up(tmp_path: Path) -> None:
     fs = LocalFilesystem(tmp_path / "ws")
     schedule = CuratorConfig(interval=timedelta(days=1), check_every=timedelta(days=1))
-    async with Harness(filesystem=fs, learning=True, curator=schedule, watch=False):
+    async with Harness(
+        filesystem=fs, learning=LearningOptions(loop=True, curator=schedule), pipeline=PipelineOptions(watch=False)
+    ):
         assert len(_curator_tasks()) == 1
     assert _curator_tasks() == []
 
@@ -71,7 +78,11 @@ async def test_exit_stops_the_task_without_waiting_for_the_next_wake_up(tmp_path
 async def test_without_learning_the_curator_still_runs_on_the_workspace(tmp_path: Path) -> None:
     root, clock = tmp_path / "ws", ManualClock()
     await _agent_skills(root, clock, "alice", {"tidy": "Tidy things."})
-    async with Harness(filesystem=LocalFilesystem(root), curator=SCHEDULE, watch=False) as agent:
+    async with Harness(
+        filesystem=LocalFilesystem(root),
+        learning=LearningOptions(curator=SCHEDULE),
+        pipeline=PipelineOptions(watch=False),
+    ) as agent:
         assert agent.learning is None
         shelf = SelfLearning(agent.filesystem).reports
         assert await eventually(lambda: shelf.list("curator"), what="a curator report")
@@ -176,7 +187,11 @@ async def test_the_scheduled_curator_writes_the_umbrella_report_after_a_run(tmp_
     await _agent_skills(root, clock, "alice", SKILLS)
     fs = LocalFilesystem(root)
     schedule = CuratorConfig(interval=timedelta(hours=1), umbrella_review=True)
-    async with Harness(filesystem=fs, learning=SelfLearning(fs, clock=clock), curator=schedule, watch=False):
+    async with Harness(
+        filesystem=fs,
+        learning=LearningOptions(loop=SelfLearning(fs, clock=clock), curator=schedule),
+        pipeline=PipelineOptions(watch=False),
+    ):
         shelf = SelfLearning(fs).reports
         entries = await eventually(lambda: shelf.list("umbrella"), what="an umbrella report")
         data = await shelf.read(entries[0])

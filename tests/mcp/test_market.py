@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.tools import load_skill_file
 from repositories import RepositoryUnavailable, open_repository
@@ -53,7 +53,9 @@ async def test_http_market_serves_the_users_skills_and_files_on_demand(tmp_path:
 async def test_stdio_market_feeds_another_harness_through_the_registry(tmp_path: Path) -> None:
     served = _workspace(tmp_path / "served")
     url = "mcp+stdio:" + shlex.join(serve_command(served, "--user", "alice"))
-    async with Harness(workspace=tmp_path / "other", repositories=[open_repository(url)], watch=False) as agent:
+    async with Harness(
+        workspace=tmp_path / "other", repositories=[open_repository(url)], pipeline=PipelineOptions(watch=False)
+    ) as agent:
         plan = await agent.pipeline.prepare(RuntimeContext(user_id="carol"), stage=False)
         alpha = plan.find("alpha")
         assert alpha is not None and alpha.skill.skill_id == "alpha_mcp-harness"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from filesystems import InvalidUserId, LocalFilesystem, MemoryKeyValueStore, RemoteFilesystem
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.events import ToolReturned, TurnPrepared
@@ -393,7 +393,9 @@ async def test_a_whole_turn_over_the_hostile_corpus_answers_and_reads_nothing_ou
         "done",
     ]
     before = tree_state(tmp_path, skip=("ws/.skills-cache", "ws/.harness"))
-    async with Harness(model=ScriptedModel(script), workspace=ws, repositories=[market], watch=False) as agent:
+    async with Harness(
+        model=ScriptedModel(script), workspace=ws, repositories=[market], pipeline=PipelineOptions(watch=False)
+    ) as agent:
         result = await agent.run("go", context=ALICE)
     assert result.reply == "done"
     returned = [e for e in result.events if isinstance(e, ToolReturned)]
@@ -418,7 +420,10 @@ async def test_an_empty_description_with_a_trailing_space_in_a_market_fails_no_t
         name="acme",
     )
     async with Harness(
-        model=ScriptedModel(["done", "done"]), workspace=ws, repositories=[market], watch=False
+        model=ScriptedModel(["done", "done"]),
+        workspace=ws,
+        repositories=[market],
+        pipeline=PipelineOptions(watch=False),
     ) as agent:
         for user in ("alice", "bob"):
             result = await agent.run("go", context=RuntimeContext(user_id=user))

@@ -14,7 +14,7 @@ import sys
 import anyio
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SandboxFilesystem
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.models import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
 from repositories import FileContents, MemoryRepository, SkillBundleContents
@@ -150,7 +150,11 @@ async def main(mode: str, where: str, table: str, users: list[str], others: list
     cache_root = filesystem.shell_path(".skills-cache/acme") if filesystem.has_shell else ""
     model = ProbeModel(users=users, others=others, mode=mode, cache_root=cache_root, host_root=where)
     async with Harness(
-        name="agent", model=model, filesystem=filesystem, repositories=[market(tag)], watch=False
+        name="agent",
+        model=model,
+        filesystem=filesystem,
+        repositories=[market(tag)],
+        pipeline=PipelineOptions(watch=False),
     ) as agent:
 
         async def turn(user: str, session: str, number: int) -> None:

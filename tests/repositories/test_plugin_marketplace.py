@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions, TrustOptions
 from harness.context import RuntimeContext
 from harness.events import SkillWarning
 from harness.models import ScriptedModel
@@ -295,8 +295,8 @@ async def test_trusting_the_marketplace_trusts_its_plugins_and_a_plugin_slug_onl
         model=ScriptedModel(["default"] * 2, name="default"),
         workspace=tmp_path / "ws",
         repositories=[PluginMarketplaceRepository(DirectoryRepository(root))],
-        trusted_markets=trusted,
-        watch=False,
+        trust=TrustOptions(trusted_markets=trusted),
+        pipeline=PipelineOptions(watch=False),
     ) as agent:
         for plugin in ("tools", "docs"):
             result = await agent.run(f"/skill:{plugin}-skill", context=RuntimeContext(user_id="alice"))

@@ -24,6 +24,7 @@ from filesystems import (
     RemoteFilesystem,
 )
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
@@ -240,7 +241,9 @@ class Arena:
     def harness(self, model: ScriptedModel, **options: Any) -> Harness:
         """An agent over this arena with the self-learning loop on (use one per test, and take
         snapshots while it is open: closing it closes the filesystem)."""
-        return Harness(model=model, filesystem=self.fs, learning=True, watch=False, **options)
+        return Harness(
+            model=model, filesystem=self.fs, **{"learning": True, "pipeline": PipelineOptions(watch=False), **options}
+        )
 
     async def snapshot(self) -> dict[str, str]:
         """Every stored file (host folders and store keys) with a hash of its content."""

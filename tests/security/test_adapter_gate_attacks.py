@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness import Harness, RuntimeContext
-from harness.agent import AllowByPattern
+from harness.agent import AllowByPattern, ControlOptions, PipelineOptions
 from harness.learning import AuditLog, AuditRecord
 from tests.support.catalog import files_root_in
 from tests.support.filesystems import build_filesystem
@@ -50,7 +50,9 @@ async def scene(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     async with build_filesystem(request, request.param, tmp_path) as built:
         assert built.host is not None
         policy = AllowByPattern(["python3 {skill_root}/scripts/*"], tools=[SHELL])
-        async with Harness(filesystem=built.fs, watch=False, approval=policy) as agent:
+        async with Harness(
+            filesystem=built.fs, pipeline=PipelineOptions(watch=False), control=ControlOptions(approval=policy)
+        ) as agent:
             await built.fs.write_text("skills/ok/SKILL.md", "---\nname: ok\ndescription: Use to say ok.\n---\nGo.\n")
             await built.fs.write_text("skills/ok/scripts/ok.py", "open('ran-ok', 'w').write('ok')\nprint('ok ran')\n")
             yield Scene(agent, built.host)

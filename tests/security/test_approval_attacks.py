@@ -22,7 +22,7 @@ import pytest
 
 from filesystems import AbstractFilesystem
 from harness import Harness, RuntimeContext
-from harness.agent import AllowByPattern, ToolReturned
+from harness.agent import AllowByPattern, ControlOptions, PipelineOptions, ToolReturned, TrustOptions
 from harness.models import Message, Model, ToolCall
 from harness.models.base import ModelReply, ToolSpec, Usage
 from tests.support.catalog import read_catalog
@@ -155,7 +155,12 @@ class Scene:
     def agent(self, model: Model) -> Harness:
         policy = AllowByPattern(["python3 {skill_root}/scripts/ok.py"], tools=[SHELL])
         return Harness(
-            model=model, filesystem=self.fs, learning=True, watch=False, approval=policy, enforce_allowed_tools=True
+            model=model,
+            filesystem=self.fs,
+            learning=True,
+            pipeline=PipelineOptions(watch=False),
+            control=ControlOptions(approval=policy),
+            trust=TrustOptions(enforce_allowed_tools=True),
         )
 
     def markers(self) -> list[str]:

@@ -15,7 +15,15 @@ import httpx2
 import pytest
 
 from harness import RuntimeContext
-from harness.agent import Harness, PatternPolicy, QueueFull, QueueLimits, TooManyPausedRuns
+from harness.agent import (
+    ControlOptions,
+    Harness,
+    PatternPolicy,
+    PipelineOptions,
+    QueueFull,
+    QueueLimits,
+    TooManyPausedRuns,
+)
 from harness.events import ToolReturned
 from harness.mcp import SessionLimits
 from harness.models import Message, ScriptedModel, ToolCall
@@ -44,7 +52,9 @@ def _as(user: str, session: int | str) -> RuntimeContext:
 async def test_a_tenant_over_the_paused_bound_is_refused_and_nobody_else_loses_an_approval(tmp_path: Path) -> None:
     per_user = QueueLimits().paused_per_user
     policy = PatternPolicy([], default="ask")
-    async with Harness(model=_pausing_model(per_user + 3), workspace=tmp_path, approval=policy) as agent:
+    async with Harness(
+        model=_pausing_model(per_user + 3), workspace=tmp_path, control=ControlOptions(approval=policy)
+    ) as agent:
         alices = await agent.run("deploy", context=ALICE)
         for session in range(per_user):
             paused = await agent.run("flood", context=_as("mallory", session))
@@ -61,7 +71,9 @@ async def test_a_tenant_over_the_paused_bound_is_refused_and_nobody_else_loses_a
 async def test_at_the_global_bound_the_largest_holder_loses_its_oldest_paused_run(tmp_path: Path) -> None:
     limits = QueueLimits(paused=4, paused_per_user=2)
     policy = PatternPolicy([], default="ask")
-    async with Harness(model=_pausing_model(5), workspace=tmp_path, approval=policy, queue_limits=limits) as agent:
+    async with Harness(
+        model=_pausing_model(5), workspace=tmp_path, control=ControlOptions(approval=policy, queue_limits=limits)
+    ) as agent:
         await agent.run("deploy", context=ALICE)
         await agent.run("flood", context=_as("mallory", 0))
         await agent.run("flood", context=_as("mallory", 1))
@@ -130,7 +142,9 @@ async def test_an_oversized_search_query_is_refused_with_a_clear_error(
     tmp_path: Path, query: str, problem: str
 ) -> None:
     model = ScriptedModel([_search(query), _search("topic 007"), "done"])
-    async with Harness(model=model, workspace=tmp_path, repositories=[_market(60)], catalog_budget=1_500) as agent:
+    async with Harness(
+        model=model, workspace=tmp_path, repositories=[_market(60)], pipeline=PipelineOptions(catalog_budget=1_500)
+    ) as agent:
         result = await agent.run("find a skill", context=ALICE)
     refused, answered = [e for e in result.events if isinstance(e, ToolReturned)]
     assert refused.error and problem in refused.content

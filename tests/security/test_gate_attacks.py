@@ -19,7 +19,15 @@ import pytest
 
 from filesystems import AbstractFilesystem
 from harness import Harness, RuntimeContext
-from harness.agent import AllowByPattern, ApprovalDecided, ApprovalRule, PatternPolicy, ToolReturned
+from harness.agent import (
+    AllowByPattern,
+    ApprovalDecided,
+    ApprovalRule,
+    ControlOptions,
+    PatternPolicy,
+    PipelineOptions,
+    ToolReturned,
+)
 from harness.learning import AuditLog
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
@@ -94,7 +102,12 @@ async def test_a_long_command_is_judged_whole_and_recorded_whole(shell_scene: Sc
         )
 
     model = ScriptedModel([attack, "done"], name="attacker")
-    async with Harness(model=model, filesystem=shell_scene.fs, watch=False, approval=SCRIPTS_ONLY) as agent:
+    async with Harness(
+        model=model,
+        filesystem=shell_scene.fs,
+        pipeline=PipelineOptions(watch=False),
+        control=ControlOptions(approval=SCRIPTS_ONLY),
+    ) as agent:
         result = await agent.run("go", context=ALICE)
         records = await AuditLog(agent.filesystem).query()
 
@@ -130,7 +143,9 @@ class Writes:
 async def _write(fs: AbstractFilesystem, policy: PatternPolicy, paths: Sequence[str]) -> Writes:
     calls = [(f"w{i}", "write_file", {"path": path, "content": "x"}) for i, path in enumerate(paths)]
     model = ScriptedModel([_calls(*calls), "done"], name="attacker")
-    async with Harness(model=model, filesystem=fs, watch=False, approval=policy) as agent:
+    async with Harness(
+        model=model, filesystem=fs, pipeline=PipelineOptions(watch=False), control=ControlOptions(approval=policy)
+    ) as agent:
         result = await agent.run("write", context=ALICE)
         files = {user: [entry.path for entry in await fs.scoped(user).walk()] for user in ("alice", "bob")}
     returned = _by_id(result.events)
@@ -187,7 +202,12 @@ async def test_skill_root_does_not_cover_a_skill_the_tenant_wrote(shell_scene: S
         )
 
     model = ScriptedModel([attack, "done"], name="attacker")
-    async with Harness(model=model, filesystem=shell_scene.fs, watch=False, approval=SCRIPTS_ONLY) as agent:
+    async with Harness(
+        model=model,
+        filesystem=shell_scene.fs,
+        pipeline=PipelineOptions(watch=False),
+        control=ControlOptions(approval=SCRIPTS_ONLY),
+    ) as agent:
         result = await agent.run("go", context=ALICE)
 
     returned = _by_id(result.events)
@@ -220,7 +240,12 @@ async def test_skill_root_does_not_cover_a_skill_the_model_wrote(shell_scene: Sc
         return _calls(("load", LOAD, {"skillId": "evil"}))
 
     model = ScriptedModel([write, "written", run, "done"], name="attacker")
-    async with Harness(model=model, filesystem=shell_scene.fs, watch=False, approval=policy) as agent:
+    async with Harness(
+        model=model,
+        filesystem=shell_scene.fs,
+        pipeline=PipelineOptions(watch=False),
+        control=ControlOptions(approval=policy),
+    ) as agent:
         wrote = await agent.run("write a skill", context=ALICE)
         agent.pipeline.invalidate("alice")  # what the file watcher does after a write
         result = await agent.run("run it", context=ALICE)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions, TrustOptions
 from harness.events import SkillWarning
 from harness.models import ScriptedModel
 from repositories import DirectoryRepository, GitRepository, InvalidRepositoryConfig, PluginMarketplaceRepository
@@ -99,8 +100,8 @@ async def test_a_plugin_whose_name_folds_to_a_trusted_slug_is_not_trusted(tmp_pa
         model=ScriptedModel(["default"] * 2, name="default"),
         workspace=tmp_path / "ws",
         repositories=[PluginMarketplaceRepository(DirectoryRepository(root))],
-        trusted_markets=["plugins-market.good"],
-        watch=False,
+        trust=TrustOptions(trusted_markets=["plugins-market.good"]),
+        pipeline=PipelineOptions(watch=False),
     ) as agent:
         plan = await agent.prepare(ALICE)
         for folder in ("evil", "good"):  # a provider a trusted skill opened is the agent's from then on

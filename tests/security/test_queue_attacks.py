@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from harness import RuntimeContext
-from harness.agent import ApprovalNotFound, Harness, NoActiveRun, PatternPolicy
+from harness.agent import ApprovalNotFound, ControlOptions, Harness, NoActiveRun, PatternPolicy
 from harness.models import Message, Model, ToolCall
 from harness.models.base import ModelReply, ToolSpec, Usage
 from harness.tools import tool
@@ -87,7 +87,9 @@ async def test_bob_cannot_decide_or_resume_alices_paused_call(tmp_path: Path) ->
             reply = Message.assistant("", [call]) if messages[-1].role == "user" else Message.assistant("ok")
             return ModelReply(message=reply, usage=Usage())
 
-    async with Harness(model=Once(name="once"), workspace=tmp_path, approval=PatternPolicy([], default="ask")) as agent:
+    async with Harness(
+        model=Once(name="once"), workspace=tmp_path, control=ControlOptions(approval=PatternPolicy([], default="ask"))
+    ) as agent:
         paused = await agent.run("I am alice", context=ALICE)
         approval_id = paused.approvals[0].approval_id
         assert agent.pending_approvals(BOB) == []

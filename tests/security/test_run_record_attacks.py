@@ -13,6 +13,7 @@ import pytest
 
 from filesystems import AbstractFilesystem
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions
 from harness.engine import RunExists, RunKey, RunRecordCorrupt, RunTampered
 from harness.models import ScriptedModel
 from tests.support.filesystems import build_filesystem
@@ -36,7 +37,13 @@ async def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
 
 
 def _agent(fs: AbstractFilesystem, effects: SideEffects, name: str = "assistant") -> Harness:
-    return Harness(model=ScriptedModel(["prepared"] * 4), filesystem=fs, tools=effects.tools(), watch=False, name=name)
+    return Harness(
+        model=ScriptedModel(["prepared"] * 4),
+        filesystem=fs,
+        tools=effects.tools(),
+        name=name,
+        pipeline=PipelineOptions(watch=False),
+    )
 
 
 async def _blocked(agent: Harness, context: RuntimeContext) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from filesystems import LocalFilesystem, MySQLKeyValueStore, redact_secrets, redact_url
-from harness.agent import Harness
+from harness.agent import Harness, PipelineOptions
 from harness.agent.agui import agui_sse
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
@@ -323,7 +323,7 @@ async def test_a_provider_error_echoing_the_api_key_never_shows_it(
         async with _model(provider, wire.url) as model:
             with pytest.raises(ModelError) as caught:
                 await model.complete([Message.user("hi")])
-            async with Harness(model=model, workspace=tmp_path, watch=False) as agent:
+            async with Harness(model=model, workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
                 frames = [frame async for frame in agui_sse(agent.stream("hi", context=ALICE))]
     assert wire.requests and all(API_KEY in str(r.headers) for r in wire.requests)  # the key was sent
     run_error = json.loads(frames[-1].removeprefix("data: "))

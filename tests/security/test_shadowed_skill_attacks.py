@@ -12,6 +12,7 @@ import pytest
 
 from filesystems import LocalFilesystem, SandboxFilesystem
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions
 from harness.events import ToolReturned
 from harness.learning import AllowListFilter, SidecarUsage, SkillUsage, VisibilityPolicy
 from harness.models import Message, ScriptedModel, ToolCall
@@ -58,7 +59,9 @@ async def test_a_filtered_or_another_tenants_shadowed_skill_never_loads(tmp_path
     )
     async with LocalFilesystem(tmp_path, shell=True) as fs:
         visibility = VisibilityPolicy(AllowListFilter(["bob"]), usage=SidecarUsage(fs))
-        async with Harness(model=model, filesystem=fs, visibility=visibility, watch=False) as agent:
+        async with Harness(
+            model=model, filesystem=fs, pipeline=PipelineOptions(visibility=visibility, watch=False)
+        ) as agent:
             result = await agent.run("load everything", context=ALICE)
             bob_plan = await agent.prepare(BOB)
     calls = _results(result.events)
@@ -85,7 +88,7 @@ async def test_a_shadowed_workspace_skill_never_names_the_tenants_folder_as_its_
         make_skill(root / "alice" / "skills", "notes", description="Mine.", files={"scripts/run.sh": "echo tenant\n"})
         model = _loads("notes_workspace")
         fs = SandboxFilesystem(root, bwrap=bwrap) if mode == "sandbox" else LocalFilesystem(root, shell=True)
-        async with fs, Harness(model=model, filesystem=fs, watch=False) as agent:
+        async with fs, Harness(model=model, filesystem=fs, pipeline=PipelineOptions(watch=False)) as agent:
             plan = await agent.prepare(ALICE)
             result = await agent.run("load the team's notes", context=ALICE)
     shadowed, own = plan.find("notes_workspace"), plan.find("notes")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.agent import PipelineOptions
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline.pipeline import DEFAULT_SKILL_DIRS
@@ -42,7 +43,7 @@ def _writes(paths: tuple[str, ...]) -> Message:
 
 async def test_write_file_cannot_plant_a_skill_in_any_skill_folder(arena: Arena) -> None:
     model = ScriptedModel([_writes(SPELLINGS), "written", "hello"])
-    async with arena.harness(model, skill_dirs=SKILL_DIRS) as agent:
+    async with arena.harness(model, pipeline=PipelineOptions(watch=False, skill_dirs=SKILL_DIRS)) as agent:
         before = await arena.snapshot()
         first = await agent.run("save this skill", context=ALICE)
         after = await arena.snapshot()
@@ -115,7 +116,7 @@ async def test_a_sandbox_shell_cannot_plant_a_skill_in_any_skill_folder(arena: A
         ToolCall(id=f"s{i}", name="execute_shell_command", arguments={"command": c}) for i, c in enumerate(commands)
     ]
     model = ScriptedModel([Message.assistant("", calls), "done", "hello"])
-    async with arena.harness(model, skill_dirs=SKILL_DIRS) as agent:
+    async with arena.harness(model, pipeline=PipelineOptions(watch=False, skill_dirs=SKILL_DIRS)) as agent:
         await agent.run("plant skills", context=ALICE)
         await agent.run("hi", context=ALICE)
         plan = await agent.prepare(ALICE)

@@ -13,6 +13,7 @@ import pytest
 
 from filesystems import AbstractFilesystem
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.pipeline.catalog import SHELL_TOOL
@@ -83,7 +84,9 @@ def _attack(calls: list[dict[str, object]]) -> ScriptedModel:
 
 async def _run(fs: AbstractFilesystem, model: ScriptedModel) -> list[ToolReturned]:
     market = MemoryRepository([TOOL], name="acme")
-    async with Harness(model=model, filesystem=fs, repositories=[market], visibility=_DropCanary()) as agent:
+    async with Harness(
+        model=model, filesystem=fs, repositories=[market], pipeline=PipelineOptions(visibility=_DropCanary())
+    ) as agent:
         result = await agent.run("attack", context=ALICE)
     return [e for e in result.events if isinstance(e, ToolReturned)]
 

@@ -15,6 +15,7 @@ import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem
 from harness import Harness, RuntimeContext
+from harness.agent import PipelineOptions
 from harness.engine import RunTampered
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
@@ -89,7 +90,7 @@ def _call(name: str, **arguments: Any) -> Message:
 
 
 def _agent(fs: AbstractFilesystem, model: ScriptedModel, effects: SideEffects) -> Harness:
-    return Harness(model=model, filesystem=fs, tools=effects.tools(), watch=False)
+    return Harness(model=model, filesystem=fs, tools=effects.tools(), pipeline=PipelineOptions(watch=False))
 
 
 async def _blocked_run(agent: Harness) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
 from harness import Harness
+from harness.agent import PipelineOptions, TrustOptions
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
@@ -122,8 +123,8 @@ async def _agent(
         model=model,
         filesystem=filesystem,
         repositories=[git],
-        trusted_markets=[git.source],
-        environments=environments,
+        trust=TrustOptions(trusted_markets=[git.source]),
+        pipeline=PipelineOptions(environments=environments),
     ) as agent:
         yield agent, root
 

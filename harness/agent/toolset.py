@@ -1,0 +1,303 @@
+"""The tools of a turn, put together in one place: tool families, then wrappers.
+
+A *family* gives some of a turn's tools (:data:`FAMILIES`: the skill tools, search, the file
+tools, the learning tools, the workflow tools, the user's tools); adding a built-in family is
+one entry there. :meth:`Toolset.build` lists every family's tools for a :class:`TurnScope` and
+wraps them, in this order:
+
+1. **gated**: behind the approval policy (:class:`~harness.approval.ApprovalGate`), every
+   decision an event of the call that asked and an audit record;
+2. **filtered**: only the tools of the names asked for (``only=``);
+3. **narrowed**: what a workflow step or an invoked skill's ``allowed-tools`` offers
+   (a :data:`ToolOffer`, see :func:`skill_offer`).
+
+The agent's turns, ``context: fork`` subagents, workflow steps and actions, and
+:meth:`Harness.tools_for <harness.agent.Harness.tools_for>` (the MCP server's ``ToolSource`` and
+the framework adapters' bridge) all get their tools here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from filesystems import AbstractFilesystem, CommandResult
+from harness.agent.calls import CallEvents
+from harness.agent.model_choice import trusted
+from harness.agent.options import TrustOptions
+from harness.agent.sessions import Session
+from harness.agent.workflow_tools import WORKFLOW_TOOL_NAMES, workflow_tools
+from harness.approval import ApprovalGate, Approver, Decision, Gating, ToolRequest, Waiting, skill_roots
+from harness.context import RuntimeContext
+from harness.errors import ConfigError
+from harness.events import ShellRan, SkillLoaded
+from harness.pipeline.catalog import LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL, WORKFLOW_REPORT_TOOL
+from harness.pipeline.plan import ResolvedSkill, TurnPlan
+from harness.skills.arguments import allowed_tools
+from harness.tools.files import file_tools
+from harness.tools.function import Tool
+from harness.tools.search import search_tools
+from harness.tools.skills import UsageHooks, skill_tools
+
+if TYPE_CHECKING:
+    from harness.engine import WorkflowEngine
+    from harness.learning import SelfLearning
+
+__all__ = ["FAMILIES", "Family", "ToolOffer", "Toolset", "TurnScope", "TurnTools", "serialised", "skill_offer"]
+
+#: Narrows the tools a turn offers (a workflow step's guardrails, a skill's ``allowed-tools``).
+ToolOffer = Callable[[list[Tool]], list[Tool]]
+
+# Claude Code's tool names in ``allowed-tools`` and the harness tools they stand for.
+_CLAUDE_TOOLS = {
+    "Bash": (SHELL_TOOL,),
+    "Read": ("read_file", "list_files"),
+    "Write": ("write_file",),
+    "Edit": ("write_file",),
+    "Glob": ("list_files",),
+    "Grep": ("list_files",),
+    "LS": ("list_files",),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnScope:
+    """What a turn's tools are bound to: its plan and session, where they report, the list of
+    calls that wait for the app (``None``: the turn cannot pause, an undecided call is denied),
+    the skills ``{skill_root}`` stands for besides those the conversation loaded, and whether
+    the shell is offered."""
+
+    plan: TurnPlan
+    session: Session = dataclasses.field(default_factory=Session)
+    events: CallEvents = dataclasses.field(default_factory=CallEvents)
+    waiting: list[Waiting] | None = None
+    current: tuple[ResolvedSkill, ...] = ()
+    shell: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Family:
+    """A family of tools: ``tools`` gives a turn's, ``reserved`` names the family offers on
+    other turns only (refused as names of the user's tools too). The calls of a ``sequential``
+    family change state a later call may read (files, drafts, workflow runs): in one model step
+    they run one after another, in the order asked (see :mod:`harness.agent.calls`)."""
+
+    tools: Callable[[Toolset, TurnScope], Sequence[Tool]]
+    reserved: tuple[str, ...] = ()
+    builtin: bool = True
+    sequential: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnTools:
+    """The tools of a turn, and the names of those whose calls run in order (``sequential``)."""
+
+    tools: tuple[Tool, ...]
+    sequential: frozenset[str]
+
+
+def _skills(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+    plan, pending = scope.plan, scope.events
+
+    async def on_load(skill_id: str, path: str) -> None:
+        resolved = plan.by_id(skill_id)
+        if resolved is not None:
+            skill = resolved.skill
+            pending.append(SkillLoaded(skill_id=skill_id, path=path, name=skill.name, location=skill.location))
+
+    async def on_shell(command: str, result: CommandResult) -> None:
+        pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
+
+    session = scope.session
+    return skill_tools(
+        plan,
+        usage=toolset.usage,
+        on_load=on_load,
+        on_shell=on_shell,
+        loaded=session.loaded,
+        history=session.messages,
+        shell=scope.shell,
+    )
+
+
+def _workflows(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+    plan = scope.plan
+    if not any(s.workflow for s in plan.available()):
+        return []
+    from harness.agent.workflows import resolver  # the engine loads with the first workflow
+
+    return workflow_tools(toolset.workflow_engine(plan.context), resolver(plan, toolset.filesystem))
+
+
+class Toolset:
+    """The tools of one agent's turns (see the module docstring).
+
+    ``agent`` names the agent in approval requests and its workflow engine; ``skill_dirs`` are
+    the skill folders the file tools keep out; ``usage`` and ``learning`` feed the skill and
+    learning tools; ``user_tools`` are the agent's own tools; ``gate`` the approval gate."""
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        filesystem: AbstractFilesystem,
+        skill_dirs: Sequence[str],
+        usage: UsageHooks | None = None,
+        learning: SelfLearning | None = None,
+        user_tools: Sequence[Tool] = (),
+        gate: ApprovalGate | None = None,
+    ) -> None:
+        self.agent = agent
+        self.filesystem = filesystem
+        self.skill_dirs = skill_dirs
+        self.usage = usage
+        self.learning = learning
+        self.user_tools = list(user_tools)
+        self.gate = gate
+        self._engine: WorkflowEngine | None = None
+
+    def renamed(self, agent: str) -> Toolset:
+        """The same tools for an agent of another name (a forked subagent)."""
+        return Toolset(
+            agent=agent,
+            filesystem=self.filesystem,
+            skill_dirs=self.skill_dirs,
+            usage=self.usage,
+            learning=self.learning,
+            user_tools=self.user_tools,
+            gate=self.gate,
+        )
+
+    def workflow_engine(self, context: RuntimeContext) -> WorkflowEngine:
+        """The workflow engine over ``context.user_id``'s own area (built on first use)."""
+        if self._engine is None:
+            from harness.engine import WorkflowEngine
+
+            self._engine = WorkflowEngine(self.filesystem, agent=self.agent)
+        return self._engine.for_user(context.user_id)
+
+    def build(
+        self, scope: TurnScope, *, only: Collection[str] | None = None, offer: ToolOffer | None = None
+    ) -> list[Tool]:
+        """Every family's tools for ``scope``, gated, filtered to ``only`` and narrowed by ``offer``."""
+        return list(self.for_turn(scope, only=only, offer=offer).tools)
+
+    def for_turn(
+        self, scope: TurnScope, *, only: Collection[str] | None = None, offer: ToolOffer | None = None
+    ) -> TurnTools:
+        """Like :meth:`build`, with the names of the sequential families' tools."""
+        built = [(family, family.tools(self, scope)) for family in FAMILIES]
+        sequential = frozenset(t.name for family, tools in built if family.sequential for t in tools)
+        tools = self._gated([tool for _, tools in built for tool in tools], scope)
+        if only is not None:
+            tools = [t for t in tools if t.name in only]
+        return TurnTools(tools=tuple(offer(tools) if offer is not None else tools), sequential=sequential)
+
+    def check_names(self) -> None:
+        """Refuse (:class:`ConfigError`) two user tools with one name, or one named like a
+        built-in tool: the model would be offered both and one would silently shadow the other.
+        The built-in tools are listed for an empty turn, so the check touches no file."""
+        probe = TurnPlan(
+            context=RuntimeContext(user_id="tool-names"),
+            filesystem=self.filesystem,
+            skills={},
+            catalog="",
+            shadowed=(),
+            diagnostics=(),
+            staged=None,
+        )
+        scope = TurnScope(plan=probe)
+        builtin = {WORKFLOW_REPORT_TOOL}  # offered only in a workflow step's skill turn
+        for family in FAMILIES:
+            if family.builtin:
+                builtin.update(family.reserved, (t.name for t in family.tools(self, scope)))
+        seen: set[str] = set()
+        for tool in self.user_tools:
+            if tool.name in builtin:
+                raise ConfigError(f"tools: {tool.name!r} is the name of a built-in tool; rename your tool")
+            if tool.name in seen:
+                raise ConfigError(f"tools: two tools are named {tool.name!r}; give each tool its own name")
+            seen.add(tool.name)
+
+    async def admit_script(self, plan: TurnPlan, command: str, workflow: ResolvedSkill) -> None:
+        """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command
+        (``workflow``: the workflow skill, its ``{skill_root}`` unless the user wrote it)."""
+        if self.gate is not None:
+            gating = Gating(context=plan.context, agent=self.agent, events=[], roots=lambda: skill_roots([workflow]))
+            await self.gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
+
+    def _gated(self, tools: list[Tool], scope: TurnScope) -> list[Tool]:
+        """``tools`` behind the approval policy; calls wait for the app only in a run it started.
+        ``{skill_root}`` is a ``current`` skill's (the invoked one) or one the conversation loaded."""
+        if self.gate is None:
+            return tools
+        plan, session = scope.plan, scope.session
+
+        def roots() -> tuple[str, ...]:
+            return skill_roots([*scope.current, *(plan.find(skill_id) for skill_id in sorted(session.loaded))])
+
+        gating = Gating(context=plan.context, agent=self.agent, events=scope.events, roots=roots, waiting=scope.waiting)
+        return self.gate.wrap(tools, gating)
+
+
+def _search(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+    return search_tools(scope.plan)
+
+
+def _files(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+    return file_tools(scope.plan.filesystem, skill_dirs=toolset.skill_dirs)
+
+
+def _learning(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+    return toolset.learning.tools(scope.plan.context) if toolset.learning is not None else []
+
+
+def _user(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+    return toolset.user_tools
+
+
+#: Every family of a turn's tools, in the order the model is offered them.
+FAMILIES: tuple[Family, ...] = (
+    Family(tools=_skills),
+    Family(tools=_search, reserved=(SEARCH_TOOL,)),
+    Family(tools=_files, sequential=True),
+    Family(tools=_learning, sequential=True),
+    Family(tools=_workflows, reserved=WORKFLOW_TOOL_NAMES, sequential=True),
+    Family(tools=_user, builtin=False),
+)
+
+
+def skill_offer(resolved: ResolvedSkill, trust: TrustOptions, offer: ToolOffer | None) -> ToolOffer | None:
+    """``offer`` further narrowed to the invoked skill's ``allowed-tools`` when the agent
+    enforces them and trusts the skill's source (the load tool always stays: the skill's own
+    files)."""
+    allowed = allowed_tools(resolved.skill.metadata)
+    if not trust.enforce_allowed_tools or allowed is None or not trusted(resolved, trust.trusted_markets):
+        return offer
+    names = {LOAD_TOOL, *allowed}
+    for alias in allowed:
+        names.update(_CLAUDE_TOOLS.get(alias, ()))
+
+    def narrow(tools: list[Tool]) -> list[Tool]:
+        kept = [t for t in tools if t.name in names]
+        return offer(kept) if offer is not None else kept
+
+    return narrow
+
+
+def serialised(approver: Approver | None) -> Approver | None:
+    """``approver`` asked one question at a time: tool calls of a step run side by side, but a
+    person answers their prompts one after another."""
+    if approver is None:
+        return None
+    lock = anyio.Lock()
+
+    async def ask(request: ToolRequest) -> bool | Decision:
+        async with lock:
+            return await approver(request)
+
+    return ask
