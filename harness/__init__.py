@@ -9,7 +9,15 @@ of the optional parts (the workflow engine, self-learning, MCP, tracing, the ada
 from typing import TYPE_CHECKING
 
 from filesystems import lazy_exports
-from harness.agent import Harness, RunResult, StepLimitExceeded
+from harness.agent import (
+    ControlOptions,
+    Harness,
+    LearningOptions,
+    PipelineOptions,
+    RunResult,
+    StepLimitExceeded,
+    TrustOptions,
+)
 from harness.agent.hooks import Answer, RunStart
 from harness.agent.queues import NoActiveRun
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
@@ -81,6 +89,7 @@ __all__ = [
     "ApprovalRequested",
     "ApprovalRule",
     "ConfigError",
+    "ControlOptions",
     "Decision",
     "DemoModel",
     "DenyByPattern",
@@ -94,6 +103,7 @@ __all__ = [
     "InMemorySessionStore",
     "Layer",
     "LearningError",
+    "LearningOptions",
     "Message",
     "MessageInjected",
     "Model",
@@ -102,6 +112,7 @@ __all__ = [
     "ModelUnavailable",
     "NoActiveRun",
     "PatternPolicy",
+    "PipelineOptions",
     "RunFinished",
     "RunResult",
     "RunStart",
@@ -131,6 +142,7 @@ __all__ = [
     "ToolError",
     "ToolRequest",
     "ToolReturned",
+    "TrustOptions",
     "TurnPlan",
     "TurnPrepared",
     "Usage",

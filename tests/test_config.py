@@ -21,7 +21,7 @@ from filesystems import (
     register_filesystem,
     register_store,
 )
-from harness import ConfigError, Harness, RuntimeContext
+from harness import ConfigError, Harness, PipelineOptions, RuntimeContext
 from harness.config import HarnessConfig, load_config
 from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
@@ -223,5 +223,6 @@ def test_market_timeout_has_one_default_for_the_file_the_agent_and_the_pipeline(
     # ``is``: each default is the pipeline's constant itself, not a number written again.
     (field,) = [f for f in dataclasses.fields(HarnessConfig) if f.name == "market_timeout"]
     assert field.default is DEFAULT_MARKET_TIMEOUT
-    for constructor in (Harness.__init__, SkillPipeline.__init__):
-        assert inspect.signature(constructor).parameters["market_timeout"].default is DEFAULT_MARKET_TIMEOUT
+    (option,) = [f for f in dataclasses.fields(PipelineOptions) if f.name == "market_timeout"]
+    assert option.default is DEFAULT_MARKET_TIMEOUT  # the agent's (Harness(pipeline=PipelineOptions(...)))
+    assert inspect.signature(SkillPipeline.__init__).parameters["market_timeout"].default is DEFAULT_MARKET_TIMEOUT
