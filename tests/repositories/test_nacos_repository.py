@@ -120,7 +120,7 @@ async def test_server_down_serves_the_last_good_skills_with_a_diagnostic(tmp_pat
         good = await repo.snapshot()
         assert [b.folder for b in good.bundles] == ["deploy"]
         assert stand_in.downloads()[0].headers["accessToken"] == stand_in.token
-        stand_in.stop()
+        stand_in.stop(hold_port=True)
         down = await repo.snapshot()
         assert down.bundles == good.bundles
         assert isinstance(down.error, RepositoryUnavailable)
@@ -137,10 +137,13 @@ async def test_server_down_serves_the_last_good_skills_with_a_diagnostic(tmp_pat
 async def test_a_server_never_reached_is_unavailable(tmp_path: Path) -> None:
     stand_in = NacosStandIn()
     stand_in.start()
-    stand_in.stop()
-    async with market(stand_in, tmp_path, "deploy") as repo:
-        with pytest.raises(RepositoryUnavailable):
-            await repo.snapshot()
+    stand_in.stop(hold_port=True)
+    try:
+        async with market(stand_in, tmp_path, "deploy") as repo:
+            with pytest.raises(RepositoryUnavailable):
+                await repo.snapshot()
+    finally:
+        stand_in.stop()
 
 
 Entries = dict[str, bytes | tuple[bytes, int]]

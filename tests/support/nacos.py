@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import stat
 import threading
 import zipfile
@@ -75,6 +76,7 @@ class NacosStandIn:
         self._skills: dict[tuple[str, str], _Skill] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._held: socket.socket | None = None  # the stopped server's port, bound but not listening
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -98,6 +100,9 @@ class NacosStandIn:
             return [r for r in self.requests if r.path == SKILLS_PATH and (name is None or r.query.get("name") == name)]
 
     def start(self, port: int = 0) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -106,8 +111,10 @@ class NacosStandIn:
         )
         self._thread.start()
 
-    def stop(self) -> None:
-        """A real outage: the port stops listening."""
+    def stop(self, *, hold_port: bool = False) -> None:
+        """A real outage: the port stops listening. With ``hold_port`` it stays bound (without
+        listening) until :meth:`start` or the next :meth:`stop`, so no other server on the
+        machine can take it meanwhile and answer in the stopped server's place."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -115,6 +122,13 @@ class NacosStandIn:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+        if hold_port:
+            self._held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._held.bind(("127.0.0.1", self.port))
 
     def answer(self, method: str, url: str, headers: Mapping[str, str]) -> tuple[int, str, bytes]:
         parts = urlsplit(url)
