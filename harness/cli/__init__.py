@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from filesystems import FilesystemError, redact_secrets
 from harness.cli import agent, engine, market, mcp, skills
 from harness.cli.common import announce_created_workspace
-from harness.cli.logs import ENVIRONMENT_VARIABLE, LEVELS, LOGGERS, configure_logging
+from harness.cli.logs import ENVIRONMENT_VARIABLE, LEVELS, LOGGERS, logging_to_stderr
 from harness.errors import ConfigError, HarnessError
 from harness.terminal import escape_control
 from repositories import RepositoryError
@@ -87,8 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = _parse(parser, argv)
     try:
-        configure_logging(args.log_level, prints_diagnostics=getattr(args, "prints_diagnostics", False))
-        with announce_created_workspace(args):
+        quiet = getattr(args, "prints_diagnostics", False)
+        with logging_to_stderr(args.log_level, prints_diagnostics=quiet), announce_created_workspace(args):
             code: int = args.handler(args)
         sys.stdout.flush()
     except BrokenPipeError:

@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from harness.errors import ConfigError
 
-__all__ = ["ENVIRONMENT_VARIABLE", "LEVELS", "LOGGERS", "configure_logging"]
+__all__ = ["ENVIRONMENT_VARIABLE", "LEVELS", "LOGGERS", "logging_to_stderr"]
 
 #: The loggers the command's own packages write to (see the module docstring).
 LOGGERS = ("harness", "repositories", "filesystems")
@@ -44,8 +46,11 @@ class _Restated(logging.Filter):
         return not (record.levelno == logging.WARNING and record.name in _RESTATING)
 
 
-def configure_logging(level: str | None, *, prints_diagnostics: bool = False) -> None:
-    """Send log records to stderr at ``level`` (``None``: ``HARNESS_LOG_LEVEL``, else warning).
+@contextmanager
+def logging_to_stderr(level: str | None, *, prints_diagnostics: bool = False) -> Iterator[None]:
+    """While the block runs, send log records to stderr at ``level`` (``None``:
+    ``HARNESS_LOG_LEVEL``, else warning); afterwards the handler and the levels are as before,
+    so calling :func:`harness.cli.main` in a process leaves its logging alone.
 
     ``prints_diagnostics``: the command prints the plan's diagnostics itself, so the pipeline's
     warnings restating them are left out (unless the level is ``info`` or lower). Raises
@@ -58,11 +63,16 @@ def configure_logging(level: str | None, *, prints_diagnostics: bool = False) ->
     handler.setFormatter(logging.Formatter("harness: %(levelname)s: %(name)s: %(message)s"))
     if prints_diagnostics and chosen >= logging.WARNING:
         handler.addFilter(_Restated())
-    root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "_harness_cli", False)]:
-        root.removeHandler(old)
-    handler._harness_cli = True  # type: ignore[attr-defined]  # replaced, not stacked, on a second main()
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in LOGGERS)]
+    before = [logger.level for logger in loggers]
+    root = loggers[0]
     root.addHandler(handler)
     root.setLevel(max(chosen, logging.WARNING))
-    for logger in LOGGERS:
-        logging.getLogger(logger).setLevel(chosen)
+    for logger in loggers[1:]:
+        logger.setLevel(chosen)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        for logger, old in zip(loggers, before, strict=True):
+            logger.setLevel(old)
