@@ -241,10 +241,10 @@ async def _search(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> i
 
 
 async def _prompt(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
-    _report_errors(plan)
-    if args.json:
+    if args.json:  # the errors are in the document
         print_json({"catalog": plan.catalog, "skills": sorted(plan.skills), "diagnostics": _as_dicts(plan)})
     else:
+        _report_errors(plan)
         echo(plan.catalog)
     return 0
 
