@@ -8,7 +8,10 @@ rules:
 - any other URL's whole user part is masked (``https://***@github.com/acme/skills.git``),
   because HTTPS hosts take a bare token as the user name;
 - query-string and fragment credentials (``password=``, ``token=``, ``access_token=``, …) are
-  masked (``?password=***``).
+  masked (``?password=***``);
+- in free text, ``password=…``-style values are masked too, but not a placeholder that only
+  shows where a value goes (``pass api_key=...``), and a closing bracket
+  that ends the surrounding text stays (``(using password: ***)``).
 
 Parsing is done on the string, never with ``urllib.parse.urlsplit``, so a malformed URL (a bad
 port, a stray ``[``) is masked too instead of raising.
@@ -94,7 +97,7 @@ def redact_secrets(text: str, *secrets: str) -> str:
     """``text`` with every URL in it passed through :func:`redact_url`, ``password=…``-style
     values masked, and each of ``secrets`` (e.g. a password known to the caller) replaced."""
     text = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
-    text = _BARE_CREDENTIAL.sub(_mask_value, text)
+    text = _BARE_CREDENTIAL.sub(_mask_bare_value, text)
     for secret in secrets:
         if secret and len(secret) >= 3:
             text = text.replace(secret, MASK)
@@ -103,3 +106,22 @@ def redact_secrets(text: str, *secrets: str) -> str:
 
 def _mask_value(match: re.Match[str]) -> str:
     return f"{match.group('key')}{MASK}" if match.group("value") else match.group(0)
+
+
+# What stands for a value in a hint rather than being one: three dots or an ellipsis.
+_PLACEHOLDER = re.compile(r"\.{3,}|\u2026")
+
+
+def _mask_bare_value(match: re.Match[str]) -> str:
+    """Mask a ``password=…`` value found in free text, keeping a placeholder (it is a hint,
+    not a secret) and the closing brackets the text around it opened, not the value."""
+    value = match.group("value")
+    if _PLACEHOLDER.fullmatch(value):
+        return match.group(0)
+    kept = ""
+    while value and value[-1] in ")]}" and value.count(value[-1]) > value.count(_OPENING[value[-1]]):
+        value, kept = value[:-1], value[-1] + kept
+    return f"{match.group('key')}{MASK}{kept}" if value else match.group(0)
+
+
+_OPENING = {")": "(", "]": "[", "}": "{"}

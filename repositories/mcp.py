@@ -138,6 +138,7 @@ class McpRepository(SkillRepository):
         self.url = url
         self.command = tuple(command) if command is not None else None
         self._token = token
+        self._token_env: str | None = None  # the variable the token was read from, to name in a refusal
         self._env = dict(env or {})
         self.timeout = timeout
         self.check_interval = check_interval
@@ -174,7 +175,9 @@ class McpRepository(SkillRepository):
         if variable and not token:
             raise InvalidRepositoryConfig(f"the variable {variable!r} named by token_env is not set")
         no_more(url, options)
-        return cls(url=base[len("mcp+") :], token=token, **common)
+        market = cls(url=base[len("mcp+") :], token=token, **common)
+        market._token_env = variable
+        return market
 
     def _default_source(self) -> str:
         if self.url is not None:
@@ -213,6 +216,7 @@ class McpRepository(SkillRepository):
             raise RepositoryUnavailable(
                 f"{self.where}: the MCP market needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'"
             ) from exc
+        refused: list[int] = []  # HTTP statuses refusing the credentials, seen while connecting
         async with AsyncExitStack() as stack:
             if self.command is not None:
                 server: Any = StdioServerParameters(
@@ -223,15 +227,41 @@ class McpRepository(SkillRepository):
 
                 headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
                 auth = httpx2.BasicAuth(*self._basic) if self._basic is not None else None
+
+                async def note_refusal(response: Any) -> None:
+                    if response.status_code in (401, 403):
+                        refused.append(response.status_code)
+
                 http = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=headers, auth=auth, timeout=self.timeout)
+                    httpx2.AsyncClient(
+                        headers=headers, auth=auth, timeout=self.timeout, event_hooks={"response": [note_refusal]}
+                    )
                 )
                 assert self.url is not None
                 server = streamable_http_client(self.url, http_client=http)
-            client = await stack.enter_async_context(Client(server, cache=None))
+            try:
+                client = await stack.enter_async_context(Client(server, cache=None))
+            except Exception as exc:
+                # The SDK says only "Server returned an error response"; a refused credential
+                # is the common cause and has a fix worth naming.
+                if refused:
+                    raise RepositoryUnavailable(f"{self.where}: {self._refusal(refused[0])}") from exc
+                raise
             if "io.modelcontextprotocol/skills" not in (client.server_capabilities.extensions or {}):
                 raise RepositoryUnavailable(f"{self.where} does not serve the MCP Skills extension")
             yield client
+
+    def _refusal(self, status: int) -> str:
+        """What to do when the server refused the request with ``status`` (401 or 403)."""
+        if self._basic is not None:
+            return f"the server refused the user and password in the URL (HTTP {status}): check them"
+        if self._token is None:
+            return (
+                f"the server refused the request without a token (HTTP {status}): set a variable to the token "
+                "and name it in the market URL (#token_env=VARIABLE)"
+            )
+        where = f"the variable {self._token_env!r}" if self._token_env else "the market's token"
+        return f"the server refused the token (HTTP {status}): set {where} to a token the server accepts"
 
     async def _use(self, work: Callable[[Client], Awaitable[T]]) -> T:
         """``work`` on a connection (the kept one while entered); every failure that is not

@@ -224,11 +224,23 @@ class MySQLRepository(SkillRepository):
 
     async def _prepare(self, cur: Any) -> None:
         if self.create_if_missing:
-            for statement in self._schema():
-                await cur.execute(statement)
+            # Create only the tables that are missing, and seed the generation row without
+            # IGNORE: an existing table or row would otherwise make the server send a note
+            # that aiomysql prints as a raw warning on every start.
+            schema = self._schema()
+            await cur.execute(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+                f" AND TABLE_NAME IN ({', '.join(['%s'] * len(schema))})",
+                tuple(schema),
+            )
+            existing = {row[0].decode() if isinstance(row[0], bytes) else row[0] for row in await cur.fetchall()}
+            for table, statement in schema.items():
+                if table not in existing:
+                    await cur.execute(statement)
             await self._migrate_folder_columns(cur)
             await cur.execute(
-                f"INSERT IGNORE INTO {self._generation} (id, epoch, generation) VALUES (1, %s, 0)",
+                f"INSERT INTO {self._generation} (id, epoch, generation) VALUES (1, %s, 0)"
+                " ON DUPLICATE KEY UPDATE id = id",
                 (uuid.uuid4().hex,),
             )
         self._ready = True
@@ -246,9 +258,10 @@ class MySQLRepository(SkillRepository):
                 qualified = f"`{self.database}`.`{table}`" if self.database else f"`{table}`"
                 await cur.execute(f"ALTER TABLE {qualified} MODIFY folder VARBINARY(255) NOT NULL")
 
-    def _schema(self) -> list[str]:
-        return [
-            f"CREATE TABLE IF NOT EXISTS {self._skills} ("
+    def _schema(self) -> dict[str, str]:
+        """Each table's name and the statement creating it."""
+        return {
+            self.table: f"CREATE TABLE IF NOT EXISTS {self._skills} ("
             " folder VARBINARY(255) NOT NULL,"
             " skill_md_name VARCHAR(16) NOT NULL,"
             " skill_md LONGBLOB NOT NULL,"
@@ -257,7 +270,7 @@ class MySQLRepository(SkillRepository):
             "   ON UPDATE CURRENT_TIMESTAMP(6),"
             " PRIMARY KEY (folder)"
             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-            f"CREATE TABLE IF NOT EXISTS {self._files} ("
+            f"{self.table}_files": f"CREATE TABLE IF NOT EXISTS {self._files} ("
             " folder VARBINARY(255) NOT NULL,"
             " path VARBINARY(1024) NOT NULL,"
             " mode SMALLINT UNSIGNED NOT NULL,"
@@ -265,13 +278,13 @@ class MySQLRepository(SkillRepository):
             " content LONGBLOB NOT NULL,"
             " PRIMARY KEY (folder, path)"
             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-            f"CREATE TABLE IF NOT EXISTS {self._generation} ("
+            f"{self.table}_generation": f"CREATE TABLE IF NOT EXISTS {self._generation} ("
             " id TINYINT UNSIGNED NOT NULL,"
             " epoch CHAR(32) NOT NULL,"
             " generation BIGINT UNSIGNED NOT NULL,"
             " PRIMARY KEY (id)"
             ") ENGINE=InnoDB",
-        ]
+        }
 
     # Reading.
 

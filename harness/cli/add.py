@@ -8,8 +8,8 @@ from pathlib import Path
 
 import anyio
 
-from filesystems import AbstractFilesystem
-from harness.cli.common import WORKSPACE_OPTIONS, filesystem_from_args
+from filesystems import AbstractFilesystem, redact_url
+from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, filesystem_from_args, print_json
 from harness.errors import ConfigError, SkillError
 from harness.pipeline.pipeline import SKILLS_DIR
 from harness.pipeline.staging import staged_mode
@@ -25,7 +25,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add ``skills add`` to the ``skills`` command group."""
     add = commands.add_parser(
         "add",
-        parents=[WORKSPACE_OPTIONS],
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
         help="copy a skill from a market into the workspace's (or --user's) skills/",
         description="Copy skill NAME from the market SOURCE (git+file://..., dir:..., pkg:..., mysql://...) into "
         "the workspace's skills/ folder, or --user's. The skill is validated first (strict); an existing "
@@ -57,7 +57,10 @@ def _add(args: argparse.Namespace) -> int:
             return await _write(target, f"{SKILLS_DIR}/{args.name}", files, force=args.force)
 
     where = anyio.run(main)
-    print(f"added {escape_control(args.name)} to {escape_control(where)}")
+    if args.json:
+        print_json({"added": args.name, "to": where, "source": redact_url(args.source)})
+    else:
+        print(f"added {escape_control(args.name)} to {escape_control(where)}")
     return 0
 
 

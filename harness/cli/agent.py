@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 
 from harness.approval import StdinApprover
-from harness.cli.common import WORKSPACE_OPTIONS, context_from_args, harness_from_args
+from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, context_from_args, harness_from_args, print_json
 from harness.events import ApprovalDecided, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.terminal import echo
 
@@ -19,15 +19,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``run`` and ``demo``."""
     run = sub.add_parser(
         "run",
-        parents=[WORKSPACE_OPTIONS],
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
         help="run one turn of the agent",
         description="Run one turn as --user (default cli) and print the reply. When harness.yaml has an "
-        "approval policy, the calls it asks about are put to you on the terminal (y/N on stdin).",
+        "approval policy, the calls it asks about are put to you on the terminal (y/N on stdin). The turn "
+        "writes to the workspace (./workspace unless --workspace or --config says otherwise): a folder that "
+        "does not exist yet is created, and the command says so on stderr.",
     )
-    run.add_argument("message")
+    run.add_argument("message", help="what the user says")
     run.add_argument("--model", help="e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, demo (default from config)")
     run.add_argument(
-        "--verbose", "-v", action="store_true", help="print tool calls, skill loads and approval decisions"
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print tool calls, skill loads and approval decisions (--json always lists them)",
     )
     run.set_defaults(handler=_run)
 
@@ -37,7 +42,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Builds a global dir, a git market, the package market, workspace skills and two users, "
         "then runs turns with the offline demo model.",
     )
-    demo.add_argument("directory", nargs="?", type=Path, default=Path("demo-workspace"))
+    demo.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=Path("demo-workspace"),
+        help="where to build the demo (default ./demo-workspace)",
+    )
     demo.set_defaults(handler=lambda args: anyio.run(_demo, args.directory))
 
 
@@ -46,13 +57,19 @@ def _run(args: argparse.Namespace) -> int:
         overrides: dict[str, object] = {"model": args.model} if args.model else {}
         overrides["approver"] = StdinApprover()  # the policy's "ask" is a question on the terminal
         async with harness_from_args(args, **overrides) as agent:
-            reply = ""
-            async for event in agent.stream(args.message, context=context_from_args(args)):
-                if args.verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan, ApprovalDecided)):
-                    echo(f"[{type(event).__name__}] {event}")
+            context = context_from_args(args)
+            reply, seen = "", []
+            async for event in agent.stream(args.message, context=context):
+                if isinstance(event, (ToolCalled, SkillLoaded, ShellRan, ApprovalDecided)):
+                    seen.append({"type": type(event).__name__, "event": str(event)})
+                    if args.verbose and not args.json:
+                        echo(f"[{type(event).__name__}] {event}")
                 if isinstance(event, RunFinished):
                     reply = event.reply
-        echo(reply)
+        if args.json:
+            print_json({"user": context.user_id, "reply": reply, "events": seen})
+        else:
+            echo(reply)
         return 0
 
     return anyio.run(main)

@@ -10,6 +10,8 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +20,13 @@ from harness.agent import Harness
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
+from harness.terminal import escape_control
 
 __all__ = [
     "DEFAULT_USER",
     "JSON_OPTION",
     "WORKSPACE_OPTIONS",
+    "announce_created_workspace",
     "config_from_args",
     "context_from_args",
     "filesystem_from_args",
@@ -102,6 +106,24 @@ def context_from_args(args: argparse.Namespace) -> RuntimeContext:
         return RuntimeContext(user_id=args.user or DEFAULT_USER)
     except ValueError as exc:
         raise ConfigError(f"--user: {exc}") from None
+
+
+@contextmanager
+def announce_created_workspace(args: argparse.Namespace) -> Iterator[None]:
+    """Say on stderr when the command created its workspace folder (a first run in an empty
+    folder makes ``./workspace``): no folder appears without a word. Commands without the
+    workspace options pass through."""
+    if not hasattr(args, "workspace"):
+        yield
+        return
+    folder = config_from_args(args).workspace
+    existed = folder.exists()
+    try:
+        yield
+    finally:
+        if not existed and folder.is_dir():
+            how = "" if args.workspace or args.config else " (the default: choose one with --workspace or --config)"
+            print(escape_control(f"harness: created the workspace folder {folder}{how}"), file=sys.stderr)
 
 
 def print_json(value: object) -> None:

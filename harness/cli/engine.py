@@ -46,6 +46,7 @@ from harness.terminal import escape_control
 __all__ = ["register"]
 
 _PARENTS = [WORKSPACE_OPTIONS, JSON_OPTION]
+_RUN_ID = "the run (see `harness engine run`)"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,11 +63,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.set_defaults(handler=lambda args: _handle(args, _run))
 
     cont = commands.add_parser("continue", parents=_PARENTS, help="report the pending action's outcome and/or confirm")
-    cont.add_argument("--run-id", required=True)
-    cont.add_argument("--status", choices=("succeeded", "failed"))
-    cont.add_argument("--summary", default="")
+    cont.add_argument("--run-id", required=True, help=_RUN_ID)
+    cont.add_argument("--status", choices=("succeeded", "failed"), help="how the pending action went")
+    cont.add_argument("--summary", default="", help="what happened, in a sentence (recorded)")
     cont.add_argument("--outcome-id", help="identifies this report; resubmitting it is a no-op")
-    cont.add_argument("--artifact", action="append", default=[], metavar="NAME=VALUE")
+    cont.add_argument(
+        "--artifact", action="append", default=[], metavar="NAME=VALUE", help="an artifact the step produced"
+    )
     cont.add_argument("--state", action="append", default=[], metavar="KEY=JSON", help="merged into the run's vars")
     cont.add_argument("--to-state", metavar="STATE", help="the domain state the run moves to (workflow states)")
     cont.add_argument("--schema-version", metavar="VERSION", help="the schema version of the step's hand-off")
@@ -87,12 +90,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cont.set_defaults(handler=lambda args: _handle(args, _continue))
 
     check = commands.add_parser("check", parents=_PARENTS, help="evaluate the run's checks of one scope")
-    check.add_argument("--run-id", required=True)
-    check.add_argument("--scope", choices=("step", "completion", "progress"), default="completion")
+    check.add_argument("--run-id", required=True, help=_RUN_ID)
+    check.add_argument(
+        "--scope",
+        choices=("step", "completion", "progress"),
+        default="completion",
+        help="which of the workflow's checks to evaluate (default completion)",
+    )
     check.set_defaults(handler=lambda args: _handle(args, _check))
 
     show = commands.add_parser("show", parents=_PARENTS, help="the run's state, pending action and what to do next")
-    show.add_argument("--run-id", required=True)
+    show.add_argument("--run-id", required=True, help=_RUN_ID)
     show.add_argument("--events", action="store_true", help="also list the trajectory")
     show.add_argument(
         "--format",
@@ -107,15 +115,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parents=_PARENTS,
         help="move a run to a new version of its skill (no pending action, same name and mode)",
     )
-    upgrade.add_argument("--run-id", required=True)
+    upgrade.add_argument("--run-id", required=True, help=_RUN_ID)
     upgrade.add_argument(
         "skill", type=Path, metavar="SKILL", help="path of the skill folder, or a skill name from the layers"
     )
     upgrade.set_defaults(handler=lambda args: _handle(args, _upgrade))
 
     cancel = commands.add_parser("cancel", parents=_PARENTS, help="cancel an unfinished run")
-    cancel.add_argument("--run-id", required=True)
-    cancel.add_argument("--reason", default="")
+    cancel.add_argument("--run-id", required=True, help=_RUN_ID)
+    cancel.add_argument("--reason", default="", help="why (recorded with the run)")
     cancel.set_defaults(handler=lambda args: _handle(args, _cancel))
 
 

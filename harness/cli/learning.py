@@ -33,11 +33,19 @@ from harness.terminal import escape_control
 __all__ = ["register"]
 
 _Action = Callable[[argparse.Namespace, SelfLearning], Awaitable[Any]]
+#: The line a command prints instead of nothing when its result is empty.
+_Empty = Callable[[argparse.Namespace], str]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the self-learning commands to the ``harness skills`` sub-command group ``sub``."""
-    _command(sub, "drafts", "list draft skills and pending review requests", _drafts)
+    _command(
+        sub,
+        "drafts",
+        "list draft skills and pending review requests",
+        _drafts,
+        empty=lambda args: f"no drafts and no pending reviews in {_areas(args)}",
+    )
 
     promote = _command(sub, "promote", "promote a draft into the live skills folder (no gate)", _promote)
     promote.add_argument("name", help="the draft's name")
@@ -45,16 +53,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     review = _command(sub, "review", "record a decision on a pending review request", _review)
     review.add_argument("request_id", help="the review request id (see `harness skills drafts`)")
-    review.add_argument("--reviewer", required=True)
+    review.add_argument("--reviewer", required=True, help="who decides (audited)")
     verdict = review.add_mutually_exclusive_group(required=True)
-    verdict.add_argument("--approve", dest="approved", action="store_true")
-    verdict.add_argument("--reject", dest="approved", action="store_false")
-    review.add_argument("--reason", default="")
+    verdict.add_argument("--approve", dest="approved", action="store_true", help="promote the draft")
+    verdict.add_argument("--reject", dest="approved", action="store_false", help="keep it a draft")
+    review.add_argument("--reason", default="", help="why (audited)")
 
-    audit = _command(sub, "audit", "print one UTC day of the audit log", _audit)
+    audit = _command(
+        sub,
+        "audit",
+        "print one UTC day of the audit log",
+        _audit,
+        empty=lambda args: f"no audit records on {_day(args)} (UTC) in {_areas(args)}",
+    )
     audit.add_argument("--day", help="YYYY-MM-DD (default: today, UTC)")
 
-    curate = _command(sub, "curate", "mark unused agent-created skills stale, archive old ones", _curate)
+    curate = _command(
+        sub,
+        "curate",
+        "mark unused agent-created skills stale, archive old ones",
+        _curate,
+        empty=lambda args: "no curator or umbrella reports yet (run `harness skills curate` to make one)",
+    )
     mode = curate.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
     mode.add_argument(
@@ -73,14 +93,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _command(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, action: _Action
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    action: _Action,
+    *,
+    empty: _Empty | None = None,
 ) -> argparse.ArgumentParser:
     parser = sub.add_parser(name, parents=[WORKSPACE_OPTIONS, JSON_OPTION], help=help, description=help)
-    parser.set_defaults(handler=lambda args: _run(args, action))
+    parser.set_defaults(handler=lambda args: _run(args, action, empty))
     return parser
 
 
-def _run(args: argparse.Namespace, action: _Action) -> int:
+def _run(args: argparse.Namespace, action: _Action, empty: _Empty | None = None) -> int:
     async def main() -> Any:
         async with filesystem_from_args(args) as fs:
             return await action(args, SelfLearning(fs))
@@ -94,9 +119,28 @@ def _run(args: argparse.Namespace, action: _Action) -> int:
         return 1
     if args.json:
         print_json(result)
+    elif empty is not None and _is_empty(result):
+        print(escape_control(empty(args)))
     else:
         _print_text(result)
     return 0
+
+
+def _is_empty(result: Any) -> bool:
+    """An empty list, or a mapping whose values are all empty lists (``drafts``)."""
+    if isinstance(result, list):
+        return not result
+    values = list(result.values()) if isinstance(result, dict) else [result]
+    return all(isinstance(value, list) and not value for value in values)
+
+
+def _areas(args: argparse.Namespace) -> str:
+    where = f"the workspace {config_from_args(args).workspace}"
+    return f"{where} for user {args.user}" if args.user else where
+
+
+def _day(args: argparse.Namespace) -> str:
+    return str(args.day or datetime.now(UTC).date())
 
 
 def _context(args: argparse.Namespace) -> RuntimeContext | None:
@@ -138,7 +182,7 @@ async def _review(args: argparse.Namespace, loop: SelfLearning) -> dict[str, Any
 
 async def _audit(args: argparse.Namespace, loop: SelfLearning) -> list[dict[str, Any]]:
     # The API's None is every day; the command shows one, today unless --day says otherwise.
-    records = await loop.query_audit(args.day or datetime.now(UTC).date(), None)
+    records = await loop.query_audit(_day(args), None)
     if args.user:
         records = [r for r in records if r.target.startswith(f"users/{args.user}/")]
     return [record.as_dict() for record in records]

@@ -18,8 +18,6 @@ from harness.errors import ConfigError
 
 __all__ = ["register"]
 
-_MISSING_SDK = "harness mcp needs the MCP Python SDK: pip install 'agent-skill-harness[mcp]'"
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``mcp`` command group."""
@@ -31,8 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="serve a user's merged skills over MCP (stdio or streamable HTTP)",
         description="Serve merged skills over MCP with the Skills extension (skills/list, skills/get, "
         "skill:// resources, directory reads), the load_skill and read_skill_resource tools and one prompt "
-        "per user-invocable skill. On stdio (the default) it serves --user (default: cli); with --http it serves the user "
-        "each bearer token maps to (--tokens FILE and/or HARNESS_MCP_TOKENS) and answers 401 without one.",
+        "per user-invocable skill. On stdio (the default) it serves --user, which is required there (a host "
+        "configuration names whose skills it gets); with --http it serves the user each bearer token maps to (--tokens FILE and/or HARNESS_MCP_TOKENS) and answers 401 without one.",
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1)")
@@ -74,11 +72,16 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         from harness.agent import AllowAll, Harness
         from harness.mcp import SessionLimits, SkillServer, TokenMap
-    except ImportError as exc:
-        print(f"harness: {_MISSING_SDK} ({exc})", file=sys.stderr)
+    except ImportError as exc:  # harness.mcp's message names the extra to install
+        print(f"harness: error: {exc}", file=sys.stderr)
         return 1
     if args.http and args.user:
         raise ConfigError("--user is for stdio; over HTTP each token's user is served (see --tokens)")
+    if not args.http and not args.user:
+        raise ConfigError(
+            "harness mcp serve over stdio needs --user ID: the user whose merged skills the host gets "
+            "(e.g. harness mcp serve --user alice); over HTTP, --http serves each token's user"
+        )
     config = config_from_args(args)
     tokens = TokenMap.load(args.tokens or config.mcp_tokens) if args.http else None
     if tokens is not None and not tokens:

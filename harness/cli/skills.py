@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 import anyio
 
-from filesystems import CACHE_DIR
+from filesystems import CACHE_DIR, redact_url
 from harness.agent import Harness
 from harness.cli import add, environments, learning
 from harness.cli.common import (
     DEFAULT_USER,
     JSON_OPTION,
     WORKSPACE_OPTIONS,
+    config_from_args,
     context_from_args,
     harness_from_args,
     print_json,
@@ -45,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="check skill folders against the Agent Skills specification",
         description="Validate skill folders (or folders of skill folders). Exit 0 when valid, 1 on any error.",
     )
-    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a skill folder or a folder of them")
     mode = validate.add_mutually_exclusive_group()
     mode.add_argument(
         "--strict", dest="strict", action="store_true", default=True, help="the specification's rules (default)"
@@ -60,7 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=f"The merged skills --user (default {DEFAULT_USER}) sees, with shadowing and diagnostics. "
         "Read-only: market files are not staged (a files-root not staged yet says so).",
     )
-    listing.set_defaults(handler=lambda args: _with_plan(args, _list))
+    listing.set_defaults(handler=lambda args: _with_plan(args, _list), prints_diagnostics=True)
 
     search = commands.add_parser(
         "search",
@@ -69,14 +71,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=f"The skills --user (default {DEFAULT_USER}) may load that best match QUERY, best first, "
         "ranked over name, description and when_to_use.",
     )
-    search.add_argument("query", metavar="QUERY")
+    search.add_argument("query", metavar="QUERY", help="keywords to look for")
     search.add_argument("--limit", type=int, default=10, help=f"the most results (at most {MAX_RESULTS})")
-    search.set_defaults(handler=lambda args: _with_plan(args, _search))
+    search.set_defaults(handler=lambda args: _with_plan(args, _search), prints_diagnostics=True)
 
     prompt = commands.add_parser(
-        "prompt", parents=[WORKSPACE_OPTIONS], help="print the catalog block exactly as the model sees it"
+        "prompt",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="print the catalog block exactly as the model sees it",
+        description=f"The catalog block --user (default {DEFAULT_USER}) would get in the system prompt, "
+        "exactly as the model sees it; the turn's errors (a market down) go to stderr.",
     )
-    prompt.set_defaults(handler=lambda args: _with_plan(args, _prompt))
+    prompt.set_defaults(handler=lambda args: _with_plan(args, _prompt), prints_diagnostics=True)
 
     stage = commands.add_parser(
         "stage",
@@ -86,16 +92,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "user; --user only chooses whose turn is prepared afterwards, so its plan's diagnostics are reported too.",
     )
     stage.add_argument("--verify", action="store_true", help="re-hash staged files and repair what changed")
-    stage.set_defaults(handler=_stage)
+    stage.set_defaults(handler=_stage, prints_diagnostics=True)
 
     show = commands.add_parser(
-        "show", parents=[WORKSPACE_OPTIONS], help="what load_skill_through_path returns for a skill"
+        "show",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="what load_skill_through_path returns for a skill",
+        description=f"One file of a skill --user (default {DEFAULT_USER}) may load, paged by lines, as the "
+        "load_skill_through_path tool returns it; the turn's errors (a market down) go to stderr.",
     )
     show.add_argument("name", help="skill id or name")
-    show.add_argument("--path", default="SKILL.md")
-    show.add_argument("--offset", type=int, default=1)
-    show.add_argument("--limit", type=int)
-    show.set_defaults(handler=lambda args: _with_plan(args, _show))
+    show.add_argument("--path", default="SKILL.md", help="the file inside the skill's folder (default SKILL.md)")
+    show.add_argument("--offset", type=int, default=1, metavar="LINE", help="the first line to print (default 1)")
+    show.add_argument("--limit", type=int, metavar="LINES", help="how many lines to print (default: the rest)")
+    show.set_defaults(handler=lambda args: _with_plan(args, _show), prints_diagnostics=True)
 
     add.register(commands)
     environments.register(commands)
@@ -119,6 +129,8 @@ def _validate(args: argparse.Namespace) -> int:
         reports += [validate_skill_dir(folder, strict=args.strict) for folder in found.folders]
     if args.json:
         print_json([report.as_dict() for report in reports])
+    elif not reports:
+        echo(f"no skill folders found in {', '.join(str(path) for path in args.paths)}")
     else:
         for report in reports:
             status = "ok" if report.ok else "invalid"
@@ -179,10 +191,12 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
             {
                 "skills": skills,
                 "shadowed": [{**s.as_dict(), "load_id": _load_id(plan, s)} for s in plan.shadowed],
-                "diagnostics": [d.as_dict() for d in plan.diagnostics if d.code != "shadowed"],
+                "diagnostics": _as_dicts(plan),
             }
         )
         return 0
+    if not skills:
+        echo(f"no skills found for user {context_from_args(args).user_id} in {_sources(args)}")
     for skill in skills:
         hidden = " (hidden)" if skill["hidden"] else ""
         short = f" (catalog: {skill['catalog_id']})" if skill["catalog_id"] != skill["skill_id"] else ""
@@ -211,6 +225,7 @@ def _load_id(plan: TurnPlan, shadow: Shadowing) -> str | None:
 
 
 async def _search(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
+    _report_errors(plan)
     matches = await search_plan(plan, args.query, args.limit)
     if args.json:
         print_json([match.as_dict() for match in matches])
@@ -226,14 +241,54 @@ async def _search(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> i
 
 
 async def _prompt(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
-    echo(plan.catalog)
+    if args.json:  # the errors are in the document
+        print_json({"catalog": plan.catalog, "skills": sorted(plan.skills), "diagnostics": _as_dicts(plan)})
+    else:
+        _report_errors(plan)
+        echo(plan.catalog)
     return 0
 
 
 async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
+    _report_errors(plan)
     found = plan.find(args.name) or plan.invoke(args.name)
-    echo(await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit), end="")
+    text = await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit)
+    if args.json:
+        print_json(
+            {
+                "skill_id": found.skill.skill_id,
+                "name": found.skill.name,
+                "path": args.path,
+                "offset": args.offset,
+                "limit": args.limit,
+                "text": text,
+            }
+        )
+    else:
+        echo(text, end="")
     return 0
+
+
+def _report_errors(plan: TurnPlan) -> None:
+    """The plan's errors on stderr, for the commands whose stdout is something else (a catalog,
+    a file): the exit code 1 they cause then comes with its reason."""
+    for diagnostic in plan.diagnostics:
+        if diagnostic.severity == "error":
+            echo(f"harness: {diagnostic}", file=sys.stderr)
+
+
+def _as_dicts(plan: TurnPlan) -> list[dict[str, str]]:
+    return [d.as_dict() for d in plan.diagnostics if d.code != "shadowed"]
+
+
+def _sources(args: argparse.Namespace) -> str:
+    """Where skills were looked for, for the line an empty listing prints."""
+    config = config_from_args(args)
+    folders = config.global_skills_dir
+    folders = (folders,) if isinstance(folders, Path) else folders or ()
+    globals_ = ", ".join(str(path) for path in folders) or "none"
+    markets = ", ".join(redact_url(url) for url in config.repositories) or "none"
+    return f"the workspace {config.workspace} (global folders: {globals_}; markets: {markets})"
 
 
 def _stage(args: argparse.Namespace) -> int:
