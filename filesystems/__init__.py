@@ -43,6 +43,7 @@ from .paths import (
     segment_problem,
 )
 from .plugins import Registry, lazy_exports
+from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
 from .registry import (
     known_filesystem_modes,
     known_store_schemes,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR",
+    "DEFAULT_PROGRESS_INTERVAL",
     "MACHINE_DIR",
     "RESERVED_USER_IDS",
     "VCS_FOLDERS",
@@ -85,6 +87,9 @@ __all__ = [
     "MemoryKeyValueStore",
     "MySQLKeyValueStore",
     "PathEscapeError",
+    "Progress",
+    "ProgressCallback",
+    "ProgressReporter",
     "Registry",
     "RemoteFilesystem",
     "SQLiteKeyValueStore",

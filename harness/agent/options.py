@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from filesystems import AbstractFilesystem
+from filesystems import AbstractFilesystem, ProgressCallback
 from harness.agent.hooks import BeforeRun, OnInput
 from harness.agent.queues import QueueLimits
 from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
@@ -61,6 +61,8 @@ class PipelineOptions:
     ``market_scan`` the policy market skills are scanned with; ``visibility`` filters the skills
     of each turn. ``environments`` (``True`` or :class:`~harness.pipeline.EnvironmentOptions`)
     installs each skill's Python requirements in the background (see README, "Environments").
+    ``progress`` hears about long work, such as a staging pass that writes many files
+    (:class:`filesystems.Progress` reports; the CLI shows them as one updating line).
     """
 
     global_skills_dir: str | Path | Sequence[str | Path] | None = None
@@ -73,6 +75,7 @@ class PipelineOptions:
     market_scan: MarketScanPolicy | None = None
     visibility: VisibilityPolicy | None = None
     environments: EnvironmentOptions | bool | None = None
+    progress: ProgressCallback | None = None
 
     def build(
         self,
