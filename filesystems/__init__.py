@@ -43,7 +43,6 @@ from .paths import (
     segment_problem,
 )
 from .plugins import Registry, lazy_exports
-from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
 from .registry import (
     known_filesystem_modes,
     known_store_schemes,
@@ -64,7 +63,8 @@ from .stores import (
 )
 from .tasks import BackgroundTasks
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use: most programs never report progress or use MySQL
+    from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
     from .stores.mysql import MySQLKeyValueStore
 
 __all__ = [

@@ -41,7 +41,8 @@ ProgressCallback = Callable[[Progress], None]
 
 
 class ProgressReporter:
-    """Counts one piece of work and reports it to ``callback``, at most every ``interval`` seconds.
+    """Counts one piece of work and reports it to ``callback``, at most every ``interval`` seconds
+    (default :data:`DEFAULT_PROGRESS_INTERVAL`).
 
     Reports ``0`` when made. Safe to :meth:`advance` from several threads. :meth:`finish`
     reports the final count once, whatever the interval; later calls do nothing.
@@ -55,14 +56,14 @@ class ProgressReporter:
         total: int | None,
         unit: str = "",
         subject: str = "",
-        interval: float = DEFAULT_PROGRESS_INTERVAL,
+        interval: float | None = None,
     ) -> None:
         self._callback = callback
         self._task = task
         self._total = total
         self._unit = unit
         self._subject = subject
-        self._interval = interval
+        self._interval = DEFAULT_PROGRESS_INTERVAL if interval is None else interval
         self._done = 0
         self._last = time.monotonic()
         self._finished = False

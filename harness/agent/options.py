@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from filesystems import AbstractFilesystem, ProgressCallback
+from filesystems import AbstractFilesystem
 from harness.agent.hooks import BeforeRun, OnInput
 from harness.agent.queues import QueueLimits
 from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
@@ -32,6 +32,7 @@ from harness.tools.skills import UsageHooks
 from repositories import SkillRepository
 
 if TYPE_CHECKING:
+    from filesystems import ProgressCallback
     from harness.config import HarnessConfig
     from harness.learning import CuratorConfig, SelfLearning
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from filesystems import Progress, ProgressCallback
 from harness.terminal import escape_control
+
+if TYPE_CHECKING:
+    from filesystems import Progress, ProgressCallback
 
 __all__ = ["TerminalProgress", "terminal_progress"]
 

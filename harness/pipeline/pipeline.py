@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
@@ -25,7 +25,6 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     BackgroundTasks,
-    ProgressCallback,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -52,6 +51,9 @@ from harness.pipeline.watch import TreeWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback
 
 __all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 

@@ -59,20 +59,16 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from filesystems import (
-    DEFAULT_PROGRESS_INTERVAL,
-    AsyncResource,
-    ProgressCallback,
-    ProgressReporter,
-    has_dot_segment,
-    relative_path_problem,
-)
+from filesystems import AsyncResource, has_dot_segment, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback, ProgressReporter
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +157,8 @@ class Stager(AsyncResource):
 
     ``progress``, when given, hears about a pass that writes: ``Progress(task="staging",
     unit="files", done=..., total=files to write, subject=cache_dir)``, counted as each skill's files land,
-    at most every ``progress_interval`` seconds and once more at the end. A pass with nothing to
+    at most every ``progress_interval`` seconds (``None``: the reporter's default) and once more
+    at the end. A pass with nothing to
     fetch (a warm turn, a restart over the same cache) reports nothing.
     """
 
@@ -173,7 +170,7 @@ class Stager(AsyncResource):
         lease_grace: float = 86400.0,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         progress: ProgressCallback | None = None,
-        progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
+        progress_interval: float | None = None,
     ) -> None:
         if max_file_size < 1:
             raise ValueError(f"max_file_size must be at least 1 byte, not {max_file_size}")
@@ -317,6 +314,8 @@ class Stager(AsyncResource):
         """A progress reporter over the files about to be written, when someone listens."""
         if self.progress is None or not contents:
             return None
+        from filesystems import ProgressReporter  # loaded only by programs that listen
+
         return ProgressReporter(
             self.progress,
             task="staging",
