@@ -63,11 +63,13 @@ from .stores import (
 )
 from .tasks import BackgroundTasks
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use: most programs never report progress or use MySQL
+    from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
     from .stores.mysql import MySQLKeyValueStore
 
 __all__ = [
     "CACHE_DIR",
+    "DEFAULT_PROGRESS_INTERVAL",
     "MACHINE_DIR",
     "RESERVED_USER_IDS",
     "VCS_FOLDERS",
@@ -85,6 +87,9 @@ __all__ = [
     "MemoryKeyValueStore",
     "MySQLKeyValueStore",
     "PathEscapeError",
+    "Progress",
+    "ProgressCallback",
+    "ProgressReporter",
     "Registry",
     "RemoteFilesystem",
     "SQLiteKeyValueStore",

@@ -3,7 +3,7 @@
 # over TCP. Installs with apt when running as root and missing. Prints the DSN the tests use as
 # `HARNESS_TEST_MYSQL_DSN=...` on its last line.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh" .venv
 
 if ! command -v bwrap >/dev/null; then
   apt_install bubblewrap || echo "warning: bubblewrap is not installed; sandbox tests will not run" >&2

@@ -32,6 +32,7 @@ from harness.tools.skills import UsageHooks
 from repositories import SkillRepository
 
 if TYPE_CHECKING:
+    from filesystems import ProgressCallback
     from harness.config import HarnessConfig
     from harness.learning import CuratorConfig, SelfLearning
 
@@ -61,6 +62,8 @@ class PipelineOptions:
     ``market_scan`` the policy market skills are scanned with; ``visibility`` filters the skills
     of each turn. ``environments`` (``True`` or :class:`~harness.pipeline.EnvironmentOptions`)
     installs each skill's Python requirements in the background (see README, "Environments").
+    ``progress`` hears about long work, such as a staging pass that writes many files
+    (:class:`filesystems.Progress` reports; the CLI shows them as one updating line).
     """
 
     global_skills_dir: str | Path | Sequence[str | Path] | None = None
@@ -73,6 +76,7 @@ class PipelineOptions:
     market_scan: MarketScanPolicy | None = None
     visibility: VisibilityPolicy | None = None
     environments: EnvironmentOptions | bool | None = None
+    progress: ProgressCallback | None = None
 
     def build(
         self,

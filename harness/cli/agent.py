@@ -76,6 +76,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _demo(directory: Path) -> int:
-    from harness.cli.demo import run_demo
+    from harness.cli.demo import command_name, run_demo
 
-    return await run_demo(directory)
+    return await run_demo(directory, command=command_name())

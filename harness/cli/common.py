@@ -17,6 +17,7 @@ from typing import Any
 
 from filesystems import AbstractFilesystem, known_filesystem_modes
 from harness.agent import Harness
+from harness.cli.progress import terminal_progress
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
@@ -96,7 +97,9 @@ def filesystem_from_args(args: argparse.Namespace) -> AbstractFilesystem:
 
 
 def harness_from_args(args: argparse.Namespace, **overrides: Any) -> Harness:
-    """A harness for a CLI command (no file watchers: a command runs one turn)."""
+    """A harness for a CLI command (no file watchers: a command runs one turn). Long work shows
+    its progress on a terminal's stderr unless the command prints ``--json``."""
+    overrides.setdefault("progress", terminal_progress(json=bool(getattr(args, "json", False))))
     return Harness.from_config(config_from_args(args), watch=False, **overrides)
 
 

@@ -1,27 +1,37 @@
 """``harness demo``: a whole multi-tenant setup on embedded defaults, run with the offline model.
 
-Builds a global skills folder, a git market (a local bare repository), the example package
-market (when ``acme_skills`` is installed), workspace skills and two users — alice overrides
-one market skill — then runs turns for each user and prints what happened.
+Builds the four layers — a global skills folder, markets (a git market from a local bare
+repository, and the example package market when ``acme_skills`` is installed), workspace skills
+and two users, alice's own ``unit-convert`` shadowing the market's — then runs turns for each
+user and prints what happened. It ends by writing ``harness.yaml`` (the same setup for the
+``harness`` command) and printing the commands that explore it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
+
+import yaml
 
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxUnavailable
 from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.events import ModelReplied, ShellRan, SkillLoaded, TurnPrepared
 from harness.models import DemoModel
+from harness.pipeline import TurnPlan
 from repositories import GitRepository, SkillRepository
 
-__all__ = ["run_demo"]
+__all__ = ["LAYERS", "command_name", "run_demo"]
 
 _MARKER = ".harness-demo"
+_CONFIG = "harness.yaml"
+#: The layers, lowest first: a higher one shadows a same-name skill of a lower one.
+LAYERS = ("global", "market", "workspace", "user")
 
 
 def _skill(name: str, description: str, body: str, script: str) -> dict[str, str]:
@@ -70,10 +80,13 @@ ALICE_OVERRIDE = {
     )
 }
 TURNS = ("What is the weather forecast for Paris?", "Please convert 10 km to miles.")
+_SYSTEM_PROMPT = "You are the harness demo assistant."
 
 
-async def run_demo(directory: Path) -> int:
-    """Build the demo under ``directory`` (recreated on each run) and print the turns."""
+async def run_demo(directory: Path, *, command: str = "harness") -> int:
+    """Build the demo under ``directory`` (recreated on each run), print the turns, then the
+    ``command`` lines that explore what it built."""
+    shown = directory
     directory = directory.resolve()
     _reset(directory)
     global_dir = directory / "global-skills"
@@ -82,6 +95,7 @@ async def run_demo(directory: Path) -> int:
     _write_tree(workspace / "skills", WORKSPACE)
     _write_tree(workspace / "alice" / "skills", ALICE_OVERRIDE)
     bare = _git_market(directory)
+    git_url = f"git+file://{bare}#cache_dir={directory / 'git-cache'}"
     repositories: list[SkillRepository] = [GitRepository(f"file://{bare}", cache_dir=directory / "git-cache")]
     package = _package_market()
     if package is not None:
@@ -89,32 +103,56 @@ async def run_demo(directory: Path) -> int:
     filesystem, mode, why = await _filesystem(workspace)
     print(f"demo workspace: {directory}")
     print(f"filesystem mode: {mode} ({why})")
+    print(f"layers, lowest first (a higher layer shadows a same-name skill of a lower one): {' < '.join(LAYERS)}")
+    print(f"  global:    {global_dir}")
     print(
-        "markets: "
+        "  market:    "
         + ", ".join(r.source for r in repositories)
         + ("" if package else " (acme_skills not installed: no package market)")
     )
+    print(f"  workspace: {workspace / 'skills'} (shared by every user)")
+    print(f"  user:      {workspace}/<user>/skills (alice has her own unit-convert; bob has none)")
     async with Harness(
         name="demo",
         model=DemoModel(),
         filesystem=filesystem,
         repositories=repositories,
-        system_prompt="You are the harness demo assistant.",
+        system_prompt=_SYSTEM_PROMPT,
         pipeline=PipelineOptions(global_skills_dir=global_dir),
     ) as agent:
         for user in ("alice", "bob"):
             context = RuntimeContext(user_id=user, session_id="demo")
             plan = await agent.prepare(context)
-            print(f"\n===== {user}: the catalog this user sees =====")
-            print(plan.catalog)
-            if plan.staged is not None:
-                staged = plan.staged
-                print(f"[staging] written {staged.written}, unchanged {staged.unchanged}, removed {staged.removed}")
+            _print_plan(user, plan)
             for message in TURNS:
                 print(f"\n--- {user} asks: {message}")
                 async for event in agent.stream(message, context=context):
                     _print_event(event)
+    config = directory / _CONFIG
+    _write_config(config, mode, [git_url, *(["pkg:acme_skills"] if package else [])])
+    _print_explore(command, shown / _CONFIG)
     return 0
+
+
+def _print_plan(user: str, plan: TurnPlan) -> None:
+    print(f"\n===== {user}: the skills this user sees, by layer =====")
+    listed = sorted(plan.available(), key=lambda s: (-s.skill.layer.rank, s.skill.name))
+    for resolved in listed:
+        skill = resolved.skill
+        print(f"  {skill.layer.value:<9}  {skill.name:<14} {skill.skill_id}")
+    for shadowing in plan.shadowed:
+        winner, loser = shadowing.winner.skill, shadowing.loser.skill
+        print(
+            f"  shadowed: {user}'s {winner.name} ({winner.layer.value} layer) shadows the {loser.layer.value} "
+            f"layer's {loser.skill_id}; it still loads by that id"
+        )
+    if not plan.shadowed:
+        print("  shadowed: nothing (no skill of a higher layer has the name of a lower one)")
+    print(f"\n===== {user}: the catalog as the model sees it =====")
+    print(plan.catalog)
+    if plan.staged is not None:
+        staged = plan.staged
+        print(f"[staging] written {staged.written}, unchanged {staged.unchanged}, removed {staged.removed}")
 
 
 def _print_event(event: object) -> None:
@@ -129,6 +167,57 @@ def _print_event(event: object) -> None:
         print(f"[shell] {event.command} -> exit {event.exit_code} in {event.duration * 1000:.0f} ms")
     elif isinstance(event, ModelReplied) and event.final:
         print(f"[reply] {event.content}")
+
+
+def _write_config(path: Path, mode: str, repositories: list[str]) -> None:
+    """The demo's setup as ``harness.yaml`` (paths relative to it), for the ``harness`` command."""
+    config = {
+        "name": "demo",
+        "workspace": "workspace",
+        "global_skills_dir": "global-skills",
+        "filesystem": mode,
+        "repositories": repositories,
+        "model": "demo",
+        "system_prompt": _SYSTEM_PROMPT,
+    }
+    header = "# Written by 'harness demo': the demo's setup, for --config. Rebuilt on each run.\n"
+    path.write_text(header + yaml.safe_dump(config, sort_keys=False))
+
+
+def _print_explore(command: str, config: Path) -> None:
+    flags = f"--config {config}"
+    print(f"\n===== explore what the demo built ({config} holds its setup) =====")
+    for line, why in (
+        (f"skills list {flags} --user alice", "alice's skills by layer, and what her unit-convert shadows"),
+        (f"skills list {flags} --user bob", "bob's: the market's unit-convert, nothing shadowed"),
+        (f"skills prompt {flags} --user alice", "the catalog exactly as the model sees it"),
+        (f"skills show unit-convert {flags} --user alice", "what loading a skill returns"),
+        (f"skills stage {flags}", "stage the market and global skills again: nothing is rewritten"),
+        (f'run "Please convert 10 km to miles." {flags} --user bob -v', "one more turn, with its tool calls"),
+    ):
+        print(f"  {command} {line}\n      # {why}")
+
+
+def command_name() -> str:
+    """How to run the ``harness`` command that is running now, as the user should type it:
+    ``harness`` when that is what ``PATH`` finds, else its path or ``python -m harness``."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "__main__.py":
+        return f"{_shown(Path(sys.executable))} -m harness"
+    found = shutil.which("harness")
+    if found is not None and Path(found).resolve() == argv0.resolve():
+        return "harness"
+    return _shown(argv0)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is below it, else absolute."""
+    path = path.absolute()
+    try:
+        relative = path.relative_to(Path.cwd())
+    except ValueError:
+        return str(path)
+    return str(relative) if len(relative.parts) > 1 else f".{os.sep}{relative}"
 
 
 def _reset(directory: Path) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
@@ -51,6 +51,9 @@ from harness.pipeline.watch import TreeWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback
 
 __all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
@@ -115,6 +118,7 @@ class SkillPipeline(AsyncResource):
     ``relevance`` (skill id → score, higher first) orders the skills of each catalog group and
     decides which keep a description when the budget cannot describe them all; without it,
     skills are ordered by name. The catalog shows markets by short labels (:attr:`labels`).
+    ``progress`` hears about long work: a staging pass that writes files (see :class:`Stager`).
     """
 
     def __init__(
@@ -135,6 +139,7 @@ class SkillPipeline(AsyncResource):
         skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
         environments: EnvironmentOptions | None = None,
         relevance: Mapping[str, float] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
@@ -175,7 +180,9 @@ class SkillPipeline(AsyncResource):
         self._resolved_generation = 0
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = (
-            Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size) if cache is not None else None
+            Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
+            if cache is not None
+            else None
         )
         self.environments = EnvironmentManager(filesystem, environments) if environments is not None else None
         self._base: _Base | None = None

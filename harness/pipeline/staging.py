@@ -59,13 +59,16 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from filesystems import AsyncResource, has_dot_segment, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback, ProgressReporter
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +153,14 @@ class _Fetched:
 
 
 class Stager(AsyncResource):
-    """Keeps ``cache_dir`` equal to the union of what this process's sources offer."""
+    """Keeps ``cache_dir`` equal to the union of what this process's sources offer.
+
+    ``progress``, when given, hears about a pass that writes: ``Progress(task="staging",
+    unit="files", done=..., total=files to write, subject=cache_dir)``, counted as each skill's files land,
+    at most every ``progress_interval`` seconds (``None``: the reporter's default) and once more
+    at the end. A pass with nothing to
+    fetch (a warm turn, a restart over the same cache) reports nothing.
+    """
 
     def __init__(
         self,
@@ -159,6 +169,8 @@ class Stager(AsyncResource):
         verify_interval: float | None = 600.0,
         lease_grace: float = 86400.0,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        progress: ProgressCallback | None = None,
+        progress_interval: float | None = None,
     ) -> None:
         if max_file_size < 1:
             raise ValueError(f"max_file_size must be at least 1 byte, not {max_file_size}")
@@ -167,6 +179,8 @@ class Stager(AsyncResource):
         self.max_file_size = max_file_size
         self.verify_interval = verify_interval
         self.lease_grace = lease_grace
+        self.progress = progress
+        self.progress_interval = progress_interval
         self._lock = anyio.Lock()
         self._last_key: tuple[object, ...] | None = None
         self._last_notes: tuple[Diagnostic, ...] = ()
@@ -214,7 +228,14 @@ class Stager(AsyncResource):
                         if verify or _recorded_digest(manifest.get(item.key)) != item.entry.digest
                     ]
                     diagnostics = await self._fetch(needed, contents)
-                    result = await anyio.to_thread.run_sync(self._apply, items, contents, verify, keep_sources)
+                    reporter = self._reporter(contents)
+                    try:
+                        result = await anyio.to_thread.run_sync(
+                            self._apply, items, contents, verify, keep_sources, reporter
+                        )
+                    finally:
+                        if reporter is not None:
+                            reporter.finish()
             except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
                 result = StageResult(
                     diagnostics=(
@@ -288,6 +309,21 @@ class Stager(AsyncResource):
         _LIVE_LEASES.pop(self._lease_name, None)
         with contextlib.suppress(FileNotFoundError):
             (self.cache_dir / _LEASES / self._lease_name).unlink()
+
+    def _reporter(self, contents: dict[str, dict[str, _Fetched]]) -> ProgressReporter | None:
+        """A progress reporter over the files about to be written, when someone listens."""
+        if self.progress is None or not contents:
+            return None
+        from filesystems import ProgressReporter  # loaded only by programs that listen
+
+        return ProgressReporter(
+            self.progress,
+            task="staging",
+            total=sum(len(files) for files in contents.values()),
+            unit="files",
+            subject=str(self.cache_dir),
+            interval=self.progress_interval,
+        )
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -443,6 +479,7 @@ class Stager(AsyncResource):
         contents: dict[str, dict[str, _Fetched]],
         verify: bool,
         keep_sources: frozenset[str],
+        reporter: ProgressReporter | None = None,
     ) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
@@ -462,15 +499,19 @@ class Stager(AsyncResource):
                 for source in {item.reader.source for item, _ in writes} | {p.name for p in _dirs(self.cache_dir)}:
                     _drop_links(self.cache_dir / source)
                     self._open_folder(self.cache_dir, self.cache_dir / source, opened)
+
                 # Skills are written side by side (each file still temp + rename): creating and renaming
                 # files waits on the filesystem's journal far more than on the CPU.
+                def write_skill(
+                    write: tuple[StageItem, dict[str, _Fetched]],
+                ) -> tuple[tuple[int, int, int], dict[str, Any], list[Diagnostic]]:
+                    outcome = self._write_skill(write[0], write[1], manifest.get(write[0].key), verify)
+                    if reporter is not None:
+                        reporter.advance(len(write[1]))
+                    return outcome
+
                 with concurrent.futures.ThreadPoolExecutor(min(_WRITE_CONCURRENCY, max(len(writes), 1))) as pool:
-                    outcomes = list(
-                        pool.map(
-                            lambda write: self._write_skill(write[0], write[1], manifest.get(write[0].key), verify),
-                            writes,
-                        )
-                    )
+                    outcomes = list(pool.map(write_skill, writes))
                 for (item, _), (counts, entry_manifest, found) in zip(writes, outcomes, strict=True):
                     written += counts[0]
                     unchanged += counts[1]
