@@ -22,6 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     PlainValidator,
     ValidationError,
     ValidatorFunctionWrapHandler,
@@ -129,17 +130,24 @@ class _Section(BaseModel):
         """What the section must be, in words: ``a mapping with keys a, b and c``."""
         return f"{cls.shorthand}a mapping with keys {_and(list(cls.model_fields))}"
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _known_keys(cls, data: object) -> object:
+    def _known_keys(cls, data: object, handler: ModelWrapValidatorHandler[_Section]) -> _Section:
+        """Refuse a value that is no mapping, and unknown keys along with the known keys' problems."""
         if isinstance(data, BaseModel):
-            return data
+            return handler(data)
         if not isinstance(data, dict):
             raise Expected(cls.expected())
         unknown = [str(key) for key in data if key not in cls.model_fields]
-        if unknown:
-            raise UnknownKeys(unknown, list(cls.model_fields), cls.expected())
-        return data
+        if not unknown:
+            return handler(data)
+        problem = UnknownKeys(unknown, list(cls.model_fields), cls.expected())
+        errors: list[Any] = [{"type": "value_error", "loc": (), "input": data, "ctx": {"error": problem}}]
+        try:
+            handler({key: value for key, value in data.items() if key in cls.model_fields})
+        except ValidationError as exc:
+            errors += exc.errors()
+        raise ValidationError.from_exception_data(cls.__name__, errors)
 
 
 class LimitsSection(_Section):
