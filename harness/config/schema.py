@@ -50,12 +50,11 @@ __all__ = [
     "PackagesSection",
     "RuleSection",
     "json_schema",
-    "parse_size",
 ]
 
-#: A size: bytes, or a whole number with a K/M/G/T suffix (powers of 1024; ``B`` / ``iB`` allowed).
-SIZE_PATTERN = r"^[0-9]+([KMGTkmgt]([iI]?[bB])?|[bB])?$"
-_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+# A size: bytes, or a whole number with a K/M/G/T suffix (powers of 1024; ``B`` / ``iB`` allowed).
+_SIZE_PATTERN = r"^([0-9]+)([KMGTkmgt]([iI]?[bB])?|[bB])?$"
+_SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def _default(owner: type[Any], name: str) -> Any:
@@ -82,17 +81,13 @@ def _expect(expected: str, *, whole: bool = False) -> WrapValidator:
     return WrapValidator(check)
 
 
-def parse_size(value: object) -> int:
+def _size(value: object) -> int:
     """``value`` as a number of bytes: a positive integer, or a string such as ``512M`` or ``4GiB``."""
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
-    text = value.strip() if isinstance(value, str) else ""
-    if re.fullmatch(SIZE_PATTERN, text):
-        digits = re.match(r"[0-9]+", text)
-        assert digits is not None  # the pattern starts with digits
-        size = int(digits.group()) * _SIZE_UNITS[text[digits.end() :][:1].upper().replace("B", "")]
-        if size > 0:
-            return size
+    match = re.fullmatch(_SIZE_PATTERN, value.strip()) if isinstance(value, str) else None
+    if match and int(match.group(1)) > 0:
+        return int(match.group(1)) * _SIZE_UNITS.get((match.group(2) or "")[:1].upper(), 1)
     raise ValueError(f"{value!r} is not a size like 512M or 4G")
 
 
@@ -107,8 +102,8 @@ Strings = Annotated[
 ]
 Size = Annotated[
     int,
-    PlainValidator(parse_size),
-    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": SIZE_PATTERN}]}),
+    PlainValidator(_size),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": _SIZE_PATTERN}]}),
 ]
 Positive = Annotated[int, Field(ge=1), _expect("an integer ≥ 1")]
 Seconds = Annotated[float, Field(gt=0), _expect("a positive number of seconds")]
