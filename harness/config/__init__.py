@@ -18,6 +18,7 @@ the file, or a URL). :func:`json_schema` returns it.
 
 from harness.config.config import HarnessConfig
 from harness.config.loader import load_config
+from harness.config.problems import UnexpectedValue, UnknownKeys
 from harness.config.schema import ConfigFile, json_schema
 
-__all__ = ["ConfigFile", "HarnessConfig", "json_schema", "load_config"]
+__all__ = ["ConfigFile", "HarnessConfig", "UnexpectedValue", "UnknownKeys", "json_schema", "load_config"]

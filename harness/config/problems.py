@@ -1,6 +1,6 @@
 """What is wrong with a ``harness.yaml``, in words: one line per problem, naming the key's path.
 
-The schema's validators raise :class:`Expected` (a value of the wrong type or range) and
+The schema's validators raise :class:`UnexpectedValue` (a value of the wrong type or range) and
 :class:`UnknownKeys`; :func:`problems` turns them, and any other error pydantic reports, into
 messages such as ``max_steps must be an integer ≥ 1, got 'lots'`` or ``unknown keys nmae (did
 you mean name?)``.
@@ -15,20 +15,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from filesystems import redact_secrets
+from harness.errors import ConfigError
 
-__all__ = ["Expected", "UnknownKeys", "key_path", "problems"]
+__all__ = ["UnexpectedValue", "UnknownKeys", "key_path", "problems"]
 
 
-class Expected(ValueError):
-    """A value is not what its key takes; ``expected`` says what it takes, in words."""
+class UnexpectedValue(ConfigError):
+    """A value is not what its key takes; ``expected`` says what it takes, in words. Raised by
+    the schema's validators; :func:`~harness.config.load_config` reports it with the key's path."""
 
     def __init__(self, expected: str) -> None:
         super().__init__(f"expected {expected}")
         self.expected = expected
 
 
-class UnknownKeys(ValueError):
-    """A mapping has keys its section does not know."""
+class UnknownKeys(ConfigError):
+    """A mapping has keys its section does not know (raised by the schema, reported as above)."""
 
     def __init__(self, unknown: Sequence[str], known: Sequence[str], expected: str) -> None:
         super().__init__(f"unknown keys {', '.join(unknown)}")
@@ -53,7 +55,7 @@ def _message(detail: Mapping[str, Any]) -> str:
     cause = detail.get("ctx", {}).get("error")
     if isinstance(cause, UnknownKeys):
         return _unknown(where, cause)
-    if isinstance(cause, Expected):
+    if isinstance(cause, UnexpectedValue):
         return f"{where or 'the configuration'} must be {cause.expected}, got {detail['input']!r}"
     if detail["type"] == "missing":
         return f"{where} is required"

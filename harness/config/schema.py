@@ -34,7 +34,7 @@ from pydantic import (
 from filesystems import SandboxLimits
 from harness.approval import ApprovalRule
 from harness.config.config import HarnessConfig
-from harness.config.problems import Expected, UnknownKeys
+from harness.config.problems import UnexpectedValue, UnknownKeys
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.environments import EnvironmentOptions
 from harness.skills.scanner import MarketScanPolicy
@@ -64,7 +64,7 @@ def _default(owner: type[Any], name: str) -> Any:
 
 
 def _expect(expected: str, *, whole: bool = False) -> WrapValidator:
-    """Report a value of the wrong type (or out of range) as :class:`Expected` naming ``expected``.
+    """Report a value of the wrong type (or out of range) as :class:`UnexpectedValue` naming ``expected``.
 
     A problem inside the value (an item of a list, a key of a section) keeps its own path and
     message, unless ``whole`` (a union: each of its members failed, the value as a whole is wrong).
@@ -75,7 +75,7 @@ def _expect(expected: str, *, whole: bool = False) -> WrapValidator:
             return handler(value)
         except ValidationError as exc:
             if whole or any(not detail["loc"] for detail in exc.errors()):
-                raise Expected(expected) from None
+                raise UnexpectedValue(expected) from None
             raise
 
     return WrapValidator(check)
@@ -132,7 +132,7 @@ class _Section(BaseModel):
         if isinstance(data, BaseModel):
             return handler(data)
         if not isinstance(data, dict):
-            raise Expected(cls.expected())
+            raise UnexpectedValue(cls.expected())
         unknown = [str(key) for key in data if key not in cls.model_fields]
         if not unknown:
             return handler(data)
