@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
 from filesystems import (
     AbstractFilesystem,
@@ -22,12 +27,13 @@ from filesystems import (
     register_store,
 )
 from harness import ConfigError, Harness, PipelineOptions, RuntimeContext
-from harness.config import HarnessConfig, load_config
+from harness.config import HarnessConfig, json_schema, load_config
 from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+SCHEMA = Path(__file__).resolve().parents[1] / "harness" / "harness.schema.json"
 
 
 def _readme_example() -> str:
@@ -226,3 +232,187 @@ def test_market_timeout_has_one_default_for_the_file_the_agent_and_the_pipeline(
     (option,) = [f for f in dataclasses.fields(PipelineOptions) if f.name == "market_timeout"]
     assert option.default is DEFAULT_MARKET_TIMEOUT  # the agent's (Harness(pipeline=PipelineOptions(...)))
     assert inspect.signature(SkillPipeline.__init__).parameters["market_timeout"].default is DEFAULT_MARKET_TIMEOUT
+
+
+def _refused(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "harness.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("max_steps: lots\n", ["harness.yaml: max_steps must be an integer ≥ 1, got 'lots'"]),
+        ("max_steps: 0\n", ["max_steps must be an integer ≥ 1, got 0"]),
+        ("max_steps: '3'\n", ["max_steps must be an integer ≥ 1, got '3'"]),
+        ("max_steps: true\n", ["max_steps must be an integer ≥ 1, got True"]),
+        ("market_timeout: 0\n", ["market_timeout must be a positive number of seconds, got 0"]),
+        ("catalog_budget: many\n", ["catalog_budget must be an integer ≥ 0 or null, got 'many'"]),
+        ("max_file_size: 1.5\n", ["max_file_size must be an integer ≥ 1, got 1.5"]),
+        ("name: [a, b]\n", ["name must be a string, got ['a', 'b']"]),
+        ("dynamic_skills: 'yes'\n", ["dynamic_skills must be true or false, got 'yes'"]),
+        ("global_skills_dir: 3\n", ["global_skills_dir must be a folder or a list of folders, got 3"]),
+        ("skill_dirs: skills\n", ["skill_dirs must be a list of folders such as [skills, .agents/skills]"]),
+        ("repositories: [./market, 3]\n", ["repositories[1] must be a URL, got 3"]),
+        ("trusted_markets: [acme, 3]\n", ["trusted_markets[1] must be a market slug, got 3"]),
+        ("mcp_tokens: [a]\n", ["mcp_tokens must be a file path, got ['a']"]),
+    ],
+)
+def test_a_wrong_type_names_the_key_and_what_it_takes(tmp_path: Path, text: str, fragments: list[str]) -> None:
+    message = _refused(tmp_path, text)
+    assert all(fragment in message for fragment in fragments), message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("filesystem: 3\n", ["filesystem must be a mode name or a mapping with keys mode, store, network,", "got 3"]),
+        ("filesystem: {mode: sandbx}\n", ["filesystem.mode: 'sandbx' is not one of", "(did you mean sandbox?)"]),
+        ("filesystem: {timeout: soon}\n", ["filesystem.timeout must be a positive number of seconds, got 'soon'"]),
+        ("filesystem: {network: 1}\n", ["filesystem.network must be true or false, got 1"]),
+        ("filesystem: {env: {RETRIES: [3]}}\n", ["filesystem.env.RETRIES must be a string or a number, got [3]"]),
+        ("filesystem: {path: [bin]}\n", ["filesystem.path[0] must be an absolute folder without ':', got 'bin'"]),
+        (
+            "filesystem: {mode: sandbox, limits: {processes: 1.5}}\n",
+            ["filesystem.limits.processes must be an integer ≥ 1"],
+        ),
+        (
+            "filesystem: {mode: sandbox, limits: {memory: -1}}\n",
+            ["filesystem.limits.memory: -1 is not a size like 512M"],
+        ),
+        ("curator: {interval_hours: soon}\n", ["curator.interval_hours must be a number ≥ 0, got 'soon'"]),
+        ("curator: {umbrella_review: 1}\n", ["curator.umbrella_review must be true or false, got 1"]),
+        ("curator: 3\n", ["curator must be true, false or a mapping with keys interval_hours,", "got 3"]),
+        ("approval: {rules: {action: allow}}\n", ["approval.rules must be a list of rules"]),
+        ("approval: {rules: [{action: permit}]}\n", ["approval.rules[0].action must be one of allow, deny, ask"]),
+        ("approval: {rules: [{action: allow, kinds: [exec]}]}\n", ["approval.rules[0].kinds[0] must be one of shell"]),
+        ("approval: {rules: [{tool: x}]}\n", ["approval.rules[0].action is required"]),
+        ("market_scan: {default: maybe}\n", ["market_scan.default must be one of report, block, off, got 'maybe'"]),
+        ("market_scan: {scan_limit: big}\n", ["market_scan.scan_limit must be an integer ≥ 1, got 'big'"]),
+        ("market_scan: []\n", ["market_scan must be a mapping with keys default, sources and scan_limit"]),
+        ("environments: maybe\n", ["environments must be true, false or a mapping with keys enabled,"]),
+        ("environments: {enabled: 'no'}\n", ["environments.enabled must be true or false, got 'no'"]),
+        ("environments: {max_size: 1.5}\n", ["environments.max_size: 1.5 is not a size like 512M or 4G"]),
+        ("environments: {infer_for: ['']}\n", ["environments.infer_for[0] must be a non-empty string, got ''"]),
+        ("environments: {packages: {skills: {pdf: pypdf}}}\n", ["environments.packages.skills.pdf must be a list"]),
+    ],
+)
+def test_a_wrong_type_in_a_section_names_the_keys_path(tmp_path: Path, text: str, fragments: list[str]) -> None:
+    message = _refused(tmp_path, text)
+    assert all(fragment in message for fragment in fragments), message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("naem: bot\n", "unknown keys naem (did you mean name?)"),
+        ("max_step: 3\n", "unknown keys max_step (did you mean max_steps?)"),
+        (
+            "filesystem: {mode: sandbox, timout: 3}\n",
+            "unknown keys filesystem.timout (did you mean filesystem.timeout?)",
+        ),
+        (
+            "filesystem: {mode: sandbox, limits: {memroy: 1G}}\n",
+            "unknown keys filesystem.limits.memroy (did you mean filesystem.limits.memory?)",
+        ),
+        ("curator: {intervl_hours: 3}\n", "unknown keys curator.intervl_hours (did you mean curator.interval_hours?)"),
+        ("approval: {defualt: ask}\n", "unknown keys approval.defualt (did you mean approval.default?)"),
+        ("approval: {rules: [{action: allow, paterns: [x]}]}\n", "(did you mean approval.rules[0].patterns?)"),
+        ("market_scan: {source: {}}\n", "unknown keys market_scan.source (did you mean market_scan.sources?)"),
+        ("environments: {index_ur: x}\n", "unknown keys environments.index_ur (did you mean environments.index_url?)"),
+    ],
+)
+def test_an_unknown_key_is_refused_with_the_closest_known_one(tmp_path: Path, text: str, fragment: str) -> None:
+    assert fragment in _refused(tmp_path, text)
+
+
+def test_an_unknown_key_far_from_any_known_one_lists_the_known_keys(tmp_path: Path) -> None:
+    message = _refused(tmp_path, "colour: red\n")
+    assert "unknown keys colour (known: name, workspace," in message and "did you mean" not in message
+
+
+def test_a_nested_unknown_key_says_what_its_section_takes(tmp_path: Path) -> None:
+    message = _refused(tmp_path, "filesystem: {mode: local, colour: red}\n")
+    assert message.endswith(
+        "filesystem must be a mode name or a mapping with keys mode, store, network, timeout, limits, env and path"
+    )
+
+
+def test_every_problem_of_the_file_is_reported_at_once_one_line_each(tmp_path: Path) -> None:
+    lines = _refused(tmp_path, "max_steps: lots\nnmae: x\nfilesystem: {timeout: -1, colour: red}\n").splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "unknown keys nmae (did you mean name?)",
+        "unknown keys filesystem.colour; filesystem must be a mode name or a mapping with keys mode, store, network, "
+        "timeout, limits, env and path",
+        "filesystem.timeout must be a positive number of seconds, got -1",
+        "max_steps must be an integer ≥ 1, got 'lots'",
+    ]
+    assert all(line.startswith(str(tmp_path / "harness.yaml")) for line in lines)
+
+
+def test_a_wrong_value_is_shown_without_its_secret(tmp_path: Path) -> None:
+    message = _refused(tmp_path, "repositories: git+https://bot:hunter2@git.example/skills.git\n")
+    assert "repositories must be a list of URLs" in message and "hunter2" not in message
+
+
+def test_the_cli_reports_a_wrong_type_without_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("max_steps: lots\n")
+    command = [sys.executable, "-m", "harness", "skills", "list", "--config", str(tmp_path / "harness.yaml")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "configuration error: " in result.stderr and "max_steps must be an integer ≥ 1, got 'lots'" in result.stderr
+
+
+def test_sizes_take_a_unit_and_lifted_limits_take_null(tmp_path: Path) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text("filesystem:\n  mode: sandbox\n  limits: {memory: 2GiB, file_size: 512m, tmp_size: null}\n")
+    limits = load_config(path).sandbox_limits
+    assert (limits.memory, limits.file_size, limits.tmp_size) == (2 << 30, 512 << 20, None)
+
+
+def test_the_schemas_defaults_are_the_configs() -> None:
+    properties = json_schema()["properties"]
+    defaults = HarnessConfig()
+    for key in ("name", "model", "system_prompt", "max_steps", "catalog_budget", "market_timeout", "max_file_size"):
+        assert properties[key]["default"] == getattr(defaults, key), key
+    assert properties["skill_dirs"]["default"] == list(defaults.skill_dirs)
+
+
+def test_the_committed_json_schema_is_the_generated_one() -> None:
+    generated = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    assert SCHEMA.read_text(encoding="utf-8") == generated, (
+        "harness/harness.schema.json is out of date; regenerate it with "
+        "`python -m harness.config > harness/harness.schema.json`"
+    )
+
+
+def test_editors_get_the_same_schema_the_loader_checks(tmp_path: Path) -> None:
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(yaml.safe_load(_readme_example()))) == []
+    shorthands = "filesystem: sandbox\napproval: allow-all\ncurator: true\nenvironments: false\n"
+    assert list(validator.iter_errors(yaml.safe_load(shorthands))) == []
+    for bad in ("max_steps: lots\n", "nmae: x\n", "filesystem: {mode: local, colour: red}\n"):
+        assert list(validator.iter_errors(yaml.safe_load(bad))), bad
+        with pytest.raises(ConfigError):
+            load_config(_write(tmp_path, bad))
+
+
+def test_a_file_naming_its_schema_for_editors_loads(tmp_path: Path) -> None:
+    text = f"# yaml-language-server: $schema={SCHEMA}\nname: bot\n"
+    assert load_config(_write(tmp_path, text)).name == "bot"
+
+
+def test_import_harness_does_not_load_pydantic() -> None:
+    code = "import sys, harness; print('pydantic' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "harness.yaml"
+    path.write_text(text)
+    return path

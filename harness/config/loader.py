@@ -1,0 +1,159 @@
+"""Reading ``harness.yaml``: the YAML, then the schema, then each part's own rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from filesystems import SandboxLimits, redact_secrets
+from harness.approval import ApprovalPolicy, policy_from_data
+from harness.config.config import HarnessConfig
+from harness.config.problems import problems
+from harness.config.schema import (
+    AllowAllSection,
+    ApprovalSection,
+    ConfigFile,
+    EnvironmentsSection,
+    FilesystemSection,
+)
+from harness.errors import ConfigError
+from harness.learning.schedule import CuratorConfig
+from harness.pipeline.environments import EnvironmentOptions
+from harness.pipeline.pipeline import check_skill_dirs
+from harness.skills.scanner import MarketScanPolicy
+
+__all__ = ["load_config"]
+
+
+def load_config(path: str | Path) -> HarnessConfig:
+    """Read and check ``harness.yaml``; raises :class:`ConfigError` naming each bad key, one
+    line per problem (``harness.yaml: max_steps must be an integer ≥ 1, got 'lots'``)."""
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the configuration must be a mapping")
+    try:
+        file = ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("\n".join(f"{path}: {problem}" for problem in problems(exc))) from None
+    try:
+        return _config(file, path.parent)
+    except ValueError as exc:  # a part's own rule; its message names the key
+        raise ConfigError(f"{path}: {redact_secrets(str(exc))}") from None
+
+
+def _config(file: ConfigFile, base: Path) -> HarnessConfig:
+    """The options ``file`` describes, relative paths resolved against ``base``."""
+    folders = file.global_skills_dir
+    return HarnessConfig(
+        name=file.name,
+        workspace=_path(base, file.workspace),
+        global_skills_dir=(
+            tuple(_path(base, folder) for folder in folders)
+            if isinstance(folders, list)
+            else _path(base, folders)
+            if folders
+            else None
+        ),
+        skill_dirs=check_skill_dirs(file.skill_dirs),
+        repositories=tuple(_repo_url(base, url) for url in file.repositories or ()),
+        dynamic_skills=file.dynamic_skills,
+        model=file.model,
+        system_prompt=file.system_prompt,
+        max_steps=file.max_steps,
+        catalog_budget=file.catalog_budget,
+        market_timeout=file.market_timeout,
+        market_scan=_market_scan(file),
+        max_file_size=file.max_file_size,
+        enforce_allowed_tools=file.enforce_allowed_tools,
+        trusted_markets=tuple(file.trusted_markets or ()),
+        curator=_curator(file),
+        approval=_approval(file.approval),
+        mcp_tokens=_path(base, file.mcp_tokens) if file.mcp_tokens else None,
+        environments=_environments(file.environments),
+        **_filesystem(file.filesystem, base),
+    )
+
+
+def _filesystem(section: FilesystemSection, base: Path) -> dict[str, Any]:
+    """The filesystem fields of :class:`HarnessConfig` (``filesystem``, ``store``, ...)."""
+    return {
+        "filesystem": section.mode,
+        "store": _store_url(base, section.store),
+        "network": section.network,
+        "timeout": section.timeout,
+        "sandbox_limits": SandboxLimits(**section.limits.model_dump()) if section.limits else SandboxLimits(),
+        "shell_env": tuple((name, str(value)) for name, value in section.env.items()),
+        "shell_path": tuple(section.path),
+    }
+
+
+def _market_scan(file: ConfigFile) -> MarketScanPolicy | None:
+    if file.market_scan is None:
+        return None
+    try:
+        return MarketScanPolicy.from_data(file.market_scan.model_dump(exclude_unset=True))
+    except ValueError as exc:
+        raise ValueError(f"market_scan: {exc}") from None
+
+
+def _curator(file: ConfigFile) -> CuratorConfig | None:
+    if file.curator is None:
+        return None
+    try:
+        return CuratorConfig.from_data(file.curator.model_dump(exclude_unset=True, exclude_none=True))
+    except ValueError as exc:
+        raise ValueError(f"curator: {exc}") from None
+
+
+def _approval(section: ApprovalSection | None) -> ApprovalPolicy | None:
+    """``approval``: ``allow-all`` or ``{default: ask, rules: [{action, patterns, tools, kinds}]}``."""
+    if section is None:
+        return None
+    return policy_from_data(
+        "allow-all" if isinstance(section, AllowAllSection) else section.model_dump(exclude_unset=True)
+    )
+
+
+def _environments(section: EnvironmentsSection | None) -> EnvironmentOptions | None:
+    """``environments``: per-skill Python environments, unless ``enabled: false``."""
+    if section is None or not section.enabled:
+        return None
+    values = section.model_dump(exclude_unset=True, exclude={"enabled", "packages"})
+    packages = section.packages
+    if packages is not None:
+        values.update(skill_packages=packages.skills or {}, market_packages=packages.markets or {})
+    try:
+        return EnvironmentOptions(**values)
+    except ValueError as exc:
+        raise ValueError(f"environments: {exc}") from None
+
+
+def _path(base: Path, value: str) -> Path:
+    return (base / Path(value).expanduser()).resolve()
+
+
+def _repo_url(base: Path, url: str) -> str:
+    if url.startswith("dir:") and not url.startswith("dir:/"):
+        return f"dir:{_path(base, url[4:])}"
+    if "://" not in url and ":" not in url.split("/")[0]:
+        return f"dir:{_path(base, url)}"
+    return url
+
+
+def _store_url(base: Path, url: str) -> str:
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        rest = url[len("sqlite:///") :]
+        if not rest.startswith("/"):
+            return f"sqlite:///{_path(base, rest)}"
+    return url
