@@ -4,8 +4,9 @@ Each group is what one part of the agent needs and nothing else: :class:`Pipelin
 skill pipeline, :class:`TrustOptions` what a skill's fields may choose, :class:`ControlOptions`
 how the app takes part in a run (approvals, input hooks, queues), :class:`LearningOptions` the
 self-learning loop. :meth:`Harness.from_config <harness.agent.Harness.from_config>` fills every
-group from the file by field name (:func:`options_from`), so a new option is one field here and
-one in :class:`~harness.config.HarnessConfig`.
+group from the file by field name (:func:`options_from`), so a new option a file may set is one
+field here, one in :class:`~harness.config.HarnessConfig`, and its key in the file's schema
+(``harness/config/schema.py``, read by ``harness/config/loader.py``).
 """
 
 from __future__ import annotations
