@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets up everything the tests need (virtualenv, the package, bubblewrap,
-# a running MariaDB), then runs ruff, mypy --strict, the release check (build + twine) and the
-# whole test suite. Extra arguments go to pytest.
+# a running MariaDB), then runs ruff, mypy --strict, a strict build of the documentation site,
+# the release check (build + twine) and the whole test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
@@ -13,6 +13,10 @@ echo "== ruff format --check, ruff check"
 .venv/bin/python -m ruff check --quiet .
 echo "== mypy --strict"
 .venv/bin/python -m mypy harness repositories filesystems
+echo "== mkdocs build --strict (the documentation site)"
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 echo "== python -m build, twine check (into a temporary folder)"
 .venv/bin/python scripts/check_release.py
 echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none))"

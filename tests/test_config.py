@@ -32,12 +32,13 @@ from harness.pipeline import SkillPipeline
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+# The configuration reference of the documentation site (it was the README's section).
+README = Path(__file__).resolve().parents[1] / "docs" / "reference" / "configuration.md"
 SCHEMA = Path(__file__).resolve().parents[1] / "harness" / "harness.schema.json"
 
 
 def _readme_example() -> str:
-    match = re.search(r"## Configuration \(`harness.yaml`\)\n\n```yaml\n(.*?)```", README.read_text(), re.DOTALL)
+    match = re.search(r"# Configuration \(`harness.yaml`\)\n\n```yaml\n(.*?)```", README.read_text(), re.DOTALL)
     assert match is not None
     return match.group(1)
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import harness
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # the README and the site
 
 
 def _readme_imports() -> set[str]:
     names: set[str] = set()
-    for block in re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S):
+    text = "".join(page.read_text(encoding="utf-8") for page in PAGES)
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
         for node in ast.walk(ast.parse(block)):
             if isinstance(node, ast.ImportFrom) and node.module == "harness":
                 names.update(alias.name for alias in node.names)
