@@ -75,4 +75,8 @@ def _invocable_list(plan: TurnPlan, user: bool) -> str:
             continue
         hint = argument_hint(fields)
         entries.append(f"{resolved.skill.name} {hint}" if hint else resolved.skill.name)
+    if not entries:
+        return (
+            "no skills are available to this user (check the turn's diagnostics: a missing folder or a failed market)"
+        )
     return "available: " + ", ".join(entries)

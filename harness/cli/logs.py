@@ -36,7 +36,7 @@ LEVELS = ("debug", "info", "warning", "error")
 ENVIRONMENT_VARIABLE = "HARNESS_LOG_LEVEL"
 
 # Loggers whose warnings restate a diagnostic of the turn's plan (a market down, a file refused).
-_RESTATING = ("harness.pipeline.layers", "harness.pipeline.staging")
+_RESTATING = ("harness.pipeline.pipeline", "harness.pipeline.layers", "harness.pipeline.staging")
 
 
 class _Restated(logging.Filter):

@@ -743,7 +743,7 @@ def _global_layers(
 
 def _global_layer(path: Path, source: str) -> tuple[SkillLayer | None, tuple[Diagnostic, ...]]:
     """The global layer over ``path`` (a folder of skills, or one skill folder). A missing folder
-    gives no layer and a warning instead."""
+    gives no layer and a warning instead (a diagnostic of every turn, and one log line now)."""
     if not path.is_dir():
         problem = Diagnostic.warning(
             code="global-dir-missing",
@@ -753,6 +753,7 @@ def _global_layer(path: Path, source: str) -> tuple[SkillLayer | None, tuple[Dia
             ),
             location=str(path),
         )
+        log.warning("%s", problem.message)  # said once, when the pipeline is built: a typo shows at once
         return None, (problem,)
     repository = DirectoryRepository(path, source=source, follow_links=True, nested=True)
     return SkillLayer(repository, layer=Layer.GLOBAL, source=source), ()

@@ -17,6 +17,7 @@ def _stage_command(tmp_path: Path, *extra: str) -> list[str]:
     market = tmp_path / "market"
     for i in range(30):
         make_skill(market, f"s{i:02d}", files={"scripts/run.py": f"print({i})\n"})
+    (tmp_path / "ws").mkdir()  # an existing workspace: the terminal gets the progress line only
     return [HARNESS, "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", str(market), *extra]
 
 
