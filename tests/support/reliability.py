@@ -150,15 +150,22 @@ class PrivateMariaDB:
         self.dsn = f"mysql://root@127.0.0.1:{self.port}/test"
 
     def install(self) -> None:
+        """Create the data dir; one retry on a fresh one (bootstrapping fails now and then on a
+        machine under heavy load). A failure carries the tool's own output."""
         self.base.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                "mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal",
-                f"--datadir={self.datadir}", "--user=root",
-            ],
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
+        for _attempt in (1, 2):
+            shutil.rmtree(self.datadir, ignore_errors=True)
+            done = subprocess.run(
+                [
+                    "mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal",
+                    f"--datadir={self.datadir}", "--user=root",
+                ],
+                capture_output=True,
+            )  # fmt: skip
+            if done.returncode == 0:
+                return
+        output = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()[-8:]
+        raise RuntimeError(f"mariadb-install-db failed twice (exit {done.returncode}): " + " | ".join(output))
 
     def start(self) -> None:
         log = open(self.base / "server.log", "ab")  # noqa: SIM115 - handed to the child
