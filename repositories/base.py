@@ -12,7 +12,7 @@ from typing import Self
 
 import anyio
 
-from filesystems import AsyncResource, has_dot_segment
+from filesystems import AsyncResource, ProgressCallback, has_dot_segment
 from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
@@ -199,6 +199,10 @@ class SkillRepository(AsyncResource, ABC):
     - ``writable`` / ``save(bundle)`` / ``delete(folder)``: the optional write side. ``save``
       replaces the whole folder; both raise ``RepositoryReadOnly`` when not writable and
       ``BundleNotFound`` when deleting a folder that does not exist.
+    - ``progress``: when set, hears about the market's long work as
+      :class:`~filesystems.Progress` reports (a git market's clone or fetch: ``task="cloning"``
+      or ``"fetching"``). ``SkillPipeline(progress=...)`` sets it on its markets; backends
+      without long work ignore it, and none pays anything while it is ``None``.
     - Async context manager; ``aclose()`` is idempotent, and any use after it raises
       ``RepositoryClosed``.
 
@@ -213,6 +217,8 @@ class SkillRepository(AsyncResource, ABC):
     #: ``True`` when :meth:`read_files_batch` reads many folders in one step (one worker-thread
     #: hop), so staging should hand it many skills at once rather than one at a time.
     batch_reads: bool = False
+    #: Hears about long work of this market (see the class docstring); ``None``: nobody listens.
+    progress: ProgressCallback | None = None
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
         super().__init__()
