@@ -154,8 +154,9 @@ class SkillPipeline(AsyncResource):
         self._watch = watch
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
-        for repo in repositories if progress is not None else ():
-            repo.progress = progress
+        if progress is not None:
+            for repo in repositories:
+                repo.progress = progress
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
