@@ -15,7 +15,7 @@ from typing import Any, Self
 
 import anyio
 
-from filesystems import redact_url
+from filesystems import ProgressCallback, redact_url
 from filesystems.paths import has_control, segment_problem
 from repositories._urls import no_more, split_fragment
 from repositories.base import SkillBundle, SkillRepository, Snapshot
@@ -243,6 +243,17 @@ class PluginMarketplaceRepository(SkillRepository):
         return cls(root, cache_dir=cache_dir, source=source, allowed_schemes=allowed)
 
     @property
+    def progress(self) -> ProgressCallback | None:
+        """The marketplace's and its plugins' markets' progress callback: their clones are its long work."""
+        return self.root.progress
+
+    @progress.setter
+    def progress(self, callback: ProgressCallback | None) -> None:
+        self.root.progress = callback
+        for child in self._children.values():
+            child.progress = callback
+
+    @property
     def _where(self) -> str:
         root = self.root
         return root.shown_url if isinstance(root, GitRepository) else str(root.path)
@@ -350,6 +361,7 @@ class PluginMarketplaceRepository(SkillRepository):
             if isinstance(child, str):
                 problems.append(child)
             else:
+                child.progress = self.progress
                 kept[plugin] = child
         for plugin, child in self._children.items():
             if plugin not in kept:
