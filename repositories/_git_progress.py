@@ -7,8 +7,10 @@ import re
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from filesystems import ProgressReporter
+if TYPE_CHECKING:
+    from filesystems import ProgressReporter
 
 __all__ = ["run_reporting", "without_progress"]
 

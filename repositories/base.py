@@ -8,11 +8,11 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from filesystems import AsyncResource, ProgressCallback, has_dot_segment
+from filesystems import AsyncResource, has_dot_segment
 from repositories.discovery import SKILL_MD_NAMES, check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
@@ -24,6 +24,9 @@ from repositories.errors import (
 )
 from repositories.last_good import LastGood
 from repositories.sources import check_source
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback
 
 __all__ = [
     "BundleFile",

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 
 import anyio
 
-from filesystems import ProgressReporter, has_dot_segment, redact_secrets, redact_url, url_credentials
-from repositories._git_progress import run_reporting
+from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
 from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
@@ -35,6 +34,8 @@ from repositories.sources import make_source
 
 if TYPE_CHECKING:
     import git
+
+    from filesystems import ProgressReporter
 
 __all__ = ["GitRepository", "default_cache_dir"]
 
@@ -324,6 +325,8 @@ class GitRepository(SkillRepository):
                     argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=self.timeout, check=False
                 )
             else:
+                from repositories._git_progress import run_reporting  # loaded only by programs that listen
+
                 done = run_reporting(argv, env=env, timeout=self.timeout, reporter=reporter)
         except subprocess.TimeoutExpired:
             raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} timed out after {self.timeout:g}s") from None
@@ -387,6 +390,8 @@ class GitRepository(SkillRepository):
         """A reporter of the objects a fetch receives, when someone listens."""
         if self.progress is None:
             return None
+        from filesystems import ProgressReporter  # loaded only by programs that listen
+
         return ProgressReporter(
             self.progress,
             task=task,

@@ -11,11 +11,11 @@ import urllib.parse
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
-from filesystems import ProgressCallback, redact_url
+from filesystems import redact_url
 from filesystems.paths import has_control, segment_problem
 from repositories._urls import no_more, split_fragment
 from repositories.base import SkillBundle, SkillRepository, Snapshot
@@ -30,6 +30,9 @@ from repositories.errors import (
 )
 from repositories.git import GitRepository, default_cache_dir
 from repositories.sources import make_source, sub_source
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback
 
 __all__ = ["DEFAULT_PLUGIN_SCHEMES", "MARKETPLACE_FILES", "PluginMarketplaceRepository", "url_scheme"]
 

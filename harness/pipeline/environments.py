@@ -38,7 +38,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 import anyio
 
@@ -49,8 +49,6 @@ from filesystems import (
     BackgroundTasks,
     CommandResult,
     LockTimeout,
-    ProgressCallback,
-    ProgressReporter,
 )
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
@@ -66,6 +64,9 @@ from harness.pipeline.requirements import (
 )
 from harness.pipeline.uv import EnvironmentBuildError, IndexSettings, install
 from harness.skills.skill import Layer
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback, ProgressReporter
 
 __all__ = ["ENVS_DIR", "EnvironmentManager", "EnvironmentOptions", "EnvironmentState", "SkillEnvironment"]
 
@@ -408,6 +409,8 @@ class EnvironmentManager(AsyncResource):
         """A reporter of one build, when someone listens."""
         if self.progress is None:
             return None
+        from filesystems import ProgressReporter  # loaded only by programs that listen
+
         return ProgressReporter(
             self.progress, task="installing", total=len(need.built), unit="packages", subject=need.skill_id
         )
