@@ -74,11 +74,17 @@ class ProgressReporter:
         """Count ``count`` more units done; report when the interval has passed since the last report."""
         with self._lock:
             self._done += count
-            now = time.monotonic()
-            if self._finished or now - self._last < self._interval:
-                return
-            self._last = now
-            self._callback(self._report())
+            self._report_when_due()
+
+    def update(self, done: int, *, total: int | None = None) -> None:
+        """Set the count to ``done`` (and the total to ``total`` when given), for work whose
+        worker learns absolute counts (a subprocess printing ``450/1000``); reports under the
+        same interval rule as :meth:`advance`."""
+        with self._lock:
+            self._done = done
+            if total is not None:
+                self._total = total
+            self._report_when_due()
 
     def finish(self) -> None:
         """Report the final count (``final=True``), once."""
@@ -87,6 +93,14 @@ class ProgressReporter:
                 return
             self._finished = True
             self._callback(self._report(final=True))
+
+    def _report_when_due(self) -> None:
+        """Report the count when the interval has passed; caller holds ``_lock``."""
+        now = time.monotonic()
+        if self._finished or now - self._last < self._interval:
+            return
+        self._last = now
+        self._callback(self._report())
 
     def _report(self, *, final: bool = False) -> Progress:
         return Progress(

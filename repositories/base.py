@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 
@@ -24,6 +24,9 @@ from repositories.errors import (
 )
 from repositories.last_good import LastGood
 from repositories.sources import check_source
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback
 
 __all__ = [
     "BundleFile",
@@ -199,6 +202,10 @@ class SkillRepository(AsyncResource, ABC):
     - ``writable`` / ``save(bundle)`` / ``delete(folder)``: the optional write side. ``save``
       replaces the whole folder; both raise ``RepositoryReadOnly`` when not writable and
       ``BundleNotFound`` when deleting a folder that does not exist.
+    - ``progress``: when set, hears about the market's long work as
+      :class:`~filesystems.Progress` reports (a git market's clone or fetch: ``task="cloning"``
+      or ``"fetching"``). ``SkillPipeline(progress=...)`` sets it on its markets; backends
+      without long work ignore it, and none pays anything while it is ``None``.
     - Async context manager; ``aclose()`` is idempotent, and any use after it raises
       ``RepositoryClosed``.
 
@@ -213,6 +220,8 @@ class SkillRepository(AsyncResource, ABC):
     #: ``True`` when :meth:`read_files_batch` reads many folders in one step (one worker-thread
     #: hop), so staging should hand it many skills at once rather than one at a time.
     batch_reads: bool = False
+    #: Hears about long work of this market (see the class docstring); ``None``: nobody listens.
+    progress: ProgressCallback | None = None
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
         super().__init__()

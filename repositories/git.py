@@ -35,6 +35,8 @@ from repositories.sources import make_source
 if TYPE_CHECKING:
     import git
 
+    from filesystems import ProgressReporter
+
 __all__ = ["GitRepository", "default_cache_dir"]
 
 _SERVED_REF = "refs/harness/served"
@@ -143,6 +145,11 @@ class GitRepository(SkillRepository):
     Credentials are git's own: credential helpers for HTTPS, the SSH agent and ``~/.ssh/config``
     for SSH. Git never prompts (``GIT_TERMINAL_PROMPT=0``); a missing credential is a failure.
     Slug: ``git-<owner>-<repo>[-<branch>]``.
+
+    With a ``progress`` callback a fetch runs with ``--progress`` and reports the objects received
+    (``task="cloning"`` for the first one, ``"fetching"`` after; ``subject`` is ``shown_url``), at
+    most every ``progress_interval`` seconds (``None``: the reporter's default), and a final
+    report however it ended.
     """
 
     def __init__(
@@ -181,6 +188,7 @@ class GitRepository(SkillRepository):
         self.auto_sync = auto_sync
         self.shallow = shallow
         self.timeout = timeout
+        self.progress_interval: float | None = None
         key = hashlib.sha256(f"{url}#{branch or ''}".encode()).hexdigest()[:16]
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.clone_path = root / f"{self.source}-{key}"
@@ -304,18 +312,22 @@ class GitRepository(SkillRepository):
             raise RepositoryUnavailable(f"{self.shown_url}: fetching {remote.ref} gave no commit")
         return commit
 
-    def _git(self, *args: str) -> str:
+    def _git(self, *args: str, reporter: ProgressReporter | None = None) -> str:
         """Run git and return its stdout. A plain subprocess (no watchdog thread per call): the
-        check runs on every turn for every market, beside other users' turns."""
+        check runs on every turn for every market, beside other users' turns. With ``reporter``
+        (a ``fetch --progress``), its received objects are reported as they come and its stdout
+        is not kept."""
+        argv = ["git", *args]
+        env = {**os.environ, **_GIT_ENV}
         try:
-            done = subprocess.run(
-                ["git", *args],
-                env={**os.environ, **_GIT_ENV},
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
-            )
+            if reporter is None:
+                done = subprocess.run(
+                    argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=self.timeout, check=False
+                )
+            else:
+                from repositories._git_progress import run_reporting  # loaded only by programs that listen
+
+                done = run_reporting(argv, env=env, timeout=self.timeout, reporter=reporter)
         except subprocess.TimeoutExpired:
             raise RepositoryUnavailable(f"git {args[0]} {self.shown_url} timed out after {self.timeout:g}s") from None
         except OSError as exc:
@@ -350,21 +362,43 @@ class GitRepository(SkillRepository):
         return _Remote(ref=ref, commit=commit)
 
     def _fetch(self, ref: str) -> None:
+        first = self._local_commit() is None
         if not (self.clone_path / "HEAD").exists():
             self._git("init", "--bare", "--quiet", str(self.clone_path))
             self._git("-C", str(self.clone_path), "config", "gc.auto", "0")
         depth = ["--depth=1"] if self.shallow else []
-        self._git(
-            "-C",
-            str(self.clone_path),
-            "fetch",
-            "--quiet",
-            "--force",
-            "--no-tags",
-            *depth,
-            "--",
-            self.url,
-            f"+{ref}:{_SERVED_REF}",
+        reporter = self._reporter("cloning" if first else "fetching")
+        try:
+            self._git(
+                "-C",
+                str(self.clone_path),
+                "fetch",
+                "--quiet" if reporter is None else "--progress",  # --quiet silences the progress too
+                "--force",
+                "--no-tags",
+                *depth,
+                "--",
+                self.url,
+                f"+{ref}:{_SERVED_REF}",
+                reporter=reporter,
+            )
+        finally:
+            if reporter is not None:
+                reporter.finish()
+
+    def _reporter(self, task: str) -> ProgressReporter | None:
+        """A reporter of the objects a fetch receives, when someone listens."""
+        if self.progress is None:
+            return None
+        from filesystems import ProgressReporter  # loaded only by programs that listen
+
+        return ProgressReporter(
+            self.progress,
+            task=task,
+            total=None,
+            unit="objects",
+            subject=self.shown_url,
+            interval=self.progress_interval,
         )
 
     @contextmanager

@@ -11,7 +11,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
@@ -30,6 +30,9 @@ from repositories.errors import (
 )
 from repositories.git import GitRepository, default_cache_dir
 from repositories.sources import make_source, sub_source
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback
 
 __all__ = ["DEFAULT_PLUGIN_SCHEMES", "MARKETPLACE_FILES", "PluginMarketplaceRepository", "url_scheme"]
 
@@ -243,6 +246,17 @@ class PluginMarketplaceRepository(SkillRepository):
         return cls(root, cache_dir=cache_dir, source=source, allowed_schemes=allowed)
 
     @property
+    def progress(self) -> ProgressCallback | None:
+        """The marketplace's and its plugins' markets' progress callback: their clones are its long work."""
+        return self.root.progress
+
+    @progress.setter
+    def progress(self, callback: ProgressCallback | None) -> None:
+        self.root.progress = callback
+        for child in self._children.values():
+            child.progress = callback
+
+    @property
     def _where(self) -> str:
         root = self.root
         return root.shown_url if isinstance(root, GitRepository) else str(root.path)
@@ -350,6 +364,7 @@ class PluginMarketplaceRepository(SkillRepository):
             if isinstance(child, str):
                 problems.append(child)
             else:
+                child.progress = self.progress
                 kept[plugin] = child
         for plugin, child in self._children.items():
             if plugin not in kept:

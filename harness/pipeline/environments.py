@@ -38,11 +38,18 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 import anyio
 
-from filesystems import CACHE_DIR, AbstractFilesystem, AsyncResource, BackgroundTasks, CommandResult, LockTimeout
+from filesystems import (
+    CACHE_DIR,
+    AbstractFilesystem,
+    AsyncResource,
+    BackgroundTasks,
+    CommandResult,
+    LockTimeout,
+)
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
@@ -57,6 +64,9 @@ from harness.pipeline.requirements import (
 )
 from harness.pipeline.uv import EnvironmentBuildError, IndexSettings, install
 from harness.skills.skill import Layer
+
+if TYPE_CHECKING:
+    from filesystems import ProgressCallback, ProgressReporter
 
 __all__ = ["ENVS_DIR", "EnvironmentManager", "EnvironmentOptions", "EnvironmentState", "SkillEnvironment"]
 
@@ -182,9 +192,16 @@ class EnvironmentManager(AsyncResource):
 
     Enter it (``async with``) to run the background worker; :meth:`track` only records the
     skills otherwise. :meth:`environment` and :meth:`diagnostics` answer from memory.
+
+    ``progress``, when given, hears about each build this process runs:
+    ``Progress(task="installing", subject=<skill id>, total=<requirements>, unit="packages")``
+    when it starts, and a final report when it ends (``done`` is the total when it succeeded,
+    0 when it failed). An environment found on disk is no build and reports nothing.
     """
 
-    def __init__(self, filesystem: AbstractFilesystem, options: EnvironmentOptions) -> None:
+    def __init__(
+        self, filesystem: AbstractFilesystem, options: EnvironmentOptions, *, progress: ProgressCallback | None = None
+    ) -> None:
         super().__init__()
         folder = filesystem.host_path(ENVS_DIR) if filesystem.has_shell else None
         if folder is None:
@@ -192,6 +209,7 @@ class EnvironmentManager(AsyncResource):
         self.filesystem = filesystem
         self.options = options
         self.folder = folder
+        self.progress = progress
         self.generation = 0  # bumped whenever an environment or a diagnostic changes
         self._python: _Python | None = None
         self._problem: str | None = None  # why nothing can be built (no python3, ...)
@@ -372,6 +390,7 @@ class EnvironmentManager(AsyncResource):
 
     async def _build_locked(self, need: SkillEnvironment, key: str, python: _Python) -> None:
         self._set(key, "building", "")
+        reporter = self._reporter(need)
         try:
             await self._build(key, need.built, python)
         except (EnvironmentBuildError, OSError) as exc:
@@ -379,7 +398,22 @@ class EnvironmentManager(AsyncResource):
             log.warning("environment %s of %s failed: %s", key, need.skill_id, reason)
             self._set(key, "failed", reason)
         else:
+            if reporter is not None:
+                reporter.advance(len(need.built))
             self._set(key, "ready", "")
+        finally:
+            if reporter is not None:
+                reporter.finish()
+
+    def _reporter(self, need: SkillEnvironment) -> ProgressReporter | None:
+        """A reporter of one build, when someone listens."""
+        if self.progress is None:
+            return None
+        from filesystems import ProgressReporter  # loaded only by programs that listen
+
+        return ProgressReporter(
+            self.progress, task="installing", total=len(need.built), unit="packages", subject=need.skill_id
+        )
 
     async def _build(self, key: str, requirements: Sequence[str], python: _Python) -> None:
         temp = await anyio.to_thread.run_sync(self._fresh_temp, key)

@@ -118,7 +118,8 @@ class SkillPipeline(AsyncResource):
     ``relevance`` (skill id → score, higher first) orders the skills of each catalog group and
     decides which keep a description when the budget cannot describe them all; without it,
     skills are ordered by name. The catalog shows markets by short labels (:attr:`labels`).
-    ``progress`` hears about long work: a staging pass that writes files (see :class:`Stager`).
+    ``progress`` hears about long work: a staging pass that writes files (see :class:`Stager`),
+    a market's first clone (it becomes each market's ``progress``) and environment builds.
     """
 
     def __init__(
@@ -153,6 +154,9 @@ class SkillPipeline(AsyncResource):
         self._watch = watch
         self._max_users = max_cached_users
         slugs = disambiguate_sources(r.source for r in repositories)
+        if progress is not None:
+            for repo in repositories:
+                repo.progress = progress
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
@@ -184,7 +188,9 @@ class SkillPipeline(AsyncResource):
             if cache is not None
             else None
         )
-        self.environments = EnvironmentManager(filesystem, environments) if environments is not None else None
+        self.environments = (
+            EnvironmentManager(filesystem, environments, progress=progress) if environments is not None else None
+        )
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []

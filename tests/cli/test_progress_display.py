@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support.git import GitRemote
 from tests.support.skills import make_skill
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
@@ -19,6 +22,18 @@ def _stage_command(tmp_path: Path, *extra: str) -> list[str]:
         make_skill(market, f"s{i:02d}", files={"scripts/run.py": f"print({i})\n"})
     (tmp_path / "ws").mkdir()  # an existing workspace: the terminal gets the progress line only
     return [HARNESS, "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", str(market), *extra]
+
+
+def _git_stage_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+    """Staging a git market's skills into a fresh workspace, its clone in a fresh cache; and the URL."""
+    remote = GitRemote(tmp_path / "remote")
+    for i in range(30):
+        make_skill(remote.work / "skills", f"s{i:02d}", files={"scripts/run.py": f"print({i})\n"})
+    remote.commit("skills")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "ws").mkdir()  # an existing workspace: the terminal gets the progress lines only
+    market = f"git+{remote.url}"
+    return [HARNESS, "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", market], remote.url
 
 
 def _on_a_terminal(command: list[str]) -> tuple[int, str, str]:
@@ -61,3 +76,23 @@ def test_no_progress_with_json_even_on_a_terminal(tmp_path: Path) -> None:
     code, stdout, terminal = _on_a_terminal(_stage_command(tmp_path, "--json"))
     assert code == 0, terminal
     assert '"written": 60' in stdout and "staging" not in terminal
+
+
+def test_a_git_markets_first_clone_shows_progress_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command, url = _git_stage_command(tmp_path, monkeypatch)
+    code, stdout, terminal = _on_a_terminal(command)
+    assert code == 0, terminal
+    assert stdout.strip() == "written 60, unchanged 0, removed 0"
+    assert f"\r\x1b[2Kcloning {url}: 0 objects" in terminal
+    assert terminal.endswith("\r\x1b[2K")
+    code, _, again = _on_a_terminal(command)  # the clone is current: nothing to fetch, nothing to show
+    assert code == 0 and "cloning" not in again
+
+
+def test_no_clone_progress_when_stderr_is_not_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    command, _ = _git_stage_command(tmp_path, monkeypatch)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "cloning" not in result.stderr and "\r" not in result.stderr

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from filesystems import Progress
 from harness.agent import Harness, PipelineOptions, TrustOptions
 from harness.context import RuntimeContext
 from harness.events import SkillWarning
@@ -323,3 +324,15 @@ async def test_oversized_marketplace_file_is_refused(tmp_path: Path) -> None:
     async with PluginMarketplaceRepository(DirectoryRepository(root)) as repo:
         with pytest.raises(RepositoryUnavailable, match="larger than"):
             await repo.snapshot()
+
+
+async def test_the_marketplaces_and_its_plugins_clones_report_progress(
+    marketplace: GitRemote, other: GitRemote, cache_dir: Path
+) -> None:
+    reports: list[Progress] = []
+    async with _market(marketplace, cache_dir) as market:
+        market.progress = reports.append
+        snapshot = await market.snapshot()
+    assert {b.folder for b in snapshot.bundles} >= {"deploy"}
+    finals = {r.subject for r in reports if r.task == "cloning" and r.final}
+    assert finals == {marketplace.url, other.url}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from filesystems import AbstractFilesystem
+from filesystems import AbstractFilesystem, ProgressCallback
 from harness.context import RuntimeContext
 from harness.pipeline import EnvironmentOptions, SkillPipeline, TurnPlan
 from repositories import GitRepository
@@ -54,15 +54,22 @@ def options(wheelhouse: Path, **changes: object) -> EnvironmentOptions:
 
 @asynccontextmanager
 async def pipeline_over(
-    fs: AbstractFilesystem, remote: GitRemote, tmp_path: Path, environments: Callable[[str], EnvironmentOptions]
+    fs: AbstractFilesystem,
+    remote: GitRemote,
+    tmp_path: Path,
+    environments: Callable[[str], EnvironmentOptions],
+    *,
+    progress: ProgressCallback | None = None,
 ) -> AsyncIterator[SkillPipeline]:
-    """A pipeline over the git market with ``environments(<the market's slug>)``."""
+    """A pipeline over the git market with ``environments(<the market's slug>)`` (and ``progress``)."""
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(fs)
         git = await stack.enter_async_context(
             GitRepository(remote.url, cache_dir=tmp_path / "gitcache", check_interval=3600)
         )
-        pipeline = SkillPipeline(filesystem=fs, repositories=[git], watch=False, environments=environments(git.source))
+        pipeline = SkillPipeline(
+            filesystem=fs, repositories=[git], watch=False, environments=environments(git.source), progress=progress
+        )
         yield await stack.enter_async_context(pipeline)
 
 
