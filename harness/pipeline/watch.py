@@ -35,7 +35,7 @@ _IGNORED_FOLDERS = (CACHE_DIR, MACHINE_DIR, "__pycache__", ".git")
 _IGNORED_PART = re.compile(rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)")
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class TreeWatcher:
@@ -113,7 +113,7 @@ class TreeWatcher:
                     self.on_change({Path(path) for path in paths[start : start + _SLICE]})
 
 
-class ChangeIndex(Generic[T]):
+class ChangeIndex(Generic[_T]):
     """Which items a set of changed host paths touches, each item registered under a folder.
 
     A changed path touches the items of a folder when it is the folder, lies below it, or is one
@@ -124,13 +124,13 @@ class ChangeIndex(Generic[T]):
     """
 
     def __init__(self) -> None:
-        self._items: dict[str, list[T]] = {}  # folder -> its items
+        self._items: dict[str, list[_T]] = {}  # folder -> its items
         self._below: dict[str, set[str]] = {}  # ancestor -> registered folders below it
 
     def __len__(self) -> int:
         return sum(len(items) for items in self._items.values())
 
-    def add(self, folder: Path | None, item: T) -> None:
+    def add(self, folder: Path | None, item: _T) -> None:
         """Register ``item`` under ``folder`` (nothing when ``folder`` is ``None``)."""
         if folder is None:
             return
@@ -141,8 +141,10 @@ class ChangeIndex(Generic[T]):
                 self._below.setdefault(ancestor, set()).add(key)
         items.append(item)
 
-    def discard(self, folder: Path | None, item: T) -> None:
+    def discard(self, folder: Path | None, item: _T) -> None:
         """Forget ``item`` (compared by identity) under ``folder``; nothing if it is not there."""
+        if folder is None:
+            return
         key = str(folder)
         items = [other for other in self._items.get(key, ()) if other is not item]
         if items:
@@ -154,7 +156,7 @@ class ChangeIndex(Generic[T]):
                 if not below:
                     del self._below[ancestor]
 
-    def touched(self, paths: Iterable[Path]) -> list[T]:
+    def touched(self, paths: Iterable[Path]) -> list[_T]:
         """The items ``paths`` touch, each once."""
         folders: set[str] = set()
         walked: set[str] = set()

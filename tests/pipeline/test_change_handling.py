@@ -63,6 +63,7 @@ def test_a_discarded_item_is_no_longer_touched() -> None:
     assert index.touched([Path("/ws/alice/skills/x")]) == [second]
     index.discard(Path("/ws/alice/skills"), second)
     index.discard(Path("/ws/nobody"), second)
+    index.discard(None, second)
     assert index.touched([Path("/ws/alice/skills/x"), Path("/ws")]) == []
     assert len(index) == 0
 
