@@ -47,7 +47,7 @@ from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.verdicts import VerdictStore
-from harness.pipeline.watch import TreeWatcher
+from harness.pipeline.watch import ChangeIndex, TreeWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
@@ -195,6 +195,10 @@ class SkillPipeline(AsyncResource):
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []
         self._watchers: list[TreeWatcher] = []
+        # Every folder layer by its watch root, so a change finds its layers without a scan.
+        self._by_root = ChangeIndex[SkillLayer]()
+        for layer in self._layers:
+            self._by_root.add(layer.watch_root, layer)
         self._stack = AsyncExitStack()
         self._base_lock = anyio.Lock()
         # Single-flight refreshes of the shared layers: turns join the current wave until it is
@@ -421,10 +425,13 @@ class SkillPipeline(AsyncResource):
             layers = _folder_layers(scoped, Layer.USER, "workspace-namespaced", self.skill_dirs)
             for layer in layers:
                 layer.watch(self._is_watched(layer.watch_root))
+                self._by_root.add(layer.watch_root, layer)
             self._users[user_id] = layers
             while len(self._users) > self._max_users:
-                evicted, _ = self._users.popitem(last=False)
+                evicted, evicted_layers = self._users.popitem(last=False)
                 self._views.pop(evicted, None)
+                for layer in evicted_layers:
+                    self._by_root.discard(layer.watch_root, layer)
         else:
             self._users.move_to_end(user_id)
         return layers
@@ -613,11 +620,11 @@ class SkillPipeline(AsyncResource):
         return host is not None and any(host.is_relative_to(root) for root in self._watched_roots)
 
     def _on_change(self, paths: set[Path]) -> None:
+        """Mark stale the layers whose folder ``paths`` are in, below or above: a dict lookup per
+        parent folder, however many users are cached."""
         self._epoch += 1
-        for layer in (*self._layers, *(layer for user in self._users.values() for layer in user)):
-            host = layer.watch_root
-            if host is not None and any(p == host or host in p.parents or p in host.parents for p in paths):
-                layer.mark_stale()
+        for layer in self._by_root.touched(paths):
+            layer.mark_stale()
 
     def _on_watch_failure(self, reason: str) -> None:
         self._epoch += 1

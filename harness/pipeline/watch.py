@@ -3,27 +3,39 @@
 One watcher per tree (inotify instances are limited), never one per user. Changes under
 ``.skills-cache`` (the stager's own writes) and ``.harness`` are ignored. External edits reach
 the pipeline after the debounce (``DEBOUNCE_MS``) plus watchfiles' step, well under a second.
+
+A ``git pull`` or an unpacked archive changes thousands of files at once, while a busy pipeline
+holds thousands of users' layers: :class:`ChangeIndex` maps changed paths to what they touch at
+a cost that does not grow with the number of layers, and :class:`TreeWatcher` hands them over in
+slices so that no other task waits long for the event loop.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from filesystems import CACHE_DIR, MACHINE_DIR
 
-__all__ = ["DEBOUNCE_MS", "TreeWatcher"]
+__all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher"]
 
 DEBOUNCE_MS = 50
+# Changed paths handed to ``on_change`` at once; the event loop runs other tasks between slices.
+_SLICE = 256
 _IGNORED_FOLDERS = (CACHE_DIR, MACHINE_DIR, "__pycache__", ".git")
 _IGNORED_PART = re.compile(rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)")
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 class TreeWatcher:
@@ -32,6 +44,10 @@ class TreeWatcher:
     Run it with ``await task_group.start(watcher.run)``: it reports ready once watching. If
     watching is impossible (no inotify, limits reached) ``on_failure(reason)`` is called and the
     caller falls back to re-reading every turn.
+
+    Changes are coalesced: whatever arrived while earlier ones were being handed over is handed
+    over next as one set. A large set comes in slices of a few hundred paths, with a checkpoint
+    between them, so ``on_change`` should cost about as much per path whatever else it holds.
     """
 
     def __init__(
@@ -70,12 +86,99 @@ class TreeWatcher:
             task_status.started()
 
     async def _pump(self, batches: AsyncIterator[set[tuple[Any, str]]]) -> None:
-        try:
-            async for batch in batches:
-                self.on_change({Path(path) for _, path in batch})
-        except (OSError, RuntimeError) as exc:
-            log.warning("cannot watch %s (%s); skills there are re-read every turn", self.root, exc)
-            self.on_failure(str(exc))
+        """Read batches as they come; a second task hands them over (see :meth:`_deliver`)."""
+        send, receive = anyio.create_memory_object_stream[list[str]](math.inf)
+        async with anyio.create_task_group() as group, send:
+            group.start_soon(self._deliver, receive)
+            try:
+                async for batch in batches:
+                    send.send_nowait([path for _, path in batch])
+            except (OSError, RuntimeError) as exc:
+                log.warning("cannot watch %s (%s); skills there are re-read every turn", self.root, exc)
+                self.on_failure(str(exc))
+
+    async def _deliver(self, receive: MemoryObjectReceiveStream[list[str]]) -> None:
+        async with receive:
+            async for batch in receive:
+                pending = set(batch)
+                while True:  # everything that arrived meanwhile joins this pass
+                    try:
+                        pending.update(receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                paths = list(pending)
+                for start in range(0, len(paths), _SLICE):
+                    if start:
+                        await anyio.sleep(0)
+                    self.on_change({Path(path) for path in paths[start : start + _SLICE]})
+
+
+class ChangeIndex(Generic[_T]):
+    """Which items a set of changed host paths touches, each item registered under a folder.
+
+    A changed path touches the items of a folder when it is the folder, lies below it, or is one
+    of its ancestors (the folder itself, or a parent, created, moved or removed). Answering costs
+    a dict lookup per distinct folder among the paths' parents plus one per path, and grows with
+    the items touched, never with the items registered. Paths compare as pure paths (nothing is
+    resolved), so register folders spelled as the watcher reports them.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[str, list[_T]] = {}  # folder -> its items
+        self._below: dict[str, set[str]] = {}  # ancestor -> registered folders below it
+
+    def __len__(self) -> int:
+        return sum(len(items) for items in self._items.values())
+
+    def add(self, folder: Path | None, item: _T) -> None:
+        """Register ``item`` under ``folder`` (nothing when ``folder`` is ``None``)."""
+        if folder is None:
+            return
+        key = str(folder)
+        items = self._items.setdefault(key, [])
+        if not items:
+            for ancestor in _ancestors(key):
+                self._below.setdefault(ancestor, set()).add(key)
+        items.append(item)
+
+    def discard(self, folder: Path | None, item: _T) -> None:
+        """Forget ``item`` (compared by identity) under ``folder``; nothing if it is not there."""
+        if folder is None:
+            return
+        key = str(folder)
+        items = [other for other in self._items.get(key, ()) if other is not item]
+        if items:
+            self._items[key] = items
+        elif self._items.pop(key, None) is not None:
+            for ancestor in _ancestors(key):
+                below = self._below[ancestor]
+                below.discard(key)
+                if not below:
+                    del self._below[ancestor]
+
+    def touched(self, paths: Iterable[Path]) -> list[_T]:
+        """The items ``paths`` touch, each once."""
+        folders: set[str] = set()
+        walked: set[str] = set()
+        for path in paths:
+            key = str(path)
+            folders.update(self._below.get(key, ()))
+            while key not in walked:  # the parents another path already walked are done
+                walked.add(key)
+                if key in self._items:
+                    folders.add(key)
+                parent = os.path.dirname(key)
+                if parent == key:
+                    break
+                key = parent
+        return [item for folder in folders for item in self._items[folder]]
+
+
+def _ancestors(folder: str) -> Iterable[str]:
+    parent = os.path.dirname(folder)
+    while parent != folder:
+        yield parent
+        folder, parent = parent, os.path.dirname(parent)
 
 
 def _relevant(root: Path, path: str) -> bool:

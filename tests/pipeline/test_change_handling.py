@@ -1,0 +1,146 @@
+"""Changed files reach the layers they touch at a cost that does not grow with the users cached:
+many users and a burst of changes never freeze the other turns."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from filesystems import LocalFilesystem
+from harness.context import RuntimeContext
+from harness.pipeline import SkillPipeline, TreeWatcher
+from harness.pipeline.plan import TurnPlan
+from harness.pipeline.watch import ChangeIndex
+from tests.support.pipeline import write_skill
+from tests.support.polling import eventually
+
+USERS = 1000
+# One new skill per user: its user's folder, a skill folder and a file, in a burst.
+_WRITE_ONE_SKILL_PER_USER = """
+import pathlib, sys
+root, users = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+for index in range(users):
+    folder = root / f"u{index:04d}" / "skills" / "fresh"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\\nname: fresh\\ndescription: for u{index:04d}\\n---\\nNew.\\n")
+"""
+# Far above a well-behaved handler (a few ms) and far below one that checks every cached layer
+# against every path (seconds): a bound on a hang, not a timing.
+STALL_LIMIT = 0.2
+
+
+def test_a_path_touches_the_folder_it_is_in_below_or_above() -> None:
+    index = ChangeIndex[str]()
+    index.add(Path("/ws/alice/skills"), "alice")
+    index.add(Path("/ws/bob/skills"), "bob")
+    index.add(None, "no folder")
+    assert index.touched([Path("/ws/alice/skills/notes/SKILL.md")]) == ["alice"]
+    assert index.touched([Path("/ws/alice/skills")]) == ["alice"]
+    assert index.touched([Path("/ws/alice")]) == ["alice"]  # the user's folder created or removed
+    assert sorted(index.touched([Path("/ws")])) == ["alice", "bob"]
+    assert index.touched([Path("/ws/alice/skillsx/SKILL.md"), Path("/ws/alice/notes.txt")]) == []
+    assert index.touched([]) == []
+
+
+def test_paths_sharing_parents_touch_each_item_once() -> None:
+    index = ChangeIndex[str]()
+    index.add(Path("/ws/alice/skills"), "alice")
+    index.add(Path("/ws/alice/skills"), "alice again")
+    paths = [Path(f"/ws/alice/skills/s{i}/SKILL.md") for i in range(50)] + [Path("/ws/alice")]
+    assert sorted(index.touched(paths)) == ["alice", "alice again"]
+
+
+def test_a_discarded_item_is_no_longer_touched() -> None:
+    index = ChangeIndex[str]()
+    first, second = "first", "second"
+    index.add(Path("/ws/alice/skills"), first)
+    index.add(Path("/ws/alice/skills"), second)
+    index.discard(Path("/ws/alice/skills"), first)
+    assert index.touched([Path("/ws/alice/skills/x")]) == [second]
+    index.discard(Path("/ws/alice/skills"), second)
+    index.discard(Path("/ws/nobody"), second)
+    index.discard(None, second)
+    assert index.touched([Path("/ws/alice/skills/x"), Path("/ws")]) == []
+    assert len(index) == 0
+
+
+async def test_a_burst_of_changes_comes_in_slices_that_cover_every_path(tmp_path: Path) -> None:
+    slices: list[set[Path]] = []
+    written = [tmp_path / f"d{i // 100}" / f"f{i}.md" for i in range(1000)]
+
+    for folder in {path.parent for path in written}:  # a file in a folder created after the
+        folder.mkdir()  # watch began can escape inotify: that race is not what this checks
+
+    def write() -> None:
+        for path in written:
+            path.write_text("x")
+
+    async def reported() -> set[Path]:
+        return set().union(*slices)
+
+    watcher = TreeWatcher(tmp_path, slices.append, lambda reason: None)
+    async with anyio.create_task_group() as group:
+        await group.start(watcher.run)
+        try:
+            await anyio.to_thread.run_sync(write)
+            await eventually(reported, lambda seen: set(written) <= seen, what="every written file reported")
+        finally:
+            watcher.stop()
+    assert max(map(len, slices)) <= 256
+
+
+async def test_a_thousand_changed_paths_at_a_thousand_users_stall_no_turn(tmp_path: Path) -> None:
+    users = [RuntimeContext(user_id=f"u{index:04d}") for index in range(USERS)]
+    async with LocalFilesystem(tmp_path) as fs, SkillPipeline(filesystem=fs) as pipeline:
+        for user in users:
+            assert not (await pipeline.prepare(user, stage=False)).skills
+        stalls: list[float] = []
+
+        async def heartbeat() -> None:
+            last = time.perf_counter()
+            while True:
+                await anyio.sleep(0.001)
+                now = time.perf_counter()
+                stalls.append(now - last)
+                last = now
+
+        gc.collect()  # a full collection over the thousand users' objects is a pause of its own
+        async with anyio.create_task_group() as group:
+            group.start_soon(heartbeat)
+            # Another process writes, as a `git pull` would: this one's event loop only handles changes.
+            await anyio.run_process([sys.executable, "-c", _WRITE_ONE_SKILL_PER_USER, str(tmp_path), str(USERS)])
+            await _new_skill_shows(pipeline, users[-1])  # written last
+            group.cancel_scope.cancel()
+        assert max(stalls) < STALL_LIMIT, f"the event loop stalled {max(stalls) * 1000:.0f} ms"
+        for user in users:
+            assert {s.skill.name for s in (await _new_skill_shows(pipeline, user)).skills.values()} == {"fresh"}
+
+
+async def test_an_evicted_user_who_comes_back_sees_edits_again(tmp_path: Path) -> None:
+    alice, bob = RuntimeContext(user_id="alice"), RuntimeContext(user_id="bob")
+    write_skill(tmp_path / "alice" / "skills", "mine", description="first words")
+    async with (
+        LocalFilesystem(tmp_path) as fs,
+        SkillPipeline(filesystem=fs, max_cached_users=1) as pipeline,
+    ):
+        assert "first words" in (await pipeline.prepare(alice, stage=False)).catalog
+        await pipeline.prepare(bob, stage=False)  # alice's layers are dropped
+        assert "first words" in (await pipeline.prepare(alice, stage=False)).catalog
+        write_skill(tmp_path / "alice" / "skills", "mine", description="second words")
+        await eventually(
+            lambda: pipeline.prepare(alice, stage=False),
+            lambda plan: "second words" in plan.catalog,
+            what="alice's edit showing",
+        )
+
+
+async def _new_skill_shows(pipeline: SkillPipeline, user: RuntimeContext) -> TurnPlan:
+    return await eventually(
+        lambda: pipeline.prepare(user, stage=False),
+        lambda plan: f"for {user.user_id}" in plan.catalog,
+        what=f"{user.user_id}'s new skill showing",
+    )
