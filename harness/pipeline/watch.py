@@ -110,7 +110,16 @@ class TreeWatcher:
                 for start in range(0, len(paths), _SLICE):
                     if start:
                         await anyio.sleep(0)
-                    self.on_change({Path(path) for path in paths[start : start + _SLICE]})
+                    try:
+                        self.on_change({Path(path) for path in paths[start : start + _SLICE]})
+                    except Exception as exc:  # a failed handler must not end the watch unnoticed
+                        log.warning(
+                            "handling changes below %s failed (%s); skills there are re-read every turn",
+                            self.root,
+                            exc,
+                            exc_info=True,
+                        )
+                        self.on_failure(str(exc))
 
 
 class ChangeIndex(Generic[_T]):

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
@@ -91,6 +92,38 @@ async def test_a_burst_of_changes_comes_in_slices_that_cover_every_path(tmp_path
         finally:
             watcher.stop()
     assert max(map(len, slices)) <= 256
+
+
+async def test_a_failing_change_handler_is_reported_and_the_watch_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[set[Path]] = []
+    failures: list[str] = []
+
+    def on_change(paths: set[Path]) -> None:
+        calls.append(paths)
+        if len(calls) == 1:
+            raise ValueError("a bug in the handler")
+
+    async def seen() -> set[Path]:
+        return set().union(*calls)
+
+    watcher = TreeWatcher(tmp_path, on_change, failures.append)
+    async with anyio.create_task_group() as group:
+        await group.start(watcher.run)
+        try:
+            (tmp_path / "first.md").write_text("x")
+            await eventually(lambda: _value(failures), bool, what="the failure reported")
+            (tmp_path / "second.md").write_text("x")
+            await eventually(seen, lambda paths: tmp_path / "second.md" in paths, what="later changes still handled")
+        finally:
+            watcher.stop()
+    assert failures == ["a bug in the handler"]
+    assert any("handling changes below" in r.getMessage() for r in caplog.records)
+
+
+async def _value(items: list[str]) -> list[str]:
+    return items
 
 
 async def test_a_thousand_changed_paths_at_a_thousand_users_stall_no_turn(tmp_path: Path) -> None:
