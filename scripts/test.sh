@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: sets up everything the tests need (virtualenv, the package, bubblewrap,
-# a running MariaDB), then runs ruff, mypy --strict, a strict build of the documentation site,
-# the release check (build + twine) and the whole test suite. Extra arguments go to pytest.
+# a running MariaDB), then runs ruff, and the whole test suite with mypy --strict, a strict build
+# of the documentation site and the release check (build + twine) beside it. Extra arguments go
+# to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
@@ -11,18 +12,31 @@ if [ "$(id -u)" = 0 ]; then chmod o+x . 2>/dev/null || true; fi
 echo "== ruff format --check, ruff check"
 .venv/bin/python -m ruff format --check --quiet .
 .venv/bin/python -m ruff check --quiet .
-echo "== mypy --strict"
-.venv/bin/python -m mypy harness repositories filesystems
-echo "== mkdocs build --strict (the documentation site)"
-site=$(mktemp -d)
-NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir "$site"
-rm -rf "$site"
-echo "== python -m build, twine check (into a temporary folder)"
-.venv/bin/python scripts/check_release.py
-echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none))"
+# mypy, the strict docs build and the release check run beside pytest (most of pytest's time is
+# spent waiting on subprocesses); their output follows pytest's.
+checks_log=$(mktemp)
+(
+    set -e
+    echo "== mypy --strict"
+    .venv/bin/python -m mypy harness repositories filesystems
+    echo "== mkdocs build --strict (the documentation site)"
+    site=$(mktemp -d)
+    trap 'rm -rf "$site"' EXIT
+    NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir "$site"
+    echo "== python -m build, twine check (into a temporary folder)"
+    .venv/bin/python scripts/check_release.py
+) >"$checks_log" 2>&1 &
+checks=$!
+echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none)); mypy, docs and release checks beside it"
 set +e
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 rc=$?
+wait "$checks"
+checks_rc=$?
 set -e
+cat "$checks_log"
+rm -f "$checks_log"
+if [ $checks_rc != 0 ]; then echo "mypy, the docs build or the release check failed (above)" >&2; fi
 if [ $rc = 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi
-exit $rc
+if [ $rc != 0 ]; then exit $rc; fi
+exit $checks_rc
