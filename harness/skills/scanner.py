@@ -14,6 +14,7 @@ import binascii
 import bisect
 import dataclasses
 import enum
+import functools
 import hashlib
 import importlib
 import json
@@ -546,13 +547,18 @@ class Scanner:
         if len(ids) != len(set(ids)):
             raise ValueError("scan rule ids must be unique")
         self.block_at: Severity = block_at
-        self._compiled = tuple(
+        self.version = _rules_version(self.rules, block_at)
+
+    @functools.cached_property
+    def _compiled(self) -> tuple[_Compiled, ...]:
+        """The rules compiled with their needles, on the first scan: about 25 ms that a process
+        which never scans (and ``import harness``, which builds the default scanner) should not pay."""
+        return tuple(
             _Compiled(
                 rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE), needles(rule.pattern)
             )
             for rule in self.rules
         )
-        self.version = _rules_version(self.rules, block_at)
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
