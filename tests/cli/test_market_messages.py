@@ -45,6 +45,7 @@ async def test_an_mcp_market_names_a_missing_or_wrong_token(
         )
     assert refused.returncode == 1
     assert said in refused.stdout and "Server returned an error response" not in refused.stdout
+    assert all(token not in refused.stdout + refused.stderr for token in (*env.values(), "alice-token-0001"))
     if fragment:
         assert accepted.returncode == 0 and accepted.stdout.startswith("alpha "), accepted.stdout
 
