@@ -2,8 +2,9 @@
 
 Start with ``SkillRepository`` (the contract, in ``repositories.base``), then the backends:
 ``DirectoryRepository``, ``GitRepository``, ``MySQLRepository``, ``PackageRepository`` /
-``EntryPointRepository``, ``MemoryRepository``, ``NacosRepository`` and ``PluginMarketplaceRepository``; ``open_repository(url)`` builds one from a
-URL (``dir:``, ``git+https://``, ``mysql://``, ``pkg:``, ``entrypoints:``, ``nacos://``, ``claude-plugins+…``).
+``EntryPointRepository``, ``MemoryRepository``, ``NacosRepository``, ``PluginMarketplaceRepository`` and
+``WellKnownRepository``; ``open_repository(url)`` builds one from a URL (``dir:``, ``git+https://``,
+``mysql://``, ``pkg:``, ``entrypoints:``, ``nacos://``, ``claude-plugins+…``, ``https://`` well-known indexes).
 """
 
 from typing import TYPE_CHECKING
@@ -47,6 +48,7 @@ from repositories.sources import check_source, disambiguate_sources, exact_sub_s
 if TYPE_CHECKING:
     from repositories.mysql import MySQLRepository
     from repositories.nacos import NacosRepository
+    from repositories.wellknown import WellKnownRepository
 
 __all__ = [
     "DEFAULT_PLUGIN_SCHEMES",
@@ -78,6 +80,7 @@ __all__ = [
     "Snapshot",
     "UnknownScheme",
     "UnsafePath",
+    "WellKnownRepository",
     "check_source",
     "default_cache_dir",
     "disambiguate_sources",

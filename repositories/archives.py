@@ -1,4 +1,5 @@
-"""Skill packages that arrive as ZIP archives: the checks every market that unpacks one applies.
+"""Skill packages that arrive as archives (ZIP, or gzip-compressed tar): the checks every market
+that unpacks one applies.
 
 :class:`ZipPackage` opens an archive's bytes and checks it before anything is read:
 
@@ -17,24 +18,42 @@
 the same name) and trusts no declared size: it decompresses at most the declared size plus one
 byte, and refuses the package when the data is longer or shorter than declared.
 
+:class:`TarPackage` applies the same rules to a ``.tar.gz`` (or plain ``.tar``) package: the
+decompressed stream is cut off past ``max_total_size`` plus a bounded allowance for headers,
+the member count is bounded while the headers are read, two members naming one path refuse the
+package, and links (symbolic or hard), devices and other non-regular members are skipped and
+reported. :func:`open_package` picks the reader from the bytes themselves.
+
 Every refusal is an :class:`ArchiveRefused` whose message says why; a skipped entry is a line
-of :attr:`ZipPackage.problems`.
+of the package's ``problems``.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
 import stat
 import struct
+import tarfile
 import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 from filesystems.paths import relative_path_problem
 from repositories.discovery import FILE, OTHER, SYMLINK, shown
 from repositories.errors import InvalidBundle
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "ArchiveEntry", "ArchiveRefused", "ZipPackage", "path_key"]
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "ArchiveEntry",
+    "ArchiveRefused",
+    "Package",
+    "TarPackage",
+    "ZipPackage",
+    "open_package",
+    "path_key",
+]
 
 #: The most entries a package may hold.
 DEFAULT_MAX_ENTRIES = 4096
@@ -59,7 +78,7 @@ class ArchiveEntry:
     size: int
     mode: int
     crc: int
-    info: zipfile.ZipInfo
+    info: zipfile.ZipInfo | tarfile.TarInfo
 
 
 def path_key(path: str) -> str:
@@ -132,6 +151,7 @@ class ZipPackage:
         """The bytes of ``entry`` (one of :attr:`entries`), decompressed no further than its
         declared size allows; :class:`ArchiveRefused` when they do not match what it declares
         or the archive is damaged."""
+        assert isinstance(entry.info, zipfile.ZipInfo)  # one of this package's entries
         try:
             with self._zip.open(entry.info) as stream:
                 data = stream.read(entry.size + 1)
@@ -190,3 +210,125 @@ def _kind_and_mode(info: zipfile.ZipInfo) -> tuple[str, int]:
     if kind not in (0, stat.S_IFREG):
         return OTHER, 0
     return FILE, (unix & 0o777) or 0o644
+
+
+_TAR_HEADER_ALLOWANCE = 3 * 1024  # bytes of headers (a long name takes extra blocks) allowed per member
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class TarPackage:
+    """A ``.tar.gz`` (or ``.tar``) package's bytes, opened and checked with the rules of
+    :class:`ZipPackage` (see the module docstring). Raises :class:`ArchiveRefused`."""
+
+    def __init__(
+        self, data: bytes, *, max_file_size: int, max_total_size: int, max_entries: int = DEFAULT_MAX_ENTRIES
+    ) -> None:
+        self.max_file_size = max_file_size
+        self.max_total_size = max_total_size
+        raw = _gunzip(data, max_total_size + max_entries * _TAR_HEADER_ALLOWANCE + 1024)
+        self._data: dict[str, bytes] = {}
+        try:
+            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+                self.entries, self.problems = self._check(tar, max_entries)
+        except tarfile.TarError as exc:
+            raise ArchiveRefused(f"not a tar archive: {exc}") from None
+
+    def __enter__(self) -> TarPackage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the unpacked bytes (idempotent)."""
+        self._data = {}
+
+    def _check(self, tar: tarfile.TarFile, max_entries: int) -> tuple[tuple[ArchiveEntry, ...], tuple[str, ...]]:
+        members: list[tarfile.TarInfo] = []
+        seen: dict[str, str] = {}
+        declared = 0
+        while (member := tar.next()) is not None:
+            if len(members) >= max_entries:
+                raise ArchiveRefused(f"it holds more than {max_entries} entries")
+            members.append(member)
+            if member.isdir():
+                continue
+            key = path_key(member.name)
+            if key in seen:
+                raise ArchiveRefused(
+                    f"entries {shown(seen[key])} and {shown(member.name)} name the same path: "
+                    "a package must hold each path once"
+                )
+            seen[key] = member.name
+            declared += member.size if member.isfile() else 0
+            if declared > self.max_total_size:
+                raise ArchiveRefused(f"it unpacks to {declared} bytes, more than {self.max_total_size}")
+        problems: list[str] = []
+        entries: list[ArchiveEntry] = []
+        for member in members:
+            if member.isdir():
+                continue
+            name = _tar_name(member.name)
+            problem = relative_path_problem(name)
+            if problem is None and not member.isfile():
+                problem = "a link" if member.issym() or member.islnk() else "not a regular file"
+            if problem is None and member.size > self.max_file_size:
+                problem = f"{member.size} bytes, over the {self.max_file_size}-byte limit"
+            if problem:
+                problems.append(f"entry {shown(member.name)} skipped: {problem}")
+                continue
+            stream = tar.extractfile(member)
+            data = stream.read(member.size + 1) if stream is not None else b""
+            if len(data) != member.size:
+                raise ArchiveRefused(f"entry {shown(member.name)} declares {member.size} bytes but holds {len(data)}")
+            self._data[name] = data
+            mode = (member.mode & 0o777) or 0o644
+            entries.append(ArchiveEntry(path=name, size=member.size, mode=mode, crc=zlib.crc32(data), info=member))
+        paths = {entry.path for entry in entries}
+        folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+        for path in sorted(paths & folders):
+            problems.append(f"entry {shown(path)} skipped: a folder of the same name exists")
+        return tuple(e for e in entries if e.path not in folders), tuple(problems)
+
+    def read(self, entry: ArchiveEntry) -> bytes:
+        """The bytes of ``entry`` (one of :attr:`entries`)."""
+        try:
+            return self._data[entry.path]
+        except KeyError:
+            raise ArchiveRefused(f"no entry {shown(entry.path)} in the package") from None
+
+
+def _tar_name(name: str) -> str:
+    """A member name without the ``./`` prefix ``tar -C folder .`` writes."""
+    while name.startswith("./") and len(name) > 2:
+        name = name[2:]
+    return name
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """``data`` decompressed when it is gzip (else as it is), refused past ``limit`` bytes."""
+    if not data.startswith(_GZIP_MAGIC):
+        if len(data) > limit:
+            raise ArchiveRefused(f"it unpacks to more than {limit} bytes")
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            raw = stream.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ArchiveRefused(f"not a gzip stream: {exc}") from None
+    if len(raw) > limit:
+        raise ArchiveRefused(f"it unpacks to more than {limit} bytes")
+    return raw
+
+
+Package = ZipPackage | TarPackage
+"""A checked package of either kind."""
+
+
+def open_package(
+    data: bytes, *, max_file_size: int, max_total_size: int, max_entries: int = DEFAULT_MAX_ENTRIES
+) -> Package:
+    """The checked package ``data`` holds: a ZIP archive, or a (gzip-compressed) tar archive,
+    told apart by their bytes. Raises :class:`ArchiveRefused`."""
+    kind = ZipPackage if data.startswith(b"PK") else TarPackage
+    return kind(data, max_file_size=max_file_size, max_total_size=max_total_size, max_entries=max_entries)

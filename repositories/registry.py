@@ -68,6 +68,7 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _GIT = "repositories.git:GitRepository.from_url"
 _PLUGINS = "repositories.plugins:PluginMarketplaceRepository.from_url"
 _MCP = "repositories.mcp:McpRepository.from_url [mcp]"
+_WELL_KNOWN = "repositories.wellknown:WellKnownRepository.from_url"
 
 
 def _unknown(scheme: str, known: Sequence[str]) -> UnknownScheme:
@@ -95,6 +96,11 @@ _REPOSITORIES: Registry[RepositoryFactory] = Registry(
         "mcp+https": _MCP,
         "mcp+http": _MCP,
         "mcp+stdio": _MCP,
+        "https": _WELL_KNOWN,
+        "http": _WELL_KNOWN,
+        "well-known+https": _WELL_KNOWN,
+        "well-known+http": _WELL_KNOWN,
+        "well-known+file": _WELL_KNOWN,
     },
     error=InvalidRepositoryConfig,
     unavailable=RepositoryUnavailable,
