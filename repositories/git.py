@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["GitRepository", "default_cache_dir"]
 
 _SERVED_REF = "refs/harness/served"
+_PINNED_REFS = "refs/harness/pinned/"  # one ref per pinned commit, so no fetch or gc drops it
 _TREE_MODE = 0o040000
 _GITLINK_MODE = 0o160000
 _T = TypeVar("_T")
@@ -204,6 +205,8 @@ class GitRepository(SkillRepository):
         self._problems: list[str] = []
         self._thread_lock = threading.Lock()
         self._read_lock = threading.Lock()
+        self.pinned: str | None = None
+        """The commit served whatever the remote says (:meth:`pin`), or ``None``."""
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -245,9 +248,47 @@ class GitRepository(SkillRepository):
         data = await anyio.to_thread.run_sync(self._read_blobs, commit, "", (clean,))
         return data[clean]
 
+    def pin(self, commit: str | None) -> None:
+        """Serve ``commit`` (a full object id) from now on, however the remote moves (even when
+        force-pushed); ``None`` follows the remote again. A pinned commit missing from the clone
+        is fetched by its id; it is kept under its own ref so later fetches never drop it."""
+        self._check_open()
+        if commit is not None and not (len(commit) == 40 and all(c in "0123456789abcdef" for c in commit)):
+            raise InvalidRepositoryConfig(f"a pinned commit is a full lowercase object id, not {commit!r}")
+        self.pinned = commit
+        self._stale = True
+
+    def _keep_pinned(self, commit: str) -> str:
+        """Make ``commit`` available in the clone under its pin ref (in a worker thread)."""
+        ref = _PINNED_REFS + commit
+        if (self.clone_path / ref).exists():
+            return commit
+        with self._cache_lock():
+            if not (self.clone_path / "HEAD").exists():
+                self._git("init", "--bare", "--quiet", str(self.clone_path))
+                self._git("-C", str(self.clone_path), "config", "gc.auto", "0")
+            try:
+                self._git("-C", str(self.clone_path), "update-ref", ref, commit)
+            except RepositoryUnavailable:  # not in the clone: ask the remote for it by id
+                depth = ["--depth=1"] if self.shallow else []
+                self._git(
+                    "-C",
+                    str(self.clone_path),
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    *depth,
+                    "--",
+                    self.url,
+                    f"+{commit}:{ref}",
+                )
+        return commit
+
     # Change detection.
 
     async def _version(self) -> str:
+        if self.pinned is not None:
+            return await anyio.to_thread.run_sync(self._keep_pinned, self.pinned)
         if self._pending is not None and self._pending.done():
             finished, self._pending = self._pending, None
             self._served = finished.result()  # raises the check's failure, reported by snapshot()

@@ -259,7 +259,9 @@ class WellKnownRepository(SkillRepository):
         data = self._fetch(target, self.max_package_size, what=f"{label}", refused=_Refused)
         actual = hashlib.sha256(data).hexdigest()
         if actual != match.group(1):
-            raise _Refused(f"{label}: the artifact's digest is sha256:{actual}, not {digest} as the index says: refused")
+            raise _Refused(
+                f"{label}: the artifact's digest is sha256:{actual}, not {digest} as the index says: refused"
+            )
         if kind == "skill-md":
             contents = SkillBundleContents(folder=name, skill_md=data)
             return name, _Package(contents=contents, digest=digest, url=target, problems=())

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from filesystems import ProgressCallback
     from harness.config import HarnessConfig
     from harness.learning import CuratorConfig, SelfLearning
+    from harness.pipeline.lock import Lockfile
 
 __all__ = [
     "ControlOptions",
@@ -65,6 +66,8 @@ class PipelineOptions:
     installs each skill's Python requirements in the background (see README, "Environments").
     ``progress`` hears about long work, such as a staging pass that writes many files
     (:class:`filesystems.Progress` reports; the CLI shows them as one updating line).
+    ``lock`` (the path of ``harness.lock``, or a :class:`~harness.pipeline.Lockfile`) serves
+    exactly the locked skills (see docs/pinning.md).
     """
 
     global_skills_dir: str | Path | Sequence[str | Path] | None = None
@@ -78,6 +81,7 @@ class PipelineOptions:
     visibility: VisibilityPolicy | None = None
     environments: EnvironmentOptions | bool | None = None
     progress: ProgressCallback | None = None
+    lock: str | Path | Lockfile | None = None
 
     def build(
         self,

@@ -51,6 +51,8 @@ class HarnessConfig:
     approval: ApprovalPolicy | None = None
     mcp_tokens: Path | None = None  # harness mcp serve --http: the bearer token -> user file
     environments: EnvironmentOptions | None = None
+    # Pinning skills (docs/pinning.md): the lockfile in force, or None.
+    lock: Path | None = None
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():

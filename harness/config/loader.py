@@ -81,6 +81,8 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         approval=_approval(file.approval),
         mcp_tokens=_path(base, file.mcp_tokens) if file.mcp_tokens else None,
         environments=_environments(file.environments),
+        # Pinning skills: ``lock: true`` is harness.lock beside this file, a string its path.
+        lock=_path(base, "harness.lock" if file.lock is True else file.lock) if file.lock else None,
         **_filesystem(file.filesystem, base),
     )
 

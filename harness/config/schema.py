@@ -392,6 +392,9 @@ class ConfigFile(_Section):
         EnvironmentsSection | None, BeforeValidator(_off, json_schema_input_type=bool | EnvironmentsSection | None)
     ] = None
     """Per-skill Python environments."""
+    # Pinning skills (docs/pinning.md).
+    lock: Annotated[bool | str | None, _expect("true, or the path of a lockfile")] = None
+    """Serve exactly the locked skills: true for harness.lock beside this file, or a lockfile path."""
 
 
 def json_schema() -> dict[str, Any]:

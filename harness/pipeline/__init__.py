@@ -1,5 +1,8 @@
 """The per-turn pipeline: layers as sources, merge, staging, catalog, watch and the turn plan."""
 
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.pipeline.catalog import (
     LOAD_TOOL,
     SHELL_TOOL,
@@ -25,6 +28,9 @@ from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, S
 from harness.pipeline.uv import EnvironmentBuildError
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
+if TYPE_CHECKING:
+    from harness.pipeline.lock import LockChange, LockError, Lockfile
+
 __all__ = [
     "DEBOUNCE_MS",
     "DEFAULT_MAX_FILE_SIZE",
@@ -40,6 +46,9 @@ __all__ = [
     "EnvironmentOptions",
     "LayerEntry",
     "LayerResult",
+    "LockChange",
+    "LockError",
+    "Lockfile",
     "Merged",
     "QueryTooLarge",
     "ResolvedSkill",
@@ -60,3 +69,5 @@ __all__ = [
     "render_catalog",
     "staged_mode",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)  # the lockfile's names, imported on first use

@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from typing import TYPE_CHECKING
+
 import anyio
 
 from filesystems import AbstractFilesystem, relative_path_problem
@@ -33,6 +35,9 @@ from repositories import (
     Snapshot,
     sub_source,
 )
+
+if TYPE_CHECKING:
+    from harness.pipeline.lock import LayerPins
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +164,9 @@ class SkillLayer:
         self._rescan = False  # a bundle's files could not be read for the scan: load again
         self._last_good: LastGood[LayerResult] = LastGood()
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        self.pins: LayerPins | None = None
+        """What a lock says about this layer's skills (:mod:`harness.pipeline.lock`), or ``None``."""
+        self._locked_files: dict[str, dict[str, bytes] | None] = {}
 
     @property
     def result(self) -> LayerResult:
@@ -212,6 +220,7 @@ class SkillLayer:
                     await self.verdicts.load()
                 fresh = [bundle for bundle in snapshot.bundles if self._unparsed(bundle)]
                 scanned = await self._scan_bundles(fresh)
+                await self._read_locked(fresh)
                 # Parsing a changed market is CPU work: one worker-thread hop keeps other users'
                 # turns moving meanwhile. With nothing new to parse (an empty folder, a changed
                 # token alone) it is done inline.
@@ -360,6 +369,8 @@ class SkillLayer:
                 entries.append(entry)
         self._parsed = parsed
         self._rescan = rescan
+        if self.pins is not None:
+            diagnostics.extend(self.pins.missing(b.key for b in snapshot.bundles))
         return LayerResult(entries=tuple(entries), diagnostics=tuple(diagnostics), top_level=snapshot.top_level)
 
     def _problem(self, problem: str, failure: bool) -> Diagnostic:
@@ -401,6 +412,10 @@ class SkillLayer:
             skill_md_name=bundle.skill_md_name,
         )
         admitted, found_by_scan = self._admit(bundle, scanned) if skill is not None else (False, ())
+        if self.pins is not None and skill is not None and admitted and self.pins.wanted(bundle):
+            drift = self.pins.check(bundle.key, bundle.folder, self._locked_files.pop(bundle.key, None))
+            if drift is not None:
+                admitted, found_by_scan = False, (*found_by_scan, drift)
         entry = (
             LayerEntry(
                 skill=skill,
@@ -436,6 +451,22 @@ class SkillLayer:
                 )
             )
         return tuple(files), found
+
+    async def _read_locked(self, bundles: Sequence[SkillBundle]) -> None:
+        """Read the files of the bundles the lock checks (before they are parsed); a bundle
+        that cannot be read is checked as unreadable, so it is not served."""
+        pins = self.pins
+        if pins is None:
+            return
+        from harness.pipeline.lock import read_bundle_files
+
+        for bundle in bundles:
+            if not pins.wanted(bundle):
+                continue
+            try:
+                self._locked_files.update(await read_bundle_files(self.repository, [bundle]))
+            except Exception:
+                self._locked_files[bundle.key] = None
 
     # -- the ingest scan ----------------------------------------------------------------------
 

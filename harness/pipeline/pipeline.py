@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -50,10 +51,11 @@ from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import ChangeIndex, TreeWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
-from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
+from repositories import DirectoryRepository, GitRepository, SkillRepository, disambiguate_sources
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
+    from harness.pipeline.lock import Lockfile
 
 __all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
@@ -120,6 +122,9 @@ class SkillPipeline(AsyncResource):
     skills are ordered by name. The catalog shows markets by short labels (:attr:`labels`).
     ``progress`` hears about long work: a staging pass that writes files (see :class:`Stager`),
     a market's first clone (it becomes each market's ``progress``) and environment builds.
+    ``lock`` (a :class:`~harness.pipeline.lock.Lockfile` or the path of ``harness.lock``) serves
+    exactly the locked content: git markets at their locked commits, other skills only while
+    their digests match (see :mod:`harness.pipeline.lock`).
     """
 
     def __init__(
@@ -141,6 +146,7 @@ class SkillPipeline(AsyncResource):
         environments: EnvironmentOptions | None = None,
         relevance: Mapping[str, float] | None = None,
         progress: ProgressCallback | None = None,
+        lock: str | os.PathLike[str] | Lockfile | None = None,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
@@ -175,6 +181,10 @@ class SkillPipeline(AsyncResource):
             *markets,
             *_folder_layers(filesystem, Layer.WORKSPACE, "workspace", self.skill_dirs),
         ]
+        self.lock: Lockfile | None = None
+        """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
+        if lock is not None:
+            self.lock = self._apply_lock(lock, markets)
         self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
@@ -205,6 +215,25 @@ class SkillPipeline(AsyncResource):
         # done or something is invalidated (``_epoch`` counts invalidations).
         self._epoch = 0
         self._wave: _Wave | None = None
+
+    def _apply_lock(self, lock: str | os.PathLike[str] | Lockfile, markets: Sequence[SkillLayer]) -> Lockfile:
+        """Hold the shared layers to ``lock`` (see :mod:`harness.pipeline.lock`): git markets
+        pinned to their locked commits, every market's and pinned skill's digests checked."""
+        from harness.pipeline.lock import LayerPins, Lockfile
+
+        lockfile = lock if isinstance(lock, Lockfile) else Lockfile.read(lock)
+        for layer in self._layers:
+            is_market = layer in markets
+            market = lockfile.markets.get(layer.source) if is_market else None
+            layer.pins = LayerPins(source=layer.source, market=market, is_market=is_market, pins=lockfile.pins)
+            if market is not None and market.commit and isinstance(layer.repository, GitRepository):
+                layer.repository.pin(market.commit)
+        return lockfile
+
+    @property
+    def market_layers(self) -> tuple[SkillLayer, ...]:
+        """The markets' layers, in registration order (their ``source`` is the slug in use)."""
+        return tuple(layer for layer in self._layers if layer.layer is Layer.MARKET)
 
     async def __aenter__(self) -> Self:
         if self.environments is not None:

@@ -26,7 +26,9 @@ def site(tmp_path: Path) -> Site:
 
 async def test_serves_skill_md_and_archive_entries_over_http(site: Site) -> None:
     site.add("hello", _md("hello"))
-    site.add("tool", tar_gz({"SKILL.md": _md("tool"), "scripts/run.sh": (b"#!/bin/sh\necho hi\n", 0o755)}), kind="archive")
+    site.add(
+        "tool", tar_gz({"SKILL.md": _md("tool"), "scripts/run.sh": (b"#!/bin/sh\necho hi\n", 0o755)}), kind="archive"
+    )
     site.add("zipped", zipped({"SKILL.md": _md("zipped"), "references/a.md": b"A"}), kind="archive", url="zipped.zip")
     with serve(site.root) as base:
         async with open_repository(base + "#check_interval=0") as repo:
@@ -77,7 +79,9 @@ async def test_a_digest_lie_is_refused_and_the_last_good_artifact_stays(site: Si
         (zipped({"SKILL.md": _md("bad"), "../../escape.sh": b"x"}), "escapes"),
     ],
 )
-async def test_hostile_entries_inside_an_archive_are_skipped_and_reported(site: Site, artifact: bytes, reason: str) -> None:
+async def test_hostile_entries_inside_an_archive_are_skipped_and_reported(
+    site: Site, artifact: bytes, reason: str
+) -> None:
     site.add("bad", artifact, kind="archive")
     async with WellKnownRepository(site.root) as repo:
         snapshot = await repo.snapshot()

@@ -53,7 +53,9 @@ class Site:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.entries: list[dict[str, object]] = []
 
-    def add(self, name: str, data: bytes, *, kind: str = "skill-md", digest: str | None = None, url: str | None = None) -> None:
+    def add(
+        self, name: str, data: bytes, *, kind: str = "skill-md", digest: str | None = None, url: str | None = None
+    ) -> None:
         """Publish an artifact under the index folder and list it (``digest`` may lie)."""
         relative = url or (f"{name}/SKILL.md" if kind == "skill-md" else f"{name}.tar.gz")
         if url is None or not url.startswith(("/", "http", "file:")):

@@ -1,0 +1,145 @@
+"""A locked pipeline serves exactly the locked content: git at the locked commit (force-pushes
+included), other markets only while their skills' digests match, with drift reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from filesystems import LocalFilesystem
+from harness.context import RuntimeContext
+from harness.pipeline import Lockfile, SkillPipeline
+from harness.pipeline.lock import LOCKFILE_NAME, content_digest, diff_locks, lock_market, skills_cli_hashes
+from repositories import DirectoryRepository, GitRepository
+from tests.support.pipeline import GitRemote, bundle, local_pipeline, mysql_market, write_skill
+
+ADA = RuntimeContext(user_id="ada")
+
+
+async def _lock_of(*repos: GitRepository | DirectoryRepository) -> Lockfile:
+    markets = {}
+    for repo in repos:
+        async with repo:
+            markets[repo.source] = await lock_market(repo, source=repo.source)
+    return Lockfile(markets=markets)
+
+
+def _drift(plan_diagnostics: object) -> list[str]:
+    return [d.message for d in plan_diagnostics if d.code == "lock-drift"]  # type: ignore[attr-defined]
+
+
+async def test_a_force_pushed_git_market_keeps_serving_the_locked_commit(tmp_path: Path) -> None:
+    remote = GitRemote(tmp_path / "git")
+    remote.skill("review", description="Locked review.", script="#!/bin/sh\necho locked\n")
+    locked_commit = remote.commit("first")
+    cache = tmp_path / "cache"
+    lock = await _lock_of(GitRepository(remote.url, cache_dir=cache))
+    (market,) = lock.markets.values()
+    assert market.commit == locked_commit and market.kind == "git"
+    # The branch is rewritten: the locked commit is no longer reachable on the remote.
+    remote.git("reset", "--quiet", "--hard", "HEAD")
+    remote.skill("review", description="Rewritten review.", script="#!/bin/sh\necho moved\n")
+    remote.skill("extra")
+    remote.git("add", "-A")
+    remote.git("commit", "--quiet", "--amend", "-m", "rewritten")
+    remote.git("push", "--quiet", "--force", "origin", "HEAD:refs/heads/main")
+    # The clone that served it, and a fresh one that must ask the remote for the commit by id.
+    for where in (cache, tmp_path / "fresh-cache"):
+        workspace = tmp_path / f"ws-{where.name}"
+        repo = GitRepository(remote.url, cache_dir=where)
+        async with local_pipeline(workspace, repo, lock=lock, watch=False) as pipeline:
+            plan = await pipeline.prepare(ADA)
+            review = plan.find("review")
+            assert review is not None and review.skill.description == "Locked review.", plan.diagnostics
+            assert plan.find("extra") is None
+            assert _drift(plan.diagnostics) == []
+            await pipeline.stage()
+            staged = workspace / ".skills-cache" / review.source.source / "review" / "scripts" / "run.sh"
+            assert staged.read_text() == "#!/bin/sh\necho locked\n"
+    # Unlocked, the same market serves the rewritten branch.
+    async with local_pipeline(tmp_path / "ws2", GitRepository(remote.url, cache_dir=cache), watch=False) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        found = plan.find("review")
+        assert found is not None and found.skill.description == "Rewritten review."
+
+
+async def test_a_folder_market_that_drifted_is_reported_and_not_served_changed(tmp_path: Path) -> None:
+    market = tmp_path / "market"
+    write_skill(market, "stable", script="echo 1\n")
+    write_skill(market, "moving", script="echo 1\n")
+    write_skill(market, "gone")
+    lock = await _lock_of(DirectoryRepository(market))
+    old = lock.markets["dir-market"].skills["moving"].digest
+    (market / "moving" / "scripts" / "run.sh").write_text("echo evil\n")
+    write_skill(market, "newcomer")
+    import shutil
+
+    shutil.rmtree(market / "gone")
+    lock_path = tmp_path / LOCKFILE_NAME
+    lock.write(lock_path)
+    async with local_pipeline(tmp_path / "ws", DirectoryRepository(market), lock=lock_path, watch=False) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("stable") is not None
+        assert plan.find("moving") is None and plan.find("newcomer") is None
+        messages = _drift(plan.diagnostics)
+        new = content_digest(
+            {"SKILL.md": (market / "moving" / "SKILL.md").read_bytes(), "scripts/run.sh": b"echo evil\n"}
+        )
+        assert any("'moving' drifted" in m and old in m and new in m and "dir-market" in m for m in messages), messages
+        assert any("'newcomer'" in m and "not in the lock" in m for m in messages)
+        assert any("'gone'" in m and "gone from the market" in m for m in messages)
+
+
+async def test_a_mysql_market_that_drifted_is_reported(tmp_path: Path, mysql_dsn: str) -> None:
+    async with mysql_market(mysql_dsn, [bundle("alpha"), bundle("beta")]) as repo:
+        lock = Lockfile(markets={repo.source: await lock_market(repo, source=repo.source)})
+        await repo.save(bundle("beta", script="#!/bin/sh\necho changed\n"))
+        async with (
+            LocalFilesystem(tmp_path / "ws", shell=True) as fs,
+            SkillPipeline(filesystem=fs, repositories=[repo], lock=lock, watch=False) as pipeline,
+        ):
+            plan = await pipeline.prepare(ADA)
+            assert plan.find("alpha") is not None and plan.find("beta") is None
+            messages = _drift(plan.diagnostics)
+            assert len(messages) == 1 and "'beta' drifted" in messages[0] and repo.source in messages[0]
+        moved = Lockfile(markets={repo.source: await lock_market(repo, source=repo.source)})
+        changes = diff_locks(lock, moved)
+        assert [(c.skill, c.change) for c in changes] == [("beta", "changed")]
+
+
+async def test_a_market_missing_from_the_lock_serves_nothing(tmp_path: Path) -> None:
+    market = tmp_path / "market"
+    write_skill(market, "one")
+    async with local_pipeline(tmp_path / "ws", DirectoryRepository(market), lock=Lockfile(), watch=False) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("one") is None
+        assert any("not in the lock" in m for m in _drift(plan.diagnostics))
+
+
+async def test_the_skills_cli_lockfile_keeps_its_pins(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    pinned = write_skill(workspace / "skills", "pinned", script="echo 1\n")
+    files = {p.relative_to(pinned).as_posix(): p.read_bytes() for p in pinned.rglob("*") if p.is_file()}
+    computed = sorted(skills_cli_hashes(files))[0]
+    (tmp_path / "skills-lock.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "skills": {"pinned": {"source": "acme/skills", "sourceType": "github", "computedHash": computed}},
+            }
+        )
+    )
+    Lockfile().write(tmp_path / LOCKFILE_NAME)
+    async with local_pipeline(workspace, lock=tmp_path / LOCKFILE_NAME, watch=False) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("pinned") is not None
+    (pinned / "scripts" / "run.sh").write_text("echo changed\n")
+    async with local_pipeline(workspace, lock=tmp_path / LOCKFILE_NAME, watch=False) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("pinned") is None
+        assert any("skills-lock.json" in m and computed in m for m in _drift(plan.diagnostics))
+
+
+def test_the_lockfile_is_stable_text(tmp_path: Path) -> None:
+    lock = Lockfile.loads(Lockfile().dumps())
+    assert lock.dumps() == '{\n  "lockfileVersion": 1,\n  "markets": {}\n}\n'
