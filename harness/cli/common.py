@@ -21,6 +21,7 @@ from harness.cli.progress import terminal_progress
 from harness.config import HarnessConfig, load_config
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
+from harness.pipeline.lock import LOCKFILE_NAME
 from harness.terminal import escape_control
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "context_from_args",
     "filesystem_from_args",
     "harness_from_args",
+    "lockfile_path",
     "print_json",
 ]
 
@@ -59,6 +61,11 @@ def _workspace_options() -> argparse.ArgumentParser:
     )
     group.add_argument("--fs", choices=known_filesystem_modes(), help="filesystem mode (default: local-shell)")
     group.add_argument("--store", metavar="URL", help="store of --fs remote (sqlite:///path, mysql://..., memory:)")
+    group.add_argument(
+        "--locked",
+        action="store_true",
+        help="serve exactly the skills of the lockfile (the config's lock, else harness.lock beside it or here)",
+    )
     return parser
 
 
@@ -88,7 +95,17 @@ def config_from_args(args: argparse.Namespace) -> HarnessConfig:
         changes["filesystem"] = args.fs
     if args.store:
         changes["store"] = args.store
+    if getattr(args, "locked", False):
+        changes["lock"] = lockfile_path(args, config)
     return dataclasses.replace(config, **changes) if changes else config
+
+
+def lockfile_path(args: argparse.Namespace, config: HarnessConfig) -> Path:
+    """The lockfile the commands use: the config's ``lock``, else ``harness.lock`` beside
+    ``--config``, else in the current folder."""
+    if config.lock is not None:
+        return config.lock
+    return (args.config.parent if args.config else Path.cwd()).resolve() / LOCKFILE_NAME
 
 
 def filesystem_from_args(args: argparse.Namespace) -> AbstractFilesystem:

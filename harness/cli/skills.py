@@ -11,7 +11,7 @@ import anyio
 
 from filesystems import CACHE_DIR, redact_url
 from harness.agent import Harness
-from harness.cli import add, environments, learning
+from harness.cli import add, environments, learning, lock
 from harness.cli.common import (
     DEFAULT_USER,
     JSON_OPTION,
@@ -22,6 +22,7 @@ from harness.cli.common import (
     print_json,
 )
 from harness.diagnostics import Diagnostic
+from harness.pipeline.lock import content_digest
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import argument_hint
@@ -105,9 +106,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("--path", default="SKILL.md", help="the file inside the skill's folder (default SKILL.md)")
     show.add_argument("--offset", type=int, default=1, metavar="LINE", help="the first line to print (default 1)")
     show.add_argument("--limit", type=int, metavar="LINES", help="how many lines to print (default: the rest)")
+    show.add_argument(
+        "--origin",
+        action="store_true",
+        help="print where the skill comes from (layer, source, location), its market's version and its digest",
+    )
     show.set_defaults(handler=lambda args: _with_plan(args, _show), prints_diagnostics=True)
 
     add.register(commands)
+    lock.register(commands)
     environments.register(commands)
     learning.register(commands)
 
@@ -252,6 +259,11 @@ async def _prompt(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> i
 async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int:
     _report_errors(plan)
     found = plan.find(args.name) or plan.invoke(args.name)
+    origin = await _origin(found)
+    if args.origin and not args.json:
+        for key, value in origin.items():
+            echo(f"{key + ':':<10} {value if value is not None else '-'}")
+        return 0
     text = await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit)
     if args.json:
         print_json(
@@ -262,11 +274,25 @@ async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
                 "offset": args.offset,
                 "limit": args.limit,
                 "text": text,
+                **origin,
             }
         )
     else:
         echo(text, end="")
     return 0
+
+
+async def _origin(found: ResolvedSkill) -> dict[str, str | None]:
+    """Where a skill comes from, its source's version (a git market's commit) and its digest
+    (as ``harness.lock`` records it)."""
+    paths = [found.entry.skill.skill_md_name, *await found.list_files()]
+    files = await found.source.read_files(found.entry, paths)
+    return {
+        "origin": f"{found.skill.layer.value} {found.skill.source}",
+        "location": found.skill.location,
+        "version": found.source.version,
+        "digest": content_digest(files),
+    }
 
 
 def _report_errors(plan: TurnPlan) -> None:

@@ -22,6 +22,7 @@ from harness.config.schema import (
 from harness.errors import ConfigError
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.environments import EnvironmentOptions
+from harness.pipeline.lock import LOCKFILE_NAME
 from harness.pipeline.pipeline import check_skill_dirs
 from harness.skills.scanner import MarketScanPolicy
 
@@ -82,7 +83,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         mcp_tokens=_path(base, file.mcp_tokens) if file.mcp_tokens else None,
         environments=_environments(file.environments),
         # Pinning skills: ``lock: true`` is harness.lock beside this file, a string its path.
-        lock=_path(base, "harness.lock" if file.lock is True else file.lock) if file.lock else None,
+        lock=_path(base, LOCKFILE_NAME if file.lock is True else file.lock) if file.lock else None,
         **_filesystem(file.filesystem, base),
     )
 

@@ -13,7 +13,6 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-
 from typing import TYPE_CHECKING
 
 import anyio
@@ -173,6 +172,11 @@ class SkillLayer:
         """The last good result (empty before the first successful load)."""
         last = self._last_good.value
         return last if last is not None else _NOTHING_YET
+
+    @property
+    def version(self) -> str | None:
+        """The repository version the last result was read at (a git market's commit), or ``None``."""
+        return self._version
 
     @property
     def watch_root(self) -> Path | None:
