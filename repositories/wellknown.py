@@ -252,6 +252,7 @@ class WellKnownRepository(SkillRepository):
         match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
         if match is None:
             raise _Refused(f"{label}: digest {digest!r} is not sha256:<64 lowercase hex>: skipped")
+        digest = match.group(0)
         old = self._packages.get(name)
         if old is not None and old.digest == digest:
             return name, old
