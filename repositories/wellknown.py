@@ -309,7 +309,8 @@ class WellKnownRepository(SkillRepository):
                 max_total_size=self.max_package_size,
                 max_entries=self.max_entries,
             ) as package:
-                return _Package(contents=_contents(name, package, label), digest=digest, url=url, problems=())
+                problems = tuple(f"{label}: {problem}" for problem in package.problems)
+                return _Package(contents=_contents(name, package, label), digest=digest, url=url, problems=problems)
         except InvalidBundle as exc:  # ArchiveRefused, or a bundle the checks refuse
             raise _Refused(f"{label}: archive refused: {exc}") from None
 

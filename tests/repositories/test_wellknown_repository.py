@@ -3,9 +3,6 @@ hostile artifacts a publisher could craft."""
 
 from __future__ import annotations
 
-import hashlib
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -53,116 +50,6 @@ async def test_a_local_site_folder_and_index_file(site: Site) -> None:
         assert [b.folder for b in (await repo.snapshot()).bundles] == ["hello"]
     async with open_repository(f"well-known+file://{site.folder / 'index.json'}") as repo:
         assert [b.folder for b in (await repo.snapshot()).bundles] == ["hello"]
-
-
-async def test_a_digest_lie_is_refused_and_the_last_good_artifact_stays(site: Site) -> None:
-    site.add("hello", _md("hello"))
-    async with WellKnownRepository(site.root) as repo:
-        first = await repo.snapshot()
-        assert first.bundle("hello") is not None
-        site.add("hello", _md("hello", "Evil."), digest="sha256:" + hashlib.sha256(b"other").hexdigest())
-        site.add("liar", _md("liar"), digest="sha256:" + "0" * 64)
-        snapshot = await repo.snapshot()
-        assert snapshot.bundle("liar") is None
-        hello = snapshot.bundle("hello")
-        assert hello is not None and b"Evil" not in hello.skill_md
-        assert any("liar" in p and "not sha256:" + "0" * 64 in p or "digest" in p for p in snapshot.problems)
-        assert any("previous artifact" in p for p in snapshot.problems)
-
-
-@pytest.mark.parametrize(
-    ("artifact", "reason"),
-    [
-        (tar_gz({"SKILL.md": _md("bad")}, links={"scripts/passwd": "/etc/passwd"}), "a link"),
-        (tar_gz({"SKILL.md": _md("bad"), "../escape.sh": b"x"}), "escapes"),
-        (tar_gz({"SKILL.md": _md("bad"), "/abs.sh": b"x"}), "absolute"),
-        (zipped({"SKILL.md": _md("bad"), "../../escape.sh": b"x"}), "escapes"),
-    ],
-)
-async def test_hostile_entries_inside_an_archive_are_skipped_and_reported(
-    site: Site, artifact: bytes, reason: str
-) -> None:
-    site.add("bad", artifact, kind="archive")
-    async with WellKnownRepository(site.root) as repo:
-        snapshot = await repo.snapshot()
-        bundle = snapshot.bundle("bad")
-        # The skill itself is served without the hostile entry, which never reaches a listing.
-        assert bundle is not None and bundle.files == ()
-
-
-@pytest.mark.parametrize(
-    ("artifact", "reason"),
-    [
-        (tar_gz({"SKILL.md": _md("bad"), "a.md": b"1", "./a.md": b"2"}), "same path"),
-        (tar_gz({"SKILL.md": _md("bad"), "A.md": b"1", "a.md": b"2"}), "same path"),
-        (tar_gz({"SKILL.md": _md("bad"), **{f"f{i}.md": b"x" for i in range(40)}}), "more than 16 entries"),
-        (tar_gz({"SKILL.md": _md("bad"), "big.bin": b"\0" * 200_000}), "unpacks to"),
-        (tar_gz({"README.md": b"no skill here"}), "no SKILL.md"),
-        (b"not an archive at all", "not a tar archive"),
-    ],
-)
-async def test_hostile_archives_are_refused_whole(site: Site, artifact: bytes, reason: str) -> None:
-    site.add("bad", artifact, kind="archive")
-    site.add("good", _md("good"))
-    async with WellKnownRepository(site.root, max_entries=16, max_file_size=1000, max_package_size=100_000) as repo:
-        snapshot = await repo.snapshot()
-        assert snapshot.bundle("bad") is None
-        assert snapshot.bundle("good") is not None  # one bad entry costs only itself
-        assert any(reason in p and "skill bad" in p for p in snapshot.problems), snapshot.problems
-
-
-async def test_a_gzip_bomb_is_cut_off_while_decompressing(site: Site) -> None:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        info = tarfile.TarInfo("SKILL.md")
-        data = _md("bomb") + b"\0" * 5_000_000
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    site.add("bomb", out.getvalue(), kind="archive")
-    async with WellKnownRepository(site.root, max_file_size=10_000, max_package_size=50_000) as repo:
-        snapshot = await repo.snapshot()
-        assert snapshot.bundle("bomb") is None
-        assert any("more than" in p for p in snapshot.problems), snapshot.problems
-
-
-async def test_artifact_urls_cannot_leave_the_site(site: Site, tmp_path: Path) -> None:
-    secret = tmp_path / "secret.md"
-    secret.write_bytes(_md("secret"))
-    digest = "sha256:" + hashlib.sha256(secret.read_bytes()).hexdigest()
-    site.entries = [
-        {"name": "a", "type": "skill-md", "url": f"file://{secret}", "digest": digest},
-        {"name": "b", "type": "skill-md", "url": "../../../secret.md", "digest": digest},
-        {"name": "c", "type": "skill-md", "url": "https://elsewhere.invalid/SKILL.md", "digest": digest},
-    ]
-    site.write()
-    (site.folder / "d").mkdir()
-    (site.folder / "d" / "SKILL.md").symlink_to(secret)
-    site.entries.append({"name": "d", "type": "skill-md", "url": "d/SKILL.md", "digest": digest})
-    site.write()
-    async with WellKnownRepository(site.root) as repo:
-        snapshot = await repo.snapshot()
-        assert snapshot.bundles == ()
-        assert len(snapshot.problems) == 4, snapshot.problems
-    with serve(site.root) as base:
-        async with WellKnownRepository(base) as repo:
-            snapshot = await repo.snapshot()
-            # The server chose to serve d's file; a file:// URL and another host stay refused.
-            assert [b.folder for b in snapshot.bundles] == ["d"]
-            assert any("skill a:" in p and "leaves" in p for p in snapshot.problems)
-
-
-async def test_unknown_types_names_and_duplicates_are_skipped(site: Site) -> None:
-    site.add("ok", _md("ok"))
-    site.entries += [
-        {"name": "../x", "type": "skill-md", "url": "ok/SKILL.md", "digest": site.entries[0]["digest"]},
-        {"name": "ok", "type": "skill-md", "url": "ok/SKILL.md", "digest": site.entries[0]["digest"]},
-        {"name": "odd", "type": "plugin", "url": "ok/SKILL.md", "digest": site.entries[0]["digest"]},
-    ]
-    site.write()
-    async with WellKnownRepository(site.root) as repo:
-        snapshot = await repo.snapshot()
-        assert [b.folder for b in snapshot.bundles] == ["ok"]
-        assert len(snapshot.problems) == 3
 
 
 async def test_an_index_of_an_unknown_schema_is_refused(site: Site) -> None:
