@@ -42,7 +42,7 @@ async def connect(request: pytest.FixtureRequest, ws: Path, tmp_path: Path) -> A
     if request.param == "stdio":
         command = serve_command(ws, "--user", "alice")
         params = StdioServerParameters(command=command[0], args=command[1:], env=CODE)
-        yield lambda mode: Client(params, cache=None, mode=mode)  # type: ignore[arg-type]
+        yield lambda mode: Client(params, cache=None, mode=mode)
         return
     (tmp_path / "tokens.yaml").write_text(f"alice: {TOKEN}\n")
     async with HttpServer(ws, tmp_path / "tokens.yaml") as server:
