@@ -80,6 +80,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         curator=_curator(file),
         approval=_approval(file.approval),
         mcp_tokens=_path(base, file.mcp_tokens) if file.mcp_tokens else None,
+        mcp_stateless=file.mcp_stateless,
         environments=_environments(file.environments),
         **_filesystem(file.filesystem, base),
     )

@@ -40,7 +40,9 @@ cache them past an edit.
 Who the user is: on stdio the operator names one (``--user``); over HTTP it is the principal of
 the bearer token (:class:`~harness.mcp.tokens.TokenMap`); the SDK's bearer middleware answers
 401 to a request without a known token, and a request that somehow has no principal sees no
-skills at all. Each user holds a bounded number of sessions (:mod:`harness.mcp.sessions`).
+skills at all. Each user holds a bounded number of sessions (:mod:`harness.mcp.sessions`), or,
+served stateless for replicas behind a load balancer, a bounded number of requests in flight;
+nothing this server answers depends on an earlier request reaching the same process.
 """
 
 from __future__ import annotations
@@ -209,24 +211,42 @@ class SkillServer:
             await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(
-        self, tokens: TokenMap, *, host: str = "127.0.0.1", path: str = "/mcp", sessions: SessionLimits | None = None
+        self,
+        tokens: TokenMap,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/mcp",
+        sessions: SessionLimits | None = None,
+        stateless: bool = False,
     ) -> Starlette:
         """The streamable HTTP app (an ASGI app for any server) whose users are ``tokens``'
-        principals, each holding at most ``sessions.per_principal`` sessions (see
-        :mod:`harness.mcp.sessions`)."""
+        principals, each holding at most ``sessions.per_principal`` sessions, or with
+        ``stateless`` none at all (each request stands alone, so replicas need no session
+        affinity) and at most that many requests in flight (see :mod:`harness.mcp.sessions`)."""
         self._principal = _bearer_principal
         return session_app(
-            self.server, verifier=_TokenVerifier(tokens), limits=sessions or SessionLimits(), host=host, path=path
+            self.server,
+            verifier=_TokenVerifier(tokens),
+            limits=sessions or SessionLimits(),
+            host=host,
+            path=path,
+            stateless=stateless,
         )
 
     async def serve_http(
-        self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000, sessions: SessionLimits | None = None
+        self,
+        tokens: TokenMap,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        sessions: SessionLimits | None = None,
+        stateless: bool = False,
     ) -> None:
         """Serve :meth:`http_app` with uvicorn until interrupted; raises :class:`McpServerError`
         when it cannot start."""
         import uvicorn
 
-        app = self.http_app(tokens, host=host, sessions=sessions)
+        app = self.http_app(tokens, host=host, sessions=sessions, stateless=stateless)
         try:
             await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
         except SystemExit as exc:  # uvicorn exits when it cannot start (the port taken, say)
