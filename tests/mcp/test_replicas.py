@@ -80,7 +80,10 @@ async def replicas(ws: Path, *args: str) -> AsyncIterator[list[HttpServer]]:
     async with AsyncExitStack() as stack:
         servers = [HttpServer(ws, ws.parent / "tokens.yaml", *args) for _ in range(2)]
         for server in servers:
-            await stack.enter_async_context(server)
+            stack.push_async_exit(server.__aexit__)
+        async with anyio.create_task_group() as starting:  # both start at once
+            for server in servers:
+                starting.start_soon(server.__aenter__)
         yield servers
 
 
