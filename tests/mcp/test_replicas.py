@@ -127,13 +127,19 @@ async def test_two_stateless_replicas_answer_one_client_alternately(ws: Path, mo
 
 
 async def test_stateful_replicas_lose_an_older_client_that_changes_replica(ws: Path) -> None:
-    """Why the mode exists: a client on a revision with sessions is known to one replica only."""
+    """Why the mode exists: a client on a revision with sessions is known to one replica only;
+    one on the current revision sends self-contained requests and is served either way."""
     async with replicas(ws) as servers:
         with pytest.raises(ExceptionGroup) as caught:
             async with balanced(servers, TOKENS["alice"], "legacy") as (alice, _):
                 await call(alice, "skills/list")
                 await call(alice, "skills/list")
         assert caught.group_contains(MCPError, match="Session not found", depth=None)
+        async with balanced(servers, TOKENS["alice"], "auto") as (alice, lb):
+            assert len(await _every_page(alice)) == MANY
+            got = await call(alice, "skills/get", {"uri": "skill://alpha/SKILL.md"})
+            assert got["skill"]["frontmatter"]["name"] == "alpha"
+        assert {port for method, port in lb.served if method == "POST"} == {s.port for s in servers}
 
 
 async def test_a_user_flooding_a_stateless_server_does_not_stall_another(ws: Path) -> None:
