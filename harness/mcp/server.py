@@ -48,6 +48,7 @@ nothing this server answers depends on an earlier request reaching the same proc
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import logging
 import shlex
 from collections.abc import Callable, Collection, Iterable
@@ -64,7 +65,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
-from harness import __version__
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
@@ -84,6 +84,15 @@ log = logging.getLogger(__name__)
 
 #: ``_meta`` key of ``skills/list`` naming the skills left out and why.
 OMITTED_META = "agent-skill-harness/omitted"
+
+def _version() -> str:
+    """The installed distribution's version (the same lookup as ``harness.__version__``, which
+    this part, on a lower floor, does not import)."""
+    try:
+        return importlib.metadata.version("agent-skill-harness")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
 
 #: How many (skill, reason) pairs the server remembers having logged.
 _REPORTED = 4096
@@ -182,7 +191,7 @@ class SkillServer:
         self._reported: set[tuple[str, str]] = set()
         self.server: Server[Any] = _SkillsServer(
             name,
-            version=__version__,
+            version=_version(),
             instructions="Agent skills: list them with skills/list (or the load_skill tool), read their "
             f"files as {SCHEME}<skill>/<path> resources (or read_skill_resource).",
             on_list_resources=self._list_resources,
