@@ -85,6 +85,7 @@ log = logging.getLogger(__name__)
 #: ``_meta`` key of ``skills/list`` naming the skills left out and why.
 OMITTED_META = "agent-skill-harness/omitted"
 
+
 def _version() -> str:
     """The installed distribution's version (the same lookup as ``harness.__version__``, which
     this part, on a lower floor, does not import)."""
