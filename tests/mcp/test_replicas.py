@@ -122,8 +122,13 @@ async def test_two_stateless_replicas_answer_one_client_alternately(ws: Path, mo
             assert "Research $ARGUMENTS carefully." in loaded.content[0].text  # type: ignore[union-attr]
             prompt = await alice.get_prompt("alpha", {"arguments": "tides"})
             assert "Research tides carefully." in prompt.messages[0].content.text  # type: ignore[union-attr]
-    posts = [port for method, port in lb.served if method == "POST"]
-    assert set(posts) == {servers[0].port, servers[1].port}
+        posts = [port for method, port in lb.served if method == "POST"]
+        assert set(posts) == {servers[0].port, servers[1].port}
+        async with balanced(servers, TOKENS["bob"], mode) as (bob, _):  # each request is its token's user's
+            assert [s["uri"] for s in await _every_page(bob)] == ["skill://shared/SKILL.md"]
+            for _ in range(2):
+                with pytest.raises(MCPError, match="no skill is served at"):
+                    await call(bob, "skills/get", {"uri": "skill://alpha/SKILL.md"})
 
 
 async def test_stateful_replicas_lose_an_older_client_that_changes_replica(ws: Path) -> None:
