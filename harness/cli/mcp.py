@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Serve merged skills over MCP with the Skills extension (skills/list, skills/get, "
         "skill:// resources, directory reads), the load_skill and read_skill_resource tools and one prompt "
         "per user-invocable skill. On stdio (the default) it serves --user, which is required there (a host "
-        "configuration names whose skills it gets); with --http it serves the user each bearer token maps to (--tokens FILE and/or HARNESS_MCP_TOKENS) and answers 401 without one.",
+        "configuration names whose skills it gets); with --http it serves the user each bearer token maps to (--tokens FILE and/or HARNESS_MCP_TOKENS) and answers 401 without one; --stateless lets several servers share one load balancer.",
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1)")
@@ -39,11 +39,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--tokens", type=Path, metavar="FILE", help="YAML mapping of user ids to bearer tokens (default: mcp_tokens)"
     )
     serve.add_argument(
+        "--stateless",
+        action="store_true",
+        default=None,
+        help="with --http, keep no MCP session between requests: any replica answers any request, so several "
+        "servers over one workspace or store can sit behind a load balancer without session affinity; the "
+        "session bounds then bound each user's requests in flight (default: mcp_stateless in harness.yaml, else off)",
+    )
+    serve.add_argument(
         "--max-sessions-per-user",
         type=int,
         default=16,
         metavar="N",
-        help="HTTP sessions one token's user may hold open; past it their longest-idle session is closed (default 16)",
+        help="HTTP sessions one token's user may hold open; past it their longest-idle session is closed; with "
+        "--stateless, requests one user may have in flight (default 16)",
     )
     serve.add_argument(
         "--max-sessions",
@@ -51,7 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=1000,
         metavar="N",
         help="HTTP sessions open in all; past it the longest-idle session of the user holding the most is "
-        "closed (default 1000)",
+        "closed; with --stateless, requests in flight in all (default 1000)",
     )
     serve.add_argument(
         "--allow-shell",
@@ -83,6 +92,9 @@ def _serve(args: argparse.Namespace) -> int:
             "(e.g. harness mcp serve --user alice); over HTTP, --http serves each token's user"
         )
     config = config_from_args(args)
+    stateless = config.mcp_stateless if args.stateless is None else args.stateless
+    if args.stateless and not args.http:
+        raise ConfigError("--stateless is for --http: over stdio one client holds the server's one connection")
     tokens = TokenMap.load(args.tokens or config.mcp_tokens) if args.http else None
     if tokens is not None and not tokens:
         raise ConfigError(
@@ -105,8 +117,9 @@ def _serve(args: argparse.Namespace) -> int:
         async with Harness.from_config(config, model="demo", filesystem=filesystem, approval=approval) as agent:
             server = SkillServer(agent.pipeline, shell=agent.tools_for if args.allow_shell else None)
             if tokens is not None:
-                print(f"harness: serving MCP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-                await server.serve_http(tokens, host=args.host, port=args.port, sessions=sessions)
+                how = " (stateless)" if stateless else ""
+                print(f"harness: serving MCP on http://{args.host}:{args.port}/mcp{how}", file=sys.stderr, flush=True)
+                await server.serve_http(tokens, host=args.host, port=args.port, sessions=sessions, stateless=stateless)
             else:
                 assert user is not None
                 await server.serve_stdio(user)

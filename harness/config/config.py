@@ -50,6 +50,7 @@ class HarnessConfig:
     curator: CuratorConfig | None = None
     approval: ApprovalPolicy | None = None
     mcp_tokens: Path | None = None  # harness mcp serve --http: the bearer token -> user file
+    mcp_stateless: bool = False  # harness mcp serve --http: no session kept between requests
     environments: EnvironmentOptions | None = None
     # Pinning skills (docs/pinning.md): the lockfile in force, or None.
     lock: Path | None = None

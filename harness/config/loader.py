@@ -81,6 +81,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         curator=_curator(file),
         approval=_approval(file.approval),
         mcp_tokens=_path(base, file.mcp_tokens) if file.mcp_tokens else None,
+        mcp_stateless=file.mcp_stateless,
         environments=_environments(file.environments),
         # Pinning skills: ``lock: true`` is harness.lock beside this file, a string its path.
         lock=_path(base, LOCKFILE_NAME if file.lock is True else file.lock) if file.lock else None,

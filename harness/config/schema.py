@@ -388,6 +388,8 @@ class ConfigFile(_Section):
     """The approval policy of tool calls."""
     mcp_tokens: Annotated[str | None, _expect("a file path")] = None
     """The bearer token -> user file of harness mcp serve --http."""
+    mcp_stateless: Flag = _default(HarnessConfig, "mcp_stateless")
+    """harness mcp serve --http keeps no session between requests (replicas behind a load balancer)."""
     environments: Annotated[
         EnvironmentsSection | None, BeforeValidator(_off, json_schema_input_type=bool | EnvironmentsSection | None)
     ] = None

@@ -3,7 +3,9 @@
 :class:`SkillServer` implements the MCP Skills extension (``io.modelcontextprotocol/skills``)
 plus fallback tools and prompts over a :class:`~harness.pipeline.SkillPipeline`;
 :class:`SkillCatalog` holds the extension's wire shapes; :class:`TokenMap` maps HTTP bearer
-tokens to users; :class:`SessionLimits` bounds the HTTP sessions each user and all users hold. Install with ``pip install 'agent-skill-harness[mcp]'``.
+tokens to users; :class:`SessionLimits` bounds the HTTP sessions each user and all users hold
+(served stateless for replicas behind a load balancer, the requests they have in flight:
+:class:`FairRequests`). Install with ``pip install 'agent-skill-harness[mcp]'``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from harness.mcp.catalog import EXTENSION, MAX_BYTES, MAX_FILES, Listing, SkillCatalog
     from harness.mcp.server import OMITTED_META, SkillServer, ToolSource
-    from harness.mcp.sessions import FairSessionManager, SessionLimits
+    from harness.mcp.sessions import FairRequests, FairSessionManager, SessionLimits
     from harness.mcp.tokens import TOKENS_ENV, TokenMap
 from harness.mcp.errors import McpServerError, SkillRequestError, TokenConfigError
 
@@ -30,6 +32,7 @@ __all__ = [
     "MAX_FILES",
     "OMITTED_META",
     "TOKENS_ENV",
+    "FairRequests",
     "FairSessionManager",
     "Listing",
     "McpServerError",

@@ -8,10 +8,14 @@ shapes (plain dicts), not the MCP SDK. :mod:`harness.mcp.server` puts them on th
 - An entry's ``resources`` lists SKILL.md and every other file with ``sha256:<hex>`` and ``size``.
   Hashing needs the bytes, so the manifest of a skill is computed once per content digest of its
   folder and cached: a warm request reads nothing.
-- The extension's limits (:data:`MAX_FILES` files and :data:`MAX_BYTES` bytes per skill) are
-  checked from the sizes the layer already knows, before anything is read; a skill over them is
-  left out of ``skills/list`` and reported in :attr:`Listing.omitted`, and ``skills/get`` and
-  ``resources/read`` answer with an error that says which limit it exceeds.
+- A skill the extension does not allow is not served: it is left out of ``skills/list`` and
+  reported in :attr:`Listing.omitted` with the reason, and ``skills/get``, ``resources/read`` and
+  directory reads of it answer with an error that says why (:meth:`SkillCatalog.problem`).
+  That is a skill over the extension's limits (:data:`MAX_FILES` files and :data:`MAX_BYTES`
+  bytes per skill, checked from the sizes the layer already knows, before anything is read),
+  and one whose frontmatter ``name`` the URI cannot carry: the URI's last segment must be the
+  ``name`` the SKILL.md declares and that name must keep the Agent Skills naming rules, so a
+  SKILL.md without ``name`` (loaded under its folder's name) or named ``Bad_Name`` is left out.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import anyio
 from filesystems import relative_path_problem
 from harness.mcp.errors import SkillRequestError
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
-from harness.skills.skill import Layer
+from harness.skills.rules import check_name
+from harness.skills.skill import Layer, Skill
 from repositories import RepositoryError
 
 __all__ = [
@@ -147,7 +152,7 @@ class SkillCatalog:
         omitted: list[dict[str, str]] = []
         for path, resolved in paths[start:end]:
             try:
-                problem = await self.over_limits(resolved)
+                problem = await self.problem(resolved)
                 if problem is None:
                     skills.append(await self.entry(plan, path, resolved))
                     continue
@@ -161,10 +166,35 @@ class SkillCatalog:
         path, resolved, relative = self.resolve(plan, uri)
         if relative != _MAIN:
             raise SkillRequestError(f"{uri} is not the SKILL.md of a skill (try {SCHEME}{path}/{_MAIN})")
-        problem = await self.over_limits(resolved)
+        await self._check_served(path, resolved)
+        return await self.entry(plan, path, resolved)
+
+    async def problem(self, resolved: ResolvedSkill) -> str | None:
+        """Why the extension does not allow serving a skill (its name, then its size), or ``None``."""
+        return self.name_problem(resolved.skill) or await self.over_limits(resolved)
+
+    async def _check_served(self, path: str, resolved: ResolvedSkill) -> None:
+        problem = await self.problem(resolved)
         if problem is not None:
             raise SkillRequestError(f"skill {path!r} is not served: {problem}")
-        return await self.entry(plan, path, resolved)
+
+    @staticmethod
+    def name_problem(skill: Skill) -> str | None:
+        """Why a skill's URI cannot carry the ``name`` of its frontmatter, or ``None``: the field
+        is missing (the skill was loaded under its folder's name), is not the name the skill is
+        served under, or breaks the Agent Skills naming rules."""
+        written = skill.metadata.get("name")
+        if written is None:
+            return (
+                f"its {skill.skill_md_name} has no name field (it was loaded under its folder's name "
+                f"{skill.folder!r}, and a skill URI must end in the name its frontmatter declares)"
+            )
+        if written != skill.name:
+            return f"its name field {frontmatter_json(written)!r} is not the plain name {skill.name!r} it is known by"
+        errors = [p.message for p in check_name(written, None) if p.error]
+        if errors:
+            return "its name breaks the Agent Skills naming rules: " + "; ".join(errors)
+        return None
 
     @staticmethod
     async def over_limits(resolved: ResolvedSkill) -> str | None:
@@ -212,9 +242,7 @@ class SkillCatalog:
     async def read(self, plan: TurnPlan, uri: str) -> tuple[bytes, str]:
         """The bytes and MIME type of the skill file ``uri``."""
         path, resolved, relative = self.resolve(plan, uri)
-        problem = await self.over_limits(resolved)
-        if problem is not None:
-            raise SkillRequestError(f"skill {path!r} is not served: {problem}")
+        await self._check_served(path, resolved)
         if relative == _MAIN:
             return resolved.skill.raw, mime_type(_MAIN)
         if relative not in await resolved.list_files():
@@ -225,6 +253,7 @@ class SkillCatalog:
     async def directory(self, plan: TurnPlan, uri: str) -> list[dict[str, Any]]:
         """The direct children of the directory ``uri`` (a skill's root or one of its folders)."""
         path, resolved, relative = self.resolve(plan, uri)
+        await self._check_served(path, resolved)
         prefix = f"{relative}/" if relative else ""
         files = [_MAIN, *await resolved.list_files()]
         if relative and not any(f.startswith(prefix) for f in files):

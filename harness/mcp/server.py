@@ -4,14 +4,21 @@ The server implements the MCP Skills extension on the SDK's low-level :class:`mc
 (the SDK ships no types for it; its extension hooks add methods, which is what this does):
 
 - **capability**: ``capabilities.extensions["io.modelcontextprotocol/skills"] = {"directoryRead": true}``
-  next to ``resources``, ``tools`` and ``prompts``.
+  next to ``resources``, ``tools`` and ``prompts``. A client that negotiates a revision before
+  2026-07-28 (the ``initialize`` handshake) has no ``extensions`` field in its schema, so the same
+  entry is also given there under ``capabilities.experimental``, the field those revisions keep
+  for capabilities outside the base protocol; the methods answer the same on every revision.
+- **``serverInfo``**: ``{"name": "agent-skill-harness", "version": harness.__version__}``.
 - **``skills/list``** (params ``{cursor?}``) → ``{"skills": [Skill...], "nextCursor"?, "ttlMs": 0,
   "cacheScope": "private"}``, ``page_size`` skills a page (the cursor is the next position). A ``Skill`` is ``{"uri": "skill://<path>/SKILL.md",
   "frontmatter": {...verbatim...}, "resources": [{"uri", "digest": "sha256:<hex>", "size"}...]}``.
-  Skills over the extension's limits (512 files, 16 MiB per skill) are left out and named with
-  the reason in ``_meta["agent-skill-harness/omitted"]: [{"uri", "reason"}]``.
+  Skills the extension does not allow are left out and named with the reason in
+  ``_meta["agent-skill-harness/omitted"]: [{"uri", "reason"}]``: those over its limits (512
+  files, 16 MiB per skill), and those whose frontmatter ``name`` is missing or breaks the Agent
+  Skills naming rules (the URI's last segment must be that name).
 - **``skills/get``** (params ``{uri}``, the SKILL.md URI) → ``{"skill": Skill, "ttlMs": 0,
-  "cacheScope": "private"}``; an unknown or over-limit skill is error -32602 saying why.
+  "cacheScope": "private"}``; an unknown or left-out skill is error -32602 saying why (so are
+  ``resources/read`` and ``resources/directory/read`` of a left-out skill's files).
 - **``resources/read``** of ``skill://<path>/<file>`` → the file as text (UTF-8) or a base64 blob;
   ``resources/list`` lists each skill's SKILL.md.
 - **``resources/directory/read``** (params ``{uri, cursor?}``) of ``skill://<path>`` or a folder of
@@ -33,12 +40,15 @@ cache them past an edit.
 Who the user is: on stdio the operator names one (``--user``); over HTTP it is the principal of
 the bearer token (:class:`~harness.mcp.tokens.TokenMap`); the SDK's bearer middleware answers
 401 to a request without a known token, and a request that somehow has no principal sees no
-skills at all. Each user holds a bounded number of sessions (:mod:`harness.mcp.sessions`).
+skills at all. Each user holds a bounded number of sessions (:mod:`harness.mcp.sessions`), or,
+served stateless for replicas behind a load balancer, a bounded number of requests in flight;
+nothing this server answers depends on an earlier request reaching the same process.
 """
 
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import logging
 import shlex
 from collections.abc import Callable, Collection, Iterable
@@ -49,6 +59,8 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
@@ -72,6 +84,19 @@ log = logging.getLogger(__name__)
 
 #: ``_meta`` key of ``skills/list`` naming the skills left out and why.
 OMITTED_META = "agent-skill-harness/omitted"
+
+
+def _version() -> str:
+    """The installed distribution's version (the same lookup as ``harness.__version__``, which
+    this part, on a lower floor, does not import)."""
+    try:
+        return importlib.metadata.version("agent-skill-harness")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+#: How many (skill, reason) pairs the server remembers having logged.
+_REPORTED = 4096
 
 _Principal = Callable[[ServerRequestContext[Any, Any]], str | None]
 
@@ -118,6 +143,23 @@ class _TokenVerifier:
         return None if user is None else AccessToken(token=token, client_id=user, scopes=[], subject=user)
 
 
+class _SkillsServer(Server[Any]):
+    """The SDK's server, also naming its extensions under ``capabilities.experimental`` in the
+    ``initialize`` result: revisions before 2026-07-28 have no ``extensions`` field, and the SDK
+    drops it from what such a client receives."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The ``initialize`` result's options (see the class docstring)."""
+        given = self.extensions if extensions is None else extensions
+        experimental = {**given, **(experimental_capabilities or {})}
+        return super().create_initialization_options(notification_options, experimental, extensions)
+
+
 def _invalid(message: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message)
 
@@ -148,8 +190,9 @@ class SkillServer:
         self.catalog = SkillCatalog()
         self._principal: _Principal = _no_principal
         self._reported: set[tuple[str, str]] = set()
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _SkillsServer(
             name,
+            version=_version(),
             instructions="Agent skills: list them with skills/list (or the load_skill tool), read their "
             f"files as {SCHEME}<skill>/<path> resources (or read_skill_resource).",
             on_list_resources=self._list_resources,
@@ -178,24 +221,42 @@ class SkillServer:
             await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(
-        self, tokens: TokenMap, *, host: str = "127.0.0.1", path: str = "/mcp", sessions: SessionLimits | None = None
+        self,
+        tokens: TokenMap,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/mcp",
+        sessions: SessionLimits | None = None,
+        stateless: bool = False,
     ) -> Starlette:
         """The streamable HTTP app (an ASGI app for any server) whose users are ``tokens``'
-        principals, each holding at most ``sessions.per_principal`` sessions (see
-        :mod:`harness.mcp.sessions`)."""
+        principals, each holding at most ``sessions.per_principal`` sessions, or with
+        ``stateless`` none at all (each request stands alone, so replicas need no session
+        affinity) and at most that many requests in flight (see :mod:`harness.mcp.sessions`)."""
         self._principal = _bearer_principal
         return session_app(
-            self.server, verifier=_TokenVerifier(tokens), limits=sessions or SessionLimits(), host=host, path=path
+            self.server,
+            verifier=_TokenVerifier(tokens),
+            limits=sessions or SessionLimits(),
+            host=host,
+            path=path,
+            stateless=stateless,
         )
 
     async def serve_http(
-        self, tokens: TokenMap, *, host: str = "127.0.0.1", port: int = 8000, sessions: SessionLimits | None = None
+        self,
+        tokens: TokenMap,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        sessions: SessionLimits | None = None,
+        stateless: bool = False,
     ) -> None:
         """Serve :meth:`http_app` with uvicorn until interrupted; raises :class:`McpServerError`
         when it cannot start."""
         import uvicorn
 
-        app = self.http_app(tokens, host=host, sessions=sessions)
+        app = self.http_app(tokens, host=host, sessions=sessions, stateless=stateless)
         try:
             await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
         except SystemExit as exc:  # uvicorn exits when it cannot start (the port taken, say)
@@ -234,6 +295,8 @@ class SkillServer:
         if listing.omitted:
             for item in listing.omitted:
                 if (item["uri"], item["reason"]) not in self._reported:  # once, not on every request
+                    if len(self._reported) >= _REPORTED:  # bounded: forget, and log them again
+                        self._reported.clear()
                     self._reported.add((item["uri"], item["reason"]))
                     log.warning("skill %s is not listed: %s", item["uri"], item["reason"])
             result["_meta"] = {OMITTED_META: list(listing.omitted)}
@@ -266,6 +329,7 @@ class SkillServer:
                 mime_type="text/markdown",
             )
             for path, resolved in (self.catalog.paths(plan).items() if plan is not None else ())
+            if self.catalog.name_problem(resolved.skill) is None  # a URI cannot carry its name
         ]
         return types.ListResourcesResult(resources=resources)
 

@@ -19,6 +19,18 @@ admitted:
 A closed session ends as an idle timeout does: its id answers 404 and its client initializes a
 new one. :func:`session_app` is the streamable HTTP app around the manager, with the SDK's own
 bearer-token authentication.
+
+**Stateless** (``session_app(..., stateless=True)``, ``harness mcp serve --http --stateless``):
+no session is kept at all, so any replica answers any request and a load balancer needs no
+session affinity. The SDK's manager runs in its stateless mode (a fresh transport per request,
+no ``Mcp-Session-Id``; a client that starts with ``initialize`` gets its answer and may send the
+next request anywhere), and nothing else is kept between requests either: the user is the
+request's bearer token, a ``skills/list`` cursor is a position in the user's sorted skills, and
+the caches are of content (a replica that has not seen a skill reads it). Clients on the
+2026-07-28 revision send self-contained requests whichever mode the server runs in. With no
+session table to bound, :class:`FairRequests` keeps rule 12 for requests instead: a principal
+has at most ``per_principal`` requests in flight, all principals ``total``; past either a request
+is answered 503 at once, so one token holder flooding the server cannot stall the others.
 """
 
 from __future__ import annotations
@@ -32,17 +44,26 @@ from typing import Any
 
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import AuthorizationContext, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+    authorization_context,
+)
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INTERNAL_ERROR
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["FairSessionManager", "SessionLimits", "session_app"]
+__all__ = ["FairRequests", "FairSessionManager", "SessionLimits", "session_app"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +73,8 @@ _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 @dataclass(frozen=True, kw_only=True)
 class SessionLimits:
     """How many MCP sessions one principal, and all of them, may hold open; how long an idle
-    session lives (seconds)."""
+    session lives (seconds). A stateless server keeps no session: the same two numbers bound the
+    requests in flight (:class:`FairRequests`)."""
 
     per_principal: int = 16
     total: int = 1000
@@ -143,12 +165,54 @@ def _shown(principal: Hashable) -> str:
     return "an unauthenticated client" if principal is None else f"user {principal[0]!r}"  # type: ignore[index]
 
 
+class FairRequests:
+    """ASGI middleware of a stateless server: at most ``limits.per_principal`` POST requests of
+    one principal in flight, and ``limits.total`` of all of them; past either, HTTP 503 with a
+    JSON-RPC error saying which bound, without waiting. The counts live only while requests do."""
+
+    def __init__(self, app: ASGIApp, *, limits: SessionLimits) -> None:
+        self.app = app
+        self.limits = limits
+        self._in_flight: collections.Counter[Hashable] = collections.Counter()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        principal = _principal(authorization_context(user) if isinstance(user, AuthenticatedUser) else None)
+        refusal = None
+        if self._in_flight[principal] >= self.limits.per_principal:
+            refusal = f"{_shown(principal)} has {self.limits.per_principal} requests in flight, the most one user may"
+        elif self._in_flight.total() >= self.limits.total:
+            refusal = f"{self.limits.total} requests are in flight, the most this server takes at once"
+        if refusal is not None:
+            log.warning("refusing an MCP request: %s", refusal)
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INTERNAL_ERROR, "message": f"busy: {refusal}"}}
+            await JSONResponse(body, status_code=503, headers={"Retry-After": "1"})(scope, receive, send)
+            return
+        self._in_flight[principal] += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._in_flight[principal] -= 1
+            if not self._in_flight[principal]:
+                del self._in_flight[principal]  # nothing kept for a principal with nothing in flight
+
+
 def session_app(
-    server: Server[Any], *, verifier: TokenVerifier, limits: SessionLimits, host: str, path: str
+    server: Server[Any],
+    *,
+    verifier: TokenVerifier,
+    limits: SessionLimits,
+    host: str,
+    path: str,
+    stateless: bool = False,
 ) -> Starlette:
     """The streamable HTTP app of ``server`` at ``path``: bearer tokens checked by ``verifier``
-    (401 without a known one), sessions kept by a :class:`FairSessionManager`, and, on a local
-    ``host``, the SDK's DNS-rebinding protection for local addresses."""
+    (401 without a known one), sessions kept by a :class:`FairSessionManager` (or, ``stateless``,
+    none kept and requests bounded by :class:`FairRequests`), and, on a local ``host``, the
+    SDK's DNS-rebinding protection for local addresses."""
     security = None
     if host in _LOCAL_HOSTS:
         security = TransportSecuritySettings(
@@ -156,9 +220,16 @@ def session_app(
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    manager = FairSessionManager(server, limits=limits, security_settings=security)
+    manager: StreamableHTTPSessionManager
+    endpoint: ASGIApp
+    if stateless:
+        manager = StreamableHTTPSessionManager(server, stateless=True, security_settings=security)
+        endpoint = FairRequests(StreamableHTTPASGIApp(manager), limits=limits)
+    else:
+        manager = FairSessionManager(server, limits=limits, security_settings=security)
+        endpoint = StreamableHTTPASGIApp(manager)
     return Starlette(
-        routes=[Route(path, endpoint=RequireAuthMiddleware(StreamableHTTPASGIApp(manager), []))],
+        routes=[Route(path, endpoint=RequireAuthMiddleware(endpoint, []))],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),

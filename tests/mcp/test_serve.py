@@ -191,3 +191,26 @@ async def test_http_without_a_known_token_is_refused(ws: Path, tmp_path: Path) -
             answer = await raw.post(server.url, json=body, headers=headers)
             assert answer.status_code == 401
             assert "skill" not in answer.text
+
+
+async def test_a_skill_whose_uri_cannot_carry_its_name_is_reported_not_served(ws: Path) -> None:
+    make_skill(ws / "alice" / "skills", "Bad_Name")  # loads (with a warning) under a name the rules refuse
+    make_skill(ws / "alice" / "skills", "nameless", text="---\ndescription: No name field.\n---\n# Nameless\n")
+    async with stdio_client(ws, "alice") as alice:
+        listing = await call(alice, "skills/list")
+        assert _names(listing) == ["alpha", "shared"]
+        reasons = {item["uri"]: item["reason"] for item in listing["_meta"][OMITTED_META]}
+        assert set(reasons) == {"skill://Bad_Name/SKILL.md", "skill://nameless/SKILL.md"}
+        assert "naming rules" in reasons["skill://Bad_Name/SKILL.md"]
+        assert "must be lowercase" in reasons["skill://Bad_Name/SKILL.md"]
+        assert "no name field" in reasons["skill://nameless/SKILL.md"]
+        for uri, reason in reasons.items():
+            with pytest.raises(MCPError) as caught:
+                await call(alice, "skills/get", {"uri": uri})
+            assert caught.value.error.code == -32602 and reason in caught.value.error.message
+            with pytest.raises(MCPError, match="is not served"):
+                await alice.read_resource(uri)
+            with pytest.raises(MCPError, match="is not served"):
+                await call(alice, "resources/directory/read", {"uri": uri.removesuffix("/SKILL.md")})
+        listed = {str(r.uri) for r in (await alice.list_resources()).resources}
+        assert listed == {"skill://alpha/SKILL.md", "skill://shared/SKILL.md"}

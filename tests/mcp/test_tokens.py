@@ -6,6 +6,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from harness.config import load_config
@@ -72,3 +73,30 @@ async def test_a_taken_port_is_a_clear_error(tmp_path: Path) -> None:
         ]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and f"cannot serve HTTP on 127.0.0.1:{first.port}" in result.stderr
+
+
+def test_stateless_is_for_http(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*serve_command(tmp_path, "--user", "alice", "--stateless")], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2 and "--stateless is for --http" in result.stderr
+
+
+async def test_harness_yaml_can_make_the_server_stateless(tmp_path: Path) -> None:
+    make_skill(tmp_path / "ws" / "alice" / "skills", "alpha")
+    (tmp_path / "tokens.yaml").write_text("alice: alice-token-0001\n")
+    config = tmp_path / "harness.yaml"
+    config.write_text("workspace: ws\nmcp_tokens: tokens.yaml\nmcp_stateless: true\n")
+    assert load_config(config).mcp_stateless is True
+    body = {"jsonrpc": "2.0", "id": 1, "method": "skills/list", "params": {}}
+    headers = {
+        "Authorization": "Bearer alice-token-0001",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    async with HttpServer(tmp_path / "ws", None, "--config", str(config)) as server, httpx2.AsyncClient() as raw:
+        # No initialize and no session id: a stateless server answers any request on its own.
+        answer = await raw.post(server.url, json=body, headers=headers)
+        assert answer.status_code == 200 and "skill://alpha/SKILL.md" in answer.text
+        assert "mcp-session-id" not in answer.headers
+        assert "(stateless)" in server.stderr()
