@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -59,7 +59,9 @@ class ResolvedSkill:
 class TurnPlan:
     """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
 
-    ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
+    ``skills`` holds every merged skill by id, hidden ones included (a
+    :class:`~harness.pipeline.overlay.SkillOverlay` over the skills every user shares, which
+    the plan may change freely); only the catalog's skills
     and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
     ``shadowed_skills`` holds, by id, the skills a same-name skill of a higher layer (or a
     later market) shadows, after the same visibility filters: they are not in the catalog
@@ -74,7 +76,7 @@ class TurnPlan:
 
     context: RuntimeContext
     filesystem: AbstractFilesystem
-    skills: dict[str, ResolvedSkill]
+    skills: MutableMapping[str, ResolvedSkill]
     catalog: str
     shadowed: tuple[Shadowing, ...]
     diagnostics: tuple[Diagnostic, ...]
@@ -82,7 +84,7 @@ class TurnPlan:
     invoked: set[str] = field(default_factory=set)
     search: SkillIndex | None = None
     before_run: Callable[[ResolvedSkill], Awaitable[None]] | None = None
-    shadowed_skills: dict[str, ResolvedSkill] = field(default_factory=dict)
+    shadowed_skills: MutableMapping[str, ResolvedSkill] = field(default_factory=dict)
     labels: SourceLabels = field(default_factory=SourceLabels)
 
     def available(self) -> list[ResolvedSkill]:
