@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import time
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -58,13 +59,22 @@ from repositories import DirectoryRepository, SkillRepository, disambiguate_sour
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
 
-__all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
+__all__ = [
+    "DEFAULT_MARKET_TIMEOUT",
+    "DEFAULT_SKILL_DIRS",
+    "DEFAULT_USER_IDLE_AFTER",
+    "SkillPipeline",
+    "check_skill_dirs",
+]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
 #: The folders of a workspace (and of a user's area) read as skills, the first winning a name
 #: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
 DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/skills")
+#: Seconds without a turn after which a user's layers, view and catalog are released
+#: (``user_idle_after``); the user's next turn reads their folders again.
+DEFAULT_USER_IDLE_AFTER = 900.0
 #: Seconds a layer (a market above all) may take to answer before a turn goes on with its last
 #: good skills (``market_timeout``).
 DEFAULT_MARKET_TIMEOUT = 10.0
@@ -142,6 +152,10 @@ class SkillPipeline(AsyncResource):
     skills are ordered by name. The catalog shows markets by short labels (:attr:`labels`).
     ``progress`` hears about long work: a staging pass that writes files (see :class:`Stager`),
     a market's first clone (it becomes each market's ``progress``) and environment builds.
+    What a user holds (their layers and what was parsed from them, their view and catalog) is
+    kept for the ``max_cached_users`` most recent users and released once a user has taken no
+    turn for ``user_idle_after`` seconds (``None``: never); a released user's next turn reads
+    their folders again.
     """
 
     def __init__(
@@ -157,6 +171,7 @@ class SkillPipeline(AsyncResource):
         watch: bool = True,
         verify_interval: float | None = 600.0,
         max_cached_users: int = 1024,
+        user_idle_after: float | None = DEFAULT_USER_IDLE_AFTER,
         market_scan: MarketScanPolicy | None = None,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
@@ -175,6 +190,10 @@ class SkillPipeline(AsyncResource):
         self.visibility = visibility
         self._watch = watch
         self._max_users = max_cached_users
+        if user_idle_after is not None and user_idle_after <= 0:
+            raise ValueError(f"user_idle_after: {user_idle_after!r} must be a positive number of seconds or None")
+        self._idle_after = user_idle_after
+        self._seen: dict[str, float] = {}  # user id -> when the user's last turn began (monotonic)
         slugs = disambiguate_sources(r.source for r in repositories)
         if progress is not None:
             for repo in repositories:
@@ -198,6 +217,7 @@ class SkillPipeline(AsyncResource):
             *_folder_layers(filesystem, Layer.WORKSPACE, "workspace", self.skill_dirs),
         ]
         self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
+        self._idle: list[str] = []
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
         self._resolved: _Resolved | None = None
@@ -445,6 +465,8 @@ class SkillPipeline(AsyncResource):
 
     def _user(self, user_id: str) -> tuple[SkillLayer, ...]:
         """The user's folder layers in ascending priority (they share one scoped filesystem)."""
+        self._release_idle()
+        self._seen[user_id] = time.monotonic()
         layers = self._users.get(user_id)
         if layers is None:
             scoped = self.filesystem.scoped(user_id)
@@ -454,13 +476,37 @@ class SkillPipeline(AsyncResource):
                 self._by_root.add(layer.watch_root, layer)
             self._users[user_id] = layers
             while len(self._users) > self._max_users:
-                evicted, evicted_layers = self._users.popitem(last=False)
-                self._views.pop(evicted, None)
-                for layer in evicted_layers:
-                    self._by_root.discard(layer.watch_root, layer)
+                self._release(next(iter(self._users)))
         else:
             self._users.move_to_end(user_id)
         return layers
+
+    def _release_idle(self) -> None:
+        """Release the users whose last turn is ``user_idle_after`` seconds old. ``_users`` is in
+        the order of their last turns, so this looks at the idle ones and the first active one."""
+        if self._idle_after is None:
+            return
+        cutoff = time.monotonic() - self._idle_after
+        for user_id in self._users:
+            if self._seen.get(user_id, cutoff) > cutoff:
+                break
+            self._idle.append(user_id)
+        while self._idle:
+            self._release(self._idle.pop())
+
+    def _release(self, user_id: str) -> None:
+        """Forget what ``user_id`` holds: their layers (and what was parsed from them), their view
+        and their place in the change index. Their next turn starts over."""
+        layers = self._users.pop(user_id, ())
+        self._views.pop(user_id, None)
+        self._seen.pop(user_id, None)
+        for layer in layers:
+            self._by_root.discard(layer.watch_root, layer)
+
+    @property
+    def cached_users(self) -> int:
+        """How many users' layers and views the pipeline holds now."""
+        return len(self._users)
 
     def _build_view(
         self, context: RuntimeContext, base: _Base, user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
