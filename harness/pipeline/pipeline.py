@@ -80,8 +80,10 @@ DEFAULT_USER_IDLE_AFTER = 900.0
 DEFAULT_MARKET_TIMEOUT = 10.0
 # Seconds a stopped folder watcher may take to end before it is cancelled.
 _WATCHERS_GRACE = 5.0
-# Rendered catalogs kept for users with skills of their own (each up to the catalog budget).
-_MAX_CATALOGS = 256
+# Rendered catalogs kept for users with skills of their own: each is up to the catalog budget
+# (30,000 characters, 60 KB once an ellipsis makes it two bytes a character); the others render
+# again from the shared parts on their next turn.
+_MAX_CATALOGS = 64
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
