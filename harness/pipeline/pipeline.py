@@ -51,7 +51,7 @@ from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.verdicts import VerdictStore
-from harness.pipeline.watch import ChangeIndex, TreeWatcher
+from harness.pipeline.watch import ChangeIndex, TreeWatcher, WorkspaceWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, SkillRepository, disambiguate_sources
@@ -240,7 +240,7 @@ class SkillPipeline(AsyncResource):
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []
-        self._watchers: list[TreeWatcher] = []
+        self._watchers: list[TreeWatcher | WorkspaceWatcher] = []
         # Every folder layer by its watch root, so a change finds its layers without a scan.
         self._by_root = ChangeIndex[SkillLayer]()
         for layer in self._layers:
@@ -259,9 +259,12 @@ class SkillPipeline(AsyncResource):
             # Closing stops the watchers first, then gives them a moment to end on their own.
             watchers = await self._stack.enter_async_context(BackgroundTasks(grace=_WATCHERS_GRACE))
             self._stack.callback(self._stop_watchers)
-            for root in [self.filesystem.host_path(""), *(layer.watch_root for layer in self._layers)]:
+            workspace = self.filesystem.host_path("")
+            for root in [workspace, *(layer.watch_root for layer in self._layers)]:
                 if root is not None and not self._is_watched(root) and root.is_dir():
-                    watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
+                    # The workspace without its staging cache: see WorkspaceWatcher.
+                    kind = WorkspaceWatcher if root == workspace else TreeWatcher
+                    watcher = kind(root, self._on_change, self._on_watch_failure)
                     await watchers.start(watcher.run, name=f"harness-watch:{root}")
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
