@@ -46,8 +46,7 @@ from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
-from harness.pipeline.overlay import SkillOverlay
-from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.plan import ResolvedSkill, SkillOverlay, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.verdicts import VerdictStore

@@ -12,7 +12,7 @@ import pytest
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from harness.pipeline.overlay import SkillOverlay
+from harness.pipeline.plan import SkillOverlay
 from repositories import MemoryRepository
 from tests.support.pipeline import bundle, write_skill
 
