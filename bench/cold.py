@@ -1,7 +1,7 @@
 """The cold paths, each beside its floor measured in the same run: first turn, staging, restart,
 the market ingest scan, git markets, first turn per user.
 
-    .venv/bin/python bench/cold.py [--runs 5] [--only folder,staging,restart,scan,git,tenants]
+    .venv/bin/python bench/cold.py [--runs 5] [--only folder,staging,restart,scan,git,tenants,users]
 
 Prints one row per path: the harness's figure, the floor (the least any loader could do for the
 same work, measured in this run on this machine), their ratio and the target. ``bench/README.md``
@@ -38,7 +38,7 @@ from repositories import DirectoryRepository, GitRepository, MemoryRepository, S
 
 ALICE = RuntimeContext(user_id="alice")
 TRUSTED = MarketScanPolicy(default=TrustLevel.TRUSTED)  # staging rows: the ingest scan is not what they measure
-ROWS = ("folder", "staging", "restart", "scan", "git", "tenants")
+ROWS = ("folder", "staging", "restart", "scan", "git", "tenants", "users")
 
 
 @dataclass(frozen=True)
@@ -325,6 +325,90 @@ async def tenants_row(root: Path) -> Row:
     )
 
 
+# -- 10,000 market skills: start, restart, first turn and memory per user --------------------------------
+
+
+def naive_parse_ms(bundles: list[bytes]) -> float:
+    """The floor of a start: splitting and parsing every SKILL.md's frontmatter with libyaml."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    start = time.perf_counter()
+    for text in bundles:
+        _, front, _ = text.decode().split("---\n", 2)
+        yaml.load(front, Loader=loader)  # noqa: S506 - the safe loader
+    return (time.perf_counter() - start) * 1000
+
+
+async def users_rows(root: Path, skills: int, users: int) -> list[Row]:
+    """A market of ``skills`` skills: the first start (every SKILL.md parsed and scanned), a
+    restart (scan verdicts stored), then ``users`` users with three skills of their own, each
+    taking a first turn: its p99 and the process's memory per user."""
+    from users import process_figures
+
+    bundles = market_bundles(skills)
+    workspace = root / "users-ws"
+    for index in range(users):
+        make_skill_tree(workspace / f"user-{index:04d}" / "skills", 3, prefix=f"own{index}")
+
+    async def start() -> float:
+        market = MemoryRepository(bundles, name="market", writable=False)
+        async with LocalFilesystem(workspace) as fs, SkillPipeline(filesystem=fs, repositories=[market]) as pipeline:
+            return await timed(lambda: pipeline.prepare(ALICE))
+
+    first = await start()
+    restart = await start()
+    floor = naive_parse_ms([b.skill_md for b in bundles])
+    market = MemoryRepository(bundles, name="market", writable=False)
+    async with (
+        LocalFilesystem(workspace, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market], market_scan=TRUSTED) as pipeline,
+    ):
+        await pipeline.prepare(ALICE)
+        warm = statistics.median([await timed(lambda: pipeline.prepare(ALICE)) for _ in range(50)])
+        before = process_figures()["rss_kib"]
+        turns = []
+        for index in range(users):
+            began = time.perf_counter()
+            await pipeline.prepare(RuntimeContext(user_id=f"user-{index:04d}"))
+            turns.append((time.perf_counter() - began) * 1000)
+        after = process_figures()["rss_kib"]
+    p50, p99 = percentiles(turns)
+    owned = sum(p.stat().st_size for p in workspace.glob("user-*/skills/*/SKILL.md")) / users / 1024
+    return [
+        Row(
+            f"{skills:,} market skills: first start (parse + ingest scan)",
+            first,
+            floor,
+            "libyaml over every SKILL.md",
+            "<= 5 s",
+        ),
+        Row(
+            f"{skills:,} market skills: restart (scan verdicts stored)",
+            restart,
+            floor,
+            "libyaml over every SKILL.md",
+            "<= 1 s",
+        ),
+        Row(
+            f"{skills:,} market skills: first turn per user (3 own skills), {users} users: p99",
+            p99,
+            warm,
+            "a warm turn (median)",
+            "<= 50 ms p99",
+            note=f"p50 {p50:.2f} ms",
+        ),
+        Row(
+            f"{skills:,} market skills: resident memory per user with 3 own skills",
+            (after - before) / users,
+            owned,
+            "the user's own SKILL.md bytes",
+            "<= 30 KiB",
+            unit="KiB",
+        ),
+    ]
+
+
 # -- the table ----------------------------------------------------------------------------------------
 
 
@@ -360,6 +444,8 @@ async def run(args: argparse.Namespace) -> None:
             rows.extend(await git_rows(root, 50, args.git_budget))
         if "tenants" in only:
             rows.append(await tenants_row(root))
+        if "users" in only:
+            rows.extend(await users_rows(root, args.users_skills, args.users))
     print_table(rows)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -370,6 +456,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="", help=f"comma-separated rows of {', '.join(ROWS)}")
     parser.add_argument("--restart-skills", type=int, default=10_000, help="skills (x3 files) in the restart row")
+    parser.add_argument("--users-skills", type=int, default=10_000, help="market skills of the users rows")
+    parser.add_argument("--users", type=int, default=200, help="users taking a first turn in the users rows")
     parser.add_argument("--git-budget", type=float, default=0.002, help="check_budget of the budgeted git row (s)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "TREE"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -22,8 +22,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from xml.sax.saxutils import escape
 
 from harness.pipeline.labels import SourceLabels
@@ -40,6 +41,7 @@ __all__ = [
     "WORKFLOW_START_TOOL",
     "Catalog",
     "CatalogEntry",
+    "CatalogParts",
     "build_catalog",
     "catalog_header",
     "entries_for",
@@ -197,10 +199,23 @@ def build_catalog(
 
     A cut catalog's header names ``search_tool``, which finds every skill.
     """
-    if not entries:
+    return CatalogParts(entries).build(
+        load_tool=load_tool, shell_tool=shell_tool, budget=budget, search_tool=search_tool, shadowed=shadowed
+    )
+
+
+def _build(
+    layout: _Layout,
+    *,
+    load_tool: str,
+    shell_tool: str | None,
+    budget: int | None,
+    search_tool: str | None,
+    shadowed: Sequence[str],
+) -> Catalog:
+    if not layout.count:
         return Catalog(text="", complete=True)
-    layout = _Layout(entries, shadowed)
-    roots, workflows = layout.roots, any(e.workflow for e in entries)
+    roots, workflows = layout.roots, layout.workflows
 
     def header(cut: bool, names: bool = False, with_shadowed: bool = True) -> str:
         return catalog_header(
@@ -283,59 +298,124 @@ def _attr(text: str) -> str:
     return escape(text, {'"': "&quot;"})
 
 
+class _Piece(NamedTuple):
+    """What one entry contributes to any catalog, whatever else it holds."""
+
+    skill_id: str
+    order: tuple[int, float, str]  # priority: layer rank, relevance, name
+    group: tuple[int, str, str]  # its <skills> group: rank, source, root ("" for none)
+    open: str  # the opening tag
+    description: str  # escaped
+    token: str  # a name in <skill-names>, or a whole line when its folder differs
+    workflow: bool
+    # Sizes: described, its open tag, its description (or cap) and "</skill>\n"; named, its
+    # token with ", " (or its line).
+    fixed: int
+    named: int
+
+    @classmethod
+    def of(cls, entry: CatalogEntry) -> _Piece:
+        folder = posixpath.basename(entry.files_root) if entry.files_root else entry.name
+        named = f'name="{_attr(entry.name)}"' + (f' folder="{_attr(folder)}"' if folder != entry.name else "")
+        opening = f"<skill {named}" + (' workflow="true">' if entry.workflow else ">")
+        token = escape(entry.name) if folder == entry.name else f"<skill {named}/>\n"
+        return cls(
+            skill_id=entry.skill_id,
+            order=(-entry.rank, -entry.relevance, entry.name),
+            group=(-entry.rank, entry.source, posixpath.dirname(entry.files_root) if entry.files_root else ""),
+            open=opening,
+            description=escape(entry.description),
+            token=token,
+            workflow=entry.workflow,
+            fixed=len(opening) + len("</skill>\n"),
+            named=len(token) if token.endswith("\n") else len(token) + 2,
+        )
+
+
+def _order(piece: _Piece) -> tuple[int, float, str]:
+    return piece.order
+
+
+class CatalogParts:
+    """Catalog entries rendered into pieces once, for many catalogs that share most of them.
+
+    Every user's catalog holds the same shared skills plus a few of the user's own: built from
+    the parts of the shared ones (:meth:`build`, leaving out those a user replaces and adding
+    the user's), a catalog costs a few sums over the entries, not a sort and a rendering.
+    """
+
+    def __init__(self, entries: Iterable[CatalogEntry]) -> None:
+        self._pieces = sorted((_Piece.of(entry) for entry in entries), key=_order)
+
+    def build(
+        self,
+        *,
+        load_tool: str,
+        shell_tool: str | None,
+        budget: int | None = None,
+        search_tool: str | None = None,
+        shadowed: Sequence[str] = (),
+        without: Collection[str] = (),
+        extra: Sequence[CatalogEntry] = (),
+    ) -> Catalog:
+        """The catalog of these entries except those whose id is in ``without``, plus ``extra``
+        (see :func:`build_catalog` for the other arguments)."""
+        pieces = [p for p in self._pieces if p.skill_id not in without] if without else list(self._pieces)
+        for entry in extra:
+            bisect.insort(pieces, _Piece.of(entry), key=_order)
+        return _build(
+            _Layout(pieces, shadowed),
+            load_tool=load_tool,
+            shell_tool=shell_tool,
+            budget=budget,
+            search_tool=search_tool,
+            shadowed=shadowed,
+        )
+
+
 class _Layout:
     """The entries in priority order with their rendered pieces and sizes, grouped by source
     and root, so that the size of any cut is summed, not rendered."""
 
-    def __init__(self, entries: Sequence[CatalogEntry], shadowed: Sequence[str]) -> None:
-        # Priority order: layer rank, relevance, name. Item ``i`` below is ``order[i]``.
-        order = sorted(entries, key=lambda e: (-e.rank, -e.relevance, e.name))
+    def __init__(self, order: list[_Piece], shadowed: Sequence[str]) -> None:
+        # ``order`` is in priority order: layer rank, relevance, name.
         self.count = len(order)
-        self.ranks = [e.rank for e in order]
-        self.roots = any(e.files_root for e in order)
-        groups: dict[tuple[int, str, str | None], list[int]] = {}
-        for index, entry in enumerate(order):
-            root = posixpath.dirname(entry.files_root) if entry.files_root else None
-            groups.setdefault((-entry.rank, entry.source, root), []).append(index)
+        ranks = [-p.order[0] for p in order]
+        self.roots = any(p.group[2] for p in order)
+        self.workflows = any(p.workflow for p in order)
+        groups: dict[tuple[int, str, str], list[int]] = {}
+        for index, piece in enumerate(order):
+            members = groups.get(piece.group)
+            if members is None:
+                groups[piece.group] = [index]
+            else:
+                members.append(index)
+        # Within a group (one rank) index order is relevance, then name: the priority order.
         self.groups: list[tuple[str, list[int]]] = []
-        self.group_of = [0] * self.count
-        for number, key in enumerate(sorted(groups, key=lambda k: (k[0], k[1], k[2] or ""))):
+        for key in sorted(groups):
             _, source, root = key
-            members = sorted(groups[key], key=lambda i: (-order[i].relevance, order[i].name))
             shown_root = f' root="{_attr(root)}"' if root else ""
-            self.groups.append((f'<skills source="{_attr(source)}"{shown_root}>\n', members))
-            for index in members:
-                self.group_of[index] = number
-        self.opens: list[str] = []
-        self.descriptions: list[str] = []
-        self.tokens: list[str] = []  # a name in <skill-names>, or a whole line when its folder differs
-        for entry in order:
-            folder = posixpath.basename(entry.files_root) if entry.files_root else entry.name
-            named = f'name="{_attr(entry.name)}"' + (f' folder="{_attr(folder)}"' if folder != entry.name else "")
-            self.opens.append(f"<skill {named}" + (' workflow="true">' if entry.workflow else ">"))
-            self.descriptions.append(escape(entry.description))
-            self.tokens.append(escape(entry.name) if folder == entry.name else f"<skill {named}/>\n")
+            self.groups.append((f'<skills source="{_attr(source)}"{shown_root}>\n', groups[key]))
+        self.opens = [p.open for p in order]
+        self.descriptions = [p.description for p in order]
+        self.tokens = [p.token for p in order]
         self.shadowed = f"<shadowed>{escape(', '.join(shadowed))}</shadowed>\n" if shadowed else ""
-        # Sizes: a described item is its open tag, its description (or cap) and "</skill>\n";
-        # a named one its token (with ", ") or line; a group its tags, plus <skill-names> (a bound).
-        self.fixed = [len(o) + len("</skill>\n") for o in self.opens]
-        self.lengths = [len(d) for d in self.descriptions]
-        self.named = [len(t) if t.endswith("\n") else len(t) + 2 for t in self.tokens]
-        self.group_size = [len(g) + len("</skills>\n") for g, _ in self.groups]
-        names = len(_NAMES[0]) + len(_NAMES[1])
-        short = [f + min(n, _MIN_DESCRIPTION) for f, n in zip(self.fixed, self.lengths)]
-        self.described_sums = [0, *itertools.accumulate(short)]
-        self.whole_sums = [0, *itertools.accumulate(f + n for f, n in zip(self.fixed, self.lengths))]
+        # Sizes (see ``_Piece``); a group its tags, plus <skill-names> (a bound).
+        self.fixed = [p.fixed for p in order]
+        self.lengths = [len(p.description) for p in order]
+        self.described_sums = [
+            0,
+            *itertools.accumulate(p.fixed + min(len(p.description), _MIN_DESCRIPTION) for p in order),
+        ]
+        self.whole_sums = [0, *itertools.accumulate(p.fixed + len(p.description) for p in order)]
         # Where each layer (rank) begins in priority order: the first ``w`` items are whole layers.
-        self.tiers = [i for i in range(self.count) if i == 0 or self.ranks[i] != self.ranks[i - 1]]
-        self.named_sums = [0, *itertools.accumulate(self.named)]
-        # Groups shown when the first ``m`` items are: their sizes summed at first appearance.
-        first: list[int] = []
-        seen: set[int] = set()
-        for index in range(self.count):
-            group = self.group_of[index]
-            first.append(self.group_size[group] + names if group not in seen else 0)
-            seen.add(group)
+        self.tiers = [i for i in range(self.count) if i == 0 or ranks[i] != ranks[i - 1]]
+        self.named_sums = [0, *itertools.accumulate(p.named for p in order)]
+        # Groups shown when the first ``m`` items are: their sizes counted at their first item.
+        names = len(_NAMES[0]) + len(_NAMES[1])
+        first = [0] * self.count
+        for opening, members in self.groups:
+            first[members[0]] = len(opening) + len("</skills>\n") + names
         self.group_sums = [0, *itertools.accumulate(first)]
 
     # -- rendering ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import collections
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,18 +38,20 @@ from harness.pipeline.catalog import (
     SEARCH_TOOL,
     SHELL_TOOL,
     Catalog,
+    CatalogEntry,
+    CatalogParts,
     build_catalog,
-    entries_for,
+    entry_for,
 )
 from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
-from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.plan import ResolvedSkill, SkillOverlay, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
 from harness.pipeline.verdicts import VerdictStore
-from harness.pipeline.watch import ChangeIndex, TreeWatcher
+from harness.pipeline.watch import ChangeIndex, TreeWatcher, WorkspaceWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import DirectoryRepository, GitRepository, SkillRepository, disambiguate_sources
@@ -57,18 +60,31 @@ if TYPE_CHECKING:
     from filesystems import ProgressCallback
     from harness.pipeline.lock import Lockfile
 
-__all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
+__all__ = [
+    "DEFAULT_MARKET_TIMEOUT",
+    "DEFAULT_SKILL_DIRS",
+    "DEFAULT_USER_IDLE_AFTER",
+    "SkillPipeline",
+    "check_skill_dirs",
+]
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = "skills"
 #: The folders of a workspace (and of a user's area) read as skills, the first winning a name
 #: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
 DEFAULT_SKILL_DIRS: tuple[str, ...] = (SKILLS_DIR, ".agents/skills", ".claude/skills")
+#: Seconds without a turn after which a user's layers, view and catalog are released
+#: (``user_idle_after``); the user's next turn reads their folders again.
+DEFAULT_USER_IDLE_AFTER = 900.0
 #: Seconds a layer (a market above all) may take to answer before a turn goes on with its last
 #: good skills (``market_timeout``).
 DEFAULT_MARKET_TIMEOUT = 10.0
 # Seconds a stopped folder watcher may take to end before it is cancelled.
 _WATCHERS_GRACE = 5.0
+# Rendered catalogs kept for users with skills of their own: each is up to the catalog budget
+# (30,000 characters, 60 KB once an ellipsis makes it two bytes a character); the others render
+# again from the shared parts on their next turn.
+_MAX_CATALOGS = 64
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,13 +99,30 @@ class _Base:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class _Resolved:
+    """Layers 1–3 resolved for one merge, shared by every user's view."""
+
+    base: _Base
+    environments: int  # the environments' generation they were resolved with
+    skills: dict[str, ResolvedSkill]
+    shadowed: dict[str, ResolvedSkill]  # what the merge shadowed that a full id still loads
+    unshown: dict[str, str]  # skill id -> why no shell shows its folder
+    unshown_shadowed: dict[str, str]
+    folders: dict[str, tuple[str, ...]]  # top-level folder in the shown skills/ -> skill ids in it
+    folders_shadowed: dict[str, tuple[str, ...]]
+    search: SkillIndex
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class _UserView:
+    """One user's skills: the shared base's, read through, plus the user's own changes."""
+
     base: _Base
     user: tuple[LayerResult, ...]
-    skills: dict[str, ResolvedSkill]
+    skills: SkillOverlay[ResolvedSkill]
     shadowed: tuple[Shadowing, ...]
-    shadowed_skills: dict[str, ResolvedSkill]  # what shadowing hid that a full id still loads
-    catalog: Catalog
+    shadowed_skills: SkillOverlay[ResolvedSkill]  # what shadowing hid that a full id still loads
+    catalog_key: Hashable  # views with one key render one catalog (see ``SkillPipeline._view_catalog``)
     search: SkillIndex
     diagnostics: tuple[Diagnostic, ...] = ()
     environments: int = 0  # the environments' generation its skills were resolved with
@@ -125,6 +158,10 @@ class SkillPipeline(AsyncResource):
     ``lock`` (a :class:`~harness.pipeline.lock.Lockfile` or the path of ``harness.lock``) serves
     exactly the locked content: git markets at their locked commits, other skills only while
     their digests match (see :mod:`harness.pipeline.lock`).
+    What a user holds (their layers and what was parsed from them, their view and catalog) is
+    kept for the ``max_cached_users`` most recent users and released once a user has taken no
+    turn for ``user_idle_after`` seconds (``None``: never); a released user's next turn reads
+    their folders again.
     """
 
     def __init__(
@@ -140,6 +177,7 @@ class SkillPipeline(AsyncResource):
         watch: bool = True,
         verify_interval: float | None = 600.0,
         max_cached_users: int = 1024,
+        user_idle_after: float | None = DEFAULT_USER_IDLE_AFTER,
         market_scan: MarketScanPolicy | None = None,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         skill_dirs: Sequence[str] = DEFAULT_SKILL_DIRS,
@@ -159,6 +197,10 @@ class SkillPipeline(AsyncResource):
         self.visibility = visibility
         self._watch = watch
         self._max_users = max_cached_users
+        if user_idle_after is not None and user_idle_after <= 0:
+            raise ValueError(f"user_idle_after: {user_idle_after!r} must be a positive number of seconds or None")
+        self._idle_after = user_idle_after
+        self._seen: dict[str, float] = {}  # user id -> when the user's last turn began (monotonic)
         slugs = disambiguate_sources(r.source for r in repositories)
         if progress is not None:
             for repo in repositories:
@@ -186,12 +228,15 @@ class SkillPipeline(AsyncResource):
         if lock is not None:
             self.lock = self._apply_lock(lock, markets)
         self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
+        self._idle: list[str] = []
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
-        self._resolved: dict[str, ResolvedSkill] = {}
-        self._resolved_shadowed: dict[str, ResolvedSkill] = {}
-        self._resolved_for: _Base | None = None
-        self._resolved_generation = 0
+        self._resolved: _Resolved | None = None
+        # Rendered catalogs by what differs from the base's (``_UserView.catalog_key``), most
+        # recent last, and the base skills' catalog entries: both made anew for a new base.
+        self._catalogs: collections.OrderedDict[Hashable, Catalog] = collections.OrderedDict()
+        self._entries: dict[str, tuple[ResolvedSkill, CatalogEntry]] = {}
+        self._parts: CatalogParts | None = None
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = (
             Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
@@ -204,7 +249,7 @@ class SkillPipeline(AsyncResource):
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []
-        self._watchers: list[TreeWatcher] = []
+        self._watchers: list[TreeWatcher | WorkspaceWatcher] = []
         # Every folder layer by its watch root, so a change finds its layers without a scan.
         self._by_root = ChangeIndex[SkillLayer]()
         for layer in self._layers:
@@ -242,9 +287,12 @@ class SkillPipeline(AsyncResource):
             # Closing stops the watchers first, then gives them a moment to end on their own.
             watchers = await self._stack.enter_async_context(BackgroundTasks(grace=_WATCHERS_GRACE))
             self._stack.callback(self._stop_watchers)
-            for root in [self.filesystem.host_path(""), *(layer.watch_root for layer in self._layers)]:
+            workspace = self.filesystem.host_path("")
+            for root in [workspace, *(layer.watch_root for layer in self._layers)]:
                 if root is not None and not self._is_watched(root) and root.is_dir():
-                    watcher = TreeWatcher(root, self._on_change, self._on_watch_failure)
+                    # The workspace without its staging cache: see WorkspaceWatcher.
+                    kind = WorkspaceWatcher if root == workspace else TreeWatcher
+                    watcher = kind(root, self._on_change, self._on_watch_failure)
                     await watchers.start(watcher.run, name=f"harness-watch:{root}")
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
@@ -269,8 +317,7 @@ class SkillPipeline(AsyncResource):
     @relevance.setter
     def relevance(self, scores: Mapping[str, float] | None) -> None:
         self._relevance = scores
-        self._views.clear()
-        self._shared_view = None
+        self._forget_catalogs()
 
     # -- the turn ----------------------------------------------------------------------------
 
@@ -284,8 +331,8 @@ class SkillPipeline(AsyncResource):
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
-                merged, shadowed = self._base_resolved(base)  # a shadowed skill still runs by its id
-                self.environments.track(base, [*merged.values(), *shadowed.values()])
+                resolved = self._base_resolved(base)  # a shadowed skill still runs by its id
+                self.environments.track(base, [*resolved.skills.values(), *resolved.shadowed.values()])
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
@@ -297,13 +344,16 @@ class SkillPipeline(AsyncResource):
         ):
             view = self._build_view(context, base, user, layers)
             self._views[context.user_id] = view
-        skills, shadowed, catalog = view.skills, view.shadowed_skills, view.catalog
+        # The plan's own overlays: a turn that changes its skills changes no other turn's.
+        skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), self._view_catalog(view)
         if self.visibility is not None:
             candidates = [s.skill for s in (*skills.values(), *shadowed.values())]
             allowed = {s.skill_id for s in await self.visibility.apply(candidates, context)}
             if len(allowed) < len(candidates):  # the common case filters nothing: keep the view's catalog
-                skills = {k: v for k, v in skills.items() if k in allowed}
-                shadowed = {k: v for k, v in shadowed.items() if k in allowed}
+                for hidden in [k for k in skills if k not in allowed]:
+                    del skills[hidden]
+                for hidden in [k for k in shadowed if k not in allowed]:
+                    del shadowed[hidden]
                 catalog = self._catalog(skills, shadowed)
         staged = (
             await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
@@ -448,6 +498,8 @@ class SkillPipeline(AsyncResource):
 
     def _user(self, user_id: str) -> tuple[SkillLayer, ...]:
         """The user's folder layers in ascending priority (they share one scoped filesystem)."""
+        self._release_idle()
+        self._seen[user_id] = time.monotonic()
         layers = self._users.get(user_id)
         if layers is None:
             scoped = self.filesystem.scoped(user_id)
@@ -457,117 +509,177 @@ class SkillPipeline(AsyncResource):
                 self._by_root.add(layer.watch_root, layer)
             self._users[user_id] = layers
             while len(self._users) > self._max_users:
-                evicted, evicted_layers = self._users.popitem(last=False)
-                self._views.pop(evicted, None)
-                for layer in evicted_layers:
-                    self._by_root.discard(layer.watch_root, layer)
+                self._release(next(iter(self._users)))
         else:
             self._users.move_to_end(user_id)
         return layers
 
+    def _release_idle(self) -> None:
+        """Release the users whose last turn is ``user_idle_after`` seconds old. ``_users`` is in
+        the order of their last turns, so this looks at the idle ones and the first active one."""
+        if self._idle_after is None:
+            return
+        cutoff = time.monotonic() - self._idle_after
+        for user_id in self._users:
+            if self._seen.get(user_id, cutoff) > cutoff:
+                break
+            self._idle.append(user_id)
+        while self._idle:
+            self._release(self._idle.pop())
+
+    def _release(self, user_id: str) -> None:
+        """Forget what ``user_id`` holds: their layers (and what was parsed from them), their view
+        and their place in the change index. Their next turn starts over."""
+        layers = self._users.pop(user_id, ())
+        self._views.pop(user_id, None)
+        self._seen.pop(user_id, None)
+        for layer in layers:
+            self._by_root.discard(layer.watch_root, layer)
+
+    @property
+    def cached_users(self) -> int:
+        """How many users' layers and views the pipeline holds now."""
+        return len(self._users)
+
     def _build_view(
         self, context: RuntimeContext, base: _Base, user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
     ) -> _UserView:
-        """The merged skills and catalog of one user. Users without skills or folders of their
-        own share one view; the others share every layer 1–3 ``ResolvedSkill`` and differ only
-        in theirs."""
+        """The merged skills of one user: the base's layer 1–3 skills, shared by every user, with
+        the user's own skills over them. Users without skills or folders of their own share one
+        view whole; the others hold only what differs (their skills, the base skills those
+        replace, the files-roots their folders cover)."""
+        resolved = self._base_resolved(base)
         if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
             if shared is None or shared.base is not base or shared.environments != self._environments_generation:
-                skills, shadowed = self._base_resolved(base)
-                hidden = self._hidden_roots(skills, user, layers)
-                shadowed = self._without_hidden_roots(shadowed, user, layers)
                 shared = _UserView(
                     base=base,
                     user=user,
-                    skills=skills,
+                    skills=SkillOverlay(resolved.skills),
                     shadowed=base.merged.shadowed,
-                    shadowed_skills=shadowed,
-                    catalog=self._catalog(skills, shadowed),
-                    search=SkillIndex(s.skill for s in skills.values()),
-                    diagnostics=_hidden_diagnostics(hidden, "workspace"),
+                    shadowed_skills=SkillOverlay(resolved.shadowed),
+                    catalog_key=(),
+                    search=resolved.search,
+                    diagnostics=_hidden_diagnostics(resolved.unshown, "workspace"),
                     environments=self._environments_generation,
                 )
                 self._shared_view = shared
             return dataclasses.replace(shared, user=user)
         merged = merge_layers(user, base=base.merged)
         owner = {id(entry): layer for layer, result in zip(layers, user, strict=True) for entry in result.entries}
-        base_skills, base_shadowed = self._base_resolved(base)
-        skills, shadowed = dict(base_skills), dict(base_shadowed)
+        own: dict[str, ResolvedSkill] = {}
+        gone: set[str] = set()
+        moved: dict[str, ResolvedSkill] = {}  # base skills the user's replace: shadowed now
         for result in user:
             for entry in result.entries:
                 replaced = base.merged.entries.get(entry.skill.name)
-                if replaced is not None and replaced.skill.skill_id in skills:
-                    shadowed[replaced.skill.skill_id] = skills.pop(replaced.skill.skill_id)
+                if replaced is not None and replaced.skill.skill_id in resolved.skills:
+                    replaced_id = replaced.skill.skill_id
+                    if replaced_id not in gone:
+                        gone.add(replaced_id)
+                        moved[replaced_id] = resolved.skills[replaced_id]
         for entry in merged.entries.values():
             if entry.skill.layer is Layer.USER:
-                skills[entry.skill.skill_id] = self._resolve(entry, owner[id(entry)])
-        hidden = self._hidden_roots(skills, user, layers)
+                own[entry.skill.skill_id] = self._resolve(entry, owner[id(entry)])
+        skills = SkillOverlay(resolved.skills, own, gone)
+        shadowed = SkillOverlay(resolved.shadowed, moved)
+        covered = self._covered(user, layers)
+        hidden = self._hidden_roots(resolved, skills, covered, shadowed=False)
         for skill_id in hidden:
             skills[skill_id] = dataclasses.replace(skills[skill_id], files_root=None)
-        shadowed = self._without_hidden_roots(shadowed, user, layers)
+        for skill_id in self._hidden_roots(resolved, shadowed, covered, shadowed=True):
+            shadowed[skill_id] = dataclasses.replace(shadowed[skill_id], files_root=None)
+        own_entries = frozenset(self._entry(s) for s in skills.own.values())
         return _UserView(
             base=base,
             user=user,
             skills=skills,
             shadowed=merged.shadowed,
             shadowed_skills=shadowed,
-            catalog=self._catalog(skills, shadowed),
-            search=SkillIndex(s.skill for s in skills.values()),
+            catalog_key=(own_entries, skills.gone, frozenset(shadowed.own), shadowed.gone),
+            search=SkillIndex([s.skill for s in own.values()], base=resolved.search, fts=False),
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
             environments=self._environments_generation,
         )
 
-    def _hidden_roots(
-        self, skills: dict[str, ResolvedSkill], user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
-    ) -> dict[str, str]:
-        """Layer 1–3 skills whose folder the user's shell does not show, with the reason.
+    def _view_catalog(self, view: _UserView) -> Catalog:
+        """The view's catalog: rendered once for all views with its key (every user without
+        skills of their own, users whose own skills render alike), the most recent kept."""
+        catalog = self._catalogs.get(view.catalog_key)
+        if catalog is None:
+            catalog = self._catalog(view.skills, view.shadowed_skills)
+            self._catalogs[view.catalog_key] = catalog
+            while len(self._catalogs) > _MAX_CATALOGS:
+                self._catalogs.popitem(last=False)
+        else:
+            self._catalogs.move_to_end(view.catalog_key)
+        return catalog
 
-        A sandbox merges the user's top-level folders under ``skills/`` over the workspace's by
-        name, a same-name user folder replacing the workspace's whole (nested skills included);
-        a workspace skill reached through a link, or in a folder other than ``skills/``, is not
-        inside what the sandbox binds."""
+    def _covered(self, user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]) -> frozenset[str]:
+        """The names of the user's top-level folders that replace the workspace's same-name
+        folders in the user's shell: a sandbox merges the user's ``skills/`` over the
+        workspace's by name, a user folder replacing the workspace's whole (nested skills
+        included). Empty when the user's shell does not merge them."""
+        if not self.filesystem.has_shell:
+            return frozenset()
+        user_fs = _shown_in(layers[0])
+        if not (user_fs.has_shell and user_fs.shell_path(SKILLS_DIR) == self.filesystem.shell_path(SKILLS_DIR)):
+            return frozenset()
+        return frozenset(
+            name for layer, result in zip(layers, user) if layer.prefix == SKILLS_DIR for name in result.top_level
+        )
+
+    def _hidden_roots(
+        self, resolved: _Resolved, skills: Mapping[str, ResolvedSkill], covered: frozenset[str], *, shadowed: bool
+    ) -> dict[str, str]:
+        """Layer 1–3 skills of ``skills`` whose folder the user's shell does not show, with the
+        reason: those the base resolution found unshown (links, folders other than
+        ``skills/``, see :meth:`_unshown`), and those under a ``covered`` folder name."""
+        unshown = resolved.unshown_shadowed if shadowed else resolved.unshown
+        by_folder = resolved.folders_shadowed if shadowed else resolved.folders
+        hidden = {skill_id: reason for skill_id, reason in unshown.items() if skill_id in skills}
+        for name in sorted(covered):
+            for skill_id in by_folder.get(name, ()):
+                if skill_id in skills and skill_id not in hidden and skills[skill_id].skill.layer is not Layer.USER:
+                    hidden[skill_id] = (
+                        "its folder is covered by this user's own folder of the same name in the user's shell, "
+                        "so its files-root is not rendered; rename one of the folders"
+                    )
+        return hidden
+
+    def _unshown(self, skills: Mapping[str, ResolvedSkill]) -> dict[str, str]:
+        """Workspace skills whose folder no user's shell shows, with the reason: a folder
+        reached through a link, or in a folder other than ``skills/``, is not inside what a
+        sandbox binds."""
         if not self.filesystem.has_shell:
             return {}
-        shown = self.filesystem.shell_path(SKILLS_DIR)
-        user_fs = _shown_in(layers[0])
-        merged = user_fs.has_shell and user_fs.shell_path(SKILLS_DIR) == shown
-        top_level = [
-            name for layer, result in zip(layers, user) if layer.prefix == SKILLS_DIR for name in result.top_level
-        ]
-        covered = [f"{shown}/{name}" for name in top_level] if merged else []
         hidden: dict[str, str] = {}
         for skill_id, s in skills.items():
-            if s.skill.layer is Layer.USER:
+            if s.skill.layer is not Layer.WORKSPACE:
                 continue
-            if s.skill.layer is Layer.WORKSPACE and s.entry.link is not None and not self._link_shown(s.entry):
+            if s.entry.link is not None and not self._link_shown(s.entry):
                 hidden[skill_id] = (
                     f"its folder is a link to {s.entry.link}, which the shell does not show; "
                     "copy the folder into the workspace or install it in the global layer"
                 )
-            elif s.skill.layer is Layer.WORKSPACE and s.source.prefix != SKILLS_DIR and not self._link_shown(s.entry):
+            elif s.source.prefix != SKILLS_DIR and not self._link_shown(s.entry):
                 hidden[skill_id] = (
                     f"its folder is in {s.source.prefix}/, which the shell does not show (only {SKILLS_DIR}/ "
                     f"of the workspace is); move the folder into {SKILLS_DIR}/ to give the shell its files"
                 )
-            elif s.files_root and any(s.files_root == c or s.files_root.startswith(c + "/") for c in covered):
-                hidden[skill_id] = (
-                    "its folder is covered by this user's own folder of the same name in the user's shell, "
-                    "so its files-root is not rendered; rename one of the folders"
-                )
         return hidden
 
-    def _without_hidden_roots(
-        self, skills: dict[str, ResolvedSkill], user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
-    ) -> dict[str, ResolvedSkill]:
-        """``skills`` (shadowed ones) without the files-roots the user's shell does not show as
-        theirs: a workspace skill a user's same-name folder covers in a sandbox keeps no
-        files-root, so its commands never run what the tenant wrote there. Nothing is reported:
-        being shadowed is the reason."""
-        hidden = self._hidden_roots(skills, user, layers)
-        if not hidden:
-            return skills
-        return {k: dataclasses.replace(v, files_root=None) if k in hidden else v for k, v in skills.items()}
+    def _by_folder(self, skills: Mapping[str, ResolvedSkill]) -> dict[str, tuple[str, ...]]:
+        """The skills whose files-root lies in the shown ``skills/`` folder, by the name of the
+        top-level folder there they are in (what a user's same-name folder would cover)."""
+        if not self.filesystem.has_shell:
+            return {}
+        prefix = self.filesystem.shell_path(SKILLS_DIR) + "/"
+        found: dict[str, list[str]] = {}
+        for skill_id, s in skills.items():
+            if s.files_root is not None and s.files_root.startswith(prefix):
+                found.setdefault(s.files_root[len(prefix) :].split("/", 1)[0], []).append(skill_id)
+        return {name: tuple(ids) for name, ids in found.items()}
 
     def _link_shown(self, entry: LayerEntry) -> bool:
         """Whether the shell sees a workspace folder where it is on the host (a host shell does,
@@ -579,23 +691,34 @@ class SkillPipeline(AsyncResource):
     def _environments_generation(self) -> int:
         return self.environments.generation if self.environments is not None else 0
 
-    def _base_resolved(self, base: _Base) -> tuple[dict[str, ResolvedSkill], dict[str, ResolvedSkill]]:
+    def _base_resolved(self, base: _Base) -> _Resolved:
         """Layers 1–3 resolved once per merge (and once per change of their environments),
-        shared by every user's view: the merged skills, and those the merge shadowed that a full
-        id still names."""
+        shared by every user's view: the merged skills, those the merge shadowed that a full id
+        still names, what no shell shows, and the search index over them."""
         generation = self._environments_generation
-        if self._resolved_for is not base or self._resolved_generation != generation:
-            self._resolved = {
+        resolved = self._resolved
+        if resolved is None or resolved.base is not base or resolved.environments != generation:
+            skills = {
                 entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
                 for entry in base.merged.entries.values()
             }
-            self._resolved_shadowed = {
+            shadowed = {
                 entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
                 for entry in base.merged.loadable_losers()
             }
-            self._resolved_for = base
-            self._resolved_generation = generation
-        return self._resolved, self._resolved_shadowed
+            resolved = self._resolved = _Resolved(
+                base=base,
+                environments=generation,
+                skills=skills,
+                shadowed=shadowed,
+                unshown=self._unshown(skills),
+                unshown_shadowed=self._unshown(shadowed),
+                folders=self._by_folder(skills),
+                folders_shadowed=self._by_folder(shadowed),
+                search=SkillIndex(s.skill for s in skills.values()),
+            )
+            self._forget_catalogs()
+        return resolved
 
     def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
         environments = self.environments
@@ -621,27 +744,58 @@ class SkillPipeline(AsyncResource):
             return None
         return _shown_in(source).shell_path(entry.path)
 
-    def render(self, skills: dict[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill] | None = None) -> str:
+    def render(self, skills: Mapping[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill] | None = None) -> str:
         """The catalog text for ``skills`` (and the ``shadowed`` skills it names) with this
         pipeline's tools, budget, labels and relevance."""
         return self._catalog(skills, shadowed or {}).text
 
-    def _catalog(self, skills: dict[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill]) -> Catalog:
-        roots = {k: v.files_root for k, v in skills.items() if v.files_root}
-        workflows = frozenset(k for k, v in skills.items() if v.workflow)
+    def _catalog(self, skills: Mapping[str, ResolvedSkill], shadowed: Mapping[str, ResolvedSkill]) -> Catalog:
+        """The catalog of ``skills``: built from the base's rendered parts when ``skills`` are the
+        base's with a few changes (a user's view), else from scratch."""
         shadowed_ids = sorted(
             f"{s.skill.name}_{self.labels.label(s.skill.source)}" for s in shadowed.values() if not s.skill.hidden
         )
-        return build_catalog(
-            entries_for(
-                [s.skill for s in skills.values()], roots, workflows, labels=self.labels, relevance=self._relevance
-            ),
-            load_tool=LOAD_TOOL,
-            shell_tool=SHELL_TOOL if self.filesystem.has_shell else None,
-            budget=self.catalog_budget,
-            search_tool=SEARCH_TOOL,
-            shadowed=shadowed_ids,
+        options = {
+            "load_tool": LOAD_TOOL,
+            "shell_tool": SHELL_TOOL if self.filesystem.has_shell else None,
+            "budget": self.catalog_budget,
+            "search_tool": SEARCH_TOOL,
+            "shadowed": shadowed_ids,
+        }
+        resolved = self._resolved
+        if isinstance(skills, SkillOverlay) and resolved is not None and skills.base is resolved.skills:
+            if self._parts is None:
+                self._parts = CatalogParts(self._entry(s) for s in resolved.skills.values() if not s.skill.hidden)
+            return self._parts.build(
+                without=skills.gone | skills.own.keys(),
+                extra=[self._entry(s) for s in skills.own.values() if not s.skill.hidden],
+                **options,  # type: ignore[arg-type]
+            )
+        return build_catalog([self._entry(s) for s in skills.values() if not s.skill.hidden], **options)  # type: ignore[arg-type]
+
+    def _forget_catalogs(self) -> None:
+        self._catalogs.clear()
+        self._entries.clear()
+        self._parts = None
+
+    def _entry(self, s: ResolvedSkill) -> CatalogEntry:
+        """The catalog entry of ``s``; those of the shared base's skills are made once per merge."""
+        skill_id = s.skill.skill_id
+        known = self._entries.get(skill_id)
+        if known is not None and known[0] is s:
+            return known[1]
+        scores = self._relevance or {}
+        entry = entry_for(
+            s.skill,
+            s.files_root,
+            s.workflow,
+            source=self.labels.label(s.skill.source),
+            relevance=scores.get(skill_id, 0.0),
         )
+        base = self._resolved
+        if base is not None and (base.skills.get(skill_id) is s or base.shadowed.get(skill_id) is s):
+            self._entries[skill_id] = (s, entry)
+        return entry
 
     # -- watching ----------------------------------------------------------------------------
 

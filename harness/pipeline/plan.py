@@ -1,10 +1,15 @@
-"""What one turn of one user sees: the merged skills, the catalog and the diagnostics."""
+"""What one turn of one user sees: the merged skills, the catalog and the diagnostics.
+
+A user's skills are the shared base's plus the user's own changes (:class:`SkillOverlay`): with
+10,000 market skills a copy of the merged skills would cost every user with skills of their own
+about 300 KiB.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, ValuesView
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
@@ -17,7 +22,96 @@ from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import StageResult
 from harness.skills.skill import Skill
 
-__all__ = ["ResolvedSkill", "TurnPlan", "VisibilityPolicy"]
+__all__ = ["ResolvedSkill", "SkillOverlay", "TurnPlan", "VisibilityPolicy"]
+
+
+_V = TypeVar("_V")
+
+
+class SkillOverlay(MutableMapping[str, _V]):
+    """``base`` with ``own`` entries added or replacing the base's, and the ``gone`` keys removed.
+
+    The base is read, never written: setting or deleting a key changes only this overlay, so a
+    turn may change its plan's skills without touching another turn's. Iteration keeps the
+    base's order (a replaced key where the base has it), then the keys only ``own`` has.
+    """
+
+    __slots__ = ("_base", "_gone", "_len", "_own")
+
+    def __init__(
+        self, base: Mapping[str, _V], own: Mapping[str, _V] | None = None, gone: frozenset[str] | set[str] = frozenset()
+    ) -> None:
+        self._base = base
+        self._own: dict[str, _V] = dict(own or {})
+        self._gone: set[str] = {key for key in gone if key in base and key not in self._own}
+        self._len = len(base) - len(self._gone) + sum(1 for key in self._own if key not in base)
+
+    @property
+    def base(self) -> Mapping[str, _V]:
+        """The shared mapping this overlay reads through to."""
+        return self._base
+
+    @property
+    def own(self) -> Mapping[str, _V]:
+        """What this overlay adds or replaces."""
+        return self._own
+
+    @property
+    def gone(self) -> frozenset[str]:
+        """The base's keys this overlay removes."""
+        return frozenset(self._gone)
+
+    def __getitem__(self, key: str) -> _V:
+        if key in self._own:
+            return self._own[key]
+        if key in self._gone:
+            raise KeyError(key)
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._own or (key in self._base and key not in self._gone)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._own and not self._gone:
+            yield from self._base
+            return
+        own, gone = self._own, self._gone
+        for key in self._base:
+            if key not in gone:
+                yield key
+        for key in own:
+            if key not in self._base:
+                yield key
+
+    def __setitem__(self, key: str, value: _V) -> None:
+        if key not in self:
+            self._len += 1
+        self._own[key] = value
+        self._gone.discard(key)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._own.pop(key, None)
+        if key in self._base:
+            self._gone.add(key)
+        self._len -= 1
+
+    def values(self) -> ValuesView[_V]:
+        """The values in iteration order (the base's own view when nothing is overlaid)."""
+        if not self._own and not self._gone:
+            return self._base.values()
+        return super().values()
+
+    def copy(self) -> SkillOverlay[_V]:
+        """A new overlay over the same base with its own copy of the changes."""
+        return SkillOverlay(self._base, self._own, self._gone)
+
+    def __repr__(self) -> str:
+        return f"SkillOverlay(base={len(self._base)} keys, own={sorted(self._own)}, gone={sorted(self._gone)})"
 
 
 class VisibilityPolicy(Protocol):
@@ -59,7 +153,9 @@ class ResolvedSkill:
 class TurnPlan:
     """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
 
-    ``skills`` holds every merged skill by id, hidden ones included; only the catalog's skills
+    ``skills`` holds every merged skill by id, hidden ones included (a
+    :class:`SkillOverlay` over the skills every user shares, which
+    the plan may change freely); only the catalog's skills
     and hidden skills the caller :meth:`invoke`-d are served by :meth:`find`.
     ``shadowed_skills`` holds, by id, the skills a same-name skill of a higher layer (or a
     later market) shadows, after the same visibility filters: they are not in the catalog
@@ -74,7 +170,7 @@ class TurnPlan:
 
     context: RuntimeContext
     filesystem: AbstractFilesystem
-    skills: dict[str, ResolvedSkill]
+    skills: MutableMapping[str, ResolvedSkill]
     catalog: str
     shadowed: tuple[Shadowing, ...]
     diagnostics: tuple[Diagnostic, ...]
@@ -82,7 +178,7 @@ class TurnPlan:
     invoked: set[str] = field(default_factory=set)
     search: SkillIndex | None = None
     before_run: Callable[[ResolvedSkill], Awaitable[None]] | None = None
-    shadowed_skills: dict[str, ResolvedSkill] = field(default_factory=dict)
+    shadowed_skills: MutableMapping[str, ResolvedSkill] = field(default_factory=dict)
     labels: SourceLabels = field(default_factory=SourceLabels)
 
     def available(self) -> list[ResolvedSkill]:

@@ -71,10 +71,16 @@ class SkillIndex:
 
     Nothing is built until the first :meth:`search`. Hidden skills are not indexed. With
     ``fts=False`` the simple word scorer ranks, as it does when SQLite lacks FTS5.
+
+    With ``base``, the index covers ``skills`` over the skills of ``base`` (an index shared by
+    many users, this one holding a user's own few): a skill whose name is the query comes
+    first, then the matches among ``skills``, then the base's; the base's skills that the
+    caller's ``allowed`` leaves out (those ``skills`` replace) are never returned.
     """
 
-    def __init__(self, skills: Iterable[Skill], *, fts: bool = True) -> None:
+    def __init__(self, skills: Iterable[Skill], *, fts: bool = True, base: SkillIndex | None = None) -> None:
         self._source: Iterable[Skill] | None = skills  # read on the first search: a view costs nothing until then
+        self._base = base
         self._docs: list[tuple[str, str, str, str]] = []
         self._lock = threading.Lock()  # held only while the index is built
         # A named in-memory database in shared-cache mode: the builder's connection keeps it
@@ -94,6 +100,8 @@ class SkillIndex:
             with self._lock:
                 self._build()
         found = [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
+        if self._base is not None:
+            found += self._base.named(query, allowed)
         # Enough rows that ``limit`` remain after dropping what the turn may not see.
         rows = limit + sum(1 for doc in self._docs if doc[0] not in allowed)
         for skill_id in self._ranked(words, rows):
@@ -101,7 +109,16 @@ class SkillIndex:
                 break
             if skill_id in allowed and skill_id not in found:
                 found.append(skill_id)
+        if self._base is not None and len(found) < limit:
+            found += [i for i in self._base.search(query, limit, allowed) if i not in found]
         return found[:limit]
+
+    def named(self, query: str, allowed: Collection[str]) -> list[str]:
+        """The ids among ``allowed`` of the skills named exactly ``query``. Blocking."""
+        if self._source is not None:
+            with self._lock:
+                self._build()
+        return [doc[0] for doc in self._docs if doc[1] == query.strip() and doc[0] in allowed]
 
     def _ranked(self, words: list[str], rows: int) -> list[str]:
         """The ids of the best ``rows`` matches of any of ``words`` (as word prefixes)."""

@@ -16,7 +16,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -26,7 +26,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from filesystems import CACHE_DIR, MACHINE_DIR
 
-__all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher"]
+__all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
 
 DEBOUNCE_MS = 50
 # Changed paths handed to ``on_change`` at once; the event loop runs other tasks between slices.
@@ -39,7 +39,8 @@ _T = TypeVar("_T")
 
 
 class TreeWatcher:
-    """Calls ``on_change(paths)`` with host paths changed below ``root``.
+    """Calls ``on_change(paths)`` with host paths changed below ``root`` (one folder or several;
+    with ``recursive=False`` only the folders' own entries are watched).
 
     Run it with ``await task_group.start(watcher.run)``: it reports ready once watching. If
     watching is impossible (no inotify, limits reached) ``on_failure(reason)`` is called and the
@@ -52,11 +53,15 @@ class TreeWatcher:
 
     def __init__(
         self,
-        root: Path,
+        root: Path | Sequence[Path],
         on_change: Callable[[set[Path]], None],
         on_failure: Callable[[str], None],
+        *,
+        recursive: bool = True,
     ) -> None:
-        self.root = root
+        self.roots = (root,) if isinstance(root, Path) else tuple(root)
+        self.root = self.roots[0] if self.roots else Path()
+        self.recursive = recursive
         self.on_change = on_change
         self.on_failure = on_failure
         self._stop = anyio.Event()
@@ -69,10 +74,11 @@ class TreeWatcher:
         """Watch until :meth:`stop` (or cancellation)."""
         from watchfiles import awatch
 
-        root = self.root
+        shortest = min((len(str(root)) for root in self.roots), default=0)
         batches = awatch(
-            root,
-            watch_filter=lambda _change, path: _relevant(root, path),
+            *self.roots,
+            watch_filter=lambda _change, path: _relevant(shortest, path),
+            recursive=self.recursive,
             debounce=DEBOUNCE_MS,
             step=DEBOUNCE_MS,
             stop_event=self._stop,
@@ -190,6 +196,78 @@ def _ancestors(folder: str) -> Iterable[str]:
         folder, parent = parent, os.path.dirname(parent)
 
 
-def _relevant(root: Path, path: str) -> bool:
-    """Not below an ignored folder; a plain string scan, as staging makes thousands of events."""
-    return _IGNORED_PART.search(path, len(str(root))) is None
+def _relevant(start: int, path: str) -> bool:
+    """Not below an ignored folder (looked for from ``start``, the watched folder's length); a
+    plain string scan, as staging makes thousands of events."""
+    return _IGNORED_PART.search(path, start) is None
+
+
+class WorkspaceWatcher:
+    """Watches a workspace without what the harness writes there: the workspace folder's own
+    entries, and each of its top-level folders with everything below, except the machine-owned
+    ones (``.skills-cache``, ``.harness``) and ``.git``. Nothing below those is ever watched
+    (inotify watches are a per-user limit, and the staging cache holds a folder per staged
+    skill and file folder).
+
+    When a top-level folder appears or goes (a new user's area), the folders watched follow: a
+    new watcher over the new set starts before the old one stops, and the new folders are
+    reported as changed, since what was written in them before the watch began was not seen.
+    Run it like :class:`TreeWatcher`.
+    """
+
+    def __init__(self, root: Path, on_change: Callable[[set[Path]], None], on_failure: Callable[[str], None]) -> None:
+        self.root = root
+        self.on_change = on_change
+        self.on_failure = on_failure
+        self._stop = anyio.Event()
+        self._moved = anyio.Event()  # the top level changed: watch the new set
+        self.folders: frozenset[Path] = frozenset()
+
+    def stop(self) -> None:
+        """Ask the watcher to finish."""
+        self._stop.set()
+        self._moved.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Watch until :meth:`stop` (or cancellation)."""
+        async with anyio.create_task_group() as group:
+            top = TreeWatcher(self.root, self._on_top, self.on_failure, recursive=False)
+            await group.start(top.run)
+            deep: TreeWatcher | None = None
+            started = False
+            while not self._stop.is_set():
+                folders = await anyio.to_thread.run_sync(self._top_folders)
+                if deep is None or folders != self.folders:
+                    new = TreeWatcher(sorted(folders), self.on_change, self.on_failure) if folders else None
+                    if new is not None:
+                        await group.start(new.run)
+                    if deep is not None:
+                        deep.stop()
+                    added, self.folders, deep = folders - self.folders, folders, new
+                    if started and added:
+                        self.on_change(set(added))
+                if not started:
+                    task_status.started()
+                    started = True
+                await self._moved.wait()
+                self._moved = anyio.Event()
+                await anyio.sleep(DEBOUNCE_MS / 1000)  # a burst of new folders is watched at once
+            top.stop()
+            if deep is not None:
+                deep.stop()
+
+    def _on_top(self, paths: set[Path]) -> None:
+        self.on_change(paths)
+        if any(path.parent == self.root and path.name not in _IGNORED_FOLDERS for path in paths):
+            self._moved.set()
+
+    def _top_folders(self) -> frozenset[Path]:
+        try:
+            with os.scandir(self.root) as entries:
+                return frozenset(
+                    Path(entry.path)
+                    for entry in entries
+                    if entry.name not in _IGNORED_FOLDERS and entry.is_dir(follow_symlinks=False)
+                )
+        except OSError:
+            return frozenset()

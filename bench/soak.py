@@ -1,0 +1,147 @@
+"""A long-running process: users come and go and files change, for minutes on end.
+
+    .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
+                                   [--idle-after 30] [--churn-per-second 20]
+
+One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
+skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns continuously; the
+window moves on by one user per turn round, so users keep arriving and going idle (released after
+``--idle-after`` seconds). Meanwhile files churn: every second ``--churn-per-second`` SKILL.md
+files of the workspace and of the users' areas are rewritten, and some skill folders created and
+removed. Each minute prints the process's resident memory, the users the pipeline holds, its
+open file descriptors and threads, the turns taken, and the worst event-loop stall (how late a
+10 ms timer fired at most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import make_skill_tree, skill_md  # noqa: E402
+from scale import market_bundles  # noqa: E402
+from users import process_figures  # noqa: E402
+
+from filesystems import LocalFilesystem  # noqa: E402
+from harness import RuntimeContext, SkillPipeline  # noqa: E402
+from harness.skills.scanner import MarketScanPolicy, TrustLevel  # noqa: E402
+from repositories import MemoryRepository  # noqa: E402
+
+TICK = 0.010  # the stall monitor's timer
+
+
+class StallMonitor:
+    """How late a short timer fires: the longest the event loop was kept from other tasks."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+
+    async def run(self) -> None:
+        while True:
+            began = time.perf_counter()
+            await asyncio.sleep(TICK)
+            self.worst = max(self.worst, time.perf_counter() - began - TICK)
+
+    def take(self) -> float:
+        worst, self.worst = self.worst, 0.0
+        return worst
+
+
+def user_id(index: int) -> str:
+    return f"user-{index:05d}"
+
+
+async def churn(workspace: Path, args: argparse.Namespace, stop: asyncio.Event) -> None:
+    """Rewrite SKILL.md files and add or remove skill folders, ``--churn-per-second`` a second."""
+    rng = random.Random(7)
+    step = 1.0 / max(args.churn_per_second, 1)
+    serial = 0
+    while not stop.is_set():
+        serial += 1
+        owner = workspace / "skills" if rng.random() < 0.2 else workspace / user_id(rng.randrange(args.pool)) / "skills"
+        kind = rng.random()
+        if kind < 0.8:
+            folder = owner / f"churn-{serial % 8}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "SKILL.md").write_text(skill_md(folder.name, serial))
+        elif owner.is_dir():
+            victims = [p for p in owner.iterdir() if p.name.startswith("churn-")]
+            if victims:
+                shutil.rmtree(rng.choice(victims), ignore_errors=True)
+        await asyncio.sleep(step)
+
+
+async def soak(args: argparse.Namespace, workspace: Path) -> None:
+    market = MemoryRepository(market_bundles(args.market), name="market", writable=False)
+    policy = MarketScanPolicy(default=TrustLevel.TRUSTED)
+    monitor = StallMonitor()
+    stop = asyncio.Event()
+    turns = 0
+    async with (
+        LocalFilesystem(workspace, shell=True) as fs,
+        SkillPipeline(
+            filesystem=fs, repositories=[market], market_scan=policy, user_idle_after=args.idle_after
+        ) as pipeline,
+    ):
+        await pipeline.prepare(RuntimeContext(user_id="startup"))
+        tasks = [asyncio.create_task(monitor.run()), asyncio.create_task(churn(workspace, args, stop))]
+        print("| minute | RSS (MiB) | users held | fds | threads | turns | worst loop stall (ms) |")
+        print("|---|---|---|---|---|---|---|")
+        began = time.monotonic()
+        first = 0
+        minute = 1
+        monitor.take()
+        while minute <= args.minutes:
+            window = [user_id((first + offset) % args.pool) for offset in range(args.active)]
+            for index in range(0, len(window), args.concurrency):
+                batch = window[index : index + args.concurrency]
+                await asyncio.gather(*(pipeline.prepare(RuntimeContext(user_id=u)) for u in batch))
+                turns += len(batch)
+            first += 1
+            if time.monotonic() - began >= minute * 60:
+                figures = process_figures()
+                print(
+                    f"| {minute} | {figures['rss_kib'] / 1024:.1f} | {pipeline.cached_users} | {figures['fds']} "
+                    f"| {figures['threads']} | {turns} | {monitor.take() * 1000:.1f} |",
+                    flush=True,
+                )
+                turns = 0
+                minute += 1
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--minutes", type=int, default=5)
+    parser.add_argument("--pool", type=int, default=5000, help="users who come and go")
+    parser.add_argument("--active", type=int, default=200, help="users taking turns at any time")
+    parser.add_argument("--concurrency", type=int, default=20, help="turns in flight at once")
+    parser.add_argument("--market", type=int, default=1000, help="skills in the market")
+    parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
+    parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
+    parser.add_argument("--churn-per-second", type=int, default=20)
+    args = parser.parse_args()
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "ws"
+        make_skill_tree(workspace / "skills", 20, prefix="team")
+        for index in range(0, args.pool, 2):  # half the users have skills of their own
+            make_skill_tree(workspace / user_id(index) / "skills", args.own, prefix=f"own{index}")
+        asyncio.run(soak(args, workspace))
+
+
+if __name__ == "__main__":
+    main()
