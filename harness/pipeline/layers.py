@@ -65,6 +65,10 @@ class LayerEntry:
     link: str | None = None  # the real host folder when an operator's layer reached it through a link
     listed: bool = True
     plugin: str = ""  # the plugin's name, unfolded, when the market gathers plugins (``SkillBundle.sub_source``)
+    # The market serves the files only on use (``SkillBundle.on_demand``): ``skill.raw`` is a
+    # stand-in of the listed frontmatter, the real SKILL.md is read through the layer.
+    on_demand: bool = False
+    origin: str = ""  # the skill's URI at its origin (``SkillBundle.origin``), when it has one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -411,6 +415,8 @@ class SkillLayer:
                 link=bundle.link,
                 listed=bundle.listed,
                 plugin=bundle.sub_source,
+                on_demand=bundle.on_demand,
+                origin=bundle.origin,
             )
             if skill is not None and admitted
             else None
@@ -454,7 +460,8 @@ class SkillLayer:
             if self.layer is Layer.MARKET and _unsafe_market_folder(bundle.folder):
                 continue  # skipped by the parse, never read
             try:
-                files = await self._scanned_files(bundle)
+                # An on-demand market's files are read only on use: its listed frontmatter is scanned.
+                files = () if bundle.on_demand else await self._scanned_files(bundle)
             except Exception as exc:
                 scanned[bundle.key] = _Scanned(error=exc, retry=True)
                 continue

@@ -69,7 +69,9 @@ class TurnPlan:
     budget cut the catalog: an index over at least these skills (the search tool keeps only
     what :meth:`find` serves). ``before_run``, when set, is awaited by the shell tool before a
     command of a skill runs: it checks that skill's staged copy and restores what was changed
-    behind the stager's back.
+    behind the stager's back. ``activate``, when set, is awaited when a skill is loaded (and by
+    ``before_run`` before it runs): a skill of an on-demand market (an MCP server) has its files
+    fetched, verified and staged then, not before.
     """
 
     context: RuntimeContext
@@ -82,6 +84,7 @@ class TurnPlan:
     invoked: set[str] = field(default_factory=set)
     search: SkillIndex | None = None
     before_run: Callable[[ResolvedSkill], Awaitable[None]] | None = None
+    activate: Callable[[ResolvedSkill], Awaitable[None]] | None = None
     shadowed_skills: dict[str, ResolvedSkill] = field(default_factory=dict)
     labels: SourceLabels = field(default_factory=SourceLabels)
 
