@@ -1,0 +1,163 @@
+"""Skills from an MCP market in a turn: staged when first loaded or run, and run only with the
+user's activation approval, bound to the skill's listed content (attacks included)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.agent import ControlOptions, Harness, PipelineOptions, TrustOptions
+from harness.approval import ToolRequest
+from harness.context import RuntimeContext
+from harness.events import ToolReturned
+from harness.models import Message, ScriptedModel, ToolCall
+from repositories.mcp import McpRepository
+from tests.support.skills_server import SkillsServer
+
+ALICE = RuntimeContext(user_id="alice", session_id="s1")
+SHELL = "execute_shell_command"
+LOAD = "load_skill_through_path"
+SKILL_ID = "tool_srv.team-a"
+
+
+def _call(tool_name: str, call_id: str, /, **arguments: object) -> Message:
+    return Message.assistant("", [ToolCall(id=call_id, name=tool_name, arguments=dict(arguments))])
+
+
+def _results(events: tuple[object, ...]) -> dict[str, ToolReturned]:
+    return {e.call_id: e for e in events if isinstance(e, ToolReturned)}
+
+
+def _server(tmp_path: Path) -> SkillsServer:
+    server = SkillsServer(tmp_path / "server")
+    server.add(
+        "team-a/tool",
+        {
+            "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
+            "scripts/go.sh": '#!/bin/sh\necho v1 > "$OUTPUT_DIR/ran"\necho ran v1\n',
+        },
+    )
+    server.add("other", {"SKILL.md": "---\nname: other\ndescription: Another.\n---\nNothing.\n"})
+    return server
+
+
+async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    asked: list[ToolRequest] = []
+
+    async def approver(request: ToolRequest) -> bool:
+        asked.append(request)
+        return True
+
+    model = ScriptedModel(
+        [
+            _call(LOAD, "l1", skillId=SKILL_ID),
+            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            _call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
+            "done",
+        ]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        plan = await agent.pipeline.prepare(ALICE)
+        assert server.reads() == []  # the first prepare fetched nothing
+        cache = tmp_path / "ws" / ".skills-cache"
+        assert not (cache / "srv.team-a").exists()
+        result = await agent.run("go", context=ALICE)
+    results = _results(result.events)
+    assert "Run scripts/go.sh." in results["l1"].content
+    assert 'server="srv"' in results["l1"].content and "skill://team-a/tool/SKILL.md" in results["l1"].content
+    assert (cache / "srv.team-a" / "tool" / "scripts" / "go.sh").is_file()  # staged, prefix kept
+    assert not results["r1"].error and "ran v1" in results["r1"].content
+    assert len(asked) == 1 and SKILL_ID in asked[0].activations[0]  # asked once per skill
+    assert "skill://other/SKILL.md" not in server.reads()  # never used: never fetched
+    assert plan.find("other") is not None
+
+
+async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    asked: list[ToolRequest] = []
+
+    async def approver(request: ToolRequest) -> bool:
+        asked.append(request)
+        return len(asked) == 1  # the first approval only
+
+    model = ScriptedModel(
+        [
+            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            "first",
+            _call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
+            "second",
+        ]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        first = await agent.run("go", context=ALICE)
+        server.add(
+            "team-a/tool",
+            {
+                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
+                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
+            },
+        )
+        second = await agent.run("again", context=ALICE)
+    assert "ran v1" in _results(first.events)["r1"].content
+    refused = _results(second.events)["r2"]
+    assert refused.error and "ran v2" not in refused.content
+    assert len(asked) == 2 and asked[0].activations != asked[1].activations  # bound to the new content
+    assert (tmp_path / "ws" / "alice" / "ran").read_text() == "v1\n"
+
+
+async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+
+    async def approver(request: ToolRequest) -> bool:
+        return not request.activations  # the user never approves the MCP skill
+
+    root = tmp_path / "ws" / ".skills-cache" / "srv.team-a" / "tool"
+    attempts = [
+        {"command": "sh scripts/go.sh", "skill": SKILL_ID},
+        {"command": "sh scripts/go.sh", "skill": "tool"},
+        {"command": f"sh {root}/scripts/go.sh"},
+        {"command": f"cd {root} && sh ./scripts/go.sh"},
+        {"command": "sh go.sh", "skill": SKILL_ID, "cwd": "scripts"},
+        {"command": "sh scripts/go.sh"},  # after a load: the conversation acts on the skill
+    ]
+    script: list[Message | str] = [_call(LOAD, "load", skillId=SKILL_ID)]
+    script += [_call(SHELL, f"a{i}", **arguments) for i, arguments in enumerate(attempts)]
+    script.append("gave up")
+    async with Harness(
+        model=ScriptedModel(script),
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        result = await agent.run("run it any way you can", context=ALICE)
+    results = _results(result.events)
+    for index in range(len(attempts)):
+        assert results[f"a{index}"].error, attempts[index]
+    assert not (tmp_path / "ws" / "alice" / "ran").exists()
+
+
+async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    model = ScriptedModel([_call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False),
+        trust=TrustOptions(trusted_markets=["srv"]),
+    ) as agent:
+        result = await agent.run("go", context=ALICE)
+    assert "ran v1" in _results(result.events)["r1"].content
