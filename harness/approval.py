@@ -51,10 +51,10 @@ from harness.tools.function import Tool, ToolError
 
 __all__ = [
     "WRITE_TOOLS",
+    "ActivationApprovals",
     "AllowAll",
     "AllowByPattern",
     "ApprovalError",
-    "ActivationApprovals",
     "ApprovalGate",
     "ApprovalKind",
     "ApprovalNotFound",
