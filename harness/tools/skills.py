@@ -274,6 +274,13 @@ def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message], *, s
         if resolved is None:
             continue
         skill = resolved.skill
+        if resolved.entry.on_demand:
+            # Its SKILL.md is fetched on use, not held here: a result that starts as a load of it
+            # does (its frontmatter was verified against the listed one, so it opens with "---").
+            opening = render_skill_text(plan, resolved, "---", shell=shell)
+            if any(result.startswith(opening) for result in results):
+                shown.add(skill_id)
+            continue
         try:
             body = render_skill_text(
                 plan, resolved, _page(skill.raw, skill.skill_md_name, resolved, 1, None), shell=shell

@@ -60,7 +60,7 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
         model=model,
         workspace=tmp_path / "ws",
         repositories=[McpRepository(command=server.command, source="srv")],
-        pipeline=PipelineOptions(watch=False),
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
         plan = await agent.pipeline.prepare(ALICE)
@@ -98,7 +98,7 @@ async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
         model=model,
         workspace=tmp_path / "ws",
         repositories=[McpRepository(command=server.command, source="srv")],
-        pipeline=PipelineOptions(watch=False),
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
         first = await agent.run("go", context=ALICE)
@@ -139,7 +139,7 @@ async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Pat
         model=ScriptedModel(script),
         workspace=tmp_path / "ws",
         repositories=[McpRepository(command=server.command, source="srv")],
-        pipeline=PipelineOptions(watch=False),
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
         result = await agent.run("run it any way you can", context=ALICE)
@@ -156,8 +156,56 @@ async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> N
         model=model,
         workspace=tmp_path / "ws",
         repositories=[McpRepository(command=server.command, source="srv")],
-        pipeline=PipelineOptions(watch=False),
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
         trust=TrustOptions(trusted_markets=["srv"]),
     ) as agent:
         result = await agent.run("go", context=ALICE)
     assert "ran v1" in _results(result.events)["r1"].content
+
+
+async def test_a_skill_command_expands_the_fetched_instructions(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    model = ScriptedModel(["ok"])
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+    ) as agent:
+        await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
+    asked = model.calls[0].messages[-1].content
+    assert "Run scripts/go.sh." in asked and "fetched from the skill's MCP server" not in asked
+    assert server.reads()[0] == "skill://team-a/tool/SKILL.md"
+    assert (tmp_path / "ws" / ".skills-cache" / "srv.team-a" / "tool" / "scripts" / "go.sh").is_file()
+
+
+async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    server.configure(
+        lies={"skill://team-a/tool/scripts/go.sh": "sha256:" + "0" * 64},
+        frontmatter={"other": {"description": "Listed, not served."}},
+    )
+
+    async def approver(request: ToolRequest) -> bool:
+        return True
+
+    model = ScriptedModel(
+        [
+            _call(LOAD, "l1", skillId="other"),
+            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            "done",
+        ]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        result = await agent.run("go", context=ALICE)
+    results = _results(result.events)
+    assert results["l1"].error and "differs from the listed one in 'description'" in results["l1"].content
+    assert "Listed, not served." not in results["l1"].content.partition("differs")[2]
+    assert results["r1"].error and "'scripts/go.sh'" in results["r1"].content and "0" * 64 in results["r1"].content
+    assert not (tmp_path / "ws" / "alice" / "ran").exists()

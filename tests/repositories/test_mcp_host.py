@@ -108,7 +108,7 @@ async def test_same_named_skills_of_servers_and_the_global_folder_each_have_an_i
     async with Harness(
         workspace=tmp_path / "ws",
         repositories=markets,
-        pipeline=PipelineOptions(watch=False, global_skills_dir=global_dir),
+        pipeline=PipelineOptions(watch=False, global_skills_dir=global_dir, market_timeout=120),
     ) as agent:
         plan = await agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False)
         ids = ["refunds_global", "refunds_srv", "refunds_srv.billing", "refunds_oth"]
