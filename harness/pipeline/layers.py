@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -163,6 +163,7 @@ class SkillLayer:
         self._rescan = False  # a bundle's files could not be read for the scan: load again
         self._last_good: LastGood[LayerResult] = LastGood()
         self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        self._fetched_ok: set[str] = set()  # digests of on-demand skills whose fetched files passed the scan
 
     @property
     def result(self) -> LayerResult:
@@ -314,6 +315,28 @@ class SkillLayer:
                 )
             results[index] = answer
         return results
+
+    async def check_fetched(self, entry: LayerEntry, files: Mapping[str, bytes]) -> None:
+        """Scan the files of an on-demand skill (an MCP server's) fetched on its first use, as
+        the ingest scan does for other markets (whose files it reads ahead): a source whose trust
+        level blocks refuses a dangerous verdict (``RepositoryUnavailable`` naming the findings);
+        otherwise findings are logged. A skill that passed is not scanned again at that content."""
+        policy = self.scan_policy
+        if policy is None or entry.digest in self._fetched_ok or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+            return
+        readable = {path: data for path, data in files.items() if len(data) <= policy.scan_limit}
+        verdict = await anyio.to_thread.run_sync(policy.scanner.scan, readable)
+        if not policy.check(self.source, {}, known=verdict).admitted:
+            raise RepositoryUnavailable(
+                f"market {self.source!r}, skill {entry.key!r}: blocked by the market scan: {verdict.summary()}"
+            )
+        for finding in verdict.findings:
+            log.warning(
+                "market %r, skill %r, file %s line %d: rule %s (%s, %s): %s",
+                self.source, entry.key, finding.path, finding.line, finding.rule,
+                finding.category, finding.severity, finding.message,
+            )  # fmt: skip
+        self._fetched_ok.add(entry.digest)
 
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
         """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""

@@ -320,18 +320,23 @@ class SkillPipeline(AsyncResource):
     async def _activate(self, skill: ResolvedSkill) -> None:
         """A skill of an on-demand market (an MCP server) is loaded or about to run: fetch every
         file of it, each verified by the market (a file that is not what the listing says raises
-        ``ContentMismatch``, naming the skill, the file and both digests), and stage it, from now
-        on with every later pass. Other skills, a dynamic skill (nothing to verify or stage) and
-        one already staged at this content cost nothing."""
+        ``ContentMismatch``, naming the skill, the file and both digests), scan them as the
+        market's scan policy says (never done ahead for such a market), and stage the skill, from
+        now on with every later pass. Other skills, a dynamic skill (nothing to verify or stage)
+        and one already staged at this content cost nothing."""
         entry = skill.entry
-        if self.stager is None or not entry.on_demand or not skill.source.staged or entry.digest.startswith("dynamic:"):
+        if not entry.on_demand or not skill.source.staged or entry.digest.startswith("dynamic:"):
             return
         item = StageItem(entry=entry, reader=skill.source)
         staged = self._staging[2] if self._staging is not None else ()
         if any(s.key == item.key and s.entry.digest == entry.digest for s in staged):
             return
-        paths = [entry.skill.skill_md_name, *(f.path for f in entry.files)]
-        await skill.source.read_files(entry, paths)  # verified now, so staging reads them from memory
+        # Without a shell nothing is staged: only the SKILL.md a load fetched is scanned.
+        paths = [entry.skill.skill_md_name, *(f.path for f in entry.files if self.stager is not None)]
+        files = await skill.source.read_files(entry, paths)  # verified now: staging reads them from memory
+        await skill.source.check_fetched(entry, files)
+        if self.stager is None:
+            return
         self._activated.add(item.key)
         base = await self._current_base()
         result = await self.stager.stage(self._stage_items(base), keep_sources=base.unanswered)
