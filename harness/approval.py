@@ -429,7 +429,7 @@ class ActivationApprovals:
     """Which skills each user approved acting on, bound to their content.
 
     A skill needs an activation approval when its market asks for one
-    (``SkillRepository.activation_approval``: every MCP market, or any market switched on) and the
+    (``SkillRepository.activation_approval``: every MCP market) or is one of ``markets``, and the
     operator did not list the market in ``trusted_markets``. An approval is kept per user under
     the skill's identity — the market's label and the skill's URI (or its path) — with the digest
     of its content (for an MCP skill the hash of every ``{uri, digest}`` it lists): when the
@@ -438,15 +438,24 @@ class ActivationApprovals:
     per user (the oldest forgotten first), so one user cannot crowd out another's.
     """
 
-    def __init__(self, trusted_markets: Collection[str] = frozenset(), *, per_user: int = 1024) -> None:
+    def __init__(
+        self,
+        trusted_markets: Collection[str] = frozenset(),
+        *,
+        markets: Collection[str] = frozenset(),
+        per_user: int = 1024,
+    ) -> None:
         self.trusted_markets = frozenset(trusted_markets)
+        self.markets = frozenset(markets)
         self.per_user = per_user
         self._approved: dict[str, dict[tuple[str, str], str]] = {}
 
     def needs(self, skill: ResolvedSkill) -> bool:
         """Whether acting on ``skill`` needs an activation approval at all."""
         source = skill.source
-        if skill.skill.layer is not Layer.MARKET or not source.repository.activation_approval:
+        if skill.skill.layer is not Layer.MARKET:
+            return False
+        if not source.repository.activation_approval and source.source not in self.markets:
             return False
         # Exact slugs only: the market's, or its sub-source's spelled whole (never a folded one).
         plugin = skill.entry.plugin

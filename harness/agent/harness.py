@@ -141,8 +141,12 @@ class Harness(AsyncResource):
         self._stack = AsyncExitStack()
         # Markets whose skills need an activation approval (every MCP market) gate the shell even
         # without a policy: ordinary calls are allowed, acting on such a skill is asked about.
-        activations = ActivationApprovals(trust.trusted_markets)
-        needs_gate = control.approval is not None or any(r.activation_approval for r in self.repositories)
+        activations = ActivationApprovals(trust.trusted_markets, markets=trust.activation_markets)
+        needs_gate = (
+            control.approval is not None
+            or bool(trust.activation_markets)
+            or any(r.activation_approval for r in self.repositories)
+        )
         self._gate = (
             ApprovalGate(
                 policy=control.approval or AllowAll(),

@@ -11,6 +11,7 @@ from harness.context import RuntimeContext
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.skills.scanner import MarketScanPolicy, TrustLevel
+from repositories import DirectoryRepository
 from repositories.mcp import McpRepository
 from tests.support.skills_server import SkillsServer
 
@@ -240,3 +241,29 @@ async def test_a_blocking_market_scan_judges_mcp_files_when_they_are_fetched(tmp
     refused = _results(result.events)["r1"]
     assert refused.error and "blocked by the market scan" in refused.content
     assert not (tmp_path / "ws" / ".skills-cache" / "srv.team-a" / "tool").exists()
+
+
+async def test_activation_markets_ask_the_same_approval_for_any_market(tmp_path: Path) -> None:
+    folder = tmp_path / "market" / "tool" / "scripts"
+    folder.mkdir(parents=True)
+    (folder.parent / "SKILL.md").write_text("---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n")
+    (folder / "go.sh").write_text('#!/bin/sh\necho dir > "$OUTPUT_DIR/ran"\n')
+    asked: list[ToolRequest] = []
+
+    async def approver(request: ToolRequest) -> bool:
+        asked.append(request)
+        return False
+
+    model = ScriptedModel([_call(SHELL, "r1", command="sh scripts/go.sh", skill="tool_team"), "done"])
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[DirectoryRepository(tmp_path / "market", source="team")],
+        pipeline=PipelineOptions(watch=False),
+        trust=TrustOptions(activation_markets=["team"]),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        result = await agent.run("go", context=ALICE)
+    assert _results(result.events)["r1"].error
+    assert len(asked) == 1 and asked[0].activations[0].startswith("tool_team from team")
+    assert not (tmp_path / "ws" / "alice" / "ran").exists()
