@@ -650,7 +650,10 @@ class ApprovalGate:
             target=request.tool,
             decision=outcome,
             context=request.context,
-            detail=redact_secrets(f"{request.approval_id}: {request.subject} — {reason}"),
+            detail=redact_secrets(
+                f"{request.approval_id}: {request.subject} — {reason}"
+                + "".join(f"; acting on {line}" for line in request.activations)
+            ),
         )
 
 
