@@ -117,3 +117,18 @@ async def test_same_named_skills_of_servers_and_the_global_folder_each_have_an_i
     assert "Top level." in texts["refunds_srv"] and "Billing's." in texts["refunds_srv.billing"]
     assert "Other server's." in texts["refunds_oth"]
     assert server.reads() == ["skill://refunds/SKILL.md", "skill://billing/refunds/SKILL.md"]
+
+
+async def test_entries_that_break_the_rules_lose_only_themselves(tmp_path: Path) -> None:
+    server = SkillsServer(tmp_path / "server")
+    server.add("good", {"SKILL.md": _skill("good")})
+    server.add("renamed", {"SKILL.md": _skill("renamed")})
+    server.add("aliased", {"SKILL.md": "---\nname: aliased\ndescription: &d Twice.\nsummary: *d\n---\nBody.\n"})
+    server.configure(frontmatter={"renamed": {"name": "other-name"}})
+    async with McpRepository(command=server.command, source="srv") as market:
+        snapshot = await market.snapshot()
+        assert sorted(b.folder for b in snapshot.bundles) == ["aliased", "good"]
+        assert any("'renamed' is not the frontmatter name 'other-name'" in p for p in snapshot.problems)
+        with pytest.raises(ContentMismatch, match="uses YAML aliases"):
+            await market.read_file("aliased", "SKILL.md")
+        assert (await market.read_file("good", "SKILL.md")).startswith(b"---\nname: good")
