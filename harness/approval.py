@@ -743,7 +743,11 @@ def _shell_subject(arguments: Mapping[str, Any]) -> str:
 
 def _requested(request: ToolRequest) -> ApprovalRequested:
     return ApprovalRequested(
-        approval_id=request.approval_id, tool=request.tool, kind=request.kind, subject=request.subject
+        approval_id=request.approval_id,
+        tool=request.tool,
+        kind=request.kind,
+        subject=request.subject,
+        activations=request.activations,
     )
 
 

@@ -304,7 +304,7 @@ class SkillPipeline(AsyncResource):
             staged=staged,
             search=None if catalog.complete else view.search,  # filtered skills: the search tool drops them
             before_run=self._before_run if self.stager is not None else None,
-            activate=self._activate,
+            activate=self._activate if stage else self._check_fetched,
             shadowed_skills=shadowed,
             labels=self.labels,
         )
@@ -343,6 +343,14 @@ class SkillPipeline(AsyncResource):
         failed = [d for d in result.diagnostics if d.severity == "error" and item.key in d.message]
         if failed:
             raise RepositoryUnavailable(f"{entry.skill.skill_id} could not be staged: {failed[0].message}")
+
+    async def _check_fetched(self, skill: ResolvedSkill) -> None:
+        """What a read-only plan (``stage=False``) does when a skill is loaded: an on-demand
+        skill's fetched SKILL.md is scanned as :meth:`_activate` would, and nothing is staged."""
+        entry = skill.entry
+        if entry.on_demand and skill.source.staged and not entry.digest.startswith("dynamic:"):
+            name = entry.skill.skill_md_name
+            await skill.source.check_fetched(entry, await skill.source.read_files(entry, [name]))
 
     def _stage_items(self, base: _Base) -> tuple[StageItem, ...]:
         """What a staging pass stages: the base's items plus the activated on-demand skills still

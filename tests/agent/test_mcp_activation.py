@@ -267,3 +267,30 @@ async def test_activation_markets_ask_the_same_approval_for_any_market(tmp_path:
     assert _results(result.events)["r1"].error
     assert len(asked) == 1 and asked[0].activations[0].startswith("tool_team from team")
     assert not (tmp_path / "ws" / "alice" / "ran").exists()
+
+
+async def test_without_an_approver_the_run_pauses_until_the_app_approves_the_skill(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    model = ScriptedModel(
+        [
+            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            "ran it",
+            _call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
+            "ran it again",
+        ]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+    ) as agent:
+        paused = await agent.run("go", context=ALICE)
+        assert not (tmp_path / "ws" / "alice" / "ran").exists()
+        [waiting] = paused.approvals
+        assert SKILL_ID in waiting.activations[0]
+        await agent.resolve_approval(waiting.approval_id, approved=True, context=ALICE)
+        resumed = await agent.resume(context=ALICE)
+        assert "ran v1" in _results(resumed.events)["r1"].content
+        again = await agent.run("again", context=ALICE)  # approved at this content: not asked again
+    assert not again.approvals and "ran v1" in _results(again.events)["r2"].content
