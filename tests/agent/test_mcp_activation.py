@@ -21,15 +21,18 @@ LOAD = "load_skill_through_path"
 SKILL_ID = "tool_srv.team-a"
 
 
-def _call(tool_name: str, call_id: str, /, **arguments: object) -> Message:
+def call(tool_name: str, call_id: str, /, **arguments: object) -> Message:
+    """A scripted model's step calling one tool."""
     return Message.assistant("", [ToolCall(id=call_id, name=tool_name, arguments=dict(arguments))])
 
 
-def _results(events: tuple[object, ...]) -> dict[str, ToolReturned]:
+def results_by_id(events: tuple[object, ...]) -> dict[str, ToolReturned]:
+    """A run's tool results by call id."""
     return {e.call_id: e for e in events if isinstance(e, ToolReturned)}
 
 
-def _server(tmp_path: Path) -> SkillsServer:
+def tool_server(tmp_path: Path) -> SkillsServer:
+    """A server with ``team-a/tool`` (a script writing ``ran`` in the user's area) and ``other``."""
     server = SkillsServer(tmp_path / "server")
     server.add(
         "team-a/tool",
@@ -43,7 +46,7 @@ def _server(tmp_path: Path) -> SkillsServer:
 
 
 async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_path: Path) -> None:
-    server = _server(tmp_path)
+    server = tool_server(tmp_path)
     asked: list[ToolRequest] = []
 
     async def approver(request: ToolRequest) -> bool:
@@ -52,9 +55,9 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
 
     model = ScriptedModel(
         [
-            _call(LOAD, "l1", skillId=SKILL_ID),
-            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
-            _call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
+            call(LOAD, "l1", skillId=SKILL_ID),
+            call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
             "done",
         ]
     )
@@ -70,7 +73,7 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
         cache = tmp_path / "ws" / ".skills-cache"
         assert not (cache / "srv.team-a").exists()
         result = await agent.run("go", context=ALICE)
-    results = _results(result.events)
+    results = results_by_id(result.events)
     assert "Run scripts/go.sh." in results["l1"].content
     assert 'server="srv"' in results["l1"].content and "skill://team-a/tool/SKILL.md" in results["l1"].content
     assert (cache / "srv.team-a" / "tool" / "scripts" / "go.sh").is_file()  # staged, prefix kept
@@ -80,80 +83,9 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
     assert plan.find("other") is not None
 
 
-async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
-    server = _server(tmp_path)
-    asked: list[ToolRequest] = []
-
-    async def approver(request: ToolRequest) -> bool:
-        asked.append(request)
-        return len(asked) == 1  # the first approval only
-
-    model = ScriptedModel(
-        [
-            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
-            "first",
-            _call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
-            "second",
-        ]
-    )
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
-        first = await agent.run("go", context=ALICE)
-        server.add(
-            "team-a/tool",
-            {
-                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
-                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
-            },
-        )
-        second = await agent.run("again", context=ALICE)
-    assert "ran v1" in _results(first.events)["r1"].content
-    refused = _results(second.events)["r2"]
-    assert refused.error and "ran v2" not in refused.content
-    assert len(asked) == 2 and asked[0].activations != asked[1].activations  # bound to the new content
-    assert (tmp_path / "ws" / "alice" / "ran").read_text() == "v1\n"
-
-
-async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Path) -> None:
-    server = _server(tmp_path)
-
-    async def approver(request: ToolRequest) -> bool:
-        return not request.activations  # the user never approves the MCP skill
-
-    root = tmp_path / "ws" / ".skills-cache" / "srv.team-a" / "tool"
-    attempts = [
-        {"command": "sh scripts/go.sh", "skill": SKILL_ID},
-        {"command": "sh scripts/go.sh", "skill": "tool"},
-        {"command": f"sh {root}/scripts/go.sh"},
-        {"command": f"cd {root} && sh ./scripts/go.sh"},
-        {"command": "sh go.sh", "skill": SKILL_ID, "cwd": "scripts"},
-        {"command": "sh scripts/go.sh"},  # after a load: the conversation acts on the skill
-    ]
-    script: list[Message | str] = [_call(LOAD, "load", skillId=SKILL_ID)]
-    script += [_call(SHELL, f"a{i}", **arguments) for i, arguments in enumerate(attempts)]
-    script.append("gave up")
-    async with Harness(
-        model=ScriptedModel(script),
-        workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
-        result = await agent.run("run it any way you can", context=ALICE)
-    results = _results(result.events)
-    for index in range(len(attempts)):
-        assert results[f"a{index}"].error, attempts[index]
-    assert not (tmp_path / "ws" / "alice" / "ran").exists()
-
-
 async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> None:
-    server = _server(tmp_path)
-    model = ScriptedModel([_call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
+    server = tool_server(tmp_path)
+    model = ScriptedModel([call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
@@ -162,11 +94,11 @@ async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> N
         trust=TrustOptions(trusted_markets=["srv"]),
     ) as agent:
         result = await agent.run("go", context=ALICE)
-    assert "ran v1" in _results(result.events)["r1"].content
+    assert "ran v1" in results_by_id(result.events)["r1"].content
 
 
 async def test_a_skill_command_expands_the_fetched_instructions(tmp_path: Path) -> None:
-    server = _server(tmp_path)
+    server = tool_server(tmp_path)
     model = ScriptedModel(["ok"])
     async with Harness(
         model=model,
@@ -182,7 +114,7 @@ async def test_a_skill_command_expands_the_fetched_instructions(tmp_path: Path) 
 
 
 async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_path: Path) -> None:
-    server = _server(tmp_path)
+    server = tool_server(tmp_path)
     server.configure(
         lies={"skill://team-a/tool/scripts/go.sh": "sha256:" + "0" * 64},
         frontmatter={"other": {"description": "Listed, not served."}},
@@ -193,8 +125,8 @@ async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_p
 
     model = ScriptedModel(
         [
-            _call(LOAD, "l1", skillId="other"),
-            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            call(LOAD, "l1", skillId="other"),
+            call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
             "done",
         ]
     )
@@ -206,7 +138,7 @@ async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_p
         control=ControlOptions(approver=approver),
     ) as agent:
         result = await agent.run("go", context=ALICE)
-    results = _results(result.events)
+    results = results_by_id(result.events)
     assert results["l1"].error and "differs from the listed one in 'description'" in results["l1"].content
     assert "Listed, not served." not in results["l1"].content.partition("differs")[2]
     assert results["r1"].error and "'scripts/go.sh'" in results["r1"].content and "0" * 64 in results["r1"].content
@@ -214,7 +146,7 @@ async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_p
 
 
 async def test_a_blocking_market_scan_judges_mcp_files_when_they_are_fetched(tmp_path: Path) -> None:
-    server = _server(tmp_path)
+    server = tool_server(tmp_path)
     server.add(
         "team-a/tool",
         {
@@ -226,7 +158,7 @@ async def test_a_blocking_market_scan_judges_mcp_files_when_they_are_fetched(tmp
     async def approver(request: ToolRequest) -> bool:
         return True
 
-    model = ScriptedModel([_call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
+    model = ScriptedModel([call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
     scan = MarketScanPolicy(sources={"srv": TrustLevel.ENFORCE})
     async with Harness(
         model=model,
@@ -238,7 +170,7 @@ async def test_a_blocking_market_scan_judges_mcp_files_when_they_are_fetched(tmp
         plan = await agent.pipeline.prepare(ALICE)
         assert plan.find(SKILL_ID) is not None and server.reads() == []  # listed unread, not yet judged
         result = await agent.run("go", context=ALICE)
-    refused = _results(result.events)["r1"]
+    refused = results_by_id(result.events)["r1"]
     assert refused.error and "blocked by the market scan" in refused.content
     assert not (tmp_path / "ws" / ".skills-cache" / "srv.team-a" / "tool").exists()
 
@@ -254,7 +186,7 @@ async def test_activation_markets_ask_the_same_approval_for_any_market(tmp_path:
         asked.append(request)
         return False
 
-    model = ScriptedModel([_call(SHELL, "r1", command="sh scripts/go.sh", skill="tool_team"), "done"])
+    model = ScriptedModel([call(SHELL, "r1", command="sh scripts/go.sh", skill="tool_team"), "done"])
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
@@ -264,18 +196,18 @@ async def test_activation_markets_ask_the_same_approval_for_any_market(tmp_path:
         control=ControlOptions(approver=approver),
     ) as agent:
         result = await agent.run("go", context=ALICE)
-    assert _results(result.events)["r1"].error
+    assert results_by_id(result.events)["r1"].error
     assert len(asked) == 1 and asked[0].activations[0].startswith("tool_team from team")
     assert not (tmp_path / "ws" / "alice" / "ran").exists()
 
 
 async def test_without_an_approver_the_run_pauses_until_the_app_approves_the_skill(tmp_path: Path) -> None:
-    server = _server(tmp_path)
+    server = tool_server(tmp_path)
     model = ScriptedModel(
         [
-            _call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
             "ran it",
-            _call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
+            call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
             "ran it again",
         ]
     )
@@ -291,6 +223,6 @@ async def test_without_an_approver_the_run_pauses_until_the_app_approves_the_ski
         assert SKILL_ID in waiting.activations[0]
         await agent.resolve_approval(waiting.approval_id, approved=True, context=ALICE)
         resumed = await agent.resume(context=ALICE)
-        assert "ran v1" in _results(resumed.events)["r1"].content
+        assert "ran v1" in results_by_id(resumed.events)["r1"].content
         again = await agent.run("again", context=ALICE)  # approved at this content: not asked again
-    assert not again.approvals and "ran v1" in _results(again.events)["r2"].content
+    assert not again.approvals and "ran v1" in results_by_id(again.events)["r2"].content
