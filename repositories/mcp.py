@@ -165,13 +165,16 @@ class McpRepository(SkillRepository):
     @classmethod
     def from_url(cls, url: str) -> Self:
         """The market an ``mcp+https://``, ``mcp+http://`` or ``mcp+stdio:<command …>`` URL names;
-        fragment options ``timeout``, ``check_interval``, ``source`` and, over HTTP, ``token_env``
-        (the variable holding the bearer token). Raises ``InvalidRepositoryConfig``."""
+        fragment options ``timeout``, ``check_interval``, ``source``, ``uris`` (``skill://…/SKILL.md``
+        URIs to load with ``skills/get``, separated by ``,``) and, over HTTP, ``token_env`` (the
+        variable holding the bearer token). Raises ``InvalidRepositoryConfig``."""
         base, options = split_fragment(url)
+        uris = options.pop("uris", "")
         common: dict[str, Any] = {
             "timeout": number(options, "timeout", 30.0),
             "check_interval": number(options, "check_interval", 0.0),
             "source": options.pop("source", None),
+            "uris": tuple(u for u in uris.split(",") if u),
         }
         if base.startswith("mcp+stdio:"):
             try:

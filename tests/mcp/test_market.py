@@ -11,7 +11,7 @@ import pytest
 from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.tools import load_skill_file
-from repositories import ContentMismatch, RepositoryUnavailable, open_repository
+from repositories import ContentMismatch, InvalidRepositoryConfig, RepositoryUnavailable, open_repository
 from repositories.mcp import McpRepository
 from tests.mcp.test_serve import TOKENS, _workspace
 from tests.support.io import started_subprocesses
@@ -103,6 +103,8 @@ def test_registry_urls_name_the_origin(monkeypatch: pytest.MonkeyPatch) -> None:
     http = open_repository("mcp+https://skills.example.com/mcp#token_env=SKILLS_TOKEN&check_interval=30")
     assert isinstance(http, McpRepository) and http.source == "mcp-skills.example.com"
     assert http.url == "https://skills.example.com/mcp" and http.check_interval == 30
-    stdio = open_repository("mcp+stdio:harness mcp serve --user 'a b'#source=team")
+    stdio = open_repository("mcp+stdio:harness mcp serve --user 'a b'#source=team&uris=skill://a/b/SKILL.md")
     assert isinstance(stdio, McpRepository) and stdio.command == ("harness", "mcp", "serve", "--user", "a b")
-    assert stdio.source == "team"
+    assert stdio.source == "team" and stdio.uris == ("skill://a/b/SKILL.md",)
+    with pytest.raises(InvalidRepositoryConfig, match="not a skill://<path>/SKILL.md URI"):
+        open_repository("mcp+stdio:x#uris=file:///etc/passwd")
