@@ -51,6 +51,7 @@ from harness.tools.function import Tool, ToolError
 
 __all__ = [
     "WRITE_TOOLS",
+    "ActivationApprovals",
     "AllowAll",
     "AllowByPattern",
     "ApprovalError",
@@ -138,6 +139,9 @@ class ToolRequest:
     context: RuntimeContext
     agent: str
     skill_roots: tuple[str, ...] = ()
+    activations: tuple[str, ...] = ()
+    """Skills whose activation this call needs approved (one line each: skill id, origin and the
+    content digest the approval binds to); approving the call approves them at that content."""
 
     @property
     def display(self) -> str:
@@ -377,6 +381,8 @@ class StdinApprover:
         output = self._output or sys.stderr
         source = self._input or sys.stdin
         what = escape_control(request.subject)
+        if request.activations:
+            what += "".join(f"\n  acting on {escape_control(line)}" for line in request.activations)
         async with self._lock:
             print(
                 f"[approval] {request.agent} wants to run {request.tool} ({request.kind}) for user "
@@ -414,6 +420,82 @@ class Gating:
     events: list[Event]
     roots: Callable[[], tuple[str, ...]] = tuple
     waiting: list[Waiting] | None = None
+    acting_on: Callable[[Mapping[str, Any]], Iterable[ResolvedSkill | None]] = lambda arguments: ()
+    """The skills a shell call acts on (the one it names, those whose folder it names, those the
+    conversation loaded): each one that needs an activation approval is checked before it runs."""
+
+
+class ActivationApprovals:
+    """Which skills each user approved acting on, bound to their content.
+
+    A skill needs an activation approval when its market asks for one
+    (``SkillRepository.activation_approval``: every MCP market) or is one of ``markets``, and the
+    operator did not list the market in ``trusted_markets``. An approval is kept per user under
+    the skill's identity — the market's label and the skill's URI (or its path) — with the digest
+    of its content (for an MCP skill the hash of every ``{uri, digest}`` it lists): when the
+    content changes, the approval no longer matches and is asked again. A dynamic skill has no
+    digest to bind to and is never approved for running. At most ``per_user`` approvals are kept
+    per user (the oldest forgotten first), so one user cannot crowd out another's.
+    """
+
+    def __init__(
+        self,
+        trusted_markets: Collection[str] = frozenset(),
+        *,
+        markets: Collection[str] = frozenset(),
+        per_user: int = 1024,
+    ) -> None:
+        self.trusted_markets = frozenset(trusted_markets)
+        self.markets = frozenset(markets)
+        self.per_user = per_user
+        self._approved: dict[str, dict[tuple[str, str], str]] = {}
+
+    def needs(self, skill: ResolvedSkill) -> bool:
+        """Whether acting on ``skill`` needs an activation approval at all."""
+        source = skill.source
+        if skill.skill.layer is not Layer.MARKET:
+            return False
+        if not source.repository.activation_approval and source.source not in self.markets:
+            return False
+        # Exact slugs only: the market's, or its sub-source's spelled whole (never a folded one).
+        plugin = skill.entry.plugin
+        trusted = source.source in self.trusted_markets or (
+            plugin and f"{source.source}.{plugin}" in self.trusted_markets
+        )
+        return not trusted
+
+    @staticmethod
+    def identity(skill: ResolvedSkill) -> tuple[str, str]:
+        """(market label, URI or path): what an approval is kept under."""
+        return skill.source.source, skill.entry.origin or skill.entry.path
+
+    def approved(self, user: str, skill: ResolvedSkill) -> bool:
+        """Whether ``user`` approved acting on ``skill`` at its current content."""
+        return self._approved.get(user, {}).get(self.identity(skill)) == skill.entry.digest
+
+    def approve(self, user: str, skill: ResolvedSkill) -> None:
+        """Record ``user``'s approval of ``skill`` at its current content."""
+        if skill.entry.digest.startswith("dynamic:"):
+            return
+        kept = self._approved.setdefault(user, {})
+        kept.pop(self.identity(skill), None)
+        kept[self.identity(skill)] = skill.entry.digest
+        while len(kept) > self.per_user:
+            del kept[next(iter(kept))]
+
+    def pending(self, user: str, skills: Iterable[ResolvedSkill | None]) -> list[ResolvedSkill]:
+        """The skills among ``skills`` that need an approval ``user`` has not given (at this content)."""
+        found: dict[str, ResolvedSkill] = {}
+        for skill in skills:
+            if skill is not None and self.needs(skill) and not self.approved(user, skill):
+                found.setdefault(skill.skill.skill_id, skill)
+        return list(found.values())
+
+
+def describe_activation(skill: ResolvedSkill) -> str:
+    """One line naming a skill to approve: its id, origin and the content its approval binds to."""
+    origin = skill.entry.origin or skill.skill.location
+    return f"{skill.skill.skill_id} from {skill.source.source} ({origin}), content {skill.entry.digest}"
 
 
 @dataclass(kw_only=True)
@@ -423,6 +505,7 @@ class ApprovalGate:
     policy: ApprovalPolicy
     approver: Approver | None = None
     audit: AuditLog | None = None
+    activations: ActivationApprovals = dataclasses.field(default_factory=ActivationApprovals)
 
     def wrap(self, tools: Sequence[Tool], gating: Gating) -> list[Tool]:
         """``tools`` with every gated one checked before it runs."""
@@ -435,11 +518,22 @@ class ApprovalGate:
 
         async def checked(**arguments: Any) -> Any:
             request, refused = self._request(tool.name, kind, arguments, gating)
-            decision = refused or await self._decide(request, gating)
+            pending = self._pending(kind, arguments, gating)
+            if pending:
+                request = dataclasses.replace(request, activations=tuple(map(describe_activation, pending)))
+                refused = refused or _unbindable(pending)
+            decision = refused or await self._decide(request, gating, escalate=bool(pending))
+            user = gating.context.user_id
+
+            async def run() -> Any:
+                for skill in pending:  # the call was approved: so is acting on these skills
+                    self.activations.approve(user, skill)
+                return await inner(**request.arguments)
+
             if decision is None:
-                return await self._wait(request, gating, keeping_context(lambda: inner(**request.arguments)))
+                return await self._wait(request, gating, keeping_context(run))
             await self._enforce(request, decision, gating)
-            return await inner(**request.arguments)
+            return await run()
 
         return dataclasses.replace(tool, function=checked)
 
@@ -479,14 +573,28 @@ class ApprovalGate:
         if decision.action != "allow":
             raise ToolDenied(refusal(request, decision))
 
-    async def _decide(self, request: ToolRequest, gating: Gating) -> Decision | None:
-        """The decision, or ``None`` when the call must wait for the app."""
+    def _pending(self, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> list[ResolvedSkill]:
+        """The skills a shell call acts on whose activation the user has not approved."""
+        if kind != "shell":
+            return []
+        try:
+            acted_on = list(gating.acting_on(arguments))
+        except Exception:  # hostile arguments the lookup cannot take: the shell tool refuses them
+            acted_on = []
+        return self.activations.pending(gating.context.user_id, acted_on)
+
+    async def _decide(self, request: ToolRequest, gating: Gating, *, escalate: bool = False) -> Decision | None:
+        """The decision, or ``None`` when the call must wait for the app. With ``escalate`` (the
+        call acts on skills whose activation is not approved yet) the policy's *allow* becomes
+        *ask*: only the approver or the app can approve acting on them."""
         try:
             decision = await self.policy.decide(request)
             if not isinstance(decision, Decision):
                 raise TypeError(f"decide() returned {type(decision).__name__}, not a Decision")
         except Exception as exc:  # a broken policy denies; it never lets a call through
             return Decision(action="deny", reason=f"the policy failed ({type(exc).__name__}: {exc})", by="harness")
+        if escalate and decision.action == "allow":
+            decision = Decision(action="ask", reason="acting on a skill that needs activation approval", by=decision.by)
         if decision.action != "ask":
             return decision
         gating.events.append(_requested(request))
@@ -542,8 +650,25 @@ class ApprovalGate:
             target=request.tool,
             decision=outcome,
             context=request.context,
-            detail=redact_secrets(f"{request.approval_id}: {request.subject} — {reason}"),
+            detail=redact_secrets(
+                f"{request.approval_id}: {request.subject} — {reason}"
+                + "".join(f"; acting on {line}" for line in request.activations)
+            ),
         )
+
+
+def _unbindable(skills: Sequence[ResolvedSkill]) -> Decision | None:
+    """A denial when one of ``skills`` is dynamic: its content has no digest an approval could
+    bind to, so its scripts never run."""
+    dynamic = [s.skill.skill_id for s in skills if s.entry.digest.startswith("dynamic:")]
+    if not dynamic:
+        return None
+    return Decision(
+        action="deny",
+        reason=f"{', '.join(dynamic)} is served as dynamic content, which no approval can bind to; "
+        "its commands are not run",
+        by="harness",
+    )
 
 
 def gated_kind(tool: Tool) -> ApprovalKind | None:
@@ -618,7 +743,11 @@ def _shell_subject(arguments: Mapping[str, Any]) -> str:
 
 def _requested(request: ToolRequest) -> ApprovalRequested:
     return ApprovalRequested(
-        approval_id=request.approval_id, tool=request.tool, kind=request.kind, subject=request.subject
+        approval_id=request.approval_id,
+        tool=request.tool,
+        kind=request.kind,
+        subject=request.subject,
+        activations=request.activations,
     )
 
 

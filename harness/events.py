@@ -162,12 +162,15 @@ class SkillWarning:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ApprovalRequested:
     """The approval policy asks about a gated call (a shell command, a write, an app tool
-    marked ``requires_approval``); an approver or the app decides."""
+    marked ``requires_approval``); an approver or the app decides. ``activations`` names the
+    skills the call would act on whose activation the user has not approved (an MCP market's:
+    id, origin and content digest, one line each); approving the call approves them."""
 
     approval_id: str
     tool: str
     kind: str
     subject: str
+    activations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

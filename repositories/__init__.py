@@ -23,6 +23,7 @@ from repositories.directory import DirectoryRepository, read_skill_folder
 from repositories.discovery import SKILL_MD_NAMES
 from repositories.errors import (
     BundleNotFound,
+    ContentMismatch,
     InvalidBundle,
     InvalidRepositoryConfig,
     RepositoryClosed,
@@ -57,6 +58,7 @@ __all__ = [
     "SKILL_MD_NAMES",
     "BundleFile",
     "BundleNotFound",
+    "ContentMismatch",
     "DirectoryRepository",
     "EntryPointRepository",
     "FileContents",

@@ -87,6 +87,13 @@ class SkillBundle:
       the plugin's name). The skill's source slug is then ``<market slug>.<sub_source>``
       (:func:`~repositories.sources.sub_source`), so its skill id says where it came from;
       staging, scanning and trust still go by the market's slug.
+    - ``on_demand``: set by a market that serves a skill's files only on use (an MCP server):
+      ``skill_md`` is then a stand-in made of the listed frontmatter alone, the real main file
+      is read (and verified by the market) with ``read_files(key, [skill_md_name])`` when the
+      skill is loaded or run, and the harness stages the skill only then, under
+      ``<source slug>.<sub_source>/<folder>`` so same-named skills at different paths stay apart.
+    - ``origin``: where the skill lives at its origin, for markets that address skills by URI
+      (an MCP server's ``skill://…/SKILL.md``); shown with the skill wherever it is listed or loaded.
     """
 
     folder: str
@@ -99,6 +106,8 @@ class SkillBundle:
     link: str | None = None
     sub_source: str = ""
     listed: bool = True
+    on_demand: bool = False
+    origin: str = ""
 
     @property
     def key(self) -> str:
@@ -222,6 +231,11 @@ class SkillRepository(AsyncResource, ABC):
     batch_reads: bool = False
     #: Hears about long work of this market (see the class docstring); ``None``: nobody listens.
     progress: ProgressCallback | None = None
+    #: ``True`` when acting on this market's skills (running their scripts) needs the user's
+    #: activation approval, bound to each skill's content digest and asked again when it changes
+    #: (an MCP market's default; set it on any other market to switch the same approval on).
+    #: Markets listed in the agent's ``trusted_markets`` are exempt.
+    activation_approval: bool = False
 
     def __init__(self, *, source: str, writable: bool = False) -> None:
         super().__init__()

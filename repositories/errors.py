@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "BundleNotFound",
+    "ContentMismatch",
     "InvalidBundle",
     "InvalidRepositoryConfig",
     "RepositoryClosed",
@@ -47,6 +48,11 @@ class BundleNotFound(RepositoryError, FileNotFoundError):
 
 class UnsafePath(RepositoryError, PermissionError):
     """A file path is absolute, escapes its skill folder, names a dot-file or contains NUL."""
+
+
+class ContentMismatch(RepositoryError):
+    """A file a market read is not what its listing promised (size, digest or, for a SKILL.md,
+    its frontmatter): the bytes are refused, never delivered."""
 
 
 class InvalidBundle(RepositoryError, ValueError):

@@ -5,22 +5,34 @@ serve`` is one): over streamable HTTP (``McpRepository(url=...)``, optionally wi
 or a command started over stdio (``McpRepository(command=[...])``). While the market is entered
 (``async with``, as the harness does) one connection is kept open by a task the market owns, so
 a stdio server is started once; a broken or stuck connection is dropped and the next call opens
-a new one. Outside ``async with`` each operation opens its own. The market talks the protocol
-only:
+a new one. Outside ``async with`` each operation opens its own. The market is a conforming host of the extension's stable text:
 
-- ``skills/list`` (every page) is the version token: the ``sha256:`` digests and sizes of every
-  listed file, hashed together. Equal listings mean equal content, so an unchanged server costs
-  one request per check (``check_interval`` seconds may be given to ask less often).
-- Each skill's ``SKILL.md`` is read through ``resources/read`` when a new listing is loaded (the
-  bundle contract carries it); its other files only when asked for. Every read is checked
-  against the listing's size and digest; content that differs is refused, never delivered.
-- Hostile listings lose only what is wrong: an entry whose URI is not ``…/<name>/SKILL.md`` with a
-  safe folder name, a skill over the extension's limits (512 files, 16 MiB) or without a file
-  manifest (``"dynamic"``) is skipped, an unsafe file path dropped, each with a problem in the
-  snapshot.
-- The origin is in the source slug (``mcp-<host>-<port>``, ``mcp-<command>``) and in each bundle's
-  location (the server and the skill's URI). When the server cannot be reached the last good
-  snapshot is served (see :class:`~repositories.base.SkillRepository`).
+- **The catalog comes from the entries alone.** ``skills/list`` (every page) carries each skill's
+  verbatim frontmatter and the manifest of its files; a bundle's ``skill_md`` is a stand-in made
+  of that frontmatter (``SkillBundle.on_demand``), so listing reads no file. The listing is the
+  version token: equal listings mean equal content, so an unchanged server costs one request per
+  check (``check_interval`` seconds may be given to ask less often).
+- **Files are fetched on use and verified.** A file is read through ``resources/read`` only when
+  the harness asks for it (a skill loaded or run), checked against the listed size and digest; a
+  ``SKILL.md``'s frontmatter is also compared field by field with the entry's. Any difference is
+  a :class:`~repositories.errors.ContentMismatch` naming the skill, the file and both digests,
+  and the bytes are never delivered. Verified bytes are kept in memory by digest.
+- **Skills referenced by URI** (``uris=``, or a ``skill://…/SKILL.md`` named in the server's
+  instructions) that the listing lacks are asked for with ``skills/get``.
+- **Same-named skills stay apart.** A skill's identity is the market's slug (the host-assigned
+  label) plus its URI: a skill at ``skill://team-a/dupe/SKILL.md`` has the sub-source ``team-a``
+  (skill id ``dupe_<slug>.team-a``, staged under ``.skills-cache/<slug>.team-a/dupe``), one at
+  ``skill://dupe/SKILL.md`` none (``dupe_<slug>``). Nothing is dropped for sharing a name.
+- **Dynamic skills** (``"resources": "dynamic"``) are listed; their files are never cached and
+  are read afresh on each use, within the extension's size limit, and their approval binds to
+  nothing that can be reused.
+- Hostile entries lose only what is wrong: a URI that is not ``skill://<path>/<name>/SKILL.md``
+  with safe segments, a name that is not the path's last segment, a skill over the extension's
+  limits (512 files, 16 MiB) or without ``resources`` is skipped, an unsafe file path dropped,
+  each with a problem in the snapshot.
+- Acting on its skills needs the user's activation approval (``activation_approval``), unless
+  the operator lists the market in ``trusted_markets``. When the server cannot be reached the
+  last good snapshot is served (see :class:`~repositories.base.SkillRepository`).
 
 The MCP SDK (the ``mcp`` extra) is imported only when the market first talks to its server.
 """
@@ -38,6 +50,7 @@ import re
 import shlex
 import time
 import urllib.parse
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,16 +59,24 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import anyio
 
 from filesystems import BackgroundTasks, redact_secrets, redact_url
+from repositories._mcp_entries import (
+    MAIN,
+    MAX_BYTES,
+    MAX_FILES,
+    RemoteSkill,
+    frontmatter_problem,
+    parse_entry,
+    stand_in,
+)
 from repositories._urls import no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
-from repositories.discovery import check_folder, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
+    ContentMismatch,
     InvalidBundle,
     InvalidRepositoryConfig,
     RepositoryError,
     RepositoryUnavailable,
-    UnsafePath,
 )
 from repositories.sources import make_source
 
@@ -67,34 +88,16 @@ __all__ = ["MAX_BYTES", "MAX_FILES", "McpRepository"]
 
 T = TypeVar("T")
 
-#: The Skills extension's per-skill limits: files (SKILL.md included) and their total size.
-MAX_FILES = 512
-MAX_BYTES = 16 * 1024 * 1024
-_SCHEME = "skill://"
-_MAIN = "SKILL.md"
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+#: Verified file bytes kept in memory across loads, at most this many.
+_CACHE_BYTES = 64 * 1024 * 1024
 _MAX_PAGES = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class _RemoteFile:
-    uri: str
-    digest: str
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class _RemoteSkill:
-    folder: str
-    uri: str  # of its SKILL.md
-    files: Mapping[str, _RemoteFile]  # relative path -> file, SKILL.md included
-    digest: str
+_REFERENCE = re.compile(r"skill://[^\s\"'<>()\[\]`]+/SKILL\.md")
 
 
 @dataclass(frozen=True, slots=True)
 class _Listing:
     version: str
-    skills: Mapping[str, _RemoteSkill]  # folder -> skill
+    skills: Mapping[str, RemoteSkill]  # skill path -> skill
     problems: tuple[str, ...] = ()
     checked: float = field(default_factory=time.monotonic)
 
@@ -104,10 +107,14 @@ class McpRepository(SkillRepository):
 
     Give exactly one of ``url`` (streamable HTTP; ``token`` is sent as ``Authorization: Bearer``;
     a ``user:password@`` in the URL is taken out of it and sent as HTTP Basic auth, so the URL the
-    MCP SDK sees, and may log, holds no credentials) or ``command`` (the server's argv, run over stdio; ``env`` adds variables). ``timeout`` bounds
-    opening a connection and each piece of work on it, in seconds; ``check_interval`` lets a
-    listing stand that long before the server is asked again.
+    MCP SDK sees, and may log, holds no credentials) or ``command`` (the server's argv, run over
+    stdio; ``env`` adds variables). ``timeout`` bounds opening a connection and each piece of
+    work on it, in seconds; ``check_interval`` lets a listing stand that long before the server
+    is asked again. ``uris`` are ``skill://…/SKILL.md`` URIs to load with ``skills/get`` when the
+    listing lacks them (the server's instructions may name more).
     """
+
+    activation_approval = True
 
     def __init__(
         self,
@@ -119,6 +126,7 @@ class McpRepository(SkillRepository):
         timeout: float = 30.0,
         check_interval: float = 0.0,
         source: str | None = None,
+        uris: Sequence[str] = (),
     ) -> None:
         if (url is None) == (command is None):
             raise InvalidRepositoryConfig("give an MCP server as exactly one of url= or command=")
@@ -142,9 +150,13 @@ class McpRepository(SkillRepository):
         self._env = dict(env or {})
         self.timeout = timeout
         self.check_interval = check_interval
+        bad = [u for u in uris if not isinstance(u, str) or not _REFERENCE.fullmatch(u)]
+        if bad:
+            raise InvalidRepositoryConfig(f"{str(bad[0])[:200]!r} is not a skill://<path>/SKILL.md URI")
+        self.uris = tuple(uris)
         super().__init__(source=source or self._default_source())
         self._listing: _Listing | None = None
-        self._main_files: dict[str, bytes] = {}  # SKILL.md bytes by digest
+        self._cache = _Cache(_CACHE_BYTES)
         self._stack = AsyncExitStack()
         self._tasks: BackgroundTasks | None = None
         self._link: _Link | None = None
@@ -153,13 +165,16 @@ class McpRepository(SkillRepository):
     @classmethod
     def from_url(cls, url: str) -> Self:
         """The market an ``mcp+https://``, ``mcp+http://`` or ``mcp+stdio:<command …>`` URL names;
-        fragment options ``timeout``, ``check_interval``, ``source`` and, over HTTP, ``token_env``
-        (the variable holding the bearer token). Raises ``InvalidRepositoryConfig``."""
+        fragment options ``timeout``, ``check_interval``, ``source``, ``uris`` (``skill://…/SKILL.md``
+        URIs to load with ``skills/get``, separated by ``,``) and, over HTTP, ``token_env`` (the
+        variable holding the bearer token). Raises ``InvalidRepositoryConfig``."""
         base, options = split_fragment(url)
+        uris = options.pop("uris", "")
         common: dict[str, Any] = {
             "timeout": number(options, "timeout", 30.0),
             "check_interval": number(options, "check_interval", 0.0),
             "source": options.pop("source", None),
+            "uris": tuple(u for u in uris.split(",") if u),
         }
         if base.startswith("mcp+stdio:"):
             try:
@@ -298,7 +313,7 @@ class McpRepository(SkillRepository):
         if listing is not None and self.check_interval and time.monotonic() - listing.checked < self.check_interval:
             return listing.version
 
-        async def list_all(client: Client) -> list[Any]:
+        async def list_all(client: Client) -> tuple[list[Any], list[Any]]:
             entries: list[Any] = []
             cursor: str | None = None
             for _ in range(_MAX_PAGES):
@@ -310,59 +325,56 @@ class McpRepository(SkillRepository):
                 cursor = page.get("nextCursor")
                 if not isinstance(cursor, str) or not cursor:
                     break
-            return entries
+            listed = {entry.get("uri") for entry in entries if isinstance(entry, dict)}
+            referenced = [*self.uris, *_referenced(getattr(client, "instructions", None))]
+            got: list[Any] = []
+            for uri in dict.fromkeys(u for u in referenced if u not in listed):
+                got.append(await self._get(client, uri))
+            return entries, got
 
-        self._listing = self._parse(await self._use(list_all))
+        entries, got = await self._use(list_all)
+        self._listing = self._parse(entries, got)
         return self._listing.version
 
-    def _parse(self, entries: list[Any]) -> _Listing:
-        skills: dict[str, _RemoteSkill] = {}
+    async def _get(self, client: Client, uri: str) -> Any:
+        """The entry ``skills/get`` answers for ``uri``, or the error it answered with."""
+        try:
+            answer = await self._request(client, "skills/get", {"uri": uri})
+        except Exception as exc:  # the server refused the URI: reported with the listing
+            if not _is_protocol_error(exc):
+                raise
+            return InvalidBundle(f"skills/get {uri}: {_describe(exc)}")
+        entry = answer.get("skill")
+        if isinstance(entry, dict) and entry.get("uri") != uri:
+            return InvalidBundle(f"skills/get {uri} answered for another URI {str(entry.get('uri'))[:200]!r}")
+        return entry
+
+    def _parse(self, entries: list[Any], got: list[Any]) -> _Listing:
+        skills: dict[str, RemoteSkill] = {}
         problems: list[str] = []
-        for raw in entries:
+        taken: set[tuple[str, str]] = set()  # (part, name): one cache folder and one id each
+        for raw in [*entries, *got]:
             try:
-                skill, dropped = self._parse_entry(raw)
+                if isinstance(raw, Exception):
+                    raise raw
+                skill, dropped = parse_entry(raw)
             except RepositoryError as exc:
                 problems.append(f"skill skipped: {exc}")
                 continue
             problems += dropped
-            if skill.folder in skills:
-                problems.append(f"skill skipped: {skill.uri} repeats the folder name {skill.folder!r}")
+            if skill.path in skills:
+                problems.append(f"skill skipped: {skill.uri} is listed twice")
                 continue
-            skills[skill.folder] = skill
-        manifest = sorted((s.uri, f.uri, f.digest, f.size) for s in skills.values() for f in s.files.values())
+            if (skill.part, skill.name) in taken:  # two prefixes that fold to one slug
+                tag = hashlib.sha256(skill.uri.encode()).hexdigest()[:8]
+                skill = dataclasses.replace(skill, part=make_source(skill.part or "root", tag))
+            taken.add((skill.part, skill.name))
+            skills[skill.path] = skill
+        manifest = sorted(
+            (s.uri, s.binding, json.dumps(s.frontmatter, sort_keys=True, default=str)) for s in skills.values()
+        )
         version = hashlib.sha256(json.dumps([manifest, problems]).encode()).hexdigest()
         return _Listing(version=f"sha256:{version}", skills=skills, problems=tuple(problems))
-
-    def _parse_entry(self, raw: Any) -> tuple[_RemoteSkill, list[str]]:
-        uri = raw.get("uri") if isinstance(raw, dict) else None
-        if not isinstance(uri, str) or not uri.startswith(_SCHEME) or not uri.endswith("/" + _MAIN):
-            raise InvalidBundle(f"entry URI {str(uri)[:200]!r} is not a {_SCHEME}<path>/{_MAIN} URI")
-        root = uri[: -len(_MAIN)]
-        folder = check_folder(root[len(_SCHEME) :].rstrip("/").rpartition("/")[2])
-        resources = raw.get("resources")
-        if not isinstance(resources, list):
-            raise InvalidBundle(f"{uri} has no file manifest (resources {str(resources)[:40]!r}); not loaded")
-        if len(resources) > MAX_FILES:
-            raise InvalidBundle(f"{uri} lists {len(resources)} files, over the extension's limit of {MAX_FILES}")
-        files: dict[str, _RemoteFile] = {}
-        dropped: list[str] = []
-        for item in resources:
-            file = _remote_file(item)
-            if file is None or not file.uri.startswith(root):
-                raise InvalidBundle(f"{uri} lists a malformed or foreign file {str(item)[:200]!r}")
-            try:
-                path = normalise_file_path(file.uri[len(root) :])
-            except UnsafePath as exc:
-                dropped.append(f"file of {uri} dropped: {exc}")
-                continue
-            files[path] = file
-        total = sum(f.size for f in files.values())
-        if total > MAX_BYTES:
-            raise InvalidBundle(f"{uri} lists {total} bytes, over the extension's limit of {MAX_BYTES}")
-        if _MAIN not in files:
-            raise InvalidBundle(f"{uri} does not list its own {_MAIN}")
-        digest = hashlib.sha256(json.dumps(sorted((p, f.digest) for p, f in files.items())).encode()).hexdigest()
-        return _RemoteSkill(folder=folder, uri=uri, files=files, digest=digest), dropped
 
     # -- bundles and files -------------------------------------------------------------------
 
@@ -370,73 +382,95 @@ class McpRepository(SkillRepository):
         listing = self._listing
         if listing is None:
             raise RepositoryUnavailable(f"{self.where}: no listing to load")
-        problems = list(listing.problems)
-        wanted = [s.files[_MAIN] for s in listing.skills.values() if s.files[_MAIN].digest not in self._main_files]
-
-        async def fetch_main_files(client: Client) -> None:
-            for file in wanted:
-                try:
-                    self._main_files[file.digest] = await self._fetch(client, file)
-                except RepositoryUnavailable as exc:
-                    problems.append(f"skill skipped: {exc}")
-
-        if wanted:
-            await self._use(fetch_main_files)
-        live = {s.files[_MAIN].digest for s in listing.skills.values()}
-        self._main_files = {d: data for d, data in self._main_files.items() if d in live}
+        live = {f.digest for s in listing.skills.values() for f in (s.files or {}).values()}
+        self._cache.keep_only(live)
         bundles = [
             SkillBundle(
-                folder=skill.folder,
-                skill_md=self._main_files[skill.files[_MAIN].digest],
-                skill_md_name=_MAIN,
+                folder=skill.name,
+                skill_md=stand_in(skill.frontmatter),
+                skill_md_name=MAIN,
                 files=tuple(
                     BundleFile(path=path, size=file.size, mode=0o644)
-                    for path, file in sorted(skill.files.items())
-                    if path != _MAIN
+                    for path, file in sorted((skill.files or {}).items())
+                    if path != MAIN
                 ),
                 location=f"{self.where} {skill.uri}",
-                digest=skill.digest,
+                digest=skill.binding,
+                path=skill.path if skill.part else "",
+                sub_source=skill.part,
+                on_demand=True,
+                origin=skill.uri,
             )
-            for skill in sorted(listing.skills.values(), key=lambda s: s.folder)
-            if skill.files[_MAIN].digest in self._main_files
+            for skill in sorted(listing.skills.values(), key=lambda s: s.path)
         ]
-        return Snapshot(version=version, bundles=tuple(bundles), problems=tuple(problems))
+        return Snapshot(version=version, bundles=tuple(bundles), problems=listing.problems)
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
-        listing = self._listing
-        skill = listing.skills.get(folder) if listing is not None else None
-        if skill is None:
-            raise BundleNotFound(f"{self.where} serves no skill folder {folder!r}")
-        missing = [p for p in paths if p not in skill.files]
-        if missing:
-            raise BundleNotFound(f"{skill.uri} lists no file {missing[0]!r}")
-        found = {p: self._main_files[skill.files[p].digest] for p in paths if skill.files[p].digest in self._main_files}
+        skill = self._skill(folder)
+        if skill.files is not None:
+            missing = [p for p in paths if p not in skill.files]
+            if missing:
+                raise BundleNotFound(
+                    f"skill {skill.path!r} of {self.source} lists no file {missing[0]!r} ({skill.uri}); "
+                    "a file outside the listing is never read"
+                )
+        found: dict[str, bytes] = {}
+        for path in paths:
+            cached = self._cache.get(skill.files[path].digest) if skill.files is not None else None
+            if cached is not None:
+                found[path] = cached
         rest = [p for p in paths if p not in found]
 
         async def fetch(client: Client) -> None:
             for path in rest:
-                found[path] = await self._fetch(client, skill.files[path])
+                found[path] = await self._fetch(client, skill, path)
 
         if rest:
             await self._use(fetch)
         return found
 
-    async def _fetch(self, client: Client, file: _RemoteFile) -> bytes:
-        """One file through ``resources/read``, checked against its listed size and digest."""
-        result = await client.read_resource(file.uri)
-        item = next((c for c in result.contents if c.uri == file.uri), None)
+    def _skill(self, key: str) -> RemoteSkill:
+        listing = self._listing
+        skill = listing.skills.get(key) if listing is not None else None
+        if skill is None and listing is not None:  # a skill without a prefix is keyed by its name
+            skill = next((s for s in listing.skills.values() if not s.part and s.name == key), None)
+        if skill is None:
+            raise BundleNotFound(f"{self.where} serves no skill {key!r} (any more)")
+        return skill
+
+    async def _fetch(self, client: Client, skill: RemoteSkill, path: str) -> bytes:
+        """One file of ``skill`` through ``resources/read``, checked against its listed size and
+        digest (a dynamic skill's only against the extension's size limit) and, for the SKILL.md,
+        its frontmatter against the entry's; a verified file of a listed skill is cached."""
+        listed = skill.files[path] if skill.files is not None else None
+        uri = listed.uri if listed is not None else skill.root + path
+        result = await client.read_resource(uri)
+        item = next((c for c in result.contents if c.uri == uri), None)
         text, blob = getattr(item, "text", None), getattr(item, "blob", None)
         try:
             data = text.encode("utf-8") if isinstance(text, str) else base64.b64decode(blob or "", validate=True)
         except (binascii.Error, ValueError):
             data = None
-        if item is None or data is None or len(data) != file.size:
-            self._recheck()
-            raise RepositoryUnavailable(f"{file.uri} is not the {file.size} bytes its listing says; not delivered")
-        digest = await anyio.to_thread.run_sync(_sha256, data) if len(data) > 1 << 20 else _sha256(data)
-        if digest != file.digest:
-            self._recheck()
-            raise RepositoryUnavailable(f"{file.uri} does not match its listed digest; not delivered")
+        where = f"skill {skill.path!r} of {self.source}, file {path!r}"
+        if item is None or data is None:
+            raise ContentMismatch(f"{where}: the server answered {uri} without its content; not delivered")
+        if listed is None:
+            if len(data) > MAX_BYTES:
+                raise ContentMismatch(f"{where}: {len(data)} bytes, over the extension's limit of {MAX_BYTES}")
+        else:
+            digest = await anyio.to_thread.run_sync(_sha256, data) if len(data) > 1 << 20 else _sha256(data)
+            if len(data) != listed.size or digest != listed.digest:
+                self._recheck()
+                raise ContentMismatch(
+                    f"{where}: the server sent {len(data)} bytes with digest {digest}, but its listing says "
+                    f"{listed.size} bytes with digest {listed.digest}; the content is refused"
+                )
+        if path == MAIN:
+            problem = frontmatter_problem(data, skill.frontmatter)
+            if problem is not None:
+                raise ContentMismatch(f"{where}: {problem}; the skill is not loaded")
+        if listed is not None:
+            self._cache.put(listed.digest, data)
         return data
 
     def _recheck(self) -> None:
@@ -446,6 +480,33 @@ class McpRepository(SkillRepository):
 
     def _invalidate(self) -> None:
         self._listing = None
+
+
+class _Cache:
+    """Verified file bytes by digest, the least recently used dropped past ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+
+    def get(self, digest: str) -> bytes | None:
+        data = self._items.get(digest)
+        if data is not None:
+            self._items.move_to_end(digest)
+        return data
+
+    def put(self, digest: str, data: bytes) -> None:
+        if digest in self._items or len(data) > self.limit:
+            return
+        self._items[digest] = data
+        self._size += len(data)
+        while self._size > self.limit:
+            self._size -= len(self._items.popitem(last=False)[1])
+
+    def keep_only(self, digests: set[str]) -> None:
+        for digest in [d for d in self._items if d not in digests]:
+            self._size -= len(self._items.pop(digest))
 
 
 class _Link:
@@ -551,15 +612,17 @@ def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _remote_file(item: Any) -> _RemoteFile | None:
-    if not isinstance(item, dict):
-        return None
-    uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
-    if not isinstance(uri, str) or not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-        return None
-    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_BYTES:
-        return None
-    return _RemoteFile(uri=uri, digest=digest, size=size)
+def _referenced(instructions: object) -> list[str]:
+    """The ``skill://…/SKILL.md`` URIs a server's instructions name."""
+    return _REFERENCE.findall(instructions) if isinstance(instructions, str) else []
+
+
+def _is_protocol_error(exc: BaseException) -> bool:
+    """Whether the server answered ``exc`` as a JSON-RPC error (it refused the request), rather
+    than the connection failing."""
+    from mcp.shared.exceptions import MCPError
+
+    return isinstance(exc, MCPError)
 
 
 def _describe(exc: BaseException) -> str:

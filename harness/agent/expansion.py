@@ -17,8 +17,9 @@ from harness.pipeline.catalog import LOAD_TOOL
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
 from harness.tools.skill_text import render_skill_text
+from repositories import RepositoryError
 
-__all__ = ["Invocation", "expand"]
+__all__ = ["Invocation", "expand", "fetch_invoked"]
 
 _SKILL_COMMAND = re.compile(r"^/skill:(?P<name>[^\s]+)(?:\s+(?P<args>.*))?$", re.DOTALL)
 
@@ -29,6 +30,20 @@ class Invocation:
 
     text: str
     skill: ResolvedSkill | None = None
+
+
+async def fetch_invoked(message: str, plan: TurnPlan) -> None:
+    """Before :func:`expand`: the skill a ``/skill:`` command names gets its real instructions
+    in ``plan`` (a skill of an MCP server is listed by its frontmatter alone; see
+    ``TurnPlan.fetch_instructions``). A fetch the market refuses (content that is not what its
+    listing says, a server that does not answer) is :class:`SkillNotFound` saying why."""
+    match = _SKILL_COMMAND.match(message.strip())
+    if match is None:
+        return
+    try:
+        await plan.fetch_instructions(match["name"])
+    except RepositoryError as exc:
+        raise SkillNotFound(f"skill {match['name']!r} cannot be loaded: {exc}") from exc
 
 
 def expand(

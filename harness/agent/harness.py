@@ -30,7 +30,7 @@ from harness.agent.sessions import InMemorySessionStore, SessionStore
 from harness.agent.streaming import framed
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, serialised
 from harness.agent.turn import StepLimitExceeded, Turns
-from harness.approval import ApprovalGate, ToolRequest
+from harness.approval import ActivationApprovals, AllowAll, ApprovalGate, ToolRequest
 from harness.audit import AuditLog
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
@@ -139,10 +139,23 @@ class Harness(AsyncResource):
         )
         """Keeps the catalog's order in step with the usage counts (``None`` without learning)."""
         self._stack = AsyncExitStack()
+        # Markets whose skills need an activation approval (every MCP market) gate the shell even
+        # without a policy: ordinary calls are allowed, acting on such a skill is asked about.
+        activations = ActivationApprovals(trust.trusted_markets, markets=trust.activation_markets)
+        needs_gate = (
+            control.approval is not None
+            or bool(trust.activation_markets)
+            or any(r.activation_approval for r in self.repositories)
+        )
         self._gate = (
-            None
-            if control.approval is None
-            else ApprovalGate(policy=control.approval, approver=serialised(control.approver), audit=self._audit())
+            ApprovalGate(
+                policy=control.approval or AllowAll(),
+                approver=serialised(control.approver),
+                audit=self._audit(),
+                activations=activations,
+            )
+            if needs_gate
+            else None
         )
         self._toolset = Toolset(
             agent=name,

@@ -106,15 +106,19 @@ class TrustOptions:
     ``models`` names models a skill's ``model:`` field may pick (before ``open_model`` specs);
     ``enforce_allowed_tools`` narrows the skill's turn to its ``allowed-tools``. A market skill
     does either only when its market is one of ``trusted_markets`` (market slugs, or a plugin
-    marketplace's exact plugin slugs).
+    marketplace's exact plugin slugs). Running the scripts of an MCP market's skill needs the
+    user's activation approval, bound to the skill's content, unless its market is trusted;
+    ``activation_markets`` (market slugs) asks the same approval for other markets' skills.
     """
 
     models: Mapping[str, Model] = field(default_factory=dict)
     enforce_allowed_tools: bool = False
     trusted_markets: Collection[str] = frozenset()
+    activation_markets: Collection[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trusted_markets", frozenset(self.trusted_markets))
+        object.__setattr__(self, "activation_markets", frozenset(self.activation_markets))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,9 +19,9 @@ the framework adapters' bridge) all get their tools here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -240,7 +240,24 @@ class Toolset:
         def roots() -> tuple[str, ...]:
             return skill_roots([*scope.current, *(plan.find(skill_id) for skill_id in sorted(session.loaded))])
 
-        gating = Gating(context=plan.context, agent=self.agent, events=scope.events, roots=roots, waiting=scope.waiting)
+        def acting_on(arguments: Mapping[str, Any]) -> list[ResolvedSkill | None]:
+            command, skill = arguments.get("command"), arguments.get("skill")
+            found = [*scope.current, *(plan.find(skill_id) for skill_id in sorted(session.loaded))]
+            if isinstance(skill, str):
+                found.append(plan.find(skill))
+            if isinstance(command, str):
+                every = (*plan.skills.values(), *plan.shadowed_skills.values())
+                found += [s for s in every if s.files_root and s.files_root in command]
+            return found
+
+        gating = Gating(
+            context=plan.context,
+            agent=self.agent,
+            events=scope.events,
+            roots=roots,
+            waiting=scope.waiting,
+            acting_on=acting_on,
+        )
         return self.gate.wrap(tools, gating)
 
 

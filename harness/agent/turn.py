@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from harness.agent.calls import CallEvents, run_calls
-from harness.agent.expansion import Invocation, expand
+from harness.agent.expansion import Invocation, expand, fetch_invoked
 from harness.agent.hooks import RunStart
 from harness.agent.model_choice import ModelChoice
 from harness.agent.queues import RunControl
@@ -110,6 +110,7 @@ class Turns:
         yield TurnPrepared.of(plan)
         log.debug("turn of agent %s for user %s: %d skills", self.name, context.user_id, len(plan.skills))
         try:
+            await fetch_invoked(message, plan)
             invocation = self.expand(message, plan, user=not strict)
         except SkillNotFound as exc:
             if strict:

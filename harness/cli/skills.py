@@ -25,9 +25,10 @@ from harness.diagnostics import Diagnostic
 from harness.pipeline.lock import content_digest
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
+from harness.pipeline.staging import StageItem
 from harness.skills.arguments import argument_hint
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
-from harness.terminal import echo
+from harness.terminal import echo, escape_control
 from harness.tools.search import MAX_RESULTS, search_plan
 from harness.tools.skills import load_skill_file
 
@@ -170,8 +171,7 @@ def _staged(agent: Harness, skill: ResolvedSkill) -> bool | None:
     skill is not staged, it is shown in place)."""
     if not skill.source.staged:
         return None
-    folder = skill.entry.path.rpartition("/")[2]
-    host = agent.filesystem.host_path(f"{CACHE_DIR}/{skill.source.source}/{folder}")
+    host = agent.filesystem.host_path(f"{CACHE_DIR}/{StageItem(entry=skill.entry, reader=skill.source).key}")
     return host is not None and host.is_dir()
 
 
@@ -185,6 +185,7 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
             "layer": s.skill.layer.value,
             "source": s.skill.source,
             "location": s.skill.location,
+            "origin": {"server": s.source.source, "uri": s.entry.origin} if s.entry.origin else None,
             "files_root": s.files_root,
             "staged": _staged(agent, s),
             "link": s.entry.link,
@@ -210,7 +211,12 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
         echo(f"{skill['name']:<28} {skill['layer']:<9} {skill['skill_id']}{short}{hidden}")
         link = f" (link to {skill['link']})" if skill["link"] else ""
         pending = NOT_STAGED if skill["staged"] is False and skill["files_root"] else ""
+        if pending and skill["origin"]:
+            pending = " (staged when first loaded or run)"
         echo(f"    {skill['files_root'] or skill['location']}{link}{pending}")
+        origin = skill["origin"]
+        if isinstance(origin, dict):
+            echo(f"    from MCP server {origin['server']}: {escape_control(origin['uri'])}")
         if skill["argument_hint"]:
             echo(f"    /skill:{skill['name']} {skill['argument_hint']}")
     for shadow in plan.shadowed:

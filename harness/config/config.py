@@ -47,6 +47,7 @@ class HarnessConfig:
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False
     trusted_markets: tuple[str, ...] = ()
+    activation_markets: tuple[str, ...] = ()
     curator: CuratorConfig | None = None
     approval: ApprovalPolicy | None = None
     mcp_tokens: Path | None = None  # harness mcp serve --http: the bearer token -> user file

@@ -78,6 +78,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         max_file_size=file.max_file_size,
         enforce_allowed_tools=file.enforce_allowed_tools,
         trusted_markets=tuple(file.trusted_markets or ()),
+        activation_markets=tuple(file.activation_markets or ()),
         curator=_curator(file),
         approval=_approval(file.approval),
         mcp_tokens=_path(base, file.mcp_tokens) if file.mcp_tokens else None,

@@ -376,7 +376,11 @@ class ConfigFile(_Section):
     trusted_markets: Annotated[
         list[Annotated[str, _expect("a market slug")]] | None, _expect("a list of market slugs")
     ] = None
-    """Markets whose skills' fields (allowed-tools, ...) are trusted."""
+    """Markets whose skills' fields (allowed-tools, ...) are trusted, and whose MCP skills run without activation approval."""
+    activation_markets: Annotated[
+        list[Annotated[str, _expect("a market slug")]] | None, _expect("a list of market slugs")
+    ] = None
+    """Markets whose skills need the user's activation approval before their scripts run, as MCP markets' do."""
     curator: Annotated[
         CuratorSection | None, BeforeValidator(_off, json_schema_input_type=bool | CuratorSection | None)
     ] = None

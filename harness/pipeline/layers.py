@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -69,6 +69,10 @@ class LayerEntry:
     link: str | None = None  # the real host folder when an operator's layer reached it through a link
     listed: bool = True
     plugin: str = ""  # the plugin's name, unfolded, when the market gathers plugins (``SkillBundle.sub_source``)
+    # The market serves the files only on use (``SkillBundle.on_demand``): ``skill.raw`` is a
+    # stand-in of the listed frontmatter, the real SKILL.md is read through the layer.
+    on_demand: bool = False
+    origin: str = ""  # the skill's URI at its origin (``SkillBundle.origin``), when it has one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -166,6 +170,7 @@ class SkillLayer:
         self.pins: LayerPins | None = None
         """What a lock says about this layer's skills (:mod:`harness.pipeline.lock`), or ``None``."""
         self._locked_files: dict[str, dict[str, bytes] | None] = {}
+        self._fetched_ok: set[str] = set()  # digests of on-demand skills whose fetched files passed the scan
 
     @property
     def result(self) -> LayerResult:
@@ -324,6 +329,28 @@ class SkillLayer:
             results[index] = answer
         return results
 
+    async def check_fetched(self, entry: LayerEntry, files: Mapping[str, bytes]) -> None:
+        """Scan the files of an on-demand skill (an MCP server's) fetched on its first use, as
+        the ingest scan does for other markets (whose files it reads ahead): a source whose trust
+        level blocks refuses a dangerous verdict (``RepositoryUnavailable`` naming the findings);
+        otherwise findings are logged. A skill that passed is not scanned again at that content."""
+        policy = self.scan_policy
+        if policy is None or entry.digest in self._fetched_ok or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+            return
+        readable = {path: data for path, data in files.items() if len(data) <= policy.scan_limit}
+        verdict = await anyio.to_thread.run_sync(policy.scanner.scan, readable)
+        if not policy.check(self.source, {}, known=verdict).admitted:
+            raise RepositoryUnavailable(
+                f"market {self.source!r}, skill {entry.key!r}: blocked by the market scan: {verdict.summary()}"
+            )
+        for finding in verdict.findings:
+            log.warning(
+                "market %r, skill %r, file %s line %d: rule %s (%s, %s): %s",
+                self.source, entry.key, finding.path, finding.line, finding.rule,
+                finding.category, finding.severity, finding.message,
+            )  # fmt: skip
+        self._fetched_ok.add(entry.digest)
+
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
         """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""
         self._check_size(entry, path)
@@ -430,6 +457,8 @@ class SkillLayer:
                 link=bundle.link,
                 listed=bundle.listed,
                 plugin=bundle.sub_source,
+                on_demand=bundle.on_demand,
+                origin=bundle.origin,
             )
             if skill is not None and admitted
             else None
@@ -489,7 +518,8 @@ class SkillLayer:
             if self.layer is Layer.MARKET and _unsafe_market_folder(bundle.folder):
                 continue  # skipped by the parse, never read
             try:
-                files = await self._scanned_files(bundle)
+                # An on-demand market's files are read only on use: its listed frontmatter is scanned.
+                files = () if bundle.on_demand else await self._scanned_files(bundle)
             except Exception as exc:
                 scanned[bundle.key] = _Scanned(error=exc, retry=True)
                 continue

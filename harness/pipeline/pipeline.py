@@ -54,7 +54,13 @@ from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import ChangeIndex, TreeWatcher, WorkspaceWatcher
 from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
-from repositories import DirectoryRepository, GitRepository, SkillRepository, disambiguate_sources
+from repositories import (
+    DirectoryRepository,
+    GitRepository,
+    RepositoryUnavailable,
+    SkillRepository,
+    disambiguate_sources,
+)
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
@@ -95,6 +101,8 @@ class _Base:
     sources: dict[str, SkillLayer]  # skill_id -> layer
     stage_items: tuple[StageItem, ...]
     diagnostics: tuple[Diagnostic, ...]
+    # Skills of on-demand markets, by stage key: staged once activated (loaded or run).
+    on_demand: dict[str, StageItem]
     unanswered: frozenset[str]  # layer 1–2 sources that did not answer: their staged folders stay
 
 
@@ -254,6 +262,9 @@ class SkillPipeline(AsyncResource):
         self._by_root = ChangeIndex[SkillLayer]()
         for layer in self._layers:
             self._by_root.add(layer.watch_root, layer)
+        # Stage keys of on-demand skills loaded or run so far, and the items staged with them.
+        self._activated: set[str] = set()
+        self._staging: tuple[_Base, frozenset[str], tuple[StageItem, ...]] | None = None
         self._stack = AsyncExitStack()
         self._base_lock = anyio.Lock()
         # Single-flight refreshes of the shared layers: turns join the current wave until it is
@@ -356,7 +367,7 @@ class SkillPipeline(AsyncResource):
                     del shadowed[hidden]
                 catalog = self._catalog(skills, shadowed)
         staged = (
-            await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
+            await self.stager.stage(self._stage_items(base), keep_sources=base.unanswered)
             if self.stager is not None and stage
             else None
         )
@@ -378,15 +389,64 @@ class SkillPipeline(AsyncResource):
             staged=staged,
             search=None if catalog.complete else view.search,  # filtered skills: the search tool drops them
             before_run=self._before_run if self.stager is not None else None,
+            activate=self._activate if stage else self._check_fetched,
             shadowed_skills=shadowed,
             labels=self.labels,
         )
 
     async def _before_run(self, skill: ResolvedSkill) -> None:
         """Before a command of ``skill`` runs: a staged skill's folder gets back exactly what was
-        staged (see :meth:`Stager.check`); skills shown in place are the user's or the operator's."""
+        staged (see :meth:`Stager.check`); skills shown in place are the user's or the operator's.
+        A skill of an on-demand market is activated first (see :meth:`_activate`)."""
+        await self._activate(skill)
         if self.stager is not None and skill.source.staged:
             await self.stager.check(StageItem(entry=skill.entry, reader=skill.source).key)
+
+    async def _activate(self, skill: ResolvedSkill) -> None:
+        """A skill of an on-demand market (an MCP server) is loaded or about to run: fetch every
+        file of it, each verified by the market (a file that is not what the listing says raises
+        ``ContentMismatch``, naming the skill, the file and both digests), scan them as the
+        market's scan policy says (never done ahead for such a market), and stage the skill, from
+        now on with every later pass. Other skills, a dynamic skill (nothing to verify or stage)
+        and one already staged at this content cost nothing."""
+        entry = skill.entry
+        if not entry.on_demand or not skill.source.staged or entry.digest.startswith("dynamic:"):
+            return
+        item = StageItem(entry=entry, reader=skill.source)
+        staged = self._staging[2] if self._staging is not None else ()
+        if any(s.key == item.key and s.entry.digest == entry.digest for s in staged):
+            return
+        # Without a shell nothing is staged: only the SKILL.md a load fetched is scanned.
+        paths = [entry.skill.skill_md_name, *(f.path for f in entry.files if self.stager is not None)]
+        files = await skill.source.read_files(entry, paths)  # verified now: staging reads them from memory
+        await skill.source.check_fetched(entry, files)
+        if self.stager is None:
+            return
+        self._activated.add(item.key)
+        base = await self._current_base()
+        result = await self.stager.stage(self._stage_items(base), keep_sources=base.unanswered)
+        failed = [d for d in result.diagnostics if d.severity == "error" and item.key in d.message]
+        if failed:
+            raise RepositoryUnavailable(f"{entry.skill.skill_id} could not be staged: {failed[0].message}")
+
+    async def _check_fetched(self, skill: ResolvedSkill) -> None:
+        """What a read-only plan (``stage=False``) does when a skill is loaded: an on-demand
+        skill's fetched SKILL.md is scanned as :meth:`_activate` would, and nothing is staged."""
+        entry = skill.entry
+        if entry.on_demand and skill.source.staged and not entry.digest.startswith("dynamic:"):
+            name = entry.skill.skill_md_name
+            await skill.source.check_fetched(entry, await skill.source.read_files(entry, [name]))
+
+    def _stage_items(self, base: _Base) -> tuple[StageItem, ...]:
+        """What a staging pass stages: the base's items plus the activated on-demand skills still
+        offered (the same tuple while neither changes, so a warm turn stages nothing)."""
+        activated = frozenset(key for key in self._activated if key in base.on_demand)
+        if not activated:
+            return base.stage_items
+        if self._staging is None or self._staging[0] is not base or self._staging[1] != activated:
+            items = (*base.stage_items, *(base.on_demand[key] for key in sorted(activated)))
+            self._staging = (base, activated, items)
+        return self._staging[2]
 
     async def stage(self, *, verify: bool = False) -> StageResult:
         """Stage layers 1–2 now (``verify`` re-hashes what is on disk and repairs it). The result's
@@ -471,18 +531,22 @@ class SkillPipeline(AsyncResource):
 
     def _merge_base(self, results: tuple[LayerResult, ...]) -> _Base:
         results = tuple(
-            _one_per_folder(result, layer.source) if layer.staged else result
+            _one_per_folder(result, layer) if layer.staged else result
             for layer, result in zip(self._layers, results, strict=True)
         )
         sources: dict[str, SkillLayer] = {}
         items: list[StageItem] = []
+        on_demand: dict[str, StageItem] = {}
         unanswered: set[str] = set()
         for layer, result in zip(self._layers, results, strict=True):
             if result.failed and layer.staged:
                 unanswered.add(layer.source)
             for entry in result.entries:
                 sources[entry.skill.skill_id] = layer
-                if layer.staged:
+                if layer.staged and entry.on_demand:
+                    item = StageItem(entry=entry, reader=layer)
+                    on_demand[item.key] = item
+                elif layer.staged:
                     items.append(StageItem(entry=entry, reader=layer))
         merged = merge_layers(results)
         diagnostics = (*self._global_missing, *(d for result in results for d in result.diagnostics))
@@ -491,6 +555,7 @@ class SkillPipeline(AsyncResource):
             sources=sources,
             stage_items=tuple(items),
             diagnostics=diagnostics,
+            on_demand=on_demand,
             unanswered=frozenset(unanswered),
         )
 
@@ -737,8 +802,7 @@ class SkillPipeline(AsyncResource):
         if not self.filesystem.has_shell:
             return None
         if source.staged:
-            folder = entry.path.rsplit("/", 1)[-1]
-            return self.filesystem.shell_path(f"{CACHE_DIR}/{source.source}/{folder}")
+            return self.filesystem.shell_path(f"{CACHE_DIR}/{StageItem(entry=entry, reader=source).key}")
         in_place_elsewhere = source.layer is Layer.WORKSPACE and source.prefix != SKILLS_DIR
         if (entry.link is not None or in_place_elsewhere) and not self._link_shown(entry):
             return None
@@ -828,26 +892,29 @@ class _Wave:
     done: bool = False
 
 
-def _one_per_folder(result: LayerResult, source: str) -> LayerResult:
+def _one_per_folder(result: LayerResult, layer: SkillLayer) -> LayerResult:
     """A staged skill lives in ``.skills-cache/<source>/<folder>``, so of two nested folders with
-    one name only the first in path order is kept (as a market does), the other reported."""
+    one name only the first in path order is kept (as a market does), the other reported. (An
+    on-demand market's skills at different paths have different sources: both are kept.)"""
     kept: dict[str, LayerEntry] = {}
     diagnostics = list(result.diagnostics)
+    source = layer.source
     for entry in sorted(result.entries, key=lambda e: e.path):
-        folder = entry.path.rpartition("/")[2]
-        if folder in kept:
+        key = StageItem(entry=entry, reader=layer).key
+        folder = key.partition("/")[2]
+        if key in kept:
             diagnostics.append(
                 Diagnostic.warning(
                     code="duplicate-folder",
                     message=(
                         f"duplicate skill folder {folder!r} in the {source} skills: {entry.path} skipped, "
-                        f"{kept[folder].path} kept (both would be staged as {CACHE_DIR}/{source}/{folder})"
+                        f"{kept[key].path} kept (both would be staged as {CACHE_DIR}/{key})"
                     ),
                     location=entry.skill.location,
                 )
             )
         else:
-            kept[folder] = entry
+            kept[key] = entry
     if len(kept) == len(result.entries):
         return result
     return LayerResult(entries=tuple(kept.values()), diagnostics=tuple(diagnostics))

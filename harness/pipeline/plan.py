@@ -7,6 +7,7 @@ about 300 KiB.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, ValuesView
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -20,7 +21,9 @@ from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.staging import StageResult
+from harness.skills.frontmatter import FrontmatterError, split_frontmatter
 from harness.skills.skill import Skill
+from repositories import ContentMismatch
 
 __all__ = ["ResolvedSkill", "SkillOverlay", "TurnPlan", "VisibilityPolicy"]
 
@@ -165,7 +168,9 @@ class TurnPlan:
     budget cut the catalog: an index over at least these skills (the search tool keeps only
     what :meth:`find` serves). ``before_run``, when set, is awaited by the shell tool before a
     command of a skill runs: it checks that skill's staged copy and restores what was changed
-    behind the stager's back.
+    behind the stager's back. ``activate``, when set, is awaited when a skill is loaded (and by
+    ``before_run`` before it runs): a skill of an on-demand market (an MCP server) has its files
+    fetched, verified and staged then, not before.
     """
 
     context: RuntimeContext
@@ -178,6 +183,7 @@ class TurnPlan:
     invoked: set[str] = field(default_factory=set)
     search: SkillIndex | None = None
     before_run: Callable[[ResolvedSkill], Awaitable[None]] | None = None
+    activate: Callable[[ResolvedSkill], Awaitable[None]] | None = None
     shadowed_skills: MutableMapping[str, ResolvedSkill] = field(default_factory=dict)
     labels: SourceLabels = field(default_factory=SourceLabels)
 
@@ -207,6 +213,33 @@ class TurnPlan:
             )
         self.invoked.add(found.skill.skill_id)
         return found
+
+    async def fetch_instructions(self, id_or_name: str) -> ResolvedSkill | None:
+        """Make the skill ``id_or_name`` serve its real instructions in this plan (what a
+        ``/skill:`` command expands), and :attr:`activate` it: a skill of an on-demand market (an
+        MCP server) is listed by its frontmatter alone, so its SKILL.md is fetched now, verified
+        by its market (``ContentMismatch`` when it is not what the listing says), and the skill
+        replaced by one with that body. Other skills are returned as they are; ``None`` when no
+        skill has that id or name."""
+        found = self._lookup(id_or_name)
+        if found is None or not found.entry.on_demand:
+            return found
+        skill = found.skill
+        raw = (await found.source.read_files(found.entry, [skill.skill_md_name]))[skill.skill_md_name]
+        try:
+            body = split_frontmatter(raw).body
+        except FrontmatterError as exc:
+            raise ContentMismatch(f"{skill.skill_id}: its SKILL.md cannot be parsed: {exc}") from exc
+        real = dataclasses.replace(skill, body=body, raw=raw)
+        fetched = dataclasses.replace(found, entry=dataclasses.replace(found.entry, skill=real))
+        table = self.skills if skill.skill_id in self.skills else self.shadowed_skills
+        if table is self.skills:
+            self.skills = {**self.skills, skill.skill_id: fetched}  # the view's dict is shared: copied
+        else:
+            self.shadowed_skills = {**self.shadowed_skills, skill.skill_id: fetched}
+        if self.activate is not None:
+            await self.activate(fetched)
+        return fetched
 
     def _lookup(self, id_or_name: str) -> ResolvedSkill | None:
         """By full id, then by the id the catalog shows, then by a name only one listed skill has."""

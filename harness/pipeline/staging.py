@@ -106,8 +106,11 @@ class StageItem:
 
     @property
     def key(self) -> str:
-        """``<source>/<folder>``: where it lives below ``.skills-cache``."""
-        return f"{self.reader.source}/{self.folder}"
+        """``<source>/<folder>``: where it lives below ``.skills-cache``. The source is the
+        market's slug, or for a skill served on demand (an MCP server's) the skill's own source
+        slug, which names the path prefix that keeps same-named skills apart (``<slug>.team-a``)."""
+        source = self.entry.skill.source if self.entry.on_demand else self.reader.source
+        return f"{source}/{self.folder}"
 
     @property
     def folder(self) -> str:
@@ -496,7 +499,9 @@ class Stager(AsyncResource):
             # Source folders stay open for the whole pass: the skills below them are written side by side.
             opened: set[Path] = set()
             try:
-                for source in {item.reader.source for item, _ in writes} | {p.name for p in _dirs(self.cache_dir)}:
+                for source in {item.key.partition("/")[0] for item, _ in writes} | {
+                    p.name for p in _dirs(self.cache_dir)
+                }:
                     _drop_links(self.cache_dir / source)
                     self._open_folder(self.cache_dir, self.cache_dir / source, opened)
 
@@ -526,7 +531,7 @@ class Stager(AsyncResource):
                     if key in keep:
                         continue
                     source = key.partition("/")[0]
-                    if source in keep_sources:
+                    if source in keep_sources or any(source.startswith(f"{kept}.") for kept in keep_sources):
                         kept[source] = kept.get(source, 0) + 1
                         continue
                     removed += self._remove_folder(key)

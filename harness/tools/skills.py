@@ -90,10 +90,14 @@ def _available(plan: TurnPlan, skill_id: str) -> ResolvedSkill:
 async def read_skill_bytes(resolved: ResolvedSkill, path: str = "SKILL.md") -> bytes:
     """The bytes of one file of ``resolved`` (``SKILL.md`` is the verbatim main file), read
     through its layer. Raises ``FileNotFoundError`` / ``PermissionError`` for a missing or
-    unsafe path, each message listing the real paths."""
+    unsafe path, each message listing the real paths. The main file of a skill served on demand
+    (an MCP server's) is fetched and verified by its market (``ContentMismatch`` when it is not
+    what the listing says)."""
     skill = resolved.skill
     clean = await _clean_path(path, resolved)
     if clean == skill.skill_md_name or (clean == "SKILL.md" and skill.skill_md_name == "skill.md"):
+        if resolved.entry.on_demand:
+            return (await resolved.source.read_files(resolved.entry, [skill.skill_md_name]))[skill.skill_md_name]
         return skill.raw
     if clean in skill.files or clean in await resolved.list_files():
         return (await resolved.source.read_files(resolved.entry, [clean]))[clean]
@@ -148,6 +152,8 @@ def skill_tools(
                     "(see above); call again with reload=true to read it anew."
                 )
         text = await render_skill_file(plan, skillId, path, offset, limit, shell=offered)
+        if main and resolved is not None and plan.activate is not None:
+            await plan.activate(resolved)  # an on-demand skill is staged when first loaded
         if main and resolved is not None and loaded is not None:
             loaded.add(resolved.skill.skill_id)
         if resolved is not None:
@@ -268,6 +274,13 @@ def _shown(plan: TurnPlan, skill_ids: set[str], history: Sequence[Message], *, s
         if resolved is None:
             continue
         skill = resolved.skill
+        if resolved.entry.on_demand:
+            # Its SKILL.md is fetched on use, not held here: a result that starts as a load of it
+            # does (its frontmatter was verified against the listed one, so it opens with "---").
+            opening = render_skill_text(plan, resolved, "---", shell=shell)
+            if any(result.startswith(opening) for result in results):
+                shown.add(skill_id)
+            continue
         try:
             body = render_skill_text(
                 plan, resolved, _page(skill.raw, skill.skill_md_name, resolved, 1, None), shell=shell

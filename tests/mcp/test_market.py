@@ -11,7 +11,7 @@ import pytest
 from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.tools import load_skill_file
-from repositories import RepositoryUnavailable, open_repository
+from repositories import ContentMismatch, InvalidRepositoryConfig, RepositoryUnavailable, open_repository
 from repositories.mcp import McpRepository
 from tests.mcp.test_serve import TOKENS, _workspace
 from tests.support.io import started_subprocesses
@@ -78,15 +78,18 @@ async def test_an_open_stdio_market_starts_its_server_once(tmp_path: Path) -> No
 async def test_a_hostile_server_loses_only_what_is_wrong() -> None:
     async with McpRepository(command=[sys.executable, str(HOSTILE)]) as market:
         snapshot = await market.snapshot()
-        assert [b.folder for b in snapshot.bundles] == ["good"]
-        good = snapshot.bundles[0]
-        assert [f.path for f in good.files] == ["ok.txt", "tampered.txt"]
+        # A dynamic skill is listed (its files are read afresh on use); a liar only fails when read.
+        assert [b.folder for b in snapshot.bundles] == ["dyn", "good", "liar"]
+        good = snapshot.bundle("good")
+        assert good is not None and [f.path for f in good.files] == ["ok.txt", "tampered.txt"]
         problems = "\n".join(snapshot.problems)
-        for refused in ("escape.txt", ".git/config", ".hidden", "skill://big", "skill://dyn", "skill://liar"):
+        for refused in ("escape.txt", ".git/config", ".hidden", "skill://big"):
             assert refused in problems
         assert await market.read_file("good", "ok.txt") == b"fine\n"
-        with pytest.raises(RepositoryUnavailable, match="not the 13 bytes|does not match"):
+        with pytest.raises(ContentMismatch, match="'tampered.txt'.*listing says 13 bytes"):
             await market.read_file("good", "tampered.txt")
+        with pytest.raises(ContentMismatch, match="'liar'"):
+            await market.read_file("liar", "SKILL.md")
 
 
 async def test_an_unreachable_server_without_a_snapshot_is_unavailable() -> None:
@@ -100,6 +103,8 @@ def test_registry_urls_name_the_origin(monkeypatch: pytest.MonkeyPatch) -> None:
     http = open_repository("mcp+https://skills.example.com/mcp#token_env=SKILLS_TOKEN&check_interval=30")
     assert isinstance(http, McpRepository) and http.source == "mcp-skills.example.com"
     assert http.url == "https://skills.example.com/mcp" and http.check_interval == 30
-    stdio = open_repository("mcp+stdio:harness mcp serve --user 'a b'#source=team")
+    stdio = open_repository("mcp+stdio:harness mcp serve --user 'a b'#source=team&uris=skill://a/b/SKILL.md")
     assert isinstance(stdio, McpRepository) and stdio.command == ("harness", "mcp", "serve", "--user", "a b")
-    assert stdio.source == "team"
+    assert stdio.source == "team" and stdio.uris == ("skill://a/b/SKILL.md",)
+    with pytest.raises(InvalidRepositoryConfig, match="not a skill://<path>/SKILL.md URI"):
+        open_repository("mcp+stdio:x#uris=file:///etc/passwd")

@@ -1,0 +1,83 @@
+"""Attacks on MCP skills' activation approval: a server that swaps a file after approval, and a
+scripted model that calls the shell with hostile arguments to run a skill nobody approved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.agent import ControlOptions, Harness, PipelineOptions
+from harness.approval import ToolRequest
+from harness.models import Message, ScriptedModel
+from repositories.mcp import McpRepository
+from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, SKILL_ID, call, results_by_id, tool_server
+
+
+async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
+    server = tool_server(tmp_path)
+    asked: list[ToolRequest] = []
+
+    async def approver(request: ToolRequest) -> bool:
+        asked.append(request)
+        return len(asked) == 1  # the first approval only
+
+    model = ScriptedModel(
+        [
+            call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            "first",
+            call(SHELL, "r2", command="sh scripts/go.sh", skill=SKILL_ID),
+            "second",
+        ]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        first = await agent.run("go", context=ALICE)
+        server.add(
+            "team-a/tool",
+            {
+                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
+                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
+            },
+        )
+        second = await agent.run("again", context=ALICE)
+    assert "ran v1" in results_by_id(first.events)["r1"].content
+    refused = results_by_id(second.events)["r2"]
+    assert refused.error and "ran v2" not in refused.content
+    assert len(asked) == 2 and asked[0].activations != asked[1].activations  # bound to the new content
+    assert (tmp_path / "ws" / "alice" / "ran").read_text() == "v1\n"
+
+
+async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Path) -> None:
+    server = tool_server(tmp_path)
+
+    async def approver(request: ToolRequest) -> bool:
+        return not request.activations  # the user never approves the MCP skill
+
+    root = tmp_path / "ws" / ".skills-cache" / "srv.team-a" / "tool"
+    attempts = [
+        {"command": "sh scripts/go.sh", "skill": SKILL_ID},
+        {"command": "sh scripts/go.sh", "skill": "tool"},
+        {"command": f"sh {root}/scripts/go.sh"},
+        {"command": f"cd {root} && sh ./scripts/go.sh"},
+        {"command": "sh go.sh", "skill": SKILL_ID, "cwd": "scripts"},
+        {"command": "sh scripts/go.sh"},  # after a load: the conversation acts on the skill
+    ]
+    script: list[Message | str] = [call(LOAD, "load", skillId=SKILL_ID)]
+    script += [call(SHELL, f"a{i}", **arguments) for i, arguments in enumerate(attempts)]
+    script.append("gave up")
+    async with Harness(
+        model=ScriptedModel(script),
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        result = await agent.run("run it any way you can", context=ALICE)
+    results = results_by_id(result.events)
+    for index in range(len(attempts)):
+        assert results[f"a{index}"].error, attempts[index]
+    assert not (tmp_path / "ws" / "alice" / "ran").exists()
