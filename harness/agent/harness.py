@@ -370,10 +370,11 @@ class Harness(AsyncResource):
     ) -> Run:
         """Start a run of the workflow skill ``skill`` and perform its actions until it needs a
         person (``ask_user``, a handoff, a confirmation) or ends."""
-        from harness.agent.workflows import AgentExecutor, package_for, resolve_workflow
+        from harness.agent.workflows import AgentExecutor, package_for, refuse_unactivated, resolve_workflow
 
         plan = await self.prepare(context)
         resolved = resolve_workflow(plan, skill, workspace=self.filesystem)
+        refuse_unactivated(self._gate.activations if self._gate is not None else None, resolved)
         engine = self.workflow_engine(context)
         run = await engine.start(await package_for(resolved), run_id=run_id, inputs=inputs or {})
         return await engine.run_until_blocked(run.run_id, AgentExecutor(self, context, workflow_skill=skill))

@@ -130,7 +130,10 @@ def _workflows(toolset: Toolset, scope: TurnScope) -> list[Tool]:
         return []
     from harness.agent.workflows import resolver  # the engine loads with the first workflow
 
-    return workflow_tools(toolset.workflow_engine(plan.context), resolver(plan, toolset.filesystem))
+    return workflow_tools(
+        toolset.workflow_engine(plan.context),
+        resolver(plan, toolset.filesystem, toolset.gate.activations if toolset.gate is not None else None),
+    )
 
 
 class Toolset:

@@ -27,12 +27,14 @@ from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.skill import Layer
 from harness.tools.context import calling
 from harness.tools.function import Tool, ToolError
+from harness.tools.skills import read_skill_bytes
 
 if TYPE_CHECKING:
     from harness.agent import Harness
+    from harness.approval import ActivationApprovals
     from harness.engine import Outcome, SkillDecl, SkillPackage, ToolDecl
 
-__all__ = ["AgentExecutor", "package_for", "resolve_workflow", "step_tools"]
+__all__ = ["AgentExecutor", "package_for", "refuse_unactivated", "resolve_workflow", "step_tools"]
 
 
 async def package_for(resolved: ResolvedSkill) -> SkillPackage:
@@ -43,7 +45,7 @@ async def package_for(resolved: ResolvedSkill) -> SkillPackage:
     skill = resolved.skill
     paths = [path for path in await resolved.list_files() if is_package_file(path)]
     files = dict(await resolved.source.read_files(resolved.entry, paths)) if paths else {}
-    files[skill.skill_md_name] = skill.raw
+    files[skill.skill_md_name] = await read_skill_bytes(resolved)  # fetched and verified when served on demand
     return SkillPackage(name=skill.name, files=files)
 
 
@@ -113,15 +115,29 @@ def _guarded(tool: Tool, decl_id: str) -> Tool:
     return dataclasses.replace(tool, function=refuse)
 
 
-def resolver(plan: TurnPlan, workspace: AbstractFilesystem) -> Any:
+def refuse_unactivated(activations: ActivationApprovals | None, resolved: ResolvedSkill) -> None:
+    """Raise :class:`SkillError` when ``resolved`` needs an activation approval (an MCP
+    market's skill, say): a workflow run performs its actions without a turn in which the user
+    could be asked, so such workflows run only from trusted markets."""
+    if activations is not None and activations.needs(resolved):
+        raise SkillError(
+            f"workflow {resolved.skill.name!r} comes from market {resolved.source.source!r}, whose skills are "
+            "acted on only after the user's activation approval, which a workflow run cannot ask for; add the "
+            "market to trusted_markets to run its workflows"
+        )
+
+
+def resolver(plan: TurnPlan, workspace: AbstractFilesystem, activations: ActivationApprovals | None = None) -> Any:
     """A ``resolve_skill`` for :func:`harness.engine.workflow_tools` over one turn's skills
-    (failing closed like :func:`resolve_workflow`)."""
+    (failing closed like :func:`resolve_workflow`, and refusing skills that need an activation
+    approval: :func:`refuse_unactivated`)."""
 
     async def resolve(name: str) -> SkillPackage:
         found = plan.find(name)
         if found is None:
             raise SkillNotFound(f"no workflow skill {name!r} in this turn")
         _refuse_invalid_higher_copy(plan, found, workspace)
+        refuse_unactivated(activations, found)
         return await package_for(found)
 
     return resolve

@@ -35,6 +35,7 @@ from harness.mcp.errors import SkillRequestError
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.rules import check_name
 from harness.skills.skill import Layer, Skill
+from harness.tools.skills import read_skill_bytes
 from repositories import RepositoryError
 
 __all__ = [
@@ -202,7 +203,7 @@ class SkillCatalog:
         when its layer deferred the listing)."""
         files = (await resolved.source.list_files(resolved.entry)).files
         count = 1 + len(files)
-        size = len(resolved.skill.raw) + sum(f.size for f in files)
+        size = len(await read_skill_bytes(resolved)) + sum(f.size for f in files)
         if count > MAX_FILES:
             return f"it has {count} files, over the extension's limit of {MAX_FILES} per skill"
         if size > MAX_BYTES:
@@ -229,7 +230,10 @@ class SkillCatalog:
             self._manifests.move_to_end(key)
             return cached
         paths = [f.path for f in listing.files]
-        data = {_MAIN: resolved.skill.raw, **(await resolved.source.read_files(entry, paths) if paths else {})}
+        data = {
+            _MAIN: await read_skill_bytes(resolved),
+            **(await resolved.source.read_files(entry, paths) if paths else {}),
+        }
         # Up to 16 MiB to hash: one worker-thread hop per skill keeps other requests moving.
         manifest = await anyio.to_thread.run_sync(_hashed, data)
         self._manifests[key] = manifest
@@ -244,7 +248,7 @@ class SkillCatalog:
         path, resolved, relative = self.resolve(plan, uri)
         await self._check_served(path, resolved)
         if relative == _MAIN:
-            return resolved.skill.raw, mime_type(_MAIN)
+            return await read_skill_bytes(resolved), mime_type(_MAIN)
         if relative not in await resolved.list_files():
             raise SkillRequestError(f"skill {path!r} has no file {relative!r}")
         data = await resolved.source.read_files(resolved.entry, [relative])

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.agent import ControlOptions, Harness, PipelineOptions
+import pytest
+
+from harness.agent import ControlOptions, Harness, PipelineOptions, TrustOptions
 from harness.approval import ToolRequest
-from harness.models import Message, ScriptedModel
+from harness.errors import SkillError
+from harness.events import ToolReturned
+from harness.models import Message, ScriptedModel, ToolCall
+from harness.tools import tool
 from repositories.mcp import McpRepository
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, SKILL_ID, call, results_by_id, tool_server
+from tests.support.skills_server import SkillsServer
 
 
 async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
@@ -81,3 +87,72 @@ async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Pat
     for index in range(len(attempts)):
         assert results[f"a{index}"].error, attempts[index]
     assert not (tmp_path / "ws" / "alice" / "ran").exists()
+
+
+WORKFLOW = (
+    "goal: {statement: Finish}\n"
+    "tools: [{id: finish, kind: function, side_effect: external}]\n"
+    "orchestration:\n  mode: deterministic\n  entry: call\n  steps:\n"
+    "    - {id: call, action: {type: call_tool, ref: finish}}\n"
+)
+
+
+def _workflow_server(tmp_path: Path) -> SkillsServer:
+    server = SkillsServer(tmp_path / "server")
+    server.add(
+        "flows/deploy",
+        {"SKILL.md": "---\nname: deploy\ndescription: Deploys.\n---\nThe real steps.\n", "workflow.yaml": WORKFLOW},
+    )
+    return server
+
+
+async def test_a_workflow_served_by_an_mcp_market_is_not_run_without_trust(tmp_path: Path) -> None:
+    """A workflow run performs actions with no turn in which to ask: an untrusted MCP market's
+    workflow is refused, by the API and by the model's start_workflow tool alike."""
+    server = _workflow_server(tmp_path)
+    ran: list[str] = []
+
+    @tool
+    async def finish() -> str:
+        """Finish the job."""
+        ran.append("finish")
+        return "finished"
+
+    model = ScriptedModel(
+        [Message.assistant("", [ToolCall(id="w1", name="workflow_start", arguments={"skill": "deploy"})]), "ok"]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        tools=[finish],
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+    ) as agent:
+        with pytest.raises(SkillError, match="trusted_markets"):
+            await agent.run_workflow("deploy", context=ALICE)
+        result = await agent.run("start the deploy workflow", context=ALICE)
+    returned = [e for e in result.events if isinstance(e, ToolReturned) and e.call_id == "w1"]
+    assert returned and returned[0].error and "trusted_markets" in returned[0].content
+    assert ran == []
+
+
+async def test_a_trusted_mcp_market_runs_its_workflow_from_the_fetched_skill(tmp_path: Path) -> None:
+    server = _workflow_server(tmp_path)
+    ran: list[str] = []
+
+    @tool
+    async def finish() -> str:
+        """Finish the job."""
+        ran.append("finish")
+        return "finished"
+
+    async with Harness(
+        model=ScriptedModel(["ok"]),
+        workspace=tmp_path / "ws",
+        tools=[finish],
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        trust=TrustOptions(trusted_markets=["srv"]),
+    ) as agent:
+        run = await agent.run_workflow("deploy", context=ALICE)
+    assert run.status == "completed" and ran == ["finish"]
