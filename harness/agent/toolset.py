@@ -39,9 +39,9 @@ from harness.events import ShellRan, SkillLoaded
 from harness.pipeline.catalog import LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL, WORKFLOW_REPORT_TOOL
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import allowed_tools
+from harness.tools.context import calling
 from harness.tools.files import file_tools
 from harness.tools.function import Tool
-from harness.tools.context import calling
 from harness.tools.search import search_tools
 from harness.tools.skills import UsageHooks, skill_tools
 

@@ -161,7 +161,6 @@ class Turns:
                 context=context, message=invocation.text, original=message, skill=skill, plan=plan, tools=tuple(tools)
             )
 
-
             async def run_decided(request: ToolRequest, call_id: str) -> CallResult:
                 return await self.toolset.run_decided(scope, request, offered=tools, call_id=call_id, skill=skill)
 

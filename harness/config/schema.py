@@ -411,9 +411,9 @@ class ConfigFile(_Section):
         EnvironmentsSection | None, BeforeValidator(_off, json_schema_input_type=bool | EnvironmentsSection | None)
     ] = None
     """Per-skill Python environments."""
-    sessions: Annotated[
-        SessionsSection, BeforeValidator(_one_store, json_schema_input_type=str | SessionsSection)
-    ] = SessionsSection()
+    sessions: Annotated[SessionsSection, BeforeValidator(_one_store, json_schema_input_type=str | SessionsSection)] = (
+        SessionsSection()
+    )
     """Where conversations live: a store URL, or a mapping of its options."""
 
 
