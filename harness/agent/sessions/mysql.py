@@ -309,7 +309,8 @@ class MySQLSessionStore(SessionStore):
                 )
                 (largest,) = await cursor.fetchone()
                 await cursor.execute(
-                    f"SELECT session_id FROM {self._paused_table} WHERE user_id = %s ORDER BY kept LIMIT 1", (largest,)
+                    f"SELECT session_id FROM {self._paused_table} WHERE user_id = UNHEX(%s) ORDER BY kept LIMIT 1",
+                    (bytes(largest).hex(),),
                 )
                 (oldest,) = await cursor.fetchone()
                 log.warning(
@@ -319,7 +320,8 @@ class MySQLSessionStore(SessionStore):
                     total,
                 )
                 await cursor.execute(
-                    f"DELETE FROM {self._paused_table} WHERE user_id = %s AND session_id = %s", (largest, oldest)
+                    f"DELETE FROM {self._paused_table} WHERE user_id = UNHEX(%s) AND session_id = UNHEX(%s)",
+                    (bytes(largest).hex(), bytes(oldest).hex()),
                 )
             return True
 
