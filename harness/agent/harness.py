@@ -26,7 +26,7 @@ from harness.agent.options import (
 )
 from harness.agent.relevance import UsageRelevance
 from harness.agent.runs import RunResult, Runs, collect
-from harness.agent.sessions import InMemorySessionStore, SessionStore, open_session_store
+from harness.agent.sessions import InMemorySessionStore, SessionStore
 from harness.agent.streaming import framed
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, serialised
 from harness.agent.turn import StepLimitExceeded, Turns
@@ -199,6 +199,8 @@ class Harness(AsyncResource):
         if "repositories" not in options:
             options["repositories"] = [open_repository(url) for url in config.repositories]
         if "sessions" not in options:
+            from harness.agent.sessions.registry import open_session_store
+
             sessions = config.sessions
             try:
                 options["sessions"] = open_session_store(
@@ -444,3 +446,12 @@ class Harness(AsyncResource):
     ) -> list[AuditRecord]:
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
+
+
+def _session_store(sessions: SessionStore | str | None) -> SessionStore:
+    """The store ``sessions`` names: an instance, a URL, or ``None`` for one in memory."""
+    if not isinstance(sessions, str):
+        return sessions or InMemorySessionStore()
+    from harness.agent.sessions.registry import open_session_store  # the scheme registry, on first use
+
+    return open_session_store(sessions)

@@ -3,7 +3,8 @@
 :class:`SessionStore` is the contract; :class:`InMemorySessionStore` the embedded default,
 :class:`~harness.agent.sessions.sqlite.SQLiteSessionStore` one file that survives restarts and
 :class:`~harness.agent.sessions.mysql.MySQLSessionStore` tables every replica shares (both
-loaded on first use). :func:`open_session_store` picks one by URL.
+loaded on first use). :func:`open_session_store` picks one by URL (the registry, too, loads on
+first use).
 """
 
 from typing import TYPE_CHECKING
@@ -18,10 +19,10 @@ from harness.agent.sessions.base import (
     SessionStoreUnavailable,
 )
 from harness.agent.sessions.memory import InMemorySessionStore
-from harness.agent.sessions.registry import open_session_store, register_session_store
 
 if TYPE_CHECKING:
     from harness.agent.sessions.mysql import MySQLSessionStore
+    from harness.agent.sessions.registry import open_session_store, register_session_store
     from harness.agent.sessions.sqlite import SQLiteSessionStore
 
 __all__ = [
