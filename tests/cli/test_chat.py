@@ -23,7 +23,11 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 def _workspace(tmp_path: Path) -> Path:
     for name, description, script in (
         ("weather", "Use when the user asks about the weather forecast.", "print('sunny')\n"),
-        ("slow", "Use when the user asks to wait slowly.", "import time\ntime.sleep(60)\n"),
+        (
+            "slow",
+            "Use when the user asks to wait slowly.",
+            "import time\nopen('slow-started', 'w').close()\ntime.sleep(60)\n",
+        ),
     ):
         skill = tmp_path / "ws" / "skills" / name
         (skill / "scripts").mkdir(parents=True)
@@ -79,6 +83,13 @@ class Terminal:
         return code
 
 
+def _wait_for(path: Path, within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
 async def _user_messages(config: Path, user: str, session: str) -> list[str]:
     async with open_session_store(f"sqlite:///{config.parent / 'sessions.db'}") as store:
         return [m.content for m in (await store.get(user, session)).messages if m.role == "user"]
@@ -95,6 +106,7 @@ def test_chat_streams_runs_skills_cancels_a_turn_on_ctrl_c_and_exits_on_ctrl_d(t
         assert "sunny" in chat.read_until("sunny", "you> ")
         chat.type("please wait slowly\n")
         chat.read_until("Running the slow script")
+        _wait_for(tmp_path / "ws" / "alice" / "slow-started")
         chat.type("\x03")  # Ctrl-C: the turn is cancelled, the chat goes on
         chat.read_until("[turn cancelled]", "you> ")
         chat.type("\x04")  # Ctrl-D: the end of the input
