@@ -114,9 +114,7 @@ class Harness(AsyncResource):
         self.repositories = tuple(repositories)
         self.system_prompt = system_prompt
         self.max_steps = max_steps
-        self.sessions = (
-            open_session_store(sessions) if isinstance(sessions, str) else sessions or InMemorySessionStore()
-        )
+        self.sessions = _session_store(sessions)
         self.trust, self.control = trust, control
         self.skill_names = frozenset(skills) if skills is not None else None
         self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
