@@ -192,7 +192,7 @@ class SessionStore(AsyncResource, ABC):
         """Replace the session's paused run with ``change(run)`` in one transaction (an
         exception from ``change`` leaves it as it was and propagates); ``None`` when there is none."""
         _check(user_id, session_id)
-        return await self._update_paused(user_id, session_id, change, None, self._since())
+        return await self._update_paused(user_id, session_id, change, False, self._since())
 
     async def take_paused(
         self, user_id: str, session_id: str, check: Callable[[str], None] | None = None
@@ -206,7 +206,7 @@ class SessionStore(AsyncResource, ABC):
                 check(data)
             return ""
 
-        return await self._update_paused(user_id, session_id, take, "take", self._since())
+        return await self._update_paused(user_id, session_id, take, True, self._since())
 
     def _since(self) -> float | None:
         return None if self.max_age is None else self._now() - self.max_age
@@ -252,11 +252,10 @@ class SessionStore(AsyncResource, ABC):
 
     @abstractmethod
     async def _update_paused(
-        self, user_id: str, session_id: str, change: PausedChange, mode: str | None, since: float | None
+        self, user_id: str, session_id: str, change: PausedChange, remove: bool, since: float | None
     ) -> str | None:
         """In one transaction: read the paused run (kept at or after ``since``), call ``change``
-        on it, then store the result (``mode=None``) or delete the run and return what was read
-        (``mode="take"``)."""
+        on it, then store the result, or with ``remove`` delete the run and return what was read."""
 
 
 def _check(user_id: str, session_id: str) -> None:

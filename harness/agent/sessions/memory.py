@@ -121,14 +121,14 @@ class InMemorySessionStore(SessionStore):
         return found[0]
 
     async def _update_paused(
-        self, user_id: str, session_id: str, change: PausedChange, mode: str | None, since: float | None
+        self, user_id: str, session_id: str, change: PausedChange, remove: bool, since: float | None
     ) -> str | None:
         key = (user_id, session_id)
         data = await self._paused(user_id, session_id, since)
         if data is None:
             return None
         changed = change(data)
-        if mode == "take":
+        if remove:
             del self._runs[key]
             return data
         self._runs[key] = (changed, self._runs[key][1])

@@ -341,7 +341,7 @@ class MySQLSessionStore(SessionStore):
         return await self._query(read)
 
     async def _update_paused(
-        self, user_id: str, session_id: str, change: PausedChange, mode: str | None, since: float | None
+        self, user_id: str, session_id: str, change: PausedChange, remove: bool, since: float | None
     ) -> str | None:
         where, key = self._key(user_id, session_id)
 
@@ -355,7 +355,7 @@ class MySQLSessionStore(SessionStore):
                 return None
             data = _text(row[0])
             changed = change(data)
-            if mode == "take":
+            if remove:
                 await cursor.execute(f"DELETE FROM {self._paused_table} WHERE {where}", key)
                 return data
             await cursor.execute(

@@ -249,7 +249,7 @@ class SQLiteSessionStore(SessionStore):
         return await self._call(read)
 
     async def _update_paused(
-        self, user_id: str, session_id: str, change: PausedChange, mode: str | None, since: float | None
+        self, user_id: str, session_id: str, change: PausedChange, remove: bool, since: float | None
     ) -> str | None:
         def update(c: sqlite3.Connection) -> str | None:
             row = c.execute(
@@ -259,7 +259,7 @@ class SQLiteSessionStore(SessionStore):
             if row is None:
                 return None
             changed = change(str(row[0]))
-            if mode == "take":
+            if remove:
                 c.execute("DELETE FROM paused WHERE user_id = ? AND session_id = ?", (user_id, session_id))
                 return str(row[0])
             c.execute("UPDATE paused SET data = ? WHERE user_id = ? AND session_id = ?", (changed, user_id, session_id))
