@@ -126,7 +126,7 @@ class SessionStore(AsyncResource, ABC):
         messages = []
         for row in rows:
             try:
-                messages.append(decode_message(row))
+                messages.append(row if isinstance(row, Message) else decode_message(row))
             except (ValueError, TypeError, KeyError) as exc:
                 log.warning(
                     "session %r of user %r: skipping a message that cannot be read (%s)", session_id, user_id, exc
@@ -216,9 +216,10 @@ class SessionStore(AsyncResource, ABC):
     @abstractmethod
     async def _read(
         self, user_id: str, session_id: str, limit: int, since: float | None
-    ) -> tuple[list[str], list[str]]:
-        """The newest ``limit`` encoded messages, oldest first, and the loaded skill ids of a
-        session changed at or after ``since`` (nothing for an older or unknown one)."""
+    ) -> tuple[Sequence[str | Message], list[str]]:
+        """The newest ``limit`` messages, oldest first, encoded (:func:`encode_message`) or as
+        they were decoded once, and the loaded skill ids of a session changed at or after
+        ``since`` (nothing for an older or unknown one)."""
 
     @abstractmethod
     async def _append(

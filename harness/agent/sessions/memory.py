@@ -5,11 +5,18 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from harness.agent.sessions.base import DEFAULT_MAX_MESSAGES, PausedChange, SessionInfo, SessionStore
+from harness.agent.sessions.base import (
+    DEFAULT_MAX_MESSAGES,
+    PausedChange,
+    SessionInfo,
+    SessionStore,
+    decode_message,
+)
+from harness.models import Message
 
 __all__ = ["InMemorySessionStore"]
 
@@ -20,7 +27,7 @@ Key = tuple[str, str]
 
 @dataclass(kw_only=True)
 class _Stored:
-    rows: list[str] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     loaded: set[str] = field(default_factory=set)
     updated: float = 0.0
 
@@ -49,20 +56,21 @@ class InMemorySessionStore(SessionStore):
 
     async def _read(
         self, user_id: str, session_id: str, limit: int, since: float | None
-    ) -> tuple[list[str], list[str]]:
+    ) -> tuple[Sequence[str | Message], list[str]]:
         key = (user_id, session_id)
         stored = self._sessions.get(key)
         if stored is None or (since is not None and stored.updated < since):
             return [], []
         self._sessions.move_to_end(key)
-        return stored.rows[-limit:], sorted(stored.loaded)
+        return stored.messages[-limit:], sorted(stored.loaded)
 
     async def _append(
         self, user_id: str, session_id: str, rows: list[str], loaded: list[str], now: float, keep: int
     ) -> None:
         key = (user_id, session_id)
         stored = self._sessions.setdefault(key, _Stored())
-        stored.rows = [*stored.rows, *rows][-keep:]
+        # Decoded once here, not on every read: messages are frozen values, safe to share.
+        stored.messages = [*stored.messages, *(decode_message(row) for row in rows)][-keep:]
         stored.loaded.update(loaded)
         stored.updated = now
         self._sessions.move_to_end(key)
@@ -79,7 +87,7 @@ class InMemorySessionStore(SessionStore):
 
     async def _list(self, user_id: str, since: float | None) -> list[SessionInfo]:
         found = [
-            SessionInfo(session_id=key[1], messages=len(stored.rows), updated=stored.updated)
+            SessionInfo(session_id=key[1], messages=len(stored.messages), updated=stored.updated)
             for key, stored in self._sessions.items()
             if key[0] == user_id and (since is None or stored.updated >= since)
         ]
