@@ -301,7 +301,11 @@ class MessageQueues:
     async def discard(self, context: RuntimeContext) -> PausedRun | None:
         """Drop ``context``'s paused run (a new message moved the conversation on) and return it
         (``None`` when there was none, or it cannot be read)."""
-        text = await self.store.take_paused(context.user_id, context.session_id)
+        user, session = _key(context)
+        # A plain read first: most messages find no paused run, and taking one locks its row.
+        if await self.store.paused(user, session) is None:
+            return None
+        text = await self.store.take_paused(user, session)
         if text is None:
             return None
         try:

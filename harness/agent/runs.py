@@ -80,7 +80,10 @@ class Runs:
 
     async def _discard_paused(self, context: RuntimeContext) -> None:
         """A new message moves the conversation on: a paused run's turn joins the session as it
-        stood (its waiting calls never run)."""
+        stood (its waiting calls never run). An agent without an approval policy never pauses,
+        so its turns skip the look-up."""
+        if self.gate is None:
+            return
         paused = await self.queues.discard(context)
         if paused is not None:
             await self.turns.sessions.append(context.user_id, context.session_id, paused.turn)
