@@ -69,6 +69,7 @@ __all__ = [
     "StdinApprover",
     "ToolDenied",
     "ToolRequest",
+    "decided_event",
     "policy_from_data",
     "skill_roots",
 ]
@@ -627,18 +628,8 @@ class ApprovalGate:
 
     async def record(self, request: ToolRequest, decision: Decision, emit: Callable[[Event], None]) -> None:
         """Emit the decision as an event and append it to the audit log."""
+        emit(decided_event(request, decision))
         allowed = decision.action == "allow"
-        emit(
-            ApprovalDecided(
-                approval_id=request.approval_id,
-                tool=request.tool,
-                kind=request.kind,
-                subject=request.subject,
-                allowed=allowed,
-                by=decision.by,
-                reason=decision.reason,
-            )
-        )
         await self._audit(request, "allowed" if allowed else "denied", decision.by, decision.reason)
 
     async def _audit(self, request: ToolRequest, outcome: str, actor: str, reason: str) -> None:
@@ -668,6 +659,19 @@ def _unbindable(skills: Sequence[ResolvedSkill]) -> Decision | None:
         reason=f"{', '.join(dynamic)} is served as dynamic content, which no approval can bind to; "
         "its commands are not run",
         by="harness",
+    )
+
+
+def decided_event(request: ToolRequest, decision: Decision) -> ApprovalDecided:
+    """The event that reports ``decision`` on ``request``."""
+    return ApprovalDecided(
+        approval_id=request.approval_id,
+        tool=request.tool,
+        kind=request.kind,
+        subject=request.subject,
+        allowed=decision.action == "allow",
+        by=decision.by,
+        reason=decision.reason,
     )
 
 

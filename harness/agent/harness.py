@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from filesystems import AbstractFilesystem, AsyncResource, LocalFilesystem
+from filesystems import AbstractFilesystem, AsyncResource, LocalFilesystem, redact_secrets
 from harness.agent.model_choice import ModelChoice
 from harness.agent.options import (
     ControlOptions,
@@ -33,7 +33,7 @@ from harness.agent.turn import StepLimitExceeded, Turns
 from harness.approval import ActivationApprovals, AllowAll, ApprovalGate, ToolRequest
 from harness.audit import AuditLog
 from harness.context import RuntimeContext
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.events import Event
 from harness.models import Model, open_model
 from harness.pipeline import SkillPipeline
@@ -62,7 +62,10 @@ class Harness(AsyncResource):
     ``name`` is the agent id. ``filesystem`` defaults to a local workspace with a shell at
     ``workspace``. ``repositories`` are the markets (later wins). ``tools`` are extra tools:
     ``Tool`` objects or plain typed (async) functions. ``skills`` restricts the catalog to those
-    names (used by subagents). ``tracer_provider`` is the OpenTelemetry tracer provider runs are
+    names (used by subagents). ``sessions`` is where conversations and runs paused for
+    approval live: a :class:`~harness.agent.sessions.SessionStore` or its URL (``memory:``, the
+    default; ``sqlite:///path``; ``mysql://...``, shared by replicas); the agent opens and
+    closes it with its other resources. ``tracer_provider`` is the OpenTelemetry tracer provider runs are
     traced with (default: the global one; see :class:`~harness.tracing.RunTracer`).
 
     The rest comes in groups (:mod:`harness.agent.options`): ``pipeline`` — how skills are
@@ -90,7 +93,7 @@ class Harness(AsyncResource):
         tools: Sequence[Tool | Callable[..., Any]] = (),
         system_prompt: str = "You are a helpful assistant.",
         max_steps: int = 20,
-        sessions: SessionStore | None = None,
+        sessions: SessionStore | str | None = None,
         skills: Collection[str] | None = None,
         tracer_provider: Any | None = None,
         pipeline: PipelineOptions | SkillPipeline = PipelineOptions(),
@@ -111,7 +114,7 @@ class Harness(AsyncResource):
         self.repositories = tuple(repositories)
         self.system_prompt = system_prompt
         self.max_steps = max_steps
-        self.sessions = sessions or InMemorySessionStore()
+        self.sessions = _session_store(sessions)
         self.trust, self.control = trust, control
         self.skill_names = frozenset(skills) if skills is not None else None
         self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
@@ -206,6 +209,16 @@ class Harness(AsyncResource):
             options["filesystem"] = config.open_filesystem()
         if "repositories" not in options:
             options["repositories"] = [open_repository(url) for url in config.repositories]
+        if "sessions" not in options:
+            from harness.agent.sessions.registry import open_session_store
+
+            sessions = config.sessions
+            try:
+                options["sessions"] = open_session_store(
+                    sessions.store, max_messages=sessions.max_messages, max_age=sessions.max_age
+                )
+            except ValueError as exc:
+                raise ConfigError(f"sessions: {redact_secrets(str(exc))}") from None
         return cls(**options)
 
     async def __aenter__(self) -> Self:
@@ -215,6 +228,7 @@ class Harness(AsyncResource):
                 await self._stack.enter_async_context(repository)
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
+            await self._stack.enter_async_context(self.sessions)
         if self.usage_relevance is not None:
             await self._stack.enter_async_context(self.usage_relevance)
         if self.curator is not None:  # the curator runs itself while the agent is entered
@@ -336,9 +350,11 @@ class Harness(AsyncResource):
         control, _ = await self._runs.queued(text, context)
         control.follow_up(text)
 
-    def pending_approvals(self, context: RuntimeContext) -> list[ToolRequest]:
-        """The calls of ``context``'s paused run that wait for :meth:`resolve_approval`."""
-        return self._runs.pending(context)
+    async def pending_approvals(self, context: RuntimeContext) -> list[ToolRequest]:
+        """The calls of ``context``'s paused run that wait for :meth:`resolve_approval` (read
+        from the conversation store: a run paused on another replica, or before a restart,
+        is listed too)."""
+        return await self._runs.pending(context)
 
     async def resolve_approval(
         self, approval_id: str, *, approved: bool, context: RuntimeContext, reviewer: str = "app", reason: str = ""
@@ -442,3 +458,12 @@ class Harness(AsyncResource):
     ) -> list[AuditRecord]:
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
+
+
+def _session_store(sessions: SessionStore | str | None) -> SessionStore:
+    """The store ``sessions`` names: an instance, a URL, or ``None`` for one in memory."""
+    if not isinstance(sessions, str):
+        return sessions or InMemorySessionStore()
+    from harness.agent.sessions.registry import open_session_store  # the scheme registry, on first use
+
+    return open_session_store(sessions)

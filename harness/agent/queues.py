@@ -7,7 +7,9 @@ A run the app starts (``run``, ``stream``, ``skill``, ``resume``) registers a
   results, or instead of ending when the model has just answered);
 - ``follow_up`` texts run as turns of their own after the run's last reply;
 - gated calls that wait for the app pause the run: its partial turn is kept as a
-  :class:`PausedRun` until ``resolve_approval`` and ``resume``.
+  :class:`~harness.agent.paused.PausedRun` in the agent's conversation store until
+  ``resolve_approval`` and ``resume``, which any replica sharing the store may call (the
+  runs in progress, and their queues, live in the process running them).
 
 Keys are exact (user, session) pairs, so one user's queue never reaches another's run.
 
@@ -21,15 +23,27 @@ are kept in all, the oldest paused run of the user keeping the most is dropped.
 from __future__ import annotations
 
 import collections
-import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from harness.agent.calls import CallResult
 from harness.agent.hooks import BeforeRun, RunStart, call_hook
-from harness.approval import ApprovalGate, ApprovalNotFound, ApprovalStillPending, Decision, Waiting, refusal
+from harness.agent.paused import PausedRun, WaitingCall, decode_paused, encode_paused
+from harness.agent.sessions import SessionStore
+from harness.approval import (
+    ApprovalError,
+    ApprovalGate,
+    ApprovalNotFound,
+    ApprovalStillPending,
+    Decision,
+    ToolRequest,
+    Waiting,
+    decided_event,
+    refusal,
+)
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.events import Event, MessageInjected, ToolReturned
@@ -38,11 +52,24 @@ from harness.models import Message
 if TYPE_CHECKING:
     from harness.pipeline.plan import TurnPlan
 
-__all__ = ["MessageQueues", "NoActiveRun", "PausedRun", "QueueFull", "QueueLimits", "RunControl", "TooManyPausedRuns"]
+__all__ = [
+    "MessageQueues",
+    "NoActiveRun",
+    "PausedRun",
+    "QueueFull",
+    "QueueLimits",
+    "RunControl",
+    "RunDecided",
+    "TooManyPausedRuns",
+]
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+
+#: Runs a call the app allowed while its run was paused, in the resumed turn (given the
+#: request and the model's call id).
+RunDecided = Callable[[ToolRequest, str], Awaitable[CallResult]]
 
 
 class NoActiveRun(HarnessError):
@@ -77,27 +104,13 @@ class QueueLimits:
             raise ValueError("need 1 <= paused_per_user <= paused")
 
 
-@dataclass(kw_only=True)
-class PausedRun:
-    """A run stopped at gated calls that wait for the app: the turn's message (to rebuild its
-    tools and model on resume), its messages so far, the waiting calls and the queued texts."""
-
-    message: str
-    strict: bool
-    turn: list[Message]
-    waiting: list[Waiting]
-    steering: collections.deque[str]
-    follow_ups: collections.deque[str]
-    events: list[Event] = field(default_factory=list)
-
-
 @dataclass(kw_only=True, eq=False)
 class RunControl:
     """One run in progress: what its turn needs from the queues, hooks and approvals."""
 
     key: Key
     limits: QueueLimits = field(default_factory=QueueLimits)
-    keep: Callable[[Key, PausedRun], None] | None = None
+    keep: Callable[[Key, PausedRun], Awaitable[None]] | None = None
     before_run: BeforeRun | None = None
     resumed: PausedRun | None = None
     plan: TurnPlan | None = None
@@ -139,7 +152,7 @@ class RunControl:
             return "follow_up", self.follow_ups.popleft()
         return None
 
-    def pause(self, turn: list[Message], *, message: str, strict: bool) -> bool:
+    async def pause(self, turn: list[Message], *, message: str, strict: bool) -> bool:
         """Keep the turn when calls wait for the app; ``True`` when the run must stop here.
         Raises :class:`TooManyPausedRuns` when the user may keep no more paused runs."""
         if not self.waiting:
@@ -148,26 +161,28 @@ class RunControl:
             message=message,
             strict=strict,
             turn=list(turn),
-            waiting=list(self.waiting),
-            steering=collections.deque(self.steering),
-            follow_ups=collections.deque(self.follow_ups),
+            waiting=[WaitingCall.of(waiting) for waiting in self.waiting],
+            steering=list(self.steering),
+            follow_ups=list(self.follow_ups),
         )
         if self.keep is not None:
-            self.keep(self.key, paused)
+            await self.keep(self.key, paused)
         self.paused = paused
         return True
 
-    async def opening(self, turn: list[Message], start: RunStart) -> AsyncIterator[Event]:
+    async def opening(self, turn: list[Message], start: RunStart, run: RunDecided) -> AsyncIterator[Event]:
         """Set up a turn's messages: a resumed run's partial turn with the app's decisions
-        applied, or the first turn of a run with what ``before_run`` adds."""
+        applied (an allowed call runs through ``run``), or the first turn of a run with what
+        ``before_run`` adds."""
         self.plan = start.plan
         if self.resumed is not None:
             resumed, self.resumed = self.resumed, None
             turn[:] = resumed.turn
-            for event in resumed.events:
-                yield event
             for waiting in resumed.waiting:
-                async for event in _settle(turn, waiting):
+                assert waiting.decision is not None
+                yield decided_event(waiting.request, waiting.decision)
+            for waiting in resumed.waiting:
+                async for event in _settle(turn, waiting, run):
                     yield event
             for text in self.take_steering():  # the pause was a step boundary
                 turn.append(Message.user(text))
@@ -183,66 +198,54 @@ class RunControl:
                 yield MessageInjected(kind="context", text=extra)
 
 
-async def _settle(turn: list[Message], waiting: Waiting) -> AsyncIterator[Event]:
+async def _settle(turn: list[Message], waiting: WaitingCall, run: RunDecided) -> AsyncIterator[Event]:
     """Run (or refuse) a waiting call the app decided, putting its result where the
     placeholder stood."""
     decision = waiting.decision
     assert decision is not None
-    error = decision.action != "allow"
-    if error:
-        content = f"error: ToolDenied: {refusal(waiting.request, decision)}"
-    else:
-        try:
-            result = await waiting.execute()
-            content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        except Exception as exc:  # as in the turn: a tool's failure goes back to the model
-            content, error = f"error: {type(exc).__name__}: {exc}", True
-        for event in waiting.events:  # what the tool reported while it ran (ShellRan, ...)
-            yield event
-        waiting.events.clear()
     for index, message in enumerate(turn):
         if message.role == "tool" and message.content.endswith(waiting.placeholder):
-            turn[index] = Message(role="tool", content=content, tool_call_id=message.tool_call_id, name=message.name)
-            yield ToolReturned(
-                call_id=message.tool_call_id or "", name=message.name or "", content=content, error=error
-            )
+            call_id = message.tool_call_id or ""
+            if decision.action != "allow":
+                content, error = f"error: ToolDenied: {refusal(waiting.request, decision)}", True
+            else:
+                result = await run(waiting.request, call_id)
+                content, error = result.content, result.error_type is not None
+                for event in result.events:  # what the tool reported while it ran (ShellRan, ...)
+                    yield event
+            turn[index] = Message(role="tool", content=content, tool_call_id=call_id, name=message.name)
+            yield ToolReturned(call_id=call_id, name=message.name or "", content=content, error=error)
             return
 
 
 class MessageQueues:
-    """The runs in progress and the paused runs of one agent, by (user, session).
+    """The runs in progress of one agent, by (user, session), and its paused runs, kept in the
+    conversation ``store`` (so any replica, or this one after a restart, can decide and resume
+    them) within ``limits`` (see the module docstring); a paused run that is dropped never runs
+    its waiting calls."""
 
-    Paused runs live in this process, within ``limits`` (see the module docstring); a paused run
-    that is dropped never runs its waiting calls."""
-
-    def __init__(self, *, limits: QueueLimits | None = None) -> None:
+    def __init__(self, *, store: SessionStore, limits: QueueLimits | None = None) -> None:
+        self.store = store
         self.limits = limits or QueueLimits()
         self._active: dict[Key, list[RunControl]] = {}
-        self._paused: dict[Key, PausedRun] = {}
 
-    @contextmanager
-    def open(self, context: RuntimeContext, *, before_run: BeforeRun | None, resume: bool) -> Iterator[RunControl]:
-        """Register a run of ``context`` for its duration. ``resume`` continues the paused run
-        (:class:`ApprovalStillPending` if a call of it is undecided); a new run leaves a paused
-        one to :meth:`discard` first."""
+    @asynccontextmanager
+    async def open(
+        self, context: RuntimeContext, *, before_run: BeforeRun | None, resume: bool
+    ) -> AsyncIterator[RunControl]:
+        """Register a run of ``context`` for its duration. ``resume`` takes the paused run out
+        of the store to continue it (:class:`ApprovalStillPending` if a call of it is
+        undecided); a new run leaves a paused one to :meth:`discard` first."""
         key = _key(context)
         if resume:
-            paused = self._paused.get(key)
-            if paused is None:
-                raise ApprovalNotFound(f"user {key[0]!r}, session {key[1]!r} has no paused run to resume")
-            undecided = [w.request.approval_id for w in paused.waiting if w.decision is None]
-            if undecided:
-                raise ApprovalStillPending(
-                    f"approval {', '.join(undecided)} still waits for a decision; call resolve_approval first"
-                )
-            del self._paused[key]
+            paused = await self._take(context)
             control = RunControl(
                 key=key,
                 limits=self.limits,
                 keep=self._keep,
                 resumed=paused,
-                steering=paused.steering,
-                follow_ups=paused.follow_ups,
+                steering=collections.deque(paused.steering),
+                follow_ups=collections.deque(paused.follow_ups),
             )
         else:
             control = RunControl(key=key, limits=self.limits, keep=self._keep, before_run=before_run)
@@ -255,29 +258,35 @@ class MessageQueues:
             if not runs:
                 del self._active[key]
 
-    def _keep(self, key: Key, paused: PausedRun) -> None:
+    async def _take(self, context: RuntimeContext) -> PausedRun:
+        """Remove ``context``'s paused run from the store when every call of it is decided."""
+
+        def check(text: str) -> None:
+            undecided = self._decode(text, context).undecided()
+            if undecided:
+                raise ApprovalStillPending(
+                    f"approval {', '.join(undecided)} still waits for a decision; call resolve_approval first"
+                )
+
+        text = await self.store.take_paused(context.user_id, context.session_id, check)
+        if text is None:
+            raise ApprovalNotFound(
+                f"user {context.user_id!r}, session {context.session_id!r} has no paused run to resume"
+            )
+        return self._decode(text, context)
+
+    async def _keep(self, key: Key, paused: PausedRun) -> None:
         """Keep ``key``'s paused run within the limits (see the module docstring)."""
-        user = key[0]
-        held = sum(1 for other in self._paused if other[0] == user and other != key)
-        if held >= self.limits.paused_per_user:
+        user, session = key
+        kept = await self.store.keep_paused(
+            user, session, encode_paused(paused), per_user=self.limits.paused_per_user, total=self.limits.paused
+        )
+        if not kept:
             raise TooManyPausedRuns(
-                f"user {user!r} already keeps {held} paused runs waiting for approval (the most one user may "
-                f"keep); decide and resume them, or send their sessions a new message, before session {key[1]!r} "
-                "can pause"
+                f"user {user!r} already keeps {self.limits.paused_per_user} paused runs waiting for approval (the "
+                f"most one user may keep); decide and resume them, or send their sessions a new message, before "
+                f"session {session!r} can pause"
             )
-        self._paused.pop(key, None)
-        self._paused[key] = paused
-        while len(self._paused) > self.limits.paused:
-            counts = collections.Counter(other[0] for other in self._paused)
-            largest = max(counts, key=lambda u: counts[u])
-            oldest = next(other for other in self._paused if other[0] == largest)
-            log.warning(
-                "dropping the oldest paused run of user %r (session %r): %d paused runs are kept in all",
-                largest,
-                oldest[1],
-                self.limits.paused,
-            )
-            del self._paused[oldest]
 
     def active(self, context: RuntimeContext) -> RunControl:
         """The latest run in progress of ``context``'s user and session."""
@@ -289,31 +298,65 @@ class MessageQueues:
             )
         return runs[-1]
 
-    def discard(self, context: RuntimeContext) -> PausedRun | None:
-        """Drop ``context``'s paused run (a new message moved the conversation on) and return it."""
-        return self._paused.pop(_key(context), None)
+    async def discard(self, context: RuntimeContext) -> PausedRun | None:
+        """Drop ``context``'s paused run (a new message moved the conversation on) and return it
+        (``None`` when there was none, or it cannot be read)."""
+        user, session = _key(context)
+        # A plain read first: most messages find no paused run, and taking one locks its row.
+        if await self.store.paused(user, session) is None:
+            return None
+        text = await self.store.take_paused(user, session)
+        if text is None:
+            return None
+        try:
+            return decode_paused(text, context)
+        except ValueError as exc:
+            log.warning("dropped a paused run of user %r, session %r: %s", *_key(context), exc)
+            return None
 
-    def waiting(self, context: RuntimeContext) -> list[Waiting]:
+    async def waiting(self, context: RuntimeContext) -> list[WaitingCall]:
         """The calls of ``context``'s paused run (decided or not), oldest first."""
-        paused = self._paused.get(_key(context))
-        return list(paused.waiting) if paused is not None else []
+        text = await self.store.paused(context.user_id, context.session_id)
+        return self._decode(text, context).waiting if text is not None else []
 
     async def decide(
         self, approval_id: str, decision: Decision, *, context: RuntimeContext, gate: ApprovalGate
-    ) -> Waiting:
-        """Record the app's decision on a waiting call of ``context``'s paused run (event and
-        audit record); the call runs, or is refused, when the run resumes."""
-        paused = self._paused.get(_key(context))
-        found = next((w for w in paused.waiting if w.request.approval_id == approval_id), None) if paused else None
-        if paused is None or found is None:
-            raise ApprovalNotFound(
-                f"no call of user {context.user_id!r}, session {context.session_id!r} waits for approval {approval_id!r}"
-            )
-        if found.decision is not None:
-            raise ApprovalNotFound(f"approval {approval_id!r} was already decided ({found.decision.action})")
-        found.decision = decision
-        await gate.record(found.request, decision, paused.events.append)
-        return found
+    ) -> WaitingCall:
+        """Record the app's decision on a waiting call of ``context``'s paused run (in the store,
+        and as an audit record); the call runs, or is refused, when the run resumes."""
+        decided: list[WaitingCall] = []
+
+        def change(text: str) -> str:
+            paused = self._decode(text, context)
+            found = next((w for w in paused.waiting if w.request.approval_id == approval_id), None)
+            if found is None:
+                raise self._not_found(approval_id, context)
+            if found.decision is not None:
+                raise ApprovalNotFound(f"approval {approval_id!r} was already decided ({found.decision.action})")
+            found.decision = decision
+            decided[:] = [found]
+            return encode_paused(paused)
+
+        if await self.store.update_paused(context.user_id, context.session_id, change) is None:
+            raise self._not_found(approval_id, context)
+        await gate.record(decided[0].request, decision, lambda event: None)  # the event comes with the resumed run
+        return decided[0]
+
+    @staticmethod
+    def _not_found(approval_id: str, context: RuntimeContext) -> ApprovalNotFound:
+        return ApprovalNotFound(
+            f"no call of user {context.user_id!r}, session {context.session_id!r} waits for approval {approval_id!r}"
+        )
+
+    @staticmethod
+    def _decode(text: str, context: RuntimeContext) -> PausedRun:
+        try:
+            return decode_paused(text, context)
+        except ValueError as exc:
+            raise ApprovalError(
+                f"the paused run of user {context.user_id!r}, session {context.session_id!r} cannot be read: {exc}; "
+                "send the session a new message to drop it"
+            ) from None
 
 
 def _key(context: RuntimeContext) -> Key:

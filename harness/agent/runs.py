@@ -43,7 +43,7 @@ class Runs:
         self.turns = turns
         self.control = control
         self.gate = gate
-        self.queues = MessageQueues(limits=control.queue_limits)
+        self.queues = MessageQueues(store=turns.sessions, limits=control.queue_limits)
 
     async def controlled(
         self,
@@ -67,7 +67,7 @@ class Runs:
                 if answer is not None and not isinstance(answer, str):
                     raise TypeError(f"on_input returned {type(answer).__name__}; return None, text or Answer(text=...)")
                 message = message if answer is None else answer
-        with self.queues.open(context, before_run=self.control.before_run, resume=message is None) as control:
+        async with self.queues.open(context, before_run=self.control.before_run, resume=message is None) as control:
             paused = control.resumed
             text, strict = (paused.message, paused.strict) if paused is not None else (message or "", strict)
             async for event in self.turns.run(text, context, strict=strict, control=control, stream=stream):
@@ -80,13 +80,13 @@ class Runs:
 
     async def _discard_paused(self, context: RuntimeContext) -> None:
         """A new message moves the conversation on: a paused run's turn joins the session as it
-        stood (its waiting calls never run)."""
-        paused = self.queues.discard(context)
+        stood (its waiting calls never run). An agent without an approval policy never pauses,
+        so its turns skip the look-up."""
+        if self.gate is None:
+            return
+        paused = await self.queues.discard(context)
         if paused is not None:
-            sessions = self.turns.sessions
-            session = await sessions.get(context.user_id, context.session_id)
-            session.messages.extend(paused.turn)
-            await sessions.save(context.user_id, context.session_id, session)
+            await self.turns.sessions.append(context.user_id, context.session_id, paused.turn)
 
     async def queued(self, text: str, context: RuntimeContext) -> tuple[RunControl, str]:
         """The run in progress for ``context`` and ``text`` expanded for it."""
@@ -94,9 +94,9 @@ class Runs:
         expanded = self.turns.expand(text, plan, user=True).text
         return self.queues.active(context), expanded  # the run may have ended meanwhile
 
-    def pending(self, context: RuntimeContext) -> list[ToolRequest]:
+    async def pending(self, context: RuntimeContext) -> list[ToolRequest]:
         """The calls of ``context``'s paused run that wait for a decision."""
-        return [w.request for w in self.queues.waiting(context) if w.decision is None]
+        return [w.request for w in await self.queues.waiting(context) if w.decision is None]
 
     async def decide(
         self, approval_id: str, *, approved: bool, context: RuntimeContext, reviewer: str, reason: str

@@ -19,6 +19,7 @@ the framework adapters' bridge) all get their tools here.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from filesystems import AbstractFilesystem, CommandResult
-from harness.agent.calls import CallEvents
+from harness.agent.calls import CallEvents, CallResult, call_context
 from harness.agent.model_choice import trusted
 from harness.agent.options import TrustOptions
 from harness.agent.sessions import Session
@@ -38,6 +39,7 @@ from harness.events import ShellRan, SkillLoaded
 from harness.pipeline.catalog import LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL, WORKFLOW_REPORT_TOOL
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import allowed_tools
+from harness.tools.context import calling
 from harness.tools.files import file_tools
 from harness.tools.function import Tool
 from harness.tools.search import search_tools
@@ -199,6 +201,28 @@ class Toolset:
         if only is not None:
             tools = [t for t in tools if t.name in only]
         return TurnTools(tools=tuple(offer(tools) if offer is not None else tools), sequential=sequential)
+
+    async def run_decided(
+        self, scope: TurnScope, request: ToolRequest, *, offered: Collection[str], call_id: str, skill: str | None
+    ) -> CallResult:
+        """Run a call the app allowed while its run was paused, in the resumed turn's ``scope``,
+        with exactly the arguments that were judged. The gate already decided it; a tool the
+        resumed turn does not offer (``offered``) is an error result and does not run."""
+        tool = None
+        if request.tool in offered:
+            tool = next((t for f in FAMILIES for t in f.tools(self, scope) if t.name == request.tool), None)
+        if tool is None:
+            content = f"error: ToolError: {request.tool} is not offered in this turn any more; it was not run"
+            return CallResult(content=content, error_type="ToolError")
+        with scope.events.collecting() as reported:
+            try:
+                with calling(call_context(scope.plan.context, call_id=call_id, tool=request.tool, skill=skill)):
+                    result = await tool.function(**request.arguments)
+                content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+                error = None
+            except Exception as exc:  # as in the turn: a tool's failure goes back to the model
+                content, error = f"error: {type(exc).__name__}: {exc}", type(exc).__name__
+        return CallResult(content=content, error_type=error, events=reported)
 
     def check_names(self) -> None:
         """Refuse (:class:`ConfigError`) two user tools with one name, or one named like a

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from harness.agent.calls import CallEvents, run_calls
+from harness.agent.calls import CallEvents, CallResult, run_calls
 from harness.agent.expansion import Invocation, expand, fetch_invoked
 from harness.agent.hooks import RunStart
 from harness.agent.model_choice import ModelChoice
@@ -30,6 +30,7 @@ from harness.agent.queues import RunControl
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.streaming import ModelStep
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, skill_offer
+from harness.approval import ToolRequest
 from harness.context import RuntimeContext
 from harness.errors import HarnessError, SkillNotFound
 from harness.events import (
@@ -160,7 +161,11 @@ class Turns:
             start = RunStart(
                 context=context, message=invocation.text, original=message, skill=skill, plan=plan, tools=tuple(tools)
             )
-            async for event in control.opening(turn, start):
+
+            async def run_decided(request: ToolRequest, call_id: str) -> CallResult:
+                return await self.toolset.run_decided(scope, request, offered=tools, call_id=call_id, skill=skill)
+
+            async for event in control.opening(turn, start, run_decided):
                 yield event
         for _ in range(self.max_steps):
             step = ModelStep(model, [Message.system(system), *session.messages, *turn], specs, stream=stream)
@@ -194,7 +199,7 @@ class Turns:
                     )
                     turn.append(Message.tool_result(call, result.content))
             if control is not None:  # a step boundary: pause for approvals, or take steering
-                if control.pause(turn, message=message, strict=strict):
+                if await control.pause(turn, message=message, strict=strict):
                     return
                 for text in control.take_steering():
                     yield MessageInjected(kind="steer", text=text)
@@ -230,14 +235,13 @@ class Turns:
             if isinstance(event, ModelReplied) and event.final:
                 answer = event.content
             yield event
-        await self._save(
-            context, await self.sessions.get(context.user_id, context.session_id), _exchange(message, answer)
-        )
+        await self.sessions.append(context.user_id, context.session_id, _exchange(message, answer))
         yield SubagentFinished(run_id=run_id, agent=name, reply=answer)
 
     async def _save(self, context: RuntimeContext, session: Session, turn: list[Message]) -> None:
-        session.messages.extend(turn)
-        await self.sessions.save(context.user_id, context.session_id, session)
+        """Append the turn to the conversation (one transaction: a turn is kept whole or not at
+        all), with the skills it loaded."""
+        await self.sessions.append(context.user_id, context.session_id, turn, loaded=session.loaded)
 
 
 def _called(call: ToolCall) -> ToolCalled:

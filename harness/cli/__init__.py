@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from filesystems import FilesystemError, redact_secrets
-from harness.cli import agent, engine, market, mcp, skills
+from harness.cli import agent, engine, market, mcp, sessions, skills
 from harness.cli.common import announce_created_workspace
 from harness.cli.logs import ENVIRONMENT_VARIABLE, LEVELS, LOGGERS, logging_to_stderr
 from harness.errors import ConfigError, HarnessError
@@ -22,7 +22,7 @@ from repositories import RepositoryError
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (skills, market, agent, engine, mcp)
+_COMMANDS = (skills, market, agent, sessions, engine, mcp)
 #: The exit code of a process killed by SIGPIPE, which is what a reader closing the pipe means.
 _CLOSED_PIPE = 141
 

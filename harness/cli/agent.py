@@ -1,4 +1,5 @@
-"""``harness run`` (one turn against a configured model) and ``harness demo`` (offline)."""
+"""``harness run`` (one turn against a configured model), ``harness chat`` (an interactive
+conversation) and ``harness demo`` (offline)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from pathlib import Path
 import anyio
 
 from harness.approval import StdinApprover
-from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, context_from_args, harness_from_args, print_json
+from harness.cli.common import (
+    JSON_OPTION,
+    SESSION_OPTIONS,
+    WORKSPACE_OPTIONS,
+    context_from_args,
+    harness_from_args,
+    print_json,
+)
 from harness.events import ApprovalDecided, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.terminal import echo
 
@@ -16,10 +24,10 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``run`` and ``demo``."""
+    """Add ``run``, ``chat`` and ``demo``."""
     run = sub.add_parser(
         "run",
-        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        parents=[WORKSPACE_OPTIONS, SESSION_OPTIONS, JSON_OPTION],
         help="run one turn of the agent",
         description="Run one turn as --user (default cli) and print the reply. When harness.yaml has an "
         "approval policy, the calls it asks about are put to you on the terminal (y/N on stdin). The turn "
@@ -27,6 +35,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "does not exist yet is created, and the command says so on stderr.",
     )
     run.add_argument("message", help="what the user says")
+    run.add_argument(
+        "--session",
+        metavar="ID",
+        help="the conversation to continue (default: default); it is kept where the config's sessions say, "
+        "or --sessions",
+    )
     run.add_argument("--model", help="e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, demo (default from config)")
     run.add_argument(
         "--verbose",
@@ -35,6 +49,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print tool calls, skill loads and approval decisions (--json always lists them)",
     )
     run.set_defaults(handler=_run)
+
+    chat = sub.add_parser(
+        "chat",
+        parents=[WORKSPACE_OPTIONS, SESSION_OPTIONS],
+        help="talk with the agent, one turn per line",
+        description="An interactive conversation as --user (default cli) in --session (default chat): each line "
+        "you type is a turn, its reply streams as the model writes it, and /skill:NAME invokes a skill. Ctrl-C "
+        "cancels the turn in progress (the conversation keeps only finished turns); Ctrl-D (end of input) exits. "
+        "Calls an approval policy asks about are put to you as in harness run.",
+    )
+    chat.add_argument("--session", metavar="ID", default="chat", help="the conversation to continue (default: chat)")
+    chat.add_argument("--model", help="the model (default from config)")
+    chat.add_argument("--verbose", "-v", action="store_true", help="print tool calls, skill loads and approvals")
+    chat.set_defaults(handler=lambda args: anyio.run(_chat, args))
 
     demo = sub.add_parser(
         "demo",
@@ -73,6 +101,15 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
     return anyio.run(main)
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    from harness.cli.chat import chat
+
+    overrides: dict[str, object] = {"model": args.model} if args.model else {}
+    overrides["approver"] = StdinApprover()
+    async with harness_from_args(args, **overrides) as agent:
+        return await chat(agent, context_from_args(args), verbose=args.verbose)
 
 
 async def _demo(directory: Path) -> int:

@@ -27,6 +27,7 @@ from harness.terminal import escape_control
 __all__ = [
     "DEFAULT_USER",
     "JSON_OPTION",
+    "SESSION_OPTIONS",
     "WORKSPACE_OPTIONS",
     "announce_created_workspace",
     "config_from_args",
@@ -75,10 +76,23 @@ def _json_option() -> argparse.ArgumentParser:
     return parser
 
 
+def _session_options() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("conversations")
+    group.add_argument(
+        "--sessions",
+        metavar="URL",
+        help="where conversations live: memory:, sqlite:///path, mysql://... (default: the config's sessions)",
+    )
+    return parser
+
+
 #: Parent parser of every command that works on a workspace (``parents=[WORKSPACE_OPTIONS]``).
 WORKSPACE_OPTIONS = _workspace_options()
 #: Parent parser of every command that prints a result or lists things.
 JSON_OPTION = _json_option()
+#: Parent parser of the commands that read or write conversations (``--sessions URL``).
+SESSION_OPTIONS = _session_options()
 
 
 def config_from_args(args: argparse.Namespace) -> HarnessConfig:
@@ -97,6 +111,8 @@ def config_from_args(args: argparse.Namespace) -> HarnessConfig:
         changes["store"] = args.store
     if getattr(args, "locked", False):
         changes["lock"] = lockfile_path(args, config)
+    if getattr(args, "sessions", None):
+        changes["sessions"] = dataclasses.replace(config.sessions, store=args.sessions)
     return dataclasses.replace(config, **changes) if changes else config
 
 
@@ -121,11 +137,12 @@ def harness_from_args(args: argparse.Namespace, **overrides: Any) -> Harness:
 
 
 def context_from_args(args: argparse.Namespace) -> RuntimeContext:
-    """The runtime context of ``--user`` (:data:`DEFAULT_USER` without it)."""
+    """The runtime context of ``--user`` (:data:`DEFAULT_USER` without it) and ``--session``
+    (``default`` without it, or when the command has none)."""
     try:
-        return RuntimeContext(user_id=args.user or DEFAULT_USER)
+        return RuntimeContext(user_id=args.user or DEFAULT_USER, session_id=getattr(args, "session", None) or "default")
     except ValueError as exc:
-        raise ConfigError(f"--user: {exc}") from None
+        raise ConfigError(f"--user / --session: {exc}") from None
 
 
 @contextmanager

@@ -16,9 +16,17 @@ The schema ships with the package as ``harness/harness.schema.json``; ``python -
 the file, or a URL). :func:`json_schema` returns it.
 """
 
-from harness.config.config import HarnessConfig
+from harness.config.config import HarnessConfig, SessionsConfig
 from harness.config.loader import load_config
 from harness.config.problems import UnexpectedValue, UnknownKeys
 from harness.config.schema import ConfigFile, json_schema
 
-__all__ = ["ConfigFile", "HarnessConfig", "UnexpectedValue", "UnknownKeys", "json_schema", "load_config"]
+__all__ = [
+    "ConfigFile",
+    "HarnessConfig",
+    "SessionsConfig",
+    "UnexpectedValue",
+    "UnknownKeys",
+    "json_schema",
+    "load_config",
+]

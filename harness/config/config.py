@@ -18,7 +18,27 @@ from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS
 from harness.skills.scanner import MarketScanPolicy
 
-__all__ = ["HarnessConfig"]
+__all__ = ["HarnessConfig", "SessionsConfig"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionsConfig:
+    """``sessions``: where conversations (and runs paused for approval) live and for how long.
+
+    ``store`` is the store's URL (``memory:``, ``sqlite:///path``, ``mysql://...``);
+    ``max_messages`` the messages each conversation keeps; ``max_age`` the retention in seconds
+    (``None``: forever).
+    """
+
+    store: str = "memory:"
+    max_messages: int = 200
+    max_age: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_messages < 2:
+            raise ConfigError(f"sessions.max_messages: {self.max_messages!r} must be at least 2")
+        if self.max_age is not None and not self.max_age > 0:
+            raise ConfigError(f"sessions.max_age_days: {self.max_age!r} must be a positive duration")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +75,7 @@ class HarnessConfig:
     environments: EnvironmentOptions | None = None
     # Pinning skills (docs/pinning.md): the lockfile in force, or None.
     lock: Path | None = None
+    sessions: SessionsConfig = SessionsConfig()
 
     def __post_init__(self) -> None:
         if self.filesystem not in known_filesystem_modes():

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from filesystems import SandboxLimits, redact_secrets
 from harness.approval import ApprovalPolicy, policy_from_data
-from harness.config.config import HarnessConfig
+from harness.config.config import HarnessConfig, SessionsConfig
 from harness.config.problems import problems
 from harness.config.schema import (
     AllowAllSection,
@@ -18,6 +18,7 @@ from harness.config.schema import (
     ConfigFile,
     EnvironmentsSection,
     FilesystemSection,
+    SessionsSection,
 )
 from harness.errors import ConfigError
 from harness.learning.schedule import CuratorConfig
@@ -86,6 +87,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         environments=_environments(file.environments),
         # Pinning skills: ``lock: true`` is harness.lock beside this file, a string its path.
         lock=_path(base, LOCKFILE_NAME if file.lock is True else file.lock) if file.lock else None,
+        sessions=_sessions(file.sessions, base),
         **_filesystem(file.filesystem, base),
     )
 
@@ -142,6 +144,16 @@ def _environments(section: EnvironmentsSection | None) -> EnvironmentOptions | N
         return EnvironmentOptions(**values)
     except ValueError as exc:
         raise ValueError(f"environments: {exc}") from None
+
+
+def _sessions(section: SessionsSection, base: Path) -> SessionsConfig:
+    """``sessions``: the store's URL (a relative SQLite file against ``base``) and its bounds."""
+    days = section.max_age_days
+    return SessionsConfig(
+        store=_store_url(base, section.store),
+        max_messages=section.max_messages,
+        max_age=None if days is None else days * 86400.0,
+    )
 
 
 def _path(base: Path, value: str) -> Path:

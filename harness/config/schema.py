@@ -33,7 +33,7 @@ from pydantic import (
 
 from filesystems import SandboxLimits
 from harness.approval import ApprovalRule
-from harness.config.config import HarnessConfig
+from harness.config.config import HarnessConfig, SessionsConfig
 from harness.config.problems import UnexpectedValue, UnknownKeys
 from harness.learning.schedule import CuratorConfig
 from harness.pipeline.environments import EnvironmentOptions
@@ -49,6 +49,7 @@ __all__ = [
     "MarketScanSection",
     "PackagesSection",
     "RuleSection",
+    "SessionsSection",
     "json_schema",
 ]
 
@@ -315,6 +316,24 @@ class MarketScanSection(_Section):
     """Largest file scanned (bytes)."""
 
 
+class SessionsSection(_Section):
+    """``sessions``: where conversations and runs paused for approval live (a URL alone is
+    ``{store: URL}``)."""
+
+    shorthand: ClassVar[str] = "a store URL or "
+
+    store: Text = _default(SessionsConfig, "store")
+    """memory: (this process only), sqlite:///file (survives restarts), mysql://... (shared by replicas)."""
+    max_messages: Annotated[int, Field(ge=2), _expect("an integer ≥ 2")] = _default(SessionsConfig, "max_messages")
+    """Messages each conversation keeps (the oldest dropped)."""
+    max_age_days: Annotated[float, Field(gt=0), _expect("a positive number of days")] | None = None
+    """Days a conversation untouched is kept (null: forever); harness sessions prune deletes older ones."""
+
+
+def _one_store(value: object) -> object:
+    return {"store": value} if isinstance(value, str) else value
+
+
 def _one_mode(value: object) -> object:
     return {"mode": value} if isinstance(value, str) else value
 
@@ -401,6 +420,10 @@ class ConfigFile(_Section):
     # Pinning skills (docs/pinning.md).
     lock: Annotated[bool | str | None, _expect("true, or the path of a lockfile")] = None
     """Serve exactly the locked skills: true for harness.lock beside this file, or a lockfile path."""
+    sessions: Annotated[SessionsSection, BeforeValidator(_one_store, json_schema_input_type=str | SessionsSection)] = (
+        SessionsSection()
+    )
+    """Where conversations live: a store URL, or a mapping of its options."""
 
 
 def json_schema() -> dict[str, Any]:

@@ -171,7 +171,7 @@ async def test_history_is_bounded(tmp_path: Path) -> None:
             await agent.run(f"m{i}", context=ALICE)
     assert len((await store.get("alice", "default")).messages) == 4
     for ctx in (RuntimeContext(user_id="u1"), RuntimeContext(user_id="u2")):
-        await store.save(ctx.user_id, "default", await store.get(ctx.user_id, "default"))
+        await store.append(ctx.user_id, "default", [Message.user("hi")])
     assert (await store.get("alice", "default")).messages == []  # evicted
 
 

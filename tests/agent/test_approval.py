@@ -201,7 +201,7 @@ async def test_a_run_pauses_for_the_app_and_resumes_with_the_approved_call(tmp_p
     ) as agent:
         paused = await agent.run("greet", context=ALICE)
         assert paused.reply == "" and len(paused.approvals) == 1
-        [waiting] = agent.pending_approvals(ALICE)
+        [waiting] = await agent.pending_approvals(ALICE)
         assert waiting.approval_id == paused.approvals[0].approval_id and waiting.subject == "echo hi > greeting"
         assert not (tmp_path / "alice" / "greeting").exists()
         with pytest.raises(ApprovalStillPending, match=waiting.approval_id):
@@ -248,7 +248,7 @@ async def test_a_new_message_drops_a_paused_run_and_its_call_never_runs(tmp_path
     ) as agent:
         paused = await agent.run("mark", context=ALICE)
         result = await agent.run("never mind", context=ALICE)
-        assert agent.pending_approvals(ALICE) == []
+        assert await agent.pending_approvals(ALICE) == []
         with pytest.raises(ApprovalNotFound):
             await agent.resolve_approval(paused.approvals[0].approval_id, approved=True, context=ALICE)
     assert result.reply == "fresh answer" and not (tmp_path / "alice" / "marker").exists()

@@ -15,8 +15,8 @@ from harness.cli import build_parser
 from tests.support.skills import make_skill
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
-# Commands that print no result to read back: the demo narrates, the server serves.
-NO_RESULT = {"harness demo", "harness mcp serve"}
+# Commands that print no result to read back: the demo narrates, the chat talks, the server serves.
+NO_RESULT = {"harness demo", "harness chat", "harness mcp serve"}
 
 
 def _harness(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

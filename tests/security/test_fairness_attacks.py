@@ -61,9 +61,9 @@ async def test_a_tenant_over_the_paused_bound_is_refused_and_nobody_else_loses_a
             assert len(paused.approvals) == 1
         with pytest.raises(TooManyPausedRuns, match="'mallory' already keeps"):
             await agent.run("flood", context=_as("mallory", "over"))
-        assert [w.approval_id for w in agent.pending_approvals(ALICE)] == [alices.approvals[0].approval_id]
-        assert agent.pending_approvals(_as("mallory", "over")) == []
-        assert len(agent.pending_approvals(_as("mallory", 0))) == 1  # her own earlier pauses are kept
+        assert [w.approval_id for w in await agent.pending_approvals(ALICE)] == [alices.approvals[0].approval_id]
+        assert await agent.pending_approvals(_as("mallory", "over")) == []
+        assert len(await agent.pending_approvals(_as("mallory", 0))) == 1  # her own earlier pauses are kept
         bobs = await agent.run("deploy", context=_as("bob", 1))  # others can still pause
         assert len(bobs.approvals) == 1
 
@@ -79,11 +79,11 @@ async def test_at_the_global_bound_the_largest_holder_loses_its_oldest_paused_ru
         await agent.run("flood", context=_as("mallory", 1))
         await agent.run("deploy", context=_as("bob", 0))
         await agent.run("deploy", context=_as("carol", 0))  # the fifth: one must go
-        assert len(agent.pending_approvals(ALICE)) == 1
-        assert len(agent.pending_approvals(_as("bob", 0))) == 1
-        assert len(agent.pending_approvals(_as("carol", 0))) == 1
-        assert agent.pending_approvals(_as("mallory", 0)) == []
-        assert len(agent.pending_approvals(_as("mallory", 1))) == 1
+        assert len(await agent.pending_approvals(ALICE)) == 1
+        assert len(await agent.pending_approvals(_as("bob", 0))) == 1
+        assert len(await agent.pending_approvals(_as("carol", 0))) == 1
+        assert await agent.pending_approvals(_as("mallory", 0)) == []
+        assert len(await agent.pending_approvals(_as("mallory", 1))) == 1
 
 
 @pytest.mark.parametrize("method", ["steer", "follow_up"])

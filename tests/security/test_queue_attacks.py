@@ -92,10 +92,10 @@ async def test_bob_cannot_decide_or_resume_alices_paused_call(tmp_path: Path) ->
     ) as agent:
         paused = await agent.run("I am alice", context=ALICE)
         approval_id = paused.approvals[0].approval_id
-        assert agent.pending_approvals(BOB) == []
+        assert await agent.pending_approvals(BOB) == []
         with pytest.raises(ApprovalNotFound):
             await agent.resolve_approval(approval_id, approved=True, context=BOB)
         with pytest.raises(ApprovalNotFound):
             await agent.resume(context=BOB)
         assert not marker.exists()
-        assert [r.approval_id for r in agent.pending_approvals(ALICE)] == [approval_id]
+        assert [r.approval_id for r in await agent.pending_approvals(ALICE)] == [approval_id]
