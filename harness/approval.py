@@ -574,6 +574,28 @@ class ApprovalGate:
         if decision.action != "allow":
             raise ToolDenied(refusal(request, decision))
 
+    def activate_decided(self, request: ToolRequest, gating: Gating) -> str | None:
+        """Before an allowed call of a paused run runs (in the resumed turn, perhaps on another
+        replica): approve acting on the skills it acts on, or say why it must not run. The app's
+        approval covered the skills listed in ``request.activations`` at the content named
+        there; a skill the call now acts on that was not listed, or whose content changed since,
+        was never approved, and the call is refused."""
+        pending = self._pending(request.kind, request.arguments, gating)
+        unbindable = _unbindable(pending)
+        if unbindable is not None:
+            return unbindable.reason
+        approved = set(request.activations)
+        unapproved = [s for s in pending if describe_activation(s) not in approved]
+        if unapproved:
+            return (
+                "the skills it acts on changed since it was approved ("
+                + "; ".join(map(describe_activation, unapproved))
+                + "); ask again"
+            )
+        for skill in pending:
+            self.activations.approve(gating.context.user_id, skill)
+        return None
+
     def _pending(self, kind: ApprovalKind, arguments: Mapping[str, Any], gating: Gating) -> list[ResolvedSkill]:
         """The skills a shell call acts on whose activation the user has not approved."""
         if kind != "shell":

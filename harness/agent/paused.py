@@ -102,6 +102,7 @@ def _waiting_data(waiting: WaitingCall) -> dict[str, Any]:
         "agent": request.agent,
         "environment": request.context.environment,
         "skill_roots": list(request.skill_roots),
+        "activations": list(request.activations),
         "placeholder": waiting.placeholder,
         "decision": None
         if decision is None
@@ -124,6 +125,7 @@ def _waiting(data: dict[str, Any], context: RuntimeContext) -> WaitingCall:
         ),
         agent=str(data["agent"]),
         skill_roots=tuple(str(root) for root in data["skill_roots"]),
+        activations=tuple(str(line) for line in data.get("activations", ())),
     )
     return WaitingCall(
         request=request,

@@ -214,6 +214,12 @@ class Toolset:
         if tool is None:
             content = f"error: ToolError: {request.tool} is not offered in this turn any more; it was not run"
             return CallResult(content=content, error_type="ToolError")
+        if self.gate is not None:
+            refused = self.gate.activate_decided(request, self._gating(scope))
+            if refused is not None:
+                return CallResult(
+                    content=f"error: ToolDenied: {request.tool} was not run: {refused}", error_type="ToolDenied"
+                )
         with scope.events.collecting() as reported:
             try:
                 with calling(call_context(scope.plan.context, call_id=call_id, tool=request.tool, skill=skill)):
@@ -262,6 +268,11 @@ class Toolset:
         ``{skill_root}`` is a ``current`` skill's (the invoked one) or one the conversation loaded."""
         if self.gate is None:
             return tools
+        return self.gate.wrap(tools, self._gating(scope))
+
+    def _gating(self, scope: TurnScope) -> Gating:
+        """What the gate knows of a turn: its caller, events, ``{skill_root}`` and the skills a
+        call acts on (the ``current`` ones, those the conversation loaded, and any named)."""
         plan, session = scope.plan, scope.session
 
         def roots() -> tuple[str, ...]:
@@ -277,7 +288,7 @@ class Toolset:
                 found += [s for s in every if s.files_root and s.files_root in command]
             return found
 
-        gating = Gating(
+        return Gating(
             context=plan.context,
             agent=self.agent,
             events=scope.events,
@@ -285,7 +296,6 @@ class Toolset:
             waiting=scope.waiting,
             acting_on=acting_on,
         )
-        return self.gate.wrap(tools, gating)
 
 
 def _search(toolset: Toolset, scope: TurnScope) -> list[Tool]:

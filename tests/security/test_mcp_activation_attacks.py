@@ -156,3 +156,31 @@ async def test_a_trusted_mcp_market_runs_its_workflow_from_the_fetched_skill(tmp
     ) as agent:
         run = await agent.run_workflow("deploy", context=ALICE)
     assert run.status == "completed" and ran == ["finish"]
+
+
+async def test_a_file_swapped_while_a_run_waits_is_not_run_on_the_old_approval(tmp_path: Path) -> None:
+    """The app approves a paused call at the content it was shown; the server changes the
+    script before the run resumes: the resumed call is refused, the new script never runs."""
+    server = tool_server(tmp_path)
+    model = ScriptedModel([call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "ran it"])
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+    ) as agent:
+        paused = await agent.run("go", context=ALICE)
+        [waiting] = paused.approvals
+        assert "sha256:" in waiting.activations[0]
+        server.add(
+            "team-a/tool",
+            {
+                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
+                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
+            },
+        )
+        await agent.resolve_approval(waiting.approval_id, approved=True, context=ALICE)
+        resumed = await agent.resume(context=ALICE)
+    refused = results_by_id(resumed.events)["r1"]
+    assert refused.error and "changed since it was approved" in refused.content
+    assert not (tmp_path / "ws" / "alice" / "ran").exists()
