@@ -6,10 +6,10 @@ models, tools, the skill loader and validator, and the errors worth catching. Bu
 of the optional parts (the workflow engine, self-learning, MCP, tracing, the adapters).
 """
 
-import importlib.metadata
 from typing import TYPE_CHECKING
 
 from filesystems import lazy_exports
+from harness._version import __version__
 from harness.agent import (
     ControlOptions,
     Harness,
@@ -80,11 +80,6 @@ if TYPE_CHECKING:  # the optional parts' errors, imported on first use (see file
     from harness.engine.errors import EngineError
     from harness.learning.errors import LearningError
 
-try:
-    #: The installed distribution's version; a source tree that was never installed says so.
-    __version__ = importlib.metadata.version("agent-skill-harness")
-except importlib.metadata.PackageNotFoundError:
-    __version__ = "0+unknown"
 
 __all__ = [
     "AllowAll",
