@@ -80,3 +80,10 @@ def test_an_unknown_lazy_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         harness.learning.NoSuchThing  # noqa: B018
     assert "SelfLearning" in dir(harness.learning)
+
+
+def test_import_harness_builds_no_scan_rule() -> None:
+    # The 35 built-in rules are checked when first used (a market's first scan), not at import.
+    code = "import harness\nfrom harness.skills import scanner\nprint(scanner._default_rules.cache_info().currsize)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "0"
