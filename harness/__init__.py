@@ -57,12 +57,10 @@ from harness.events import (
     TurnPrepared,
 )
 from harness.models import (
-    DemoModel,
     Message,
     Model,
     ModelError,
     ModelUnavailable,
-    ScriptedModel,
     ToolCall,
     Usage,
     open_model,
@@ -71,14 +69,17 @@ from harness.pipeline import EnvironmentOptions, SkillPipeline
 from harness.pipeline.plan import TurnPlan, VisibilityPolicy
 from harness.skills.frontmatter import FrontmatterError
 from harness.skills.skill import Layer, Skill, load_skill
-from harness.skills.validation import ValidationReport, validate_skill_dir
 from harness.tools.context import ToolContext
 from harness.tools.function import Tool, ToolArgumentError, ToolError, tool, tool_from_function
 from harness.tools.skills import UsageHooks
 
-if TYPE_CHECKING:  # the optional parts' errors, imported on first use (see filesystems.lazy_exports)
+if TYPE_CHECKING:  # imported on first use (see filesystems.lazy_exports): the optional parts' errors,
+    # the offline models and strict validation, which a deployed agent's first turn does not need
     from harness.engine.errors import EngineError
     from harness.learning.errors import LearningError
+    from harness.models.demo import DemoModel
+    from harness.models.scripted import ScriptedModel
+    from harness.skills.validation import ValidationReport, validate_skill_dir
 
 
 __all__ = [
