@@ -29,7 +29,6 @@ import json
 import re
 import shlex
 import sys
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -462,6 +461,8 @@ class ApprovalGate:
             arguments = _canonical(kind, arguments)
         except PathEscapeError as exc:
             refused = Decision(action="deny", reason=f"the path cannot be written: {exc}", by="harness")
+        import uuid
+
         request = ToolRequest(
             approval_id=f"ap-{uuid.uuid4().hex[:16]}",
             tool=tool,

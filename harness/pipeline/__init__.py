@@ -1,5 +1,8 @@
 """The per-turn pipeline: layers as sources, merge, staging, catalog, watch and the turn plan."""
 
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.pipeline.catalog import (
     LOAD_TOOL,
     SHELL_TOOL,
@@ -9,7 +12,6 @@ from harness.pipeline.catalog import (
     entries_for,
     render_catalog,
 )
-from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import (
     LayerEntry,
@@ -22,8 +24,11 @@ from harness.pipeline.pipeline import SkillPipeline
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
-from harness.pipeline.uv import EnvironmentBuildError
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
+
+if TYPE_CHECKING:  # skills' Python environments load when they are turned on
+    from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
+    from harness.pipeline.uv import EnvironmentBuildError
 
 __all__ = [
     "DEBOUNCE_MS",
@@ -60,3 +65,5 @@ __all__ = [
     "render_catalog",
     "staged_mode",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)  # the TYPE_CHECKING names, imported on first use

@@ -39,7 +39,6 @@ from harness.pipeline.catalog import (
     build_catalog,
     entries_for,
 )
-from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
@@ -54,6 +53,7 @@ from repositories import DirectoryRepository, SkillRepository, disambiguate_sour
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
+    from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
 
 __all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
@@ -188,9 +188,11 @@ class SkillPipeline(AsyncResource):
             if cache is not None
             else None
         )
-        self.environments = (
-            EnvironmentManager(filesystem, environments, progress=progress) if environments is not None else None
-        )
+        self.environments: EnvironmentManager | None = None
+        if environments is not None:  # its module (requirements, uv) loads only when environments are on
+            from harness.pipeline.environments import EnvironmentManager
+
+            self.environments = EnvironmentManager(filesystem, environments, progress=progress)
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import threading
-import uuid
 from collections.abc import Collection, Iterable
 from contextlib import closing
 from typing import TYPE_CHECKING
@@ -82,6 +81,8 @@ class SkillIndex:
         self._lock = threading.Lock()  # held only while the index is built
         # A named in-memory database in shared-cache mode: the builder's connection keeps it
         # alive, each search reads it through a connection of its own.
+        import uuid
+
         self._uri = f"file:harness-skill-index-{uuid.uuid4().hex}?mode=memory&cache=shared"
         self._db: sqlite3.Connection | None = None
         self._fts = fts
