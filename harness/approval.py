@@ -32,12 +32,11 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TextIO, get_args
+from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
 
 import anyio.to_thread
 
 from filesystems import PathEscapeError, has_parent_segment, normalize_path, redact_secrets, segment_problem
-from harness.audit import AuditLog
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.events import ApprovalDecided, ApprovalRequested, Event
@@ -47,6 +46,9 @@ from harness.skills.skill import Layer
 from harness.terminal import escape_control
 from harness.tools.context import keeping_context
 from harness.tools.function import Tool, ToolError
+
+if TYPE_CHECKING:  # an annotation: the agent builds its audit log only for an approval policy
+    from harness.audit import AuditLog
 
 __all__ = [
     "WRITE_TOOLS",
