@@ -32,4 +32,4 @@ def test_quoteattr_matches_the_standard_library(text: str) -> None:
 
 
 def test_an_attribute_with_both_quotes_uses_double_quotes_and_escapes_them() -> None:
-    assert quoteattr("""a "b" 'c' <d>""") == '"a &quot;b&quot; \'c\' &lt;d&gt;"'
+    assert quoteattr("""a "b" 'c' <d>""") == "\"a &quot;b&quot; 'c' &lt;d&gt;\""
