@@ -16,7 +16,6 @@ from .base import (
     FileStat,
     validate_user_id,
 )
-from .composite import CompositeFilesystem
 from .errors import (
     FilesystemError,
     InvalidUserId,
@@ -43,28 +42,23 @@ from .paths import (
     segment_problem,
 )
 from .plugins import Registry, lazy_exports
-from .registry import (
-    known_filesystem_modes,
-    known_store_schemes,
-    open_filesystem,
-    open_store,
-    register_filesystem,
-    register_store,
-)
-from .remote import RemoteFilesystem
 from .resource import AsyncResource
-from .sandbox import SandboxFilesystem, SandboxLimits
-from .stores import (
-    KeyValueStore,
-    MemoryKeyValueStore,
-    SQLiteKeyValueStore,
-    StoreEntry,
-    StoreRecord,
-)
 from .tasks import BackgroundTasks
 
-if TYPE_CHECKING:  # imported on first use: most programs never report progress or use MySQL
+if TYPE_CHECKING:  # imported on first use: a program pays only for the modes and stores it opens
+    from .composite import CompositeFilesystem
     from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
+    from .registry import (
+        known_filesystem_modes,
+        known_store_schemes,
+        open_filesystem,
+        open_store,
+        register_filesystem,
+        register_store,
+    )
+    from .remote import RemoteFilesystem
+    from .sandbox import SandboxFilesystem, SandboxLimits
+    from .stores import KeyValueStore, MemoryKeyValueStore, SQLiteKeyValueStore, StoreEntry, StoreRecord
     from .stores.mysql import MySQLKeyValueStore
 
 __all__ = [

@@ -13,11 +13,14 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import ByteReceiveStream
 
 from .base import CommandResult
+
+if TYPE_CHECKING:  # an annotation: anyio loads its stream classes when a process first runs
+    from anyio.abc import ByteReceiveStream
 
 __all__ = [
     "BASE_ENV",

@@ -6,7 +6,6 @@ import errno
 import fcntl
 import os
 import pathlib
-import secrets
 import shutil
 import stat as stat_module
 from collections.abc import Iterator, Mapping, Sequence
@@ -312,6 +311,8 @@ class LocalFilesystem(AbstractFilesystem):
 
     def _write_temp(self, dir_fd: int, data: bytes, mode: int, previous: os.stat_result | None) -> str:
         """Write ``data`` to a fresh temporary file in the folder; return its name."""
+        import secrets  # with hmac, which it imports: loaded by the first write, not by a read-only turn
+
         name = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
         try:

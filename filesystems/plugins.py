@@ -21,14 +21,15 @@ block from the package's source (once) and imports the one module that defines i
 
 from __future__ import annotations
 
-import ast
 import importlib
-import importlib.metadata
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+if TYPE_CHECKING:  # imported where entry points are read: package metadata costs ~20 ms at import
+    import importlib.metadata
 
 __all__ = ["Registry", "lazy_exports"]
 
@@ -42,6 +43,8 @@ ErrorFactory = Callable[[str], Exception]
 
 
 def _target(name: str, value: str, group: str) -> importlib.metadata.EntryPoint:
+    import importlib.metadata
+
     return importlib.metadata.EntryPoint(name=name, value=value, group=group)
 
 
@@ -76,10 +79,7 @@ class Registry(Generic[F]):
     ) -> None:
         self.what = what
         self.group = group
-        self._builtin = {
-            name.lower(): _target(name, value, group) if isinstance(value, str) else value
-            for name, value in builtin.items()
-        }
+        self._builtin = {name.lower(): (name, value) for name, value in builtin.items()}
         self._error = error
         self._unavailable = unavailable or error
         self._unknown = unknown or self._unknown_name
@@ -112,16 +112,21 @@ class Registry(Generic[F]):
         found = self._factories.get(name)
         if found is not None:
             return found
-        entry = self._builtin.get(name)
-        if entry is None:
+        builtin = self._builtin.get(name)
+        if builtin is not None:
+            spelled, value = builtin
+            factory = self._load(name, _target(spelled, value, self.group)) if isinstance(value, str) else value
+        else:
             entry = self._advertised().get(name)
-        if entry is None:
-            raise self._unknown(name, self.known())
-        factory = self._load(name, entry) if isinstance(entry, importlib.metadata.EntryPoint) else entry
+            if entry is None:
+                raise self._unknown(name, self.known())
+            factory = self._load(name, entry)
         self._factories[name] = factory
         return factory
 
     def _advertised(self) -> dict[str, importlib.metadata.EntryPoint]:
+        import importlib.metadata
+
         return {entry.name.lower(): entry for entry in importlib.metadata.entry_points(group=self.group)}
 
     def _unknown_name(self, name: str, known: Sequence[str]) -> Exception:
@@ -151,6 +156,8 @@ class Registry(Generic[F]):
 def _type_checking_imports(source: Path, package: str) -> dict[str, tuple[str, str]]:
     """Name -> (defining module, its name there) of every ``from ... import`` under
     ``if TYPE_CHECKING:``."""
+    import ast  # only when a lazy name is first looked up
+
     found: dict[str, tuple[str, str]] = {}
     for node in ast.parse(source.read_text(encoding="utf-8")).body:
         if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):

@@ -29,16 +29,14 @@ import json
 import re
 import shlex
 import sys
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TextIO, get_args
+from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
 
 import anyio.to_thread
 
 from filesystems import PathEscapeError, has_parent_segment, normalize_path, redact_secrets, segment_problem
-from harness.audit import AuditLog
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.events import ApprovalDecided, ApprovalRequested, Event
@@ -48,6 +46,9 @@ from harness.skills.skill import Layer
 from harness.terminal import escape_control
 from harness.tools.context import keeping_context
 from harness.tools.function import Tool, ToolError
+
+if TYPE_CHECKING:  # an annotation: the agent builds its audit log only for an approval policy
+    from harness.audit import AuditLog
 
 __all__ = [
     "WRITE_TOOLS",
@@ -557,6 +558,8 @@ class ApprovalGate:
             arguments = _canonical(kind, arguments)
         except PathEscapeError as exc:
             refused = Decision(action="deny", reason=f"the path cannot be written: {exc}", by="harness")
+        import uuid
+
         request = ToolRequest(
             approval_id=f"ap-{uuid.uuid4().hex[:16]}",
             tool=tool,

@@ -33,22 +33,22 @@ from repositories.errors import (
     UnknownScheme,
     UnsafePath,
 )
-from repositories.git import GitRepository, default_cache_dir
 from repositories.last_good import LastGood
 from repositories.memory import MemoryRepository
-from repositories.package import (
-    ENTRY_POINT_GROUP,
-    EntryPointRepository,
-    PackageRepository,
-    discover_skill_packages,
-)
-from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, MARKETPLACE_FILES, PluginMarketplaceRepository
 from repositories.registry import known_schemes, open_repository, register_scheme
 from repositories.sources import check_source, disambiguate_sources, exact_sub_source, make_source, sub_source
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use: a program pays only for the markets it opens
+    from repositories.git import GitRepository, default_cache_dir
     from repositories.mysql import MySQLRepository
     from repositories.nacos import NacosRepository
+    from repositories.package import (
+        ENTRY_POINT_GROUP,
+        EntryPointRepository,
+        PackageRepository,
+        discover_skill_packages,
+    )
+    from repositories.plugins import DEFAULT_PLUGIN_SCHEMES, MARKETPLACE_FILES, PluginMarketplaceRepository
     from repositories.wellknown import WellKnownRepository
 
 __all__ = [

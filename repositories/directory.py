@@ -10,7 +10,6 @@ import os
 import shutil
 import stat
 import urllib.parse
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -597,6 +596,8 @@ class DirectoryRepository(SkillRepository):
 
 def _write_folder(target: Path, bundle: SkillBundleContents) -> None:
     """Write ``bundle`` into a hidden sibling of ``target`` and swap it in by rename."""
+    import uuid
+
     staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex}"
     try:
         staging.mkdir(parents=True)
@@ -616,6 +617,8 @@ def _write_folder(target: Path, bundle: SkillBundleContents) -> None:
 
 def _remove_folder(target: Path) -> None:
     """Move ``target`` aside (atomic disappearance), then delete it."""
+    import uuid
+
     trash = target.parent / f".{target.name}.deleting-{uuid.uuid4().hex}"
     try:
         os.replace(target, trash)

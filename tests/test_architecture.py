@@ -43,6 +43,7 @@ FLOORS: dict[str, int] = {
     "harness.context": 2,
     "harness.clock": 2,
     "harness.terminal": 2,
+    "harness._version": 2,
     # the SKILL.md model (with the market scanner) and the models
     "harness.skills": 3,
     "harness.models": 3,

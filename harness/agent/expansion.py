@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from xml.sax.saxutils import quoteattr
 
 from harness.errors import SkillNotFound
-from harness.pipeline.catalog import LOAD_TOOL
+from harness.pipeline.catalog import LOAD_TOOL, quoteattr
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
 from harness.tools.skill_text import render_skill_text

@@ -31,7 +31,6 @@ from harness.agent.streaming import framed
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, serialised
 from harness.agent.turn import StepLimitExceeded, Turns
 from harness.approval import ActivationApprovals, AllowAll, ApprovalGate, ToolRequest
-from harness.audit import AuditLog
 from harness.context import RuntimeContext
 from harness.errors import ConfigError, HarnessError
 from harness.events import Event
@@ -43,6 +42,7 @@ from harness.tools.function import Tool, tool_from_function
 from repositories import SkillRepository, open_repository
 
 if TYPE_CHECKING:
+    from harness.audit import AuditLog
     from harness.config import HarnessConfig
     from harness.engine import Decision as WorkflowDecision
     from harness.engine import Outcome, Run, WorkflowEngine
@@ -428,6 +428,8 @@ class Harness(AsyncResource):
     def _audit(self) -> AuditLog:
         """Where approval decisions are recorded: the learning loop's audit log, else one on the
         shared workspace (``skills/.audit/``)."""
+        from harness.audit import AuditLog  # loaded only for an approval policy
+
         return self.learning.audit if self.learning is not None else AuditLog(self.filesystem)
 
     # -- self-learning ---------------------------------------------------------------------

@@ -24,7 +24,6 @@ from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
 from harness.approval import ApprovalPolicy, Approver
 from harness.models import Model
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
-from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS, SkillPipeline
 from harness.pipeline.plan import VisibilityPolicy
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from filesystems import ProgressCallback
     from harness.config import HarnessConfig
     from harness.learning import CuratorConfig, SelfLearning
+    from harness.pipeline.environments import EnvironmentOptions
     from harness.pipeline.lock import Lockfile
 
 __all__ = [
@@ -187,6 +187,8 @@ def _environments(environments: EnvironmentOptions | bool | None, trusted: froze
     """``True`` means the default options; options that name no ``trusted_markets`` take ``trusted``."""
     if environments is None or environments is False:
         return None
+    from harness.pipeline.environments import EnvironmentOptions  # loaded when environments are on
+
     options = EnvironmentOptions() if environments is True else environments
     if options.trusted_markets is None:
         options = dataclasses.replace(options, trusted_markets=trusted)

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from harness.context import RuntimeContext
@@ -54,6 +53,8 @@ class ModelStep:
 async def framed(events: AsyncIterator[Event], *, agent: str, context: RuntimeContext) -> AsyncIterator[Event]:
     """``events`` preceded by :class:`RunStarted` and, when they end normally, followed by
     :class:`RunFinished` with the run's reply and usage. An error ends the stream with it."""
+    import uuid  # with platform, which it imports, a few ms that import harness need not pay
+
     run_id = uuid.uuid4().hex
     yield RunStarted(run_id=run_id, agent=agent, user_id=context.user_id, session_id=context.session_id)
     tally = RunTally()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -228,6 +227,8 @@ class Turns:
         name = text_field(skill.metadata, "agent") or f"{self.name}.{skill.name}"
         child = self.forked(name, model)
         child_context = dataclasses.replace(context, session_id=f"{context.session_id}/fork/{skill.name}")
+        import uuid
+
         run_id = uuid.uuid4().hex
         yield SubagentStarted(run_id=run_id, agent=name, skill=skill.name, session_id=child_context.session_id)
         answer = ""

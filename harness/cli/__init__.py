@@ -7,12 +7,12 @@ Logging: see :mod:`harness.cli.logs` (``--log-level``, ``HARNESS_LOG_LEVEL``, th
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
 
 from filesystems import FilesystemError, redact_secrets
+from harness._version import __version__
 from harness.cli import agent, engine, market, mcp, sessions, skills
 from harness.cli.common import announce_created_workspace
 from harness.cli.logs import ENVIRONMENT_VARIABLE, LEVELS, LOGGERS, logging_to_stderr
@@ -33,14 +33,6 @@ _EPILOG = (
 )
 
 
-def _version() -> str:
-    """The installed distribution's version (the same lookup as ``harness.__version__``)."""
-    try:
-        return importlib.metadata.version("agent-skill-harness")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every command group registered."""
     parser = argparse.ArgumentParser(
@@ -48,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Agent skill harness: skills, markets, demo and workflow engine.",
         epilog=_EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}", help="print the version")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version")
     parser.add_argument(
         "--log-level",
         choices=LEVELS,

@@ -23,14 +23,14 @@ from harness.models.base import (
     Usage,
     reply_deltas,
 )
-from harness.models.demo import DemoModel
 from harness.models.errors import ModelError, ModelUnavailable, ScriptExhausted, UnknownModel
 from harness.models.registry import ENTRY_POINT_GROUP, ModelFactory, known_model_providers, open_model, register_model
-from harness.models.scripted import ScriptedCall, ScriptedModel, ScriptStep
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use: the offline models too, which a deployed agent never runs
     from harness.models.anthropic import AnthropicModel
+    from harness.models.demo import DemoModel
     from harness.models.openai import OpenAIModel
+    from harness.models.scripted import ScriptedCall, ScriptedModel, ScriptStep
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -15,7 +15,6 @@ from typing import Any
 from filesystems import Registry
 from harness.errors import ConfigError
 from harness.models.base import Model
-from harness.models.demo import DemoModel
 from harness.models.errors import ModelUnavailable, UnknownModel
 
 __all__ = ["ENTRY_POINT_GROUP", "ModelFactory", "known_model_providers", "open_model", "register_model"]
@@ -29,6 +28,8 @@ ModelFactory = Callable[..., Model]
 def _demo(model: str, **kwargs: Any) -> Model:
     if model:
         raise UnknownModel(f"the demo model takes no model name, got 'demo:{model}'")
+    from harness.models.demo import DemoModel  # loaded when the demo is opened
+
     return DemoModel(**kwargs)
 
 

@@ -12,7 +12,6 @@ from harness.pipeline.catalog import (
     entries_for,
     render_catalog,
 )
-from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import (
     LayerEntry,
@@ -25,11 +24,12 @@ from harness.pipeline.pipeline import SkillPipeline
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
 from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
-from harness.pipeline.uv import EnvironmentBuildError
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # skills' Python environments and the lockfile load on first use
+    from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
     from harness.pipeline.lock import LockChange, LockError, Lockfile
+    from harness.pipeline.uv import EnvironmentBuildError
 
 __all__ = [
     "DEBOUNCE_MS",
@@ -70,4 +70,4 @@ __all__ = [
     "staged_mode",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__)  # the lockfile's names, imported on first use
+__getattr__, __dir__ = lazy_exports(__name__)  # the TYPE_CHECKING names, imported on first use

@@ -25,7 +25,6 @@ import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
-from xml.sax.saxutils import escape
 
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.search import when_to_use
@@ -46,6 +45,8 @@ __all__ = [
     "catalog_header",
     "entries_for",
     "entry_for",
+    "escape",
+    "quoteattr",
     "render_catalog",
     "render_entry",
 ]
@@ -282,6 +283,27 @@ def catalog_header(
             f"outcome with {WORKFLOW_CONTINUE_TOOL}."
         )
     return "\n".join(lines)
+
+
+def escape(text: str, entities: Mapping[str, str] | None = None) -> str:
+    """``text`` as XML character data: ``&``, ``>`` and ``<`` escaped, then each of ``entities``
+    (the same as ``xml.sax.saxutils.escape``, whose import loads ``urllib.request``, ``http`` and
+    ``email``: most of a fresh process's first turn)."""
+    text = text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+    for char, entity in (entities or {}).items():
+        text = text.replace(char, entity)
+    return text
+
+
+def quoteattr(text: str) -> str:
+    """``text`` escaped and quoted as an XML attribute value (as ``xml.sax.saxutils.quoteattr``):
+    double quotes unless the text holds one and no single quote."""
+    text = escape(text, {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+    if '"' not in text:
+        return f'"{text}"'
+    if "'" not in text:
+        return f"'{text}'"
+    return '"' + text.replace('"', "&quot;") + '"'
 
 
 def render_entry(entry: CatalogEntry) -> str:

@@ -43,7 +43,6 @@ from harness.pipeline.catalog import (
     build_catalog,
     entry_for,
 )
-from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
@@ -56,7 +55,6 @@ from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import (
     DirectoryRepository,
-    GitRepository,
     RepositoryUnavailable,
     SkillRepository,
     disambiguate_sources,
@@ -64,6 +62,7 @@ from repositories import (
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
+    from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
     from harness.pipeline.lock import Lockfile
 
 __all__ = [
@@ -251,9 +250,11 @@ class SkillPipeline(AsyncResource):
             if cache is not None
             else None
         )
-        self.environments = (
-            EnvironmentManager(filesystem, environments, progress=progress) if environments is not None else None
-        )
+        self.environments: EnvironmentManager | None = None
+        if environments is not None:  # its module (requirements, uv) loads only when environments are on
+            from harness.pipeline.environments import EnvironmentManager
+
+            self.environments = EnvironmentManager(filesystem, environments, progress=progress)
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._watched_roots: list[Path] = []
@@ -276,6 +277,7 @@ class SkillPipeline(AsyncResource):
         """Hold the shared layers to ``lock`` (see :mod:`harness.pipeline.lock`): git markets
         pinned to their locked commits, every market's and pinned skill's digests checked."""
         from harness.pipeline.lock import LayerPins, Lockfile
+        from repositories.git import GitRepository
 
         lockfile = lock if isinstance(lock, Lockfile) else Lockfile.read(lock)
         for layer in self._layers:

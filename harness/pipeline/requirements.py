@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import re
 import sys
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -290,6 +289,8 @@ def _requirement_lines(text: str) -> list[str]:
 
 
 def _pyproject_dependencies(text: str) -> tuple[list[str], str | None]:
+    import tomllib  # only environments read TOML: import harness does not pay for it
+
     try:
         project = tomllib.loads(text).get("project", {})
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
@@ -307,6 +308,8 @@ def _script_dependencies(text: str) -> tuple[list[str], str | None]:
     if not blocks:
         return [], None
     content = "".join(line[2:] if line.startswith("# ") else line[1:] for line in blocks[0]["content"].splitlines(True))
+    import tomllib
+
     try:
         metadata = tomllib.loads(content)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:

@@ -13,14 +13,16 @@ connection, so one user's search never waits for another's.
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
-import uuid
 from collections.abc import Collection, Iterable
 from contextlib import closing
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.skills.skill import Skill
+
+if TYPE_CHECKING:  # imported when an index is first searched: most catalogs are never cut
+    import sqlite3
 
 __all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_TERMS", "QueryTooLarge", "SkillIndex", "query_words", "when_to_use"]
 
@@ -85,6 +87,8 @@ class SkillIndex:
         self._lock = threading.Lock()  # held only while the index is built
         # A named in-memory database in shared-cache mode: the builder's connection keeps it
         # alive, each search reads it through a connection of its own.
+        import uuid
+
         self._uri = f"file:harness-skill-index-{uuid.uuid4().hex}?mode=memory&cache=shared"
         self._db: sqlite3.Connection | None = None
         self._fts = fts
@@ -124,6 +128,8 @@ class SkillIndex:
         """The ids of the best ``rows`` matches of any of ``words`` (as word prefixes)."""
         if self._db is None:
             return _token_ranked(self._docs, words)[:rows]
+        import sqlite3
+
         match = " OR ".join(f'"{w}"*' for w in words)
         with closing(sqlite3.connect(self._uri, uri=True)) as reader:
             ranked = reader.execute(
@@ -142,6 +148,8 @@ class SkillIndex:
 
     def _fts_database(self) -> sqlite3.Connection | None:
         """The FTS5 table of the documents, or ``None`` when SQLite lacks FTS5."""
+        import sqlite3
+
         db = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
         try:
             db.execute("CREATE VIRTUAL TABLE skills USING fts5(name, description, when_to_use, skill_id UNINDEXED)")

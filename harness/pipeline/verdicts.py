@@ -20,10 +20,8 @@ rewritten); a verdict is never trusted on the file's word alone.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -172,6 +170,8 @@ class VerdictStore:
             return None
         body = {k: v for k, v in document.items() if k != "mac"}
         mac = document.get("mac")
+        import hmac  # the stored verdicts are read and written only once a market is scanned
+
         if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(self._secret, body)):
             return None
         verdicts = body.get("verdicts")
@@ -184,6 +184,8 @@ class VerdictStore:
             return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
         except FileNotFoundError:
             pass
+        import secrets
+
         try:
             await self.filesystem.create_exclusive(self.key_path, secrets.token_hex(32).encode("ascii"))
             await self.filesystem.write_bytes(
@@ -195,5 +197,7 @@ class VerdictStore:
 
 
 def _mac(secret: bytes, body: dict[str, Any]) -> str:
+    import hmac
+
     payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
     return hmac.new(secret, payload, hashlib.sha256).hexdigest()

@@ -18,13 +18,15 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
-from anyio.abc import TaskStatus
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from filesystems import CACHE_DIR, MACHINE_DIR
+
+if TYPE_CHECKING:  # annotations only: anyio loads these modules when a watcher first runs
+    from anyio.abc import TaskStatus
+    from anyio.streams.memory import MemoryObjectReceiveStream
 
 __all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
 

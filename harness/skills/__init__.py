@@ -1,6 +1,9 @@
 """The SKILL.md model: frontmatter parsing, the spec's rules and validation. Pure: no I/O
 beyond reading the folders ``validate`` is pointed at."""
 
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.skills.arguments import MAX_ARGUMENTS, MAX_EXPANDED, ArgumentsTooLarge
 from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
 from harness.skills.frontmatter import (
@@ -24,15 +27,17 @@ from harness.skills.rules import (
     unsafe_segment_reason,
 )
 from harness.skills.skill import Layer, Skill, load_skill
-from harness.skills.validation import (
-    SKILL_MD_NAMES,
-    FoundSkillDirs,
-    ValidationReport,
-    discover_skill_dirs,
-    find_skill_dirs,
-    find_skill_md,
-    validate_skill_dir,
-)
+
+if TYPE_CHECKING:  # strict validation (``harness skills validate``) loads on first use
+    from harness.skills.validation import (
+        SKILL_MD_NAMES,
+        FoundSkillDirs,
+        ValidationReport,
+        discover_skill_dirs,
+        find_skill_dirs,
+        find_skill_md,
+        validate_skill_dir,
+    )
 
 __all__ = [
     "ALLOWED_FIELDS",
@@ -67,3 +72,5 @@ __all__ = [
     "unsafe_segment_reason",
     "validate_skill_dir",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)  # the TYPE_CHECKING names, imported on first use

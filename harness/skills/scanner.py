@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -149,8 +149,12 @@ class ScanVerdict:
         return cls(dangerous=dangerous, findings=tuple(Finding.from_dict(f) for f in data["findings"]))
 
 
-def _rule(id: str, category: str, severity: Severity, pattern: str, message: str) -> ScanRule:
-    return ScanRule(id=id, category=category, severity=severity, pattern=pattern, message=message)
+# A built-in rule's fields; the rules themselves are built on first use (see ``_default_rules``).
+_RuleFields = tuple[str, str, Severity, str, str]
+
+
+def _rule(id: str, category: str, severity: Severity, pattern: str, message: str) -> _RuleFields:
+    return id, category, severity, pattern, message
 
 
 _SECRET_VARS = r"\$\{?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY)"
@@ -249,7 +253,7 @@ def _words(words: Iterable[str], gap: str) -> str:
 _SPACE = r"\s+"
 
 
-DEFAULT_RULES: tuple[ScanRule, ...] = (
+_BUILTIN_RULES: tuple[_RuleFields, ...] = (
     _rule(
         "exfil-secret-upload",
         "exfiltration",
@@ -508,7 +512,25 @@ DEFAULT_RULES: tuple[ScanRule, ...] = (
         "imitates a system or chat-template tag",
     ),
 )
-"""The built-in rules; pass your own tuple (e.g. ``(*DEFAULT_RULES, my_rule)``) to extend them."""
+
+if TYPE_CHECKING:
+    DEFAULT_RULES: tuple[ScanRule, ...]
+    """The built-in rules; pass your own tuple (e.g. ``(*DEFAULT_RULES, my_rule)``) to extend them."""
+else:
+
+    def __getattr__(name: str) -> tuple[ScanRule, ...]:
+        if name == "DEFAULT_RULES":  # built on first use: checking the 35 patterns costs import time
+            return _default_rules()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _default_rules() -> tuple[ScanRule, ...]:
+    """``DEFAULT_RULES``: the built-in rules, each checked like any other rule."""
+    return tuple(
+        ScanRule(id=id, category=category, severity=severity, pattern=pattern, message=message)
+        for id, category, severity, pattern, message in _BUILTIN_RULES
+    )
 
 
 def rules_from_data(items: Iterable[Mapping[str, Any]]) -> tuple[ScanRule, ...]:
@@ -539,15 +561,25 @@ class Scanner:
     see :func:`is_binary`) are skipped; NUL bytes in any other file are dropped before matching.
     """
 
-    def __init__(self, rules: Iterable[ScanRule] = DEFAULT_RULES, *, block_at: Severity = "high") -> None:
+    def __init__(self, rules: Iterable[ScanRule] | None = None, *, block_at: Severity = "high") -> None:
         if block_at not in _SEVERITY_RANK:
             raise ValueError(f"block_at must be one of {sorted(_SEVERITY_RANK)}")
-        self.rules = tuple(rules)
-        ids = [rule.id for rule in self.rules]
+        self._given = None if rules is None else tuple(rules)
+        ids = [rule.id for rule in self._given or ()]
         if len(ids) != len(set(ids)):
             raise ValueError("scan rule ids must be unique")
         self.block_at: Severity = block_at
-        self.version = _rules_version(self.rules, block_at)
+
+    @functools.cached_property
+    def rules(self) -> tuple[ScanRule, ...]:
+        """The rules given, else ``DEFAULT_RULES`` (built when first asked for: a pipeline builds
+        its scanner whether or not a market is ever scanned)."""
+        return _default_rules() if self._given is None else self._given
+
+    @functools.cached_property
+    def version(self) -> str:
+        """A digest of the rules and ``block_at``: verdicts stored under another one are not reused."""
+        return _rules_version(self.rules, self.block_at)
 
     @functools.cached_property
     def _compiled(self) -> tuple[_Compiled, ...]:
@@ -881,7 +913,7 @@ def _as_text(path: str, content: str | bytes) -> str | None:
     return content.replace(b"\x00", b"").decode("utf-8", errors="replace")
 
 
-_DEFAULT_SCANNER = Scanner()
+_DEFAULT_SCANNER = Scanner()  # its rules are built on the first scan
 DEFAULT_SCAN_LIMIT = 1024 * 1024
 """The largest market file scanned on ingest (bytes), see :class:`MarketScanPolicy`."""
 

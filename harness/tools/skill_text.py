@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import posixpath
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape, quoteattr
 
-from harness.pipeline.catalog import SHELL_TOOL
+from harness.pipeline.catalog import SHELL_TOOL, escape, quoteattr
 from harness.skills.placeholders import resolve_skill_dir
 
 if TYPE_CHECKING:

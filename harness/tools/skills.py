@@ -6,7 +6,6 @@ user's turn: a filtered or another user's skill is "not found".
 
 from __future__ import annotations
 
-import mimetypes
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -339,6 +338,8 @@ def _page(data: bytes, path: str, resolved: ResolvedSkill, offset: int, limit: i
 
 
 def _describe_binary(data: bytes, path: str, resolved: ResolvedSkill) -> str:
+    import mimetypes  # only a binary file loaded by the model needs it
+
     kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
     where = f" at {resolved.files_root}/{path}" if resolved.files_root else ""
     return f"{path} is a binary file ({kind}, {len(data)} bytes){where}; it is not shown as text."

@@ -4,6 +4,7 @@ on every command that prints a result, and a subcommand's own usage on a wrong o
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -41,6 +42,11 @@ def test_version_prints_the_package_version() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"harness {harness.__version__}"
     assert harness.__version__ and harness.__version__ != "0+unknown"
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    # harness/_version.py is where pyproject.toml reads it from: an install records that string.
+    assert harness.__version__ == importlib.metadata.version("agent-skill-harness")
 
 
 def test_every_option_and_argument_has_help() -> None:
