@@ -702,11 +702,15 @@ class SkillPipeline(AsyncResource):
         """Layer 1–3 skills of ``skills`` whose folder the user's shell does not show, with the
         reason: those the base resolution found unshown (links, folders other than
         ``skills/``, see :meth:`_unshown`), and those under a ``covered`` folder name."""
-        unshown = resolved.unshown_shadowed if shadowed else resolved.unshown
-        by_folder = resolved.folders_shadowed if shadowed else resolved.folders
-        hidden = {skill_id: reason for skill_id, reason in unshown.items() if skill_id in skills}
+        # The shadowed skills are the base's shadowed ones and the base skills the user's own
+        # replace (moved there from the base's skills): both tables are looked in.
+        unshowns = (resolved.unshown_shadowed, resolved.unshown) if shadowed else (resolved.unshown,)
+        by_folders = (resolved.folders_shadowed, resolved.folders) if shadowed else (resolved.folders,)
+        hidden = {
+            skill_id: reason for unshown in unshowns for skill_id, reason in unshown.items() if skill_id in skills
+        }
         for name in sorted(covered):
-            for skill_id in by_folder.get(name, ()):
+            for skill_id in (skill_id for by_folder in by_folders for skill_id in by_folder.get(name, ())):
                 if skill_id in skills and skill_id not in hidden and skills[skill_id].skill.layer is not Layer.USER:
                     hidden[skill_id] = (
                         "its folder is covered by this user's own folder of the same name in the user's shell, "
