@@ -3,8 +3,13 @@
 # a running MariaDB), then runs ruff, and the whole test suite with mypy --strict, a strict build
 # of the documentation site and the release check (build + twine) beside it. Extra arguments go
 # to pytest.
+#   scripts/test.sh --fast [PYTEST ARGS]   the inner loop: ruff and the tests not marked slow;
+#                                          no mypy, docs build or release check
+#   scripts/test.sh --large [PYTEST ARGS]  the scale tests at their full size (pytest's --large)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+fast=0
+if [ "${1:-}" = --fast ]; then fast=1; shift; fi
 export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
 # Tests about unreadable files run the harness as an unprivileged user, who must be able to
 # reach the checkout (a clone made inside a private temporary folder is not).
@@ -12,6 +17,10 @@ if [ "$(id -u)" = 0 ]; then chmod o+x . 2>/dev/null || true; fi
 echo "== ruff format --check, ruff check"
 .venv/bin/python -m ruff format --check --quiet .
 .venv/bin/python -m ruff check --quiet .
+if [ $fast = 1 ]; then
+    echo "== pytest --fast: the tests not marked slow; no mypy, docs build or release check"
+    exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" "$@"
+fi
 # mypy, the strict docs build and the release check run beside pytest (most of pytest's time is
 # spent waiting on subprocesses); their output follows pytest's.
 checks_log=$(mktemp)
