@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from filesystems import LocalFilesystem
 from harness.engine import SkillPackage, WorkflowEngine
+from tests.support.cli import run_python
 
 from .crash_driver import drive
 
@@ -31,7 +32,7 @@ CHECKS = "checks:\n  - {id: shipped, type: state_equals, scope: completion, fiel
 
 
 def _child(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, DRIVER, *args], capture_output=True, text=True, timeout=60)
+    return run_python(DRIVER, *args, timeout=60)
 
 
 def _trajectory(workspace: pathlib.Path, run_id: str) -> list[dict[str, object]]:

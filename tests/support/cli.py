@@ -1,5 +1,5 @@
 """``run_harness``: run a ``harness`` command in its own process, without paying for a fresh
-interpreter each time.
+interpreter each time; ``run_python`` does the same for a test's driver script.
 
 Most CLI tests are about what a command prints and the exit code it returns, not about how the
 interpreter starts; yet a fresh ``harness`` process spends about half a second importing the
@@ -24,6 +24,7 @@ import importlib
 import json
 import locale
 import os
+import runpy
 import selectors
 import signal
 import socket
@@ -37,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HARNESS", "REAL_CLI_ENV", "run_harness"]
+__all__ = ["HARNESS", "REAL_CLI_ENV", "run_harness", "run_python"]
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 REAL_CLI_ENV = "HARNESS_TEST_REAL_CLI"
@@ -56,6 +57,7 @@ _PRELOAD = (
     "harness.cli.market",
     "harness.cli.skills",
     "harness.agent",
+    "harness.engine",
     "harness.pipeline",
     "repositories",
     "filesystems",
@@ -74,12 +76,35 @@ def run_harness(
     text=True)``: the exit code (negative for a signal), stdout and stderr as text with universal
     newlines. ``env`` replaces the environment (default: this process's). Raises
     ``subprocess.TimeoutExpired`` after killing a command that runs longer than ``timeout``."""
+    return _run([HARNESS, *argv], None, cwd, env, input, timeout)
+
+
+def run_python(
+    script: str | Path,
+    *argv: str,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``python SCRIPT *argv`` the way ``run_harness`` runs a command: in a process of its own,
+    forked from the server (``sys.path[0]`` is the script's folder, as the interpreter sets it)."""
+    return _run([sys.executable, str(script), *argv], str(script), cwd, env, input, timeout)
+
+
+def _run(
+    command: list[str],
+    script: str | None,
+    cwd: str | Path | None,
+    env: Mapping[str, str] | None,
+    input: str | None,
+    timeout: float,
+) -> subprocess.CompletedProcess[str]:
     if os.environ.get(REAL_CLI_ENV, "").lower() in {"1", "true", "yes"}:
-        return subprocess.run(
-            [HARNESS, *argv], cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout
-        )
+        return subprocess.run(command, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
     request = {
-        "argv": list(argv),
+        "argv": command[1:] if script is None else command[2:],
+        "script": script,
         "cwd": str(cwd if cwd is not None else os.getcwd()),
         "env": dict(os.environ if env is None else env),
     }
@@ -95,12 +120,10 @@ def run_harness(
                 os.close(fd)
         feeder = threading.Thread(target=_feed, args=(stdin_w, input or ""), daemon=True)
         feeder.start()
-        out, err, status = _collect(conn, out_r, err_r, timeout, [HARNESS, *argv])
+        out, err, status = _collect(conn, out_r, err_r, timeout, command)
         feeder.join()
     encoding = locale.getpreferredencoding(False)
-    return subprocess.CompletedProcess(
-        [HARNESS, *argv], status, _text(out, encoding), _text(err, encoding)
-    )
+    return subprocess.CompletedProcess(command, status, _text(out, encoding), _text(err, encoding))
 
 
 def _feed(fd: int, text: str) -> None:
@@ -277,13 +300,19 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     sys.stdin = open(0, encoding=encoding, closefd=False)
     sys.stdout = open(1, "w", encoding=encoding, closefd=False)
     sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)
-    sys.argv = [HARNESS, *request["argv"]]
+    script = request["script"]
+    program = HARNESS if script is None else os.path.abspath(script)
+    sys.argv = [program if script is None else script, *request["argv"]]
     extra = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    sys.path[:] = [os.path.dirname(HARNESS), *extra, *_SITE_PATH]
-    from harness.cli import main
-
+    sys.path[:] = [os.path.dirname(program), *extra, *_SITE_PATH]
     try:
-        code = main()
+        if script is None:
+            from harness.cli import main
+
+            code = main()
+        else:
+            runpy.run_path(program, run_name="__main__")
+            code = 0
     except SystemExit as exc:
         code = exc.code
     except BaseException:
