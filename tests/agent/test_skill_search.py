@@ -7,6 +7,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness, PipelineOptions
@@ -57,6 +59,7 @@ class _DropFiltered:
         return [s for s in skills if not s.name.startswith("filtered-")]
 
 
+@pytest.mark.slow
 async def test_a_large_market_fits_the_default_budget_and_every_sampled_skill_is_found(tmp_path: Path) -> None:
     async with Harness(model=ScriptedModel([]), workspace=tmp_path, repositories=[_market(BIG)]) as agent:
         plan = await agent.prepare(ALICE)
@@ -68,6 +71,7 @@ async def test_a_large_market_fits_the_default_budget_and_every_sampled_skill_is
             assert matches[0].files_root is not None and matches[0].files_root.endswith(f"/big/{name}")
 
 
+@pytest.mark.slow
 async def test_the_model_finds_an_unlisted_skill_and_loads_it_in_the_same_turn(tmp_path: Path) -> None:
     model = ScriptedModel([_call(SEARCH_TOOL, query=f"topic {UNLISTED}", limit=3), _load_first_result, "done"])
     filesystem = LocalFilesystem(tmp_path, shell=False)  # nothing to stage: the test is about the catalog

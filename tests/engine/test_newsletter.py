@@ -94,6 +94,7 @@ def _stored(workspace: pathlib.Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 async def test_a_process_killed_mid_run_is_finished_by_another(tmp_path: pathlib.Path) -> None:
     clean = _child(str(tmp_path / "clean"), "0")
     assert clean.returncode == 0, clean.stderr
