@@ -1,7 +1,7 @@
 """Every ``harness`` command through the real console script, side by side with the forked run
-the other CLI tests use (``tests.support.cli.run_harness``): the same exit code, stdout and stderr,
-and the same files left behind (times aside). ``harness demo`` and ``harness mcp serve`` run through the real
-console script in their own tests (``test_demo.py``, ``tests/support/mcp.py``)."""
+the other CLI tests use (``tests.support.cli``): the same exit code, stdout and stderr and the
+same files left behind (times aside); ``harness mcp serve`` answers the same over stdio.
+``harness demo`` runs through the real console script in ``test_demo.py``."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp import Client, StdioServerParameters
 
 from tests.skills_compat.layouts import public_skill
-from tests.support.cli import HARNESS, run_harness
+from tests.support.cli import HARNESS, harness_command, run_harness
 from tests.support.git import GitRemote
+from tests.support.mcp import CODE, call
 from tests.support.reliability import tree_state
 from tests.support.skills import make_skill
 
@@ -94,3 +96,16 @@ def test_the_console_script_and_the_forked_run_agree(tmp_path: Path, case: str) 
         outcomes.append(_outcome(results, folder / "ws"))
     real, forked = outcomes
     assert forked == real
+
+
+async def test_mcp_serve_answers_the_same_through_the_console_script(tmp_path: Path) -> None:
+    make_skill(tmp_path / "ws" / "skills", "shared", description="For everyone.")
+    make_skill(tmp_path / "ws" / "alice" / "skills", "alpha", description="Alice's skill.")
+    argv = ["mcp", "serve", "--workspace", str(tmp_path / "ws"), "--user", "alice"]
+    listings = []
+    for command in (HARNESS, harness_command()):
+        async with Client(StdioServerParameters(command=command, args=argv, env=CODE), cache=None) as client:
+            listings.append(await call(client, "skills/list"))
+    real, forked = listings
+    assert forked == real
+    assert sorted(skill["frontmatter"]["name"] for skill in real["skills"]) == ["alpha", "shared"]
