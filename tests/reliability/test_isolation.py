@@ -1,7 +1,7 @@
-"""Two real processes × 20 concurrent turns (50 with --large) for different users on one workspace (local shell,
-sandbox) and on one MySQL store (remote): staged files are never torn or missing, and no user
-sees another's skills, drafts, history or files through the catalog, the load tool, the file
-tools — nor, in a sandbox, through the shell."""
+"""Two real processes × 20 concurrent turns (50 with --large) for different users on one
+workspace (local shell, sandbox) and on one MySQL store (remote): staged files are never torn or
+missing, and no user sees another's skills, drafts, history or files through the catalog, the
+load tool, the file tools — nor, in a sandbox, through the shell."""
 
 from __future__ import annotations
 
