@@ -292,6 +292,7 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     sys.argv = [HARNESS if script is None else script, *request["argv"]]
     extra = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [os.path.dirname(program), *extra, *_SITE_PATH]
+    code: str | int | None
     try:
         if script is None:
             from harness.cli import main
@@ -310,6 +311,11 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     elif not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    """The interpreter's exit steps, then the process's end with ``code``."""
     try:
         threading._shutdown()  # type: ignore[attr-defined]
         atexit._run_exitfuncs()
