@@ -3,8 +3,13 @@
 # a running MariaDB), then runs ruff, and the whole test suite with mypy --strict, a strict build
 # of the documentation site and the release check (build + twine) beside it. Extra arguments go
 # to pytest.
+#   scripts/test.sh --fast [PYTEST ARGS]   the inner loop: ruff and the tests not marked slow;
+#                                          no mypy, docs build or release check
+#   scripts/test.sh --large [PYTEST ARGS]  the scale tests at their full size (pytest's --large)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+fast=0
+if [ "${1:-}" = --fast ]; then fast=1; shift; fi
 export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
 # Tests about unreadable files run the harness as an unprivileged user, who must be able to
 # reach the checkout (a clone made inside a private temporary folder is not).
@@ -12,19 +17,33 @@ if [ "$(id -u)" = 0 ]; then chmod o+x . 2>/dev/null || true; fi
 echo "== ruff format --check, ruff check"
 .venv/bin/python -m ruff format --check --quiet .
 .venv/bin/python -m ruff check --quiet .
-# mypy, the strict docs build and the release check run beside pytest (most of pytest's time is
-# spent waiting on subprocesses); their output follows pytest's.
+if [ $fast = 1 ]; then
+    echo "== pytest --fast: the tests not marked slow; no mypy, docs build or release check"
+    exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" "$@"
+fi
+# mypy, the strict docs build and the release check run beside pytest, one after the other, at a
+# lower priority: pytest is the longest part and much of its time is spent waiting on the
+# processes it starts, which the checks fill.
+# Their output, with how long each took, follows pytest's. mypy keeps its cache in the virtualenv
+# (MYPY_CACHE_DIR to move it), so a CI that keeps .venv between runs keeps a warm cache too.
 checks_log=$(mktemp)
 (
     set -e
+    renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
     echo "== mypy --strict"
-    .venv/bin/python -m mypy harness repositories filesystems
+    start=$SECONDS
+    .venv/bin/python -m mypy --cache-dir "${MYPY_CACHE_DIR:-.venv/mypy-cache}" harness repositories filesystems
+    echo "   (mypy took $((SECONDS - start))s)"
     echo "== mkdocs build --strict (the documentation site)"
     site=$(mktemp -d)
     trap 'rm -rf "$site"' EXIT
+    start=$SECONDS
     NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir "$site"
+    echo "   (the docs build took $((SECONDS - start))s)"
     echo "== python -m build, twine check (into a temporary folder)"
+    start=$SECONDS
     .venv/bin/python scripts/check_release.py
+    echo "   (the release check took $((SECONDS - start))s)"
 ) >"$checks_log" 2>&1 &
 checks=$!
 echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none)); mypy, docs and release checks beside it"

@@ -1,5 +1,5 @@
 """Shared fixtures: the real MariaDB server and bubblewrap the test command set up, and a
-folder the sandbox can reach.
+folder the sandbox can reach; the ``--large`` option (see ``tests.support.sizing``).
 
 Outside CI a missing service skips the tests that need it; with ``CI=true`` it is a failure,
 so a broken setup can never pass as a green run.
@@ -16,8 +16,23 @@ from pathlib import Path
 import pytest
 
 from tests.support.filesystems import shared_dir
+from tests.support.sizing import LARGE_ENV
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--large",
+        action="store_true",
+        help=f"run the scale tests at their full size (the same as {LARGE_ENV}=1)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--large"):
+        # Through the environment, so that the tests' subprocesses run at the full size too.
+        os.environ[LARGE_ENV] = "1"
 
 
 def _missing(what: str) -> None:

@@ -7,6 +7,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from filesystems import LocalFilesystem
 from harness import RuntimeContext
 from harness.agent import Harness, PipelineOptions
@@ -19,11 +21,16 @@ from harness.skills.skill import Skill
 from harness.tools.search import search_plan
 from repositories import MemoryRepository
 from tests.support.io import FILE_EVENTS, IORecorder
+from tests.support.sizing import sized
 from tests.support.skills import make_bundle, make_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
 SMALL = 1_500  # a budget that cuts a catalog of a few dozen skills
+# A market the default budget cuts: the catalog names about 1,250 of these skills, the search tool
+# is the only way to the rest (10,000 with --large).
+BIG = sized(3_000, full=10_000)
+UNLISTED = f"{BIG * 9876 // 10_000:05d}"  # deep in the market, far past the listed names
 
 
 def _market(count: int) -> MemoryRepository:
@@ -52,27 +59,31 @@ class _DropFiltered:
         return [s for s in skills if not s.name.startswith("filtered-")]
 
 
-async def test_a_10000_skill_market_fits_the_default_budget_and_every_sampled_skill_is_found(tmp_path: Path) -> None:
-    async with Harness(model=ScriptedModel([]), workspace=tmp_path, repositories=[_market(10_000)]) as agent:
+@pytest.mark.slow
+async def test_a_large_market_fits_the_default_budget_and_every_sampled_skill_is_found(tmp_path: Path) -> None:
+    async with Harness(model=ScriptedModel([]), workspace=tmp_path, repositories=[_market(BIG)]) as agent:
         plan = await agent.prepare(ALICE)
         assert len(plan.catalog) <= DEFAULT_CATALOG_BUDGET and plan.search is not None
-        for index in random.Random(7).sample(range(10_000), 50):
+        sample = random.Random(7).sample(range(BIG), 50)
+        assert any(f"market-{index:05d}" not in plan.catalog for index in sample)  # some only a search finds
+        for index in sample:
             name = f"market-{index:05d}"
             matches = await search_plan(plan, name, limit=5)
             assert matches[0].name == name, (name, [m.name for m in matches])
             assert matches[0].files_root is not None and matches[0].files_root.endswith(f"/big/{name}")
 
 
+@pytest.mark.slow
 async def test_the_model_finds_an_unlisted_skill_and_loads_it_in_the_same_turn(tmp_path: Path) -> None:
-    model = ScriptedModel([_call(SEARCH_TOOL, query="topic 09876", limit=3), _load_first_result, "done"])
+    model = ScriptedModel([_call(SEARCH_TOOL, query=f"topic {UNLISTED}", limit=3), _load_first_result, "done"])
     filesystem = LocalFilesystem(tmp_path, shell=False)  # nothing to stage: the test is about the catalog
-    async with Harness(model=model, filesystem=filesystem, repositories=[_market(10_000)]) as agent:
-        result = await agent.run("help with topic 09876", context=ALICE)
-    assert "market-09876" not in model.calls[0].messages[0].content  # not listed in the catalog
+    async with Harness(model=model, filesystem=filesystem, repositories=[_market(BIG)]) as agent:
+        result = await agent.run(f"help with topic {UNLISTED}", context=ALICE)
+    assert f"market-{UNLISTED}" not in model.calls[0].messages[0].content  # not listed in the catalog
     assert SEARCH_TOOL in model.calls[0].tool_names
-    assert [e.skill_id for e in result.events if isinstance(e, SkillLoaded)] == ["market-09876_big"]
+    assert [e.skill_id for e in result.events if isinstance(e, SkillLoaded)] == [f"market-{UNLISTED}_big"]
     loaded = [e for e in result.events if isinstance(e, ToolReturned)][-1]
-    assert not loaded.error and "# market-09876" in loaded.content
+    assert not loaded.error and f"# market-{UNLISTED}" in loaded.content
 
 
 async def test_search_reads_when_to_use(tmp_path: Path) -> None:

@@ -7,21 +7,20 @@ import argparse
 import importlib.metadata
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import harness
 from harness.cli import build_parser
+from tests.support.cli import HARNESS, run_harness
 from tests.support.skills import make_skill
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
 # Commands that print no result to read back: the demo narrates, the chat talks, the server serves.
 NO_RESULT = {"harness demo", "harness chat", "harness mcp serve"}
 
 
 def _harness(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, *argv], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return run_harness(*argv, cwd=cwd)
 
 
 def _commands(parser: argparse.ArgumentParser, path: str = "harness") -> Iterator[tuple[str, argparse.ArgumentParser]]:
@@ -38,7 +37,7 @@ def _is_leaf(parser: argparse.ArgumentParser) -> bool:
 
 
 def test_version_prints_the_package_version() -> None:
-    result = _harness("--version")
+    result = subprocess.run([HARNESS, "--version"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"harness {harness.__version__}"
     assert harness.__version__ and harness.__version__ != "0+unknown"

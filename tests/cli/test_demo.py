@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
+from tests.support.cli import HARNESS, run_harness
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +60,7 @@ def test_the_printed_commands_run_on_what_the_demo_built(demo: tuple[Path, str])
     cwd, output = demo
     outputs = []
     for command in _explore_commands(output):
-        result = subprocess.run(shlex.split(command), cwd=cwd, capture_output=True, text=True, timeout=120)
+        result = run_harness(*shlex.split(command)[1:], cwd=cwd)  # the first word is HARNESS (above)
         assert result.returncode == 0, (command, result.stderr)
         outputs.append(result.stdout)
     alice, bob, prompt, show, stage, run = outputs
@@ -74,6 +73,6 @@ def test_the_printed_commands_run_on_what_the_demo_built(demo: tuple[Path, str])
 
 def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
     (tmp_path / "mine.txt").write_text("keep me")
-    result = subprocess.run([HARNESS, "demo", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    result = run_harness("demo", str(tmp_path))
     assert result.returncode == 1 and "was not made by 'harness demo'" in result.stderr
     assert (tmp_path / "mine.txt").read_text() == "keep me"

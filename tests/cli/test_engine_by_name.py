@@ -4,33 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
+from tests.support.cli import run_harness
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "code-review"
 
 
 def test_engine_run_resolves_a_skill_name_from_the_users_layer(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLE, tmp_path / "alice" / "skills" / "code-review")
-    result = subprocess.run(
-        [
-            HARNESS,
-            "engine",
-            "run",
-            "code-review",
-            "--workspace",
-            str(tmp_path),
-            "--user",
-            "alice",
-            "--run-id",
-            "r1",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_harness(
+        "engine", "run", "code-review", "--workspace", str(tmp_path), "--user", "alice", "--run-id", "r1", "--json"
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["run_id"] == "r1"
@@ -38,9 +22,7 @@ def test_engine_run_resolves_a_skill_name_from_the_users_layer(tmp_path: Path) -
 
 
 def test_engine_run_unknown_name_is_an_error(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [HARNESS, "engine", "run", "nope", "--workspace", str(tmp_path)], capture_output=True, text=True, timeout=60
-    )
+    result = run_harness("engine", "run", "nope", "--workspace", str(tmp_path))
     assert result.returncode == 1 and "no skill named 'nope'" in result.stderr
 
 
@@ -53,11 +35,8 @@ def test_engine_run_refuses_a_name_whose_highest_copy_is_invalid(tmp_path: Path)
     skill_md.write_text(
         "".join(line for line in skill_md.read_text().splitlines(True) if not line.startswith("description:"))
     )
-    result = subprocess.run(
-        [HARNESS, "engine", "run", "release-notes", "--workspace", str(tmp_path), "--user", "alice", "--run-id", "r1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_harness(
+        "engine", "run", "release-notes", "--workspace", str(tmp_path), "--user", "alice", "--run-id", "r1"
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"the user copy at {skill_md} is invalid" in result.stderr

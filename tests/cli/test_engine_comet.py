@@ -1,4 +1,4 @@
-"""A Comet-format package runs unchanged under ``harness engine`` (real console script)."""
+"""A Comet-format package runs unchanged under ``harness engine`` (as commands)."""
 
 from __future__ import annotations
 

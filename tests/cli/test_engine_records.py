@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 
-HARNESS = str(pathlib.Path(sys.executable).with_name("harness"))
+from tests.support.cli import run_harness
+
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "workflows" / "code-review"
 
 
 def engine(workspace: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARNESS, "engine", *args, "--workspace", str(workspace)], capture_output=True, text=True, timeout=60
-    )
+    return run_harness("engine", *args, "--workspace", str(workspace), timeout=60)
 
 
 def started(workspace: pathlib.Path) -> pathlib.Path:

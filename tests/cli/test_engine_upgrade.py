@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_harness
 from tests.support.skills import make_skill
-
-HARNESS = str(Path(sys.executable).with_name("harness"))
 
 WORKFLOW = """\
 name: sync
@@ -33,7 +31,7 @@ def _skill(root: Path, allowed: list[str]) -> Path:
 
 
 def _engine(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, "engine", *args], capture_output=True, text=True, timeout=60)
+    return run_harness("engine", *args, timeout=60)
 
 
 def test_upgrade_unblocks_a_guardrail_block_and_refuses_while_pending(tmp_path: Path) -> None:

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_harness
 from tests.support.mcp import HttpServer
 from tests.support.mysql import drop_tables, unique_table
 from tests.support.skills import make_skill
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
-
 
 def _harness(*argv: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARNESS, *argv], capture_output=True, text=True, timeout=120, cwd=cwd, env={**os.environ, **env}
-    )
+    return run_harness(*argv, cwd=cwd, env={**os.environ, **env})
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,13 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import harness_command
 from tests.support.git import GitRemote
 from tests.support.skills import make_skill
-
-HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
 def _stage_command(tmp_path: Path, *extra: str) -> list[str]:
@@ -21,7 +19,7 @@ def _stage_command(tmp_path: Path, *extra: str) -> list[str]:
     for i in range(30):
         make_skill(market, f"s{i:02d}", files={"scripts/run.py": f"print({i})\n"})
     (tmp_path / "ws").mkdir()  # an existing workspace: the terminal gets the progress line only
-    return [HARNESS, "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", str(market), *extra]
+    return [harness_command(), "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", str(market), *extra]
 
 
 def _git_stage_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], str]:
@@ -33,7 +31,7 @@ def _git_stage_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "ws").mkdir()  # an existing workspace: the terminal gets the progress lines only
     market = f"git+{remote.url}"
-    return [HARNESS, "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", market], remote.url
+    return [harness_command(), "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", market], remote.url
 
 
 def _on_a_terminal(command: list[str]) -> tuple[int, str, str]:

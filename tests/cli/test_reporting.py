@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import HARNESS, run_harness
 from tests.support.skills import make_skill
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
 DEAD_MARKET = "git+https://127.0.0.1:9/nowhere.git"
 
 
 def _harness(*argv: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARNESS, *argv], capture_output=True, text=True, timeout=120, cwd=cwd, env={**os.environ, **env}
-    )
+    return run_harness(*argv, cwd=cwd, env={**os.environ, **env})
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
+from tests.support.cli import run_harness
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -27,12 +25,8 @@ def _workspace(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("answer", "ran"), [("y\n", True), ("n\n", False), ("", False)])
 def test_run_asks_on_the_terminal_before_a_gated_command(tmp_path: Path, answer: str, ran: bool) -> None:
     config = _workspace(tmp_path)
-    result = subprocess.run(
-        [HARNESS, "run", "what is the weather forecast?", "--config", str(config), "--user", "alice", "-v"],
-        input=answer,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = run_harness(
+        "run", "what is the weather forecast?", "--config", str(config), "--user", "alice", "-v", input=answer
     )
     assert result.returncode == 0, result.stderr
     assert "[approval]" in result.stderr and "forecast.py" in result.stderr and "Allow? [y/N]" in result.stderr

@@ -1,4 +1,4 @@
-"""``harness skills list|prompt|stage|show`` and ``harness market publish`` through the console script."""
+"""``harness skills list|prompt|stage|show`` and ``harness market publish`` as commands."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import uuid
 from pathlib import Path
 
 from tests.support.catalog import read_catalog
+from tests.support.cli import run_harness
 from tests.support.skills import make_skill
-
-HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=120)
+    return run_harness(*args)
 
 
 def _skill(root: Path, name: str, description: str) -> None:

@@ -1,25 +1,24 @@
-"""``harness skills env`` through the console script: what skills need, building and checking."""
+"""``harness skills env`` as a command: what skills need, building and checking."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_harness
 from tests.support.skills import make_skill
 from tests.support.wheels import write_wheelhouse
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
 PEP723 = '# /// script\n# dependencies = ["hxpdf>=1"]\n# ///\nimport hxpdf\n'
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
-    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=300, env=env)
+    return run_harness(*args, timeout=300, env=env)
 
 
 @pytest.fixture

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.skills_compat.layouts import public_skill
+from tests.support.cli import run_harness
 from tests.support.git import GitRemote
 from tests.support.reliability import tree_state
 from tests.support.skills import make_skill
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
-
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=120)
+    return run_harness(*args)
 
 
 @pytest.fixture

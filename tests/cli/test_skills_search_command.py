@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_harness
 from tests.support.skills import make_skill
-
-HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=120)
+    return run_harness(*args)
 
 
 def _workspace(tmp_path: Path) -> Path:

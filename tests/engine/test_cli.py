@@ -1,24 +1,18 @@
-"""``harness engine ...`` through the real console script."""
+"""``harness engine ...`` as commands in processes of their own (``run_harness``)."""
 
 from __future__ import annotations
 
 import json
 import pathlib
 import subprocess
-import sys
+
+from tests.support.cli import HARNESS, run_harness
 
 from .conftest import EXAMPLES
 
-HARNESS = str(pathlib.Path(sys.executable).with_name("harness"))
-
 
 def harness(workspace: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARNESS, "engine", *args, "--workspace", str(workspace), "--user", "alice"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_harness("engine", *args, "--workspace", str(workspace), "--user", "alice", timeout=60)
 
 
 def test_cli_drives_the_review_workflow_to_completion(tmp_path: pathlib.Path) -> None:

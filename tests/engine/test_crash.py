@@ -8,8 +8,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import pytest
+
 from filesystems import LocalFilesystem
 from harness.engine import SkillPackage, WorkflowEngine
+from tests.support.cli import run_python
 
 from .crash_driver import drive
 
@@ -31,7 +34,7 @@ CHECKS = "checks:\n  - {id: shipped, type: state_equals, scope: completion, fiel
 
 
 def _child(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, DRIVER, *args], capture_output=True, text=True, timeout=60)
+    return run_python(DRIVER, *args, timeout=60)
 
 
 def _trajectory(workspace: pathlib.Path, run_id: str) -> list[dict[str, object]]:
@@ -39,6 +42,7 @@ def _trajectory(workspace: pathlib.Path, run_id: str) -> list[dict[str, object]]
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 async def test_sigkill_at_every_write_point_leaves_a_resumable_run(
     tmp_path: pathlib.Path, make_skill: Callable[..., pathlib.Path]
 ) -> None:
@@ -63,6 +67,7 @@ async def test_sigkill_at_every_write_point_leaves_a_resumable_run(
         assert [e["type"] for e in stored] == expected == [e.type for e in events], kill_at
 
 
+@pytest.mark.slow
 async def test_two_processes_racing_to_resume_exactly_one_wins(
     tmp_path: pathlib.Path, make_skill: Callable[..., pathlib.Path]
 ) -> None:

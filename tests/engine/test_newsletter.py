@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
 from filesystems import LocalFilesystem
 from harness.engine import Event, Outcome, OutcomeRefused, WorkflowEngine
+from tests.support.cli import run_python
 
 from .newsletter import SECOND_DRAFT, TRAJECTORY, drive, package, report
 
@@ -86,7 +86,7 @@ async def test_the_final_issue_cannot_be_replaced(engine: WorkflowEngine) -> Non
 
 
 def _child(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, DRIVER, *args], capture_output=True, text=True, timeout=120)
+    return run_python(DRIVER, *args)
 
 
 def _stored(workspace: pathlib.Path) -> list[dict[str, object]]:
@@ -94,6 +94,7 @@ def _stored(workspace: pathlib.Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 async def test_a_process_killed_mid_run_is_finished_by_another(tmp_path: pathlib.Path) -> None:
     clean = _child(str(tmp_path / "clean"), "0")
     assert clean.returncode == 0, clean.stderr

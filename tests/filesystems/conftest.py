@@ -24,6 +24,15 @@ MODES = [
     "composite",
 ]
 OPEN_PEER = "tests.support.fs_cases:open_peer"
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The conformance tests that open the filesystem again from a second process
+    (``shared_case``) take seconds each: ``scripts/test.sh --fast`` leaves them out."""
+    for item in items:
+        if item.path.is_relative_to(HERE) and "shared_case" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(params=MODES)

@@ -326,6 +326,7 @@ def _fill(path: Path) -> None:
 # -- killed mid-stage --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_process_killed_mid_stage_heals_on_the_next_turn(tmp_path: Path) -> None:
     market = tmp_path / "market"
     for i in range(150):

@@ -18,8 +18,12 @@ from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.models import Message, Model, ModelReply, ToolCall, ToolSpec, Usage
 from repositories import FileContents, MemoryRepository, SkillBundleContents
+from tests.support.sizing import sized
 
 COMMON = 20
+# Concurrent turns per process, spread over its users (10 in the tests): each user gets
+# TURNS // 10 of them, in both sessions, then one more turn that reads the history.
+TURNS = sized(20, full=50)
 SESSIONS = ("a", "b")
 
 
@@ -161,7 +165,7 @@ async def main(mode: str, where: str, table: str, users: list[str], others: list
             await agent.run(f"probe {user} {number}", context=RuntimeContext(user_id=user, session_id=session))
 
         async with anyio.create_task_group() as group:
-            for number in range(50):
+            for number in range(TURNS):
                 user = users[number % len(users)]
                 group.start_soon(turn, user, SESSIONS[(number // len(users)) % 2], number)
         async with anyio.create_task_group() as group:  # history: a second turn in each session

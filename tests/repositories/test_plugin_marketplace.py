@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,11 @@ from repositories import (
     open_repository,
 )
 from tests.support.catalog import read_catalog
+from tests.support.cli import run_harness
 from tests.support.pipeline import local_pipeline
 from tests.support.repositories import GitRemote
 from tests.support.skills import make_skill
 
-HARNESS = str(Path(sys.executable).with_name("harness"))
 SCRIPT = "#!/usr/bin/env python\nprint('report')\n"
 ASSET = bytes(range(256)) * 4
 
@@ -97,11 +96,13 @@ async def test_local_and_remote_plugins_are_staged_through_the_pipeline(
 
 
 def _cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARNESS, "skills", *argv, "--workspace", str(tmp_path / "ws"), "--user", "alice"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    return run_harness(
+        "skills",
+        *argv,
+        "--workspace",
+        str(tmp_path / "ws"),
+        "--user",
+        "alice",
         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")},
     )
 

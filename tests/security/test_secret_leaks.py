@@ -8,7 +8,6 @@ import base64
 import json
 import logging
 import subprocess
-import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,13 +35,13 @@ from repositories import (
     open_repository,
 )
 from repositories.mcp import McpRepository
+from tests.support.cli import run_harness
 from tests.support.git import GitRemote
 from tests.support.model_wire import serving
 from tests.support.skills import make_skill
 
 PASSWORD = "s3cr3t-pw"
 TOKEN = "tok3n"
-HARNESS = str(Path(sys.executable).with_name("harness"))
 ALICE = RuntimeContext(user_id="alice")
 # Port 9 (discard) has nothing listening on the test machine: connections are refused.
 UNREACHABLE_DSN = f"mysql://harness:{PASSWORD}@127.0.0.1:9/skills_db"
@@ -212,7 +211,7 @@ async def test_unreachable_git_market_hides_the_token(tmp_path: Path, caplog: py
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=120)
+    return run_harness(*args)
 
 
 def test_cli_skills_list_json_hides_market_credentials(tmp_path: Path) -> None:

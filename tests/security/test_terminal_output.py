@@ -3,11 +3,11 @@ shows them escaped, so they can neither clear nor rewrite what the operator read
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import run_harness
 
 HOSTILE = "Clears the screen\x1b[2J\x1b]0;owned\x07 and hides\x9b31m this\u202e."
 
@@ -28,22 +28,7 @@ def market(tmp_path: Path) -> Path:
     ids=["list", "show", "prompt", "search"],
 )
 def test_skill_text_reaches_the_terminal_escaped(tmp_path: Path, market: Path, command: list[str]) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "skills",
-            *command,
-            "--workspace",
-            str(tmp_path / "ws"),
-            "--repo",
-            f"dir:{market}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_harness("skills", *command, "--workspace", str(tmp_path / "ws"), "--repo", f"dir:{market}")
     assert done.returncode == 0, done.stderr
     assert "Clears the screen" in done.stdout or "tricky" in done.stdout
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):

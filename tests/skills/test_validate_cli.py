@@ -1,4 +1,4 @@
-"""Strict validation and ``harness skills validate`` run through the real console script."""
+"""Strict validation and ``harness skills validate`` run as a command in a process of its own (``run_harness``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import validate_skill_dir
-
-HARNESS = str(Path(sys.executable).with_name("harness"))
+from tests.support.cli import run_harness
 
 
 def _skill(root: Path, folder: str, text: str, name: str = "SKILL.md") -> Path:
@@ -23,7 +22,7 @@ def _skill(root: Path, folder: str, text: str, name: str = "SKILL.md") -> Path:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=60)
+    return run_harness(*args, timeout=60)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict
 
+from tests.support.cli import harness_command
 from tests.support.polling import eventually
 
 __all__ = ["CODE", "HARNESS", "HttpServer", "call", "free_port", "http_client", "serve_command", "stdio_client"]
@@ -35,8 +36,10 @@ CODE = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
 def serve_command(workspace: Path, *args: str) -> list[str]:
-    """The argv of ``harness mcp serve`` over ``workspace`` (no file watchers needed by callers)."""
-    return [HARNESS, "mcp", "serve", "--workspace", str(workspace), *args]
+    """The argv of ``harness mcp serve`` over ``workspace`` (no file watchers needed by callers),
+    forked from the CLI server of ``tests.support.cli`` (``HARNESS_TEST_REAL_CLI=1``: the console
+    script)."""
+    return [harness_command(), "mcp", "serve", "--workspace", str(workspace), *args]
 
 
 def stdio_client(workspace: Path, user: str, *args: str) -> Client:
