@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
+from harness.pipeline import pipeline as pipeline_module
 from harness.pipeline.plan import SkillOverlay
 from repositories import MemoryRepository
 from tests.support.pipeline import bundle, write_skill
@@ -72,7 +72,21 @@ async def test_changing_one_plans_skills_changes_no_other_turn(tmp_path: Path) -
     assert skill_id in again.skills and skill_id in bob.skills
 
 
-async def test_an_idle_user_is_released_and_comes_back_on_the_next_turn(tmp_path: Path) -> None:
+class _Clock:
+    """A monotonic clock the test moves by hand: turns on a loaded machine take no time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+async def test_an_idle_user_is_released_and_comes_back_on_the_next_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(pipeline_module, "time", clock)
     write_skill(tmp_path / "alice" / "skills", "diary", description="first words")
     async with (
         LocalFilesystem(tmp_path, shell=True) as fs,
@@ -81,7 +95,7 @@ async def test_an_idle_user_is_released_and_comes_back_on_the_next_turn(tmp_path
         await pipeline.prepare(ALICE)
         await pipeline.prepare(BOB)
         assert pipeline.cached_users == 2
-        await anyio.sleep(0.3)
+        clock.now += 0.3
         write_skill(tmp_path / "alice" / "skills", "diary", description="changed while away")
         await pipeline.prepare(CAROL)  # a turn of anyone releases the idle users
         assert pipeline.cached_users == 1
