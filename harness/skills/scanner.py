@@ -19,11 +19,14 @@ import hashlib
 import importlib
 import json
 import re
+import string
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Literal
+
+from harness.skills._rule_starts import LineStart, LiteralStart, Starts, best, required_sets, starts
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -50,7 +53,6 @@ Severity = Literal["low", "medium", "high", "critical"]
 # The standard library's own regular-expression parser (no typed public name): rules' literal
 # prefilters are read off the parsed pattern.
 _sre_parser: Any = importlib.import_module("re._parser")
-_sre: Any = importlib.import_module("re._constants")
 _SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 _EXCERPT = 160
 
@@ -529,6 +531,8 @@ class _Compiled:
     # Lower-case strings one of which every match contains (``None``: no such set is known, the
     # rule always runs). Derived from the pattern itself, never written by hand.
     needles: tuple[str, ...] | None
+    # Where matches can start (``None``: anywhere, the rule runs over the whole text).
+    starts: Starts | None
 
 
 class Scanner:
@@ -553,12 +557,13 @@ class Scanner:
     def _compiled(self) -> tuple[_Compiled, ...]:
         """The rules compiled with their needles, on the first scan: about 25 ms that a process
         which never scans (and ``import harness``, which builds the default scanner) should not pay."""
-        return tuple(
-            _Compiled(
-                rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE), needles(rule.pattern)
+        compiled = []
+        for rule in self.rules:
+            flags = 0 if rule.case_sensitive else re.IGNORECASE
+            compiled.append(
+                _Compiled(rule, re.compile(rule.pattern, flags), needles(rule.pattern), starts(rule.pattern, flags))
             )
-            for rule in self.rules
-        )
+        return tuple(compiled)
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
@@ -577,16 +582,12 @@ class Scanner:
         lines = text.splitlines()
         seen: dict[tuple[int, str], Finding] = {}
         for view in _views(lines):
-            joined = "\n".join(segment for _, segment in view)
-            probe = joined.translate(_FOLD_TO_ASCII).lower()
-            starts = [0]
-            for _, segment in view:
-                starts.append(starts[-1] + len(segment) + 1)
+            probe = _Probe(view)
             for compiled in self._compiled:
-                if compiled.needles is not None and not any(needle in probe for needle in compiled.needles):
+                if compiled.needles is not None and not any(needle in probe.lower for needle in compiled.needles):
                     continue  # no match is possible without one of them
-                for match in compiled.regex.finditer(joined):
-                    number = view[_index_of(starts, match.start())][0]
+                for match in probe.matches(compiled):
+                    number = view[probe.line_of(match.start())][0]
                     rule = compiled.rule
                     seen.setdefault(
                         (number, rule.id),
@@ -601,6 +602,101 @@ class Scanner:
                         ),
                     )
         return sorted(seen.values(), key=lambda f: (f.line, f.rule))
+
+
+class _Probe:
+    """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
+    occur in it (each looked up once per view, whichever rules ask)."""
+
+    def __init__(self, view: View) -> None:
+        self.text = "\n".join(segment for _, segment in view)
+        self.lower = self.text.translate(_FOLD_TO_ASCII).lower()
+        # Positions in ``lower`` are positions in ``text`` when lower-casing kept every length.
+        self.aligned = len(self.lower) == len(self.text)
+        self.starts = [0]
+        for _, segment in view[:-1]:
+            self.starts.append(self.starts[-1] + len(segment) + 1)
+        self._lines: dict[str, frozenset[int]] = {}
+        self._at: dict[str, list[int]] = {}
+
+    def line_of(self, offset: int) -> int:
+        """The index of the line ``offset`` falls in."""
+        return _index_of(self.starts, offset)
+
+    def matches(self, compiled: _Compiled) -> Iterator[re.Match[str]]:
+        """What ``compiled.regex.finditer(self.text)`` yields, trying only where a match can start."""
+        if compiled.starts is None or not self.aligned:
+            yield from compiled.regex.finditer(self.text)
+            return
+        end = 0
+        for position in self._candidates(compiled.starts):
+            if position < end:
+                continue  # inside the last match, where ``finditer`` does not look either
+            match = compiled.regex.match(self.text, position)
+            if match is None:
+                continue
+            yield match  # never empty: a pattern that can match nothing has no starts
+            end = match.end()
+
+    def _candidates(self, starts: Starts) -> list[int]:
+        positions: set[int] = set()
+        for promise in starts:
+            if isinstance(promise, LineStart):
+                if not promise.needles:
+                    positions.update(self.starts)
+                    continue
+                # The lines holding the rarest-looking needles, then each other set checked there.
+                first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+                for line in frozenset().union(*(self._lines_with(n) for n in first)):
+                    text = self._line(line)
+                    if all(any(n in text for n in needles) for needles in others):
+                        positions.add(self.starts[line])
+            elif isinstance(promise, LiteralStart):
+                for prefix in promise.prefixes:
+                    positions.update(self._occurrences(prefix))
+            else:
+                positions.update(self._words_before(promise.char))
+        return sorted(positions)
+
+    def _words_before(self, char: str) -> list[int]:
+        """Where each run of word characters right before an occurrence of ``char`` starts."""
+        text = self.text
+        found = []
+        for at in self._occurrences(char):
+            start = at
+            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            if start < at:
+                found.append(start)
+        return found
+
+    def _occurrences(self, needle: str) -> list[int]:
+        found = self._at.get(needle)
+        if found is None:
+            found = []
+            index = self.lower.find(needle)
+            while index >= 0:
+                found.append(index)
+                index = self.lower.find(needle, index + 1)
+            self._at[needle] = found
+        return found
+
+    def _line(self, index: int) -> str:
+        end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.lower)
+        return self.lower[self.starts[index] : end]
+
+    def _lines_with(self, needle: str) -> frozenset[int]:
+        lines = self._lines.get(needle)
+        if lines is None:
+            found = []
+            at = self.lower.find(needle)
+            while at >= 0:
+                line = self.line_of(at)
+                found.append(line)
+                # A needle never holds a newline: the rest of its line need not be searched.
+                at = self.lower.find(needle, self.starts[line + 1]) if line + 1 < len(self.starts) else -1
+            lines = self._lines[needle] = frozenset(found)
+        return lines
 
 
 # The non-ASCII characters a case-insensitive ``re`` match treats as an ASCII letter (checked
@@ -624,38 +720,7 @@ def needles(pattern: str) -> tuple[str, ...] | None:
 
 
 def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
-    candidates: list[frozenset[str]] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if run:
-            candidates.append(frozenset({"".join(run)}))
-            run.clear()
-
-    for op, arg in items:
-        if op is _sre.LITERAL and arg < 128:
-            run.append(chr(arg).lower())
-            continue
-        flush()
-        found: frozenset[str] | None = None
-        if op is _sre.SUBPATTERN:
-            found = _required(list(arg[-1]))
-        elif op is _sre.ATOMIC_GROUP:
-            found = _required(list(arg))
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and arg[0] >= 1:
-            found = _required(list(arg[2]))
-        elif op is _sre.ASSERT and arg[0] == 1:  # a lookahead: the text holds it too
-            found = _required(list(arg[1]))
-        elif op is _sre.BRANCH:
-            branches = [_required(list(branch)) for branch in arg[1]]
-            if all(branches):
-                found = frozenset().union(*(b for b in branches if b))
-        if found:
-            candidates.append(found)
-    flush()
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: (min(map(len, c)), -len(c)))
+    return best(required_sets(items))
 
 
 def _rules_version(rules: Iterable[ScanRule], block_at: str) -> str:
@@ -690,7 +755,13 @@ _CONFUSABLES = str.maketrans(
 _SPACED = re.compile(r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 _HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
-_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+_BLANK = r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
+# The runs of blanks that collapsing changes: a lone space is left alone (most of any text).
+_BLANKS = re.compile(rf" {_BLANK}+|(?! ){_BLANK}+")
+# Bytes of hex digits (and nothing else) as ``0``: a hex blob needs 16 of them in a row.
+_HEX_DIGITS = bytes(48 if chr(b) in string.hexdigits else 32 for b in range(256))
+# ASCII letters and digits as ``a``, the separators of spaced-out words as themselves.
+_SPACING = bytes(97 if chr(b).isalnum() and b < 128 else b if chr(b) in " ._*~-" else 32 for b in range(256))
 _MAX_BLOBS = 64
 _MAX_BLOB = 64 * 1024
 _MAX_DEPTH = 2
@@ -705,6 +776,8 @@ def normalise(text: str) -> str:
 
 
 def _fold(text: str) -> str:
+    if text.isascii():
+        return text  # NFKC keeps ASCII, and every invisible or look-alike character is not
     return unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_CONFUSABLES)
 
 
@@ -714,6 +787,11 @@ def _collapse(text: str) -> str:
 
 def despace(text: str) -> str:
     """``text`` with spaced-out words joined (``i g n o r e`` → ``ignore``, ``i.g.n.o.r.e`` too)."""
+    if text.isascii():
+        # A spaced-out word is four letters or more, each alone between one separator.
+        shape = text.encode("ascii").translate(_SPACING)
+        if not any(b"a%ca%ca%ca" % (sep, sep, sep) in shape for sep in b" ._*~-"):
+            return text
     return _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
 
 
@@ -787,7 +865,8 @@ def _views(lines: list[str], depth: int = 0) -> list[View]:
     logical = list(zip(numbers, collapsed, strict=True))
     views = [logical]
     # Before collapsing: a wider gap between spaced-out words keeps the words apart.
-    joined = _per_line(lambda text: _collapse(despace(text)), folded)
+    despaced = _per_line(despace, folded)
+    joined = collapsed if despaced == folded else _per_line(_collapse, despaced)
     if joined != collapsed:
         views.append(list(zip(numbers, joined, strict=True)))
     if depth < _MAX_DEPTH:
@@ -809,19 +888,28 @@ def _per_line(transform: Callable[[str], str], texts: list[str]) -> list[str]:
     return pieces if len(pieces) == len(texts) else [transform(text) for text in texts]
 
 
+def _hex_blobs(text: str) -> list[re.Match[str]]:
+    """``_HEX``'s matches in ``text``, found without running it over texts that hold neither
+    ``\\x`` nor 16 hex digits in a row (most texts: the pattern is slow over prose)."""
+    if "\\x" not in text and b"0" * 16 not in text.encode("utf-8", "surrogatepass").translate(_HEX_DIGITS):
+        return []
+    return list(_HEX.finditer(text))
+
+
 def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     """What :func:`decoded_blobs` finds in each text, as ``(index, decoded)`` for the texts with
     any: the blob patterns run once over the joined texts (no blob spans a newline) and the
     matches are grouped back by line, each line keeping its own limit."""
     whole = "\n".join(texts)
-    if _BASE64.search(whole) is None and _HEX.search(whole) is None:
+    hexes = _hex_blobs(whole)
+    if not hexes and _BASE64.search(whole) is None:
         return []
     starts = [0]
     for text in texts[:-1]:
         starts.append(starts[-1] + len(text) + 1)
     by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
-    for kind, pattern in enumerate((_BASE64, _HEX)):
-        for match in pattern.finditer(whole):
+    for kind, matches in enumerate((_BASE64.finditer(whole), hexes)):
+        for match in matches:
             by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
     found = []
     for index in sorted(by_line):
