@@ -17,13 +17,14 @@ case-insensitive occurrence.
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LineStart", "LiteralStart", "Promise", "Starts", "WordBefore", "best", "required_sets", "starts"]
+__all__ = ["LineStart", "LiteralStart", "Probe", "Promise", "Starts", "WordBefore", "best", "required_sets", "starts"]
 
 # The standard library's regular-expression parser and its opcodes (no typed public names).
 _parser: Any = importlib.import_module("re._parser")
@@ -301,3 +302,99 @@ def required_sets(items: Sequence[Item]) -> list[frozenset[str]]:
 def best(sets: list[frozenset[str]]) -> frozenset[str] | None:
     """The most selective of ``sets``: the longest shortest string, then the fewest strings."""
     return max(sets, key=lambda s: (min(map(len, s)), -len(s))) if sets else None
+
+
+class Probe:
+    """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
+    occur in it (each looked up once per view, whichever rules ask)."""
+
+    def __init__(self, view: Sequence[tuple[int, str]], fold: Mapping[int, str]) -> None:
+        self.text = "\n".join(segment for _, segment in view)
+        # ``fold``: the characters that match an ASCII letter case-insensitively, as that letter.
+        self.lower = self.text.translate(fold).lower()
+        # Positions in ``lower`` are positions in ``text`` when lower-casing kept every length.
+        self.aligned = len(self.lower) == len(self.text)
+        self.starts = [0]
+        for _, segment in view[:-1]:
+            self.starts.append(self.starts[-1] + len(segment) + 1)
+        self._lines: dict[str, frozenset[int]] = {}
+        self._at: dict[str, list[int]] = {}
+
+    def line_of(self, offset: int) -> int:
+        """The index of the line ``offset`` falls in."""
+        return max(bisect.bisect_right(self.starts, offset) - 1, 0)
+
+    def matches(self, regex: re.Pattern[str], where: Starts | None) -> Iterator[re.Match[str]]:
+        """What ``regex.finditer(self.text)`` yields, trying only ``where`` a match can start."""
+        if where is None or not self.aligned:
+            yield from regex.finditer(self.text)
+            return
+        end = 0
+        for position in self._candidates(where):
+            if position < end:
+                continue  # inside the last match, where ``finditer`` does not look either
+            match = regex.match(self.text, position)
+            if match is None:
+                continue
+            yield match  # never empty: a pattern that can match nothing has no starts
+            end = match.end()
+
+    def _candidates(self, starts: Starts) -> list[int]:
+        positions: set[int] = set()
+        for promise in starts:
+            if isinstance(promise, LineStart):
+                if not promise.needles:
+                    positions.update(self.starts)
+                    continue
+                # The lines holding the rarest-looking needles, then each other set checked there.
+                first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+                for line in frozenset().union(*(self._lines_with(n) for n in first)):
+                    text = self._line(line)
+                    if all(any(n in text for n in needles) for needles in others):
+                        positions.add(self.starts[line])
+            elif isinstance(promise, LiteralStart):
+                for prefix in promise.prefixes:
+                    positions.update(self._occurrences(prefix))
+            else:
+                positions.update(self._words_before(promise.char))
+        return sorted(positions)
+
+    def _words_before(self, char: str) -> list[int]:
+        """Where each run of word characters right before an occurrence of ``char`` starts."""
+        text = self.text
+        found = []
+        for at in self._occurrences(char):
+            start = at
+            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            if start < at:
+                found.append(start)
+        return found
+
+    def _occurrences(self, needle: str) -> list[int]:
+        found = self._at.get(needle)
+        if found is None:
+            found = []
+            index = self.lower.find(needle)
+            while index >= 0:
+                found.append(index)
+                index = self.lower.find(needle, index + 1)
+            self._at[needle] = found
+        return found
+
+    def _line(self, index: int) -> str:
+        end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.lower)
+        return self.lower[self.starts[index] : end]
+
+    def _lines_with(self, needle: str) -> frozenset[int]:
+        lines = self._lines.get(needle)
+        if lines is None:
+            found = []
+            at = self.lower.find(needle)
+            while at >= 0:
+                line = self.line_of(at)
+                found.append(line)
+                # A needle never holds a newline: the rest of its line need not be searched.
+                at = self.lower.find(needle, self.starts[line + 1]) if line + 1 < len(self.starts) else -1
+            lines = self._lines[needle] = frozenset(found)
+        return lines

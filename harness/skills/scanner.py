@@ -21,12 +21,13 @@ import json
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from harness.skills._rule_starts import LineStart, LiteralStart, Starts, best, required_sets, starts
+if TYPE_CHECKING:
+    from harness.skills._rule_starts import Starts
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -557,6 +558,8 @@ class Scanner:
     def _compiled(self) -> tuple[_Compiled, ...]:
         """The rules compiled with their needles, on the first scan: about 25 ms that a process
         which never scans (and ``import harness``, which builds the default scanner) should not pay."""
+        from harness.skills._rule_starts import starts
+
         compiled = []
         for rule in self.rules:
             flags = 0 if rule.case_sensitive else re.IGNORECASE
@@ -581,12 +584,14 @@ class Scanner:
         rule and line, whichever view found it."""
         lines = text.splitlines()
         seen: dict[tuple[int, str], Finding] = {}
+        from harness.skills._rule_starts import Probe
+
         for view in _views(lines):
-            probe = _Probe(view)
+            probe = Probe(view, _FOLD_TO_ASCII)
             for compiled in self._compiled:
                 if compiled.needles is not None and not any(needle in probe.lower for needle in compiled.needles):
                     continue  # no match is possible without one of them
-                for match in probe.matches(compiled):
+                for match in probe.matches(compiled.regex, compiled.starts):
                     number = view[probe.line_of(match.start())][0]
                     rule = compiled.rule
                     seen.setdefault(
@@ -602,101 +607,6 @@ class Scanner:
                         ),
                     )
         return sorted(seen.values(), key=lambda f: (f.line, f.rule))
-
-
-class _Probe:
-    """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
-    occur in it (each looked up once per view, whichever rules ask)."""
-
-    def __init__(self, view: View) -> None:
-        self.text = "\n".join(segment for _, segment in view)
-        self.lower = self.text.translate(_FOLD_TO_ASCII).lower()
-        # Positions in ``lower`` are positions in ``text`` when lower-casing kept every length.
-        self.aligned = len(self.lower) == len(self.text)
-        self.starts = [0]
-        for _, segment in view[:-1]:
-            self.starts.append(self.starts[-1] + len(segment) + 1)
-        self._lines: dict[str, frozenset[int]] = {}
-        self._at: dict[str, list[int]] = {}
-
-    def line_of(self, offset: int) -> int:
-        """The index of the line ``offset`` falls in."""
-        return _index_of(self.starts, offset)
-
-    def matches(self, compiled: _Compiled) -> Iterator[re.Match[str]]:
-        """What ``compiled.regex.finditer(self.text)`` yields, trying only where a match can start."""
-        if compiled.starts is None or not self.aligned:
-            yield from compiled.regex.finditer(self.text)
-            return
-        end = 0
-        for position in self._candidates(compiled.starts):
-            if position < end:
-                continue  # inside the last match, where ``finditer`` does not look either
-            match = compiled.regex.match(self.text, position)
-            if match is None:
-                continue
-            yield match  # never empty: a pattern that can match nothing has no starts
-            end = match.end()
-
-    def _candidates(self, starts: Starts) -> list[int]:
-        positions: set[int] = set()
-        for promise in starts:
-            if isinstance(promise, LineStart):
-                if not promise.needles:
-                    positions.update(self.starts)
-                    continue
-                # The lines holding the rarest-looking needles, then each other set checked there.
-                first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
-                for line in frozenset().union(*(self._lines_with(n) for n in first)):
-                    text = self._line(line)
-                    if all(any(n in text for n in needles) for needles in others):
-                        positions.add(self.starts[line])
-            elif isinstance(promise, LiteralStart):
-                for prefix in promise.prefixes:
-                    positions.update(self._occurrences(prefix))
-            else:
-                positions.update(self._words_before(promise.char))
-        return sorted(positions)
-
-    def _words_before(self, char: str) -> list[int]:
-        """Where each run of word characters right before an occurrence of ``char`` starts."""
-        text = self.text
-        found = []
-        for at in self._occurrences(char):
-            start = at
-            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-                start -= 1
-            if start < at:
-                found.append(start)
-        return found
-
-    def _occurrences(self, needle: str) -> list[int]:
-        found = self._at.get(needle)
-        if found is None:
-            found = []
-            index = self.lower.find(needle)
-            while index >= 0:
-                found.append(index)
-                index = self.lower.find(needle, index + 1)
-            self._at[needle] = found
-        return found
-
-    def _line(self, index: int) -> str:
-        end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.lower)
-        return self.lower[self.starts[index] : end]
-
-    def _lines_with(self, needle: str) -> frozenset[int]:
-        lines = self._lines.get(needle)
-        if lines is None:
-            found = []
-            at = self.lower.find(needle)
-            while at >= 0:
-                line = self.line_of(at)
-                found.append(line)
-                # A needle never holds a newline: the rest of its line need not be searched.
-                at = self.lower.find(needle, self.starts[line + 1]) if line + 1 < len(self.starts) else -1
-            lines = self._lines[needle] = frozenset(found)
-        return lines
 
 
 # The non-ASCII characters a case-insensitive ``re`` match treats as an ASCII letter (checked
@@ -720,6 +630,8 @@ def needles(pattern: str) -> tuple[str, ...] | None:
 
 
 def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    from harness.skills._rule_starts import best, required_sets  # loaded with the rules, on the first scan
+
     return best(required_sets(items))
 
 
