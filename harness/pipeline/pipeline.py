@@ -54,6 +54,7 @@ from repositories import DirectoryRepository, SkillRepository, disambiguate_sour
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
+    from harness.pipeline.scan_pool import ScanPool
 
 __all__ = ["DEFAULT_MARKET_TIMEOUT", "DEFAULT_SKILL_DIRS", "SkillPipeline", "check_skill_dirs"]
 
@@ -164,8 +165,16 @@ class SkillPipeline(AsyncResource):
         # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
         verdict_folder = CACHE_DIR if filesystem.has_shell else MACHINE_DIR
         self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
+        self._scan_pool = _scan_pool() if repositories else None
         markets = [
-            SkillLayer(repo, source=slug, scan_policy=scan_policy, verdicts=self.verdicts, max_file_size=max_file_size)
+            SkillLayer(
+                repo,
+                source=slug,
+                scan_policy=scan_policy,
+                verdicts=self.verdicts,
+                max_file_size=max_file_size,
+                scan_pool=self._scan_pool,
+            )
             for repo, slug in zip(repositories, slugs)
         ]
         global_layers, self._global_missing = _global_layers(global_skills_dir)
@@ -228,6 +237,8 @@ class SkillPipeline(AsyncResource):
         try:
             await self._stack.aclose()
         finally:
+            if self._scan_pool is not None:
+                await anyio.to_thread.run_sync(self._scan_pool.close)
             if self.stager is not None:
                 await self.stager.aclose()
 
@@ -770,3 +781,10 @@ def _global_layer(path: Path, source: str) -> tuple[SkillLayer | None, tuple[Dia
         return None, (problem,)
     repository = DirectoryRepository(path, source=source, follow_links=True, nested=True)
     return SkillLayer(repository, layer=Layer.GLOBAL, source=source), ()
+
+
+def _scan_pool() -> ScanPool:
+    """The worker processes large market scans go to (none start until a scan needs them)."""
+    from harness.pipeline.scan_pool import ScanPool  # only pipelines with markets load it
+
+    return ScanPool()
