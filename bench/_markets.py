@@ -119,12 +119,15 @@ def _other_file(rng: random.Random, index: int) -> tuple[str, bytes, int]:
     """One file of a skill besides SKILL.md: (relative path, bytes, mode)."""
     kind = rng.random()
     noun = rng.choice(_NOUNS)
-    if kind < 0.3:
+    if kind < 0.2:
         suffix = rng.choice((".py", ".py", ".sh"))
-        return f"scripts/{noun}_{index}{suffix}", _script(rng, suffix, rng.randint(1500, 8000)).encode(), 0o755
-    if kind < 0.8:
-        return f"references/{noun}-{index}.md", skill_prose(rng, rng.randint(2000, 12000)).encode(), 0o644
-    if kind < 0.9:
+        return f"scripts/{noun}_{index}{suffix}", _script(rng, suffix, rng.randint(1000, 5000)).encode(), 0o755
+    if kind < 0.45:
+        return f"references/{noun}-{index}.md", skill_prose(rng, rng.randint(1500, 6000)).encode(), 0o644
+    if kind < 0.85:  # the many small files: templates, settings, examples
+        fields = ", ".join(f'"{rng.choice(_NOUNS)}": {rng.randint(0, 99)}' for _ in range(rng.randint(4, 40)))
+        return f"assets/{noun}-{index}.json", ("{" + fields + "}\n").encode(), 0o644
+    if kind < 0.95:
         body = "\n".join(f'  <{noun} id="{i}">{_sentence(rng)}</{noun}>' for i in range(rng.randint(10, 60)))
         return f"assets/{noun}-{index}.xml", f"<root>\n{body}\n</root>\n".encode(), 0o644
     png = b"\x89PNG\r\n\x1a\n" + rng.randbytes(rng.randint(2000, 20000))
