@@ -37,6 +37,9 @@ _MAX_RANGE = 64  # a wider character range is no useful start
 _MAX_STRINGS = 64  # more alternative starts than this are no useful start either
 _MAX_CHARS = 4  # nor more single characters (a match may start at any letter)
 
+# Below this many characters finding the candidates costs more than trying every position.
+_SMALL = 1024
+
 Item = tuple[Any, Any]
 
 
@@ -319,6 +322,15 @@ class Probe:
             self.starts.append(self.starts[-1] + len(segment) + 1)
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
+        self._has: dict[str, bool] = {}
+
+    def has(self, needle: str) -> bool:
+        """Whether ``needle`` occurs in the lower-cased text (asked once per view, whichever
+        rules share the needle)."""
+        found = self._has.get(needle)
+        if found is None:
+            found = self._has[needle] = needle in self.lower
+        return found
 
     def line_of(self, offset: int) -> int:
         """The index of the line ``offset`` falls in."""
@@ -326,7 +338,7 @@ class Probe:
 
     def matches(self, regex: re.Pattern[str], where: Starts | None) -> Iterator[re.Match[str]]:
         """What ``regex.finditer(self.text)`` yields, trying only ``where`` a match can start."""
-        if where is None or not self.aligned:
+        if where is None or not self.aligned or len(self.text) < _SMALL:
             yield from regex.finditer(self.text)
             return
         end = 0

@@ -589,7 +589,7 @@ class Scanner:
         for view in _views(lines):
             probe = Probe(view, _FOLD_TO_ASCII)
             for compiled in self._compiled:
-                if compiled.needles is not None and not any(needle in probe.lower for needle in compiled.needles):
+                if compiled.needles is not None and not any(map(probe.has, compiled.needles)):
                     continue  # no match is possible without one of them
                 for match in probe.matches(compiled.regex, compiled.starts):
                     number = view[probe.line_of(match.start())][0]
@@ -750,6 +750,8 @@ def _readable(data: bytes) -> str | None:
 
 def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(first line number, text)`` per shell line: a trailing backslash joins the next line."""
+    if not any(line.endswith("\\") for line in lines):
+        return list(enumerate(lines, start=1))  # nothing to join (most texts)
     logical: list[tuple[int, str]] = []
     pending: tuple[int, str] | None = None
     for number, line in enumerate(lines, start=1):
