@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 import anyio
 
 from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
+from repositories._git_blobs import BlobReadError, blob_sizes, read_blobs
 from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
@@ -152,6 +153,8 @@ class GitRepository(SkillRepository):
     report however it ended.
     """
 
+    batch_reads = True
+
     def __init__(
         self,
         url: str,
@@ -199,6 +202,10 @@ class GitRepository(SkillRepository):
         self._checker: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future[str] | None = None
         self._roots: dict[str, str] = {}
+        # Each served skill's files by path (SKILL.md included) → blob id, from the listing, so
+        # reads go by id in one batched stream instead of walking the trees again per path.
+        self._blobs: dict[str, dict[str, str]] = {}
+        self._blobs_of = ""  # the commit ``_blobs`` describes
         self._sizes: dict[str, int] = {}
         self._texts: dict[str, bytes] = {}
         self._problems: list[str] = []
@@ -512,6 +519,10 @@ class GitRepository(SkillRepository):
     def _read_snapshot(self, commit: str) -> Snapshot:
         self._problems = []
         tree, prefix = self._tree(commit)
+        try:  # every blob's size from one ``ls-tree``, not one object lookup per file
+            self._sizes.update(blob_sizes(self.clone_path, tree.sha, env=self._env(), timeout=self.timeout))
+        except BlobReadError:
+            pass  # looked up one by one instead
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
         layouts, problems = find_skills(
             tree,
@@ -524,6 +535,10 @@ class GitRepository(SkillRepository):
         bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)
         self._texts = texts
         self._roots = {layout.folder: "/".join(p for p in (prefix, layout.root) if p) for layout in layouts}
+        self._blobs = {
+            layout.folder: {layout.relative(e): e.token for e in (layout.main, *layout.files)} for layout in layouts
+        }
+        self._blobs_of = commit
         return Snapshot(version=commit, bundles=bundles, problems=tuple(problems))
 
     def _bundle(self, commit: str, prefix: str, layout: SkillLayout[_Node], texts: dict[str, bytes]) -> SkillBundle:
@@ -609,7 +624,58 @@ class GitRepository(SkillRepository):
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
-        return await anyio.to_thread.run_sync(self._read_blobs, snapshot.version, root, paths)
+        (answer,) = await anyio.to_thread.run_sync(self._read_by_id, snapshot.version, [(folder, root, paths)])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def _read_files_batch(
+        self, requests: list[tuple[str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        snapshot = await self._served_snapshot()
+        asks: list[tuple[str, str, tuple[str, ...]]] = []
+        answers: list[dict[str, bytes] | Exception | None] = []
+        for folder, paths in requests:
+            try:
+                asks.append((folder, self._root_of(folder, snapshot), paths))
+                answers.append(None)
+            except RepositoryError as exc:
+                answers.append(exc)
+        read = iter(await anyio.to_thread.run_sync(self._read_by_id, snapshot.version, asks))
+        return [answer if answer is not None else next(read) for answer in answers]
+
+    def _read_by_id(
+        self, commit: str, asks: list[tuple[str, str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        """The files of several skills (``(folder, root, paths)`` each), every blob the listing
+        named read in one ``cat-file --batch`` stream; a path it did not name (a link, a folder,
+        a file outside the skills) is looked up in the trees, which says why it cannot be read.
+        One result per ask: its bytes by path, or the error it met."""
+        known = self._blobs if self._blobs_of == commit else {}
+        ids = {path: known.get(folder, {}).get(path) for folder, _, paths in asks for path in paths}
+        try:
+            data = read_blobs(self.clone_path, [i for i in ids.values() if i], env=self._env(), timeout=self.timeout)
+        except BlobReadError as exc:
+            error = RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit's objects: {exc}")
+            return [error] * len(asks)
+        results: list[dict[str, bytes] | Exception] = []
+        for folder, root, paths in asks:
+            files = {}
+            for path in paths:
+                blob = known.get(folder, {}).get(path)
+                if blob is not None and blob in data:
+                    files[path] = data[blob]
+            rest = tuple(path for path in paths if path not in files)
+            try:
+                if rest:
+                    files.update(self._read_blobs(commit, root, rest))
+                results.append(files)
+            except RepositoryError as exc:
+                results.append(exc)
+        return results
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, **_GIT_ENV}
 
     async def _aclose(self) -> None:
         checker, self._checker = self._checker, None
