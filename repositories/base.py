@@ -247,6 +247,11 @@ class SkillRepository(AsyncResource, ABC):
         """
         return None
 
+    def default_check_interval(self, seconds: float) -> None:
+        """Ask for changes at most every ``seconds`` unless this market was given an interval of
+        its own. Markets whose check costs a round trip (git's ``ls-remote``) honour it; the
+        default ignores it (a folder is watched, a MySQL check is one cheap query)."""
+
     async def version(self) -> str:
         """The current change token; raises ``RepositoryUnavailable`` when it cannot be read."""
         self._check_open()

@@ -127,7 +127,8 @@ class GitRepository(SkillRepository):
     reported, never followed.
 
     ``version()`` is the served commit. Before it is returned, when ``check_interval`` seconds
-    have elapsed since the last check (default 0: every call), one ``git ls-remote`` compares the
+    have elapsed since the last check (default 0: every call, unless the pipeline's
+    ``market_check_interval`` says otherwise), one ``git ls-remote`` compares the
     remote's HEAD (its symref target) or ``branch`` with the served commit; only when it moved is
     the new commit fetched (``--force``, so force-pushes are handled). An unchanged remote costs
     exactly one subprocess, and none within ``check_interval``. Checks are single-flight: callers
@@ -135,8 +136,11 @@ class GitRepository(SkillRepository):
     ``check_budget`` (seconds) a call waits at most that long for a due check once a commit has
     been served, then serves the last known commit; the check finishes in the background and the
     next call serves what it found (``None``, the default, waits for the check;
-    ``background_refresh=True`` is a budget of 0). With ``auto_sync=False`` nothing touches the
-    network until ``await sync()``.
+    ``background_refresh=True`` is a budget of 0). Between checks a call reads the shared
+    clone's ref (one small file): a commit another process fetched into the same ``cache_dir``
+    (``harness market refresh``, another worker's check) is served at once. ``refresh()`` and
+    ``sync()`` check now, whatever the interval, and wait for the answer (read-your-push). With
+    ``auto_sync=False`` nothing touches the network until ``await sync()``.
 
     Skills are read from ``subdir`` when given, else from a ``skills/`` folder when the commit has
     one, else from the root. When the remote cannot be reached the last good commit keeps being
@@ -162,7 +166,7 @@ class GitRepository(SkillRepository):
         branch: str | None = None,
         subdir: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
-        check_interval: float = 0.0,
+        check_interval: float | None = None,
         background_refresh: bool = False,
         check_budget: float | None = None,
         auto_sync: bool = True,
@@ -172,7 +176,7 @@ class GitRepository(SkillRepository):
     ) -> None:
         if not url:
             raise InvalidRepositoryConfig("a git repository needs a URL")
-        if check_interval < 0:
+        if check_interval is not None and check_interval < 0:
             raise InvalidRepositoryConfig(f"check_interval must be >= 0, not {check_interval}")
         if check_budget is not None and check_budget < 0:
             raise InvalidRepositoryConfig(f"check_budget must be >= 0, not {check_budget}")
@@ -184,7 +188,9 @@ class GitRepository(SkillRepository):
         self._secrets = url_credentials(url)
         self.branch = branch
         self.subdir = subdir.strip("/") if subdir else None
-        self.check_interval = check_interval
+        self._own_interval = check_interval is not None
+        self.check_interval = check_interval or 0.0
+        """Seconds between two checks of the remote (0: before every read)."""
         self.background_refresh = background_refresh
         self.check_budget = 0.0 if background_refresh else check_budget
         self.checks = 0  # ``git ls-remote`` runs so far (how many checks concurrent callers shared)
@@ -199,6 +205,7 @@ class GitRepository(SkillRepository):
         self._repo: git.Repo | None = None
         self._served: str | None = None
         self._last_check = -float("inf")
+        self._forced = False  # ``refresh()`` asked for a check now: wait for it, whatever the budget
         self._checker: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future[str] | None = None
         self._roots: dict[str, str] = {}
@@ -225,7 +232,7 @@ class GitRepository(SkillRepository):
             branch=options.pop("branch", None) or None,
             subdir=options.pop("subdir", None) or None,
             cache_dir=options.pop("cache_dir", None) or None,
-            check_interval=number(options, "check_interval", 0.0),
+            check_interval=number(options, "check_interval", 0.0) if "check_interval" in options else None,
             background_refresh=flag(options, "background_refresh", False),
             check_budget=number(options, "check_budget", 0.0) if "check_budget" in options else None,
             auto_sync=flag(options, "auto_sync", True),
@@ -252,6 +259,13 @@ class GitRepository(SkillRepository):
         data = await anyio.to_thread.run_sync(self._read_blobs, commit, "", (clean,))
         return data[clean]
 
+    def default_check_interval(self, seconds: float) -> None:
+        """Check the remote at most every ``seconds`` unless ``check_interval`` was given."""
+        if seconds < 0:
+            raise InvalidRepositoryConfig(f"check_interval must be >= 0, not {seconds}")
+        if not self._own_interval:
+            self.check_interval = seconds
+
     # Change detection.
 
     async def _version(self) -> str:
@@ -261,6 +275,10 @@ class GitRepository(SkillRepository):
         if not self.auto_sync:
             return self._require_local()
         due = time.monotonic() - self._last_check >= self.check_interval or self._served is None
+        if not due and self._pending is None:
+            # Between checks: the shared clone's ref, one small file, says whether another
+            # process (``harness market refresh``, another worker) fetched something newer.
+            return self._follow_clone()
         if due and self._pending is None:
             self._last_check = time.monotonic()
             if self._checker is None:
@@ -270,7 +288,7 @@ class GitRepository(SkillRepository):
         pending = self._pending
         if pending is None:
             return self._require_served()
-        budget = self.check_budget if self._served is not None else None
+        budget = self.check_budget if self._served is not None and not self._forced else None
         if budget is None or budget > 0:
             # Wait for the check in flight (ours or another caller's), at most ``budget``.
             with anyio.move_on_after(budget):
@@ -278,8 +296,20 @@ class GitRepository(SkillRepository):
         if pending.done():
             if self._pending is pending:
                 self._pending = None
+            self._forced = False
             self._served = pending.result()
         return self._require_served()
+
+    def _follow_clone(self) -> str:
+        served = self._require_served()
+        try:
+            local = self._local_commit()
+        except OSError:
+            return served
+        if local is not None and local != served:
+            self._served = local
+            return local
+        return served
 
     def _require_served(self) -> str:
         if self._served is None:  # only before the first check finished, which is waited for
@@ -300,6 +330,7 @@ class GitRepository(SkillRepository):
 
     def _invalidate(self) -> None:
         self._last_check = -float("inf")
+        self._forced = True
 
     def _check_remote(self) -> str:
         """One ``ls-remote``; a fetch under the cache lock only when the remote moved."""

@@ -174,6 +174,11 @@ class SkillLayer:
         return last if last is not None else _NOTHING_YET
 
     @property
+    def version(self) -> str | None:
+        """The repository's version this layer last loaded (``None`` before the first)."""
+        return self._version
+
+    @property
     def watch_root(self) -> Path | None:
         """The host folder whose changes are the only way this layer changes, or ``None``."""
         return self.repository.watch_root

@@ -121,6 +121,9 @@ class SkillPipeline(AsyncResource):
     skills are ordered by name. The catalog shows markets by short labels (:attr:`labels`).
     ``progress`` hears about long work: a staging pass that writes files (see :class:`Stager`),
     a market's first clone (it becomes each market's ``progress``) and environment builds.
+    ``market_check_interval`` (seconds) is how often markets whose check is a round trip (git's
+    ``ls-remote``) ask their remote, for those not given an interval of their own; between
+    checks a warm turn asks nothing, and :meth:`refresh_market` checks one market now.
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class SkillPipeline(AsyncResource):
         environments: EnvironmentOptions | None = None,
         relevance: Mapping[str, float] | None = None,
         progress: ProgressCallback | None = None,
+        market_check_interval: float | None = None,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
@@ -158,6 +162,9 @@ class SkillPipeline(AsyncResource):
         if progress is not None:
             for repo in repositories:
                 repo.progress = progress
+        if market_check_interval is not None:
+            for repo in repositories:
+                repo.default_check_interval(market_check_interval)
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
@@ -355,6 +362,20 @@ class SkillPipeline(AsyncResource):
         if self.environments is not None:
             self.environments.refresh()
         self._base = None
+
+    async def refresh_market(self, source: str) -> str:
+        """Check the market ``source`` (its slug) now, whatever its check interval, and serve
+        what it finds from the next turn on: a publisher sees their push at once. Returns the
+        version served; ``KeyError`` names the markets when none has that slug. A market that
+        fails keeps serving its last good skills (see the next turn's diagnostics)."""
+        layer = next((m for m in self._layers if m.layer is Layer.MARKET and m.source == source), None)
+        if layer is None:
+            markets = ", ".join(m.source for m in self._layers if m.layer is Layer.MARKET) or "none"
+            raise KeyError(f"no market {source!r} (markets: {markets})")
+        self._epoch += 1  # turns already waiting for the shared layers do not reuse the old ones
+        await layer.refresh()
+        await self._load(layer)
+        return layer.version or ""
 
     # -- layers 1–3 ------------------------------------------------------------------------
 
