@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 import anyio
 
 from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
-from repositories._git_blobs import BlobReadError, blob_sizes, read_blobs
 from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
@@ -550,6 +549,8 @@ class GitRepository(SkillRepository):
     def _read_snapshot(self, commit: str) -> Snapshot:
         self._problems = []
         tree, prefix = self._tree(commit)
+        from repositories._git_blobs import BlobReadError, blob_sizes  # loaded by the first read
+
         try:  # every blob's size from one ``ls-tree``, not one object lookup per file
             self._sizes.update(blob_sizes(self.clone_path, tree.sha, env=self._env(), timeout=self.timeout))
         except BlobReadError:
@@ -682,6 +683,8 @@ class GitRepository(SkillRepository):
         named read in one ``cat-file --batch`` stream; a path it did not name (a link, a folder,
         a file outside the skills) is looked up in the trees, which says why it cannot be read.
         One result per ask: its bytes by path, or the error it met."""
+        from repositories._git_blobs import BlobReadError, read_blobs  # loaded by the first read
+
         known = self._blobs if self._blobs_of == commit else {}
         ids = {path: known.get(folder, {}).get(path) for folder, _, paths in asks for path in paths}
         try:
