@@ -21,13 +21,14 @@ import bisect
 import importlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["LineStart", "LiteralStart", "Probe", "Promise", "Starts", "WordBefore", "best", "required_sets", "starts"]
 
 # The standard library's regular-expression parser and its opcodes (no typed public names).
 _parser: Any = importlib.import_module("re._parser")
+_compiler: Any = importlib.import_module("re._compiler")
 _c: Any = importlib.import_module("re._constants")
 _NEWLINE = 10
 _REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT)
@@ -48,6 +49,10 @@ class LineStart:
     """Matches start at a line start whose line holds one needle of each set (no sets: any line)."""
 
     needles: tuple[frozenset[str], ...]
+    anywhere: tuple[frozenset[str], ...] = ()
+    """One string of each set is somewhere in every text the alternative matches."""
+    regex: re.Pattern[str] | None = field(default=None, compare=False)
+    """This alternative alone (``None``: the rule's whole pattern)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,8 @@ class LiteralStart:
     """Matches start with one of ``prefixes``."""
 
     prefixes: frozenset[str]
+    anywhere: tuple[frozenset[str], ...] = ()
+    regex: re.Pattern[str] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,8 @@ class WordBefore:
     """Matches start at the first character of a word that ``char`` follows (``\\bname=``)."""
 
     char: str
+    anywhere: tuple[frozenset[str], ...] = ()
+    regex: re.Pattern[str] | None = field(default=None, compare=False)
 
 
 Promise = LineStart | LiteralStart | WordBefore
@@ -79,33 +88,49 @@ def starts(pattern: str, flags: int = 0) -> Starts | None:
         return None  # an empty match: where ``finditer`` looks next is subtle, so look everywhere
     dotall = bool(parsed.state.flags & re.DOTALL)
     items: list[Item] = list(parsed)
-    branches = [list(b) for b in items[0][1][1]] if len(items) == 1 and items[0][0] is _c.BRANCH else [items]
-    found: list[Promise] = []
+    # ``\bA|\bB`` parses as ``\b(?:A|B)``: zero-width items before a last alternation
+    # choose nothing, so each alternative is that prefix and its own items.
+    prefix = 0
+    while prefix < len(items) and items[prefix][0] in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
+        prefix += 1
+    if prefix == len(items) - 1 and items[-1][0] is _c.BRANCH:
+        branches = [[*items[:prefix], *b] for b in items[-1][1][1]]
+    else:
+        branches = [items]
+    found: list[tuple[Promise, list[Item]]] = []
     for branch in branches:
         promise = _branch_starts(branch, dotall)
         if promise is None:
             return None
         found.extend(promise)
-    return tuple(found)
+    if len(found) == 1:
+        return (found[0][0],)
+    # Each alternative compiled alone (same groups, same flags): at a position only the
+    # alternatives that can start there are tried, in the pattern's order, which is what the
+    # whole pattern does there (the first alternative that matches wins).
+    return tuple(
+        replace(p, regex=_compiler.compile(_parser.SubPattern(parsed.state, items), flags)) for p, items in found
+    )
 
 
-def _branch_starts(seq: list[Item], dotall: bool) -> list[Promise] | None:
+def _branch_starts(seq: list[Item], dotall: bool) -> list[tuple[Promise, list[Item]]] | None:
+    """The promises of one alternative, each with the items it stands for."""
     if seq and _is_line_anchor(seq[0]):
         rest = seq[1:]
         if rest and rest[0][0] is _c.BRANCH:  # ``(?<![^\n])(?:A|B)C``: one promise per alternative
-            promises: list[Promise] = []
+            promises: list[tuple[Promise, list[Item]]] = []
             for branch in rest[0][1][1]:
                 promise = _branch_starts([seq[0], *branch, *rest[1:]], dotall)
                 if promise is None:
                     return None
                 promises.extend(promise)
             return promises
-        return [LineStart(tuple(_in_first_line(rest, dotall)))]
+        return [(LineStart(tuple(_in_first_line(rest, dotall)), tuple(required_sets(seq))), seq)]
     first = _first_strings(seq)
     if first is not None:
-        return [LiteralStart(first)]
+        return [(LiteralStart(first, tuple(required_sets(seq))), seq)]
     word = _word_before(seq)
-    return None if word is None else [WordBefore(word)]
+    return None if word is None else [(WordBefore(word, tuple(required_sets(seq))), seq)]
 
 
 def _word_before(seq: Sequence[Item]) -> str | None:
@@ -342,34 +367,43 @@ class Probe:
             yield from regex.finditer(self.text)
             return
         end = 0
-        for position in self._candidates(where):
+        candidates = self._candidates(where)
+        for position in sorted(candidates):
             if position < end:
                 continue  # inside the last match, where ``finditer`` does not look either
-            match = regex.match(self.text, position)
-            if match is None:
-                continue
-            yield match  # never empty: a pattern that can match nothing has no starts
-            end = match.end()
+            for index in sorted(candidates[position]):
+                match = (where[index].regex or regex).match(self.text, position)
+                if match is not None:
+                    yield match  # never empty: a pattern that can match nothing has no starts
+                    end = match.end()
+                    break
 
-    def _candidates(self, starts: Starts) -> list[int]:
-        positions: set[int] = set()
-        for promise in starts:
-            if isinstance(promise, LineStart):
-                if not promise.needles:
-                    positions.update(self.starts)
-                    continue
-                # The lines holding the rarest-looking needles, then each other set checked there.
-                first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
-                for line in frozenset().union(*(self._lines_with(n) for n in first)):
-                    text = self._line(line)
-                    if all(any(n in text for n in needles) for needles in others):
-                        positions.add(self.starts[line])
-            elif isinstance(promise, LiteralStart):
-                for prefix in promise.prefixes:
-                    positions.update(self._occurrences(prefix))
-            else:
-                positions.update(self._words_before(promise.char))
-        return sorted(positions)
+    def _candidates(self, starts: Starts) -> dict[int, set[int]]:
+        """Each position where a match can start, with the alternatives that can start there."""
+        found: dict[int, set[int]] = {}
+        for index, promise in enumerate(starts):
+            if not all(any(map(self.has, needles)) for needles in promise.anywhere):
+                continue  # the text lacks something every match of this alternative holds
+            for position in self._promised(promise):
+                found.setdefault(position, set()).add(index)
+        return found
+
+    def _promised(self, promise: Promise) -> set[int]:
+        """Where ``promise`` says its alternative can start."""
+        if isinstance(promise, LiteralStart):
+            return {at for prefix in promise.prefixes for at in self._occurrences(prefix)}
+        if isinstance(promise, WordBefore):
+            return set(self._words_before(promise.char))
+        if not promise.needles:
+            return set(self.starts)
+        # The lines holding the rarest-looking needles, then each other set checked there.
+        first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+        positions = set()
+        for line in frozenset().union(*(self._lines_with(n) for n in first)):
+            text = self._line(line)
+            if all(any(n in text for n in needles) for needles in others):
+                positions.add(self.starts[line])
+        return positions
 
     def _words_before(self, char: str) -> list[int]:
         """Where each run of word characters right before an occurrence of ``char`` starts."""

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.learning import Scanner
 from harness.skills import _rule_starts, scanner
-from harness.skills._rule_starts import LineStart, LiteralStart, WordBefore, starts
+from harness.skills._rule_starts import LineStart, LiteralStart, Starts, WordBefore, starts
 from harness.skills.scanner import DEFAULT_RULES
 from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
@@ -176,14 +176,43 @@ def test_every_built_in_rule_knows_where_its_matches_start() -> None:
     ],
 )
 def test_starts_read_off_a_pattern(pattern: str, expected: object) -> None:
-    assert starts(pattern) == expected
+    assert _where(starts(pattern)) == expected
+
+
+def _where(found: Starts | None) -> Starts | None:
+    """The promises without what they need anywhere in the text."""
+    return None if found is None else tuple(dataclasses.replace(p, anywhere=()) for p in found)
+
+
+def test_an_alternative_needs_its_literals_somewhere_in_the_text() -> None:
+    (promise,) = starts(r"\bcurl\b[^\n]*\|\s*sh") or ()
+    assert promise.anywhere == (frozenset({"curl"}), frozenset({"|"}), frozenset({"sh"}))
 
 
 def test_a_line_start_promise_only_counts_what_stays_on_the_first_line() -> None:
     found = starts(r"(?<![^\n])(?>[^\n]*?curl)\s+(?:[^\n]*\n)?[^\n]*secret")
-    assert found == (LineStart((frozenset({"curl"}),)),)
+    assert _where(found) == (LineStart((frozenset({"curl"}),)),)
 
 
 def test_a_custom_rule_without_a_known_start_still_runs() -> None:
     rule = scanner.ScanRule(id="digits", category="custom", severity="high", pattern=r"\d{3}\s\d{4}", message="n")
     assert Scanner([rule]).scan({"a.md": "call 555 1234"}).dangerous
+
+
+_CUSTOM = [
+    r"\bab\w*|\babc[^\n]*d",  # both alternatives start at the same word: the first wins
+    r"(?<![^\n])(?>[^\n]*?x)y\s*z|(?<![^\n])[^\n]*?xyz",  # line starts, across a line
+    r"\b([a-z]\w*+)=1[^\n]*\1|\bq=",  # a back-reference in the alternative alone
+]
+_CUSTOM_TEXTS = ["abcd abx\nxy\n z\nxyz q=", "k=1 k\nab=1 ab abcd", "xy\n\n\nz y=1 y abc\nd"]
+
+
+@pytest.mark.parametrize("pattern", _CUSTOM)
+@pytest.mark.parametrize("text", _CUSTOM_TEXTS)
+def test_custom_alternations_match_as_the_whole_pattern_does(pattern: str, text: str) -> None:
+    rule = scanner.ScanRule(id="custom", category="custom", severity="high", pattern=pattern, message="m")
+    fast, plain = Scanner([rule]), Scanner([rule])
+    plain._compiled = tuple(dataclasses.replace(c, needles=None, starts=None) for c in plain._compiled)
+    assert fast._compiled[0].starts is not None
+    for variant in (text, text * 40):
+        assert fast.scan({"a.md": variant}) == plain.scan({"a.md": variant})
