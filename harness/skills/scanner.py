@@ -744,14 +744,19 @@ def _readable(data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if text and text.translate(_LINE_BREAKS).isprintable():
+        return text  # every character counts (most decoded blobs): no need to count them
     printable = sum(1 for c in text if c.isprintable() or c in "\n\t\r")
     return text if text and printable >= 0.95 * len(text) else None
 
 
+_LINE_BREAKS = str.maketrans("", "", "\n\t\r")
+
+
 def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(first line number, text)`` per shell line: a trailing backslash joins the next line."""
-    if not any(line.endswith("\\") for line in lines):
-        return list(enumerate(lines, start=1))  # nothing to join (most texts)
+    if "\\\n" not in "\n".join(lines) + "\n":
+        return list(enumerate(lines, start=1))  # no line ends with a backslash (most texts)
     logical: list[tuple[int, str]] = []
     pending: tuple[int, str] | None = None
     for number, line in enumerate(lines, start=1):
