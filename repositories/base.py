@@ -247,6 +247,18 @@ class SkillRepository(AsyncResource, ABC):
         """
         return None
 
+    @property
+    def change_hints(self) -> tuple[Path, ...]:
+        """Host folders whose file changes suggest this market changed (a local git remote's
+        refs, a shared clone's ref): a caller that watches them calls :meth:`hint_changed`, so
+        the next :meth:`version` checks at once. None by default."""
+        return ()
+
+    def hint_changed(self) -> None:
+        """Something below :attr:`change_hints` changed: check at the next call, whatever the
+        market's check interval."""
+        self._invalidate()
+
     def default_check_interval(self, seconds: float) -> None:
         """Ask for changes at most every ``seconds`` unless this market was given an interval of
         its own. Markets whose check costs a round trip (git's ``ls-remote``) honour it; the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -11,6 +12,7 @@ import stat
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -135,11 +137,10 @@ class GitRepository(SkillRepository):
     ``check_budget`` (seconds) a call waits at most that long for a due check once a commit has
     been served, then serves the last known commit; the check finishes in the background and the
     next call serves what it found (``None``, the default, waits for the check;
-    ``background_refresh=True`` is a budget of 0). Between checks a call reads the shared
-    clone's ref (one small file): a commit another process fetched into the same ``cache_dir``
-    (``harness market refresh``, another worker's check) is served at once. ``refresh()`` and
-    ``sync()`` check now, whatever the interval, and wait for the answer (read-your-push). With
-    ``auto_sync=False`` nothing touches the network until ``await sync()``.
+    ``background_refresh=True`` is a budget of 0). ``refresh()`` and ``sync()`` check now,
+    whatever the interval, and wait for the answer (read-your-push); :attr:`change_hints` are
+    folders a watcher may follow to have the next call check at once (:meth:`hint_changed`).
+    With ``auto_sync=False`` nothing touches the network until ``await sync()``.
 
     Skills are read from ``subdir`` when given, else from a ``skills/`` folder when the commit has
     one, else from the root. When the remote cannot be reached the last good commit keeps being
@@ -258,6 +259,24 @@ class GitRepository(SkillRepository):
         data = await anyio.to_thread.run_sync(self._read_blobs, commit, "", (clean,))
         return data[clean]
 
+    @property
+    def change_hints(self) -> tuple[Path, ...]:
+        """The shared clone's ref folder (another process's fetch, ``harness market refresh``)
+        and, for a ``file://`` remote, the remote's ``refs`` folder (a push). The clone's folder
+        is created when missing, so it can be watched before the first clone."""
+        hints = []
+        served = self.clone_path / "refs" / "harness"
+        with contextlib.suppress(OSError):
+            served.mkdir(parents=True, exist_ok=True)
+            hints.append(served)
+        if self.url.startswith("file://"):
+            local = Path(urllib.parse.unquote(urllib.parse.urlsplit(self.url).path))
+            for refs in (local / "refs", local / ".git" / "refs"):
+                if refs.is_dir():
+                    hints.append(refs)
+                    break
+        return tuple(hints)
+
     def default_check_interval(self, seconds: float) -> None:
         """Check the remote at most every ``seconds`` unless ``check_interval`` was given."""
         if seconds < 0:
@@ -274,10 +293,6 @@ class GitRepository(SkillRepository):
         if not self.auto_sync:
             return self._require_local()
         due = time.monotonic() - self._last_check >= self.check_interval or self._served is None
-        if not due and self._pending is None:
-            # Between checks: the shared clone's ref, one small file, says whether another
-            # process (``harness market refresh``, another worker) fetched something newer.
-            return self._follow_clone()
         if due and self._pending is None:
             self._last_check = time.monotonic()
             if self._checker is None:
@@ -298,17 +313,6 @@ class GitRepository(SkillRepository):
             self._forced = False
             self._served = pending.result()
         return self._require_served()
-
-    def _follow_clone(self) -> str:
-        served = self._require_served()
-        try:
-            local = self._local_commit()
-        except OSError:
-            return served
-        if local is not None and local != served:
-            self._served = local
-            return local
-        return served
 
     def _require_served(self) -> str:
         if self._served is None:  # only before the first check finished, which is waited for

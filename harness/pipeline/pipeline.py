@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,6 +209,7 @@ class SkillPipeline(AsyncResource):
         )
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
+        self._staged_early: list[StageResult] = []  # early passes of this wave (see _load_layers)
         self._watched_roots: list[Path] = []
         self._watchers: list[TreeWatcher] = []
         # Every folder layer by its watch root, so a change finds its layers without a scan.
@@ -237,6 +238,13 @@ class SkillPipeline(AsyncResource):
                     self._watched_roots.append(root)
             for layer in self._layers:
                 layer.watch(self._is_watched(layer.watch_root))
+            for layer in self._layers:  # markets that say which host folders hint at a change
+                hints = layer.repository.change_hints if layer.layer is Layer.MARKET else ()
+                for root in hints:
+                    if root.is_dir():
+                        watcher = TreeWatcher(root, self._hinted(layer), self._on_hint_failure)
+                        await watchers.start(watcher.run, name=f"harness-watch:{root}")
+                        self._watchers.append(watcher)
         return await super().__aenter__()
 
     async def _aclose(self) -> None:
@@ -269,7 +277,7 @@ class SkillPipeline(AsyncResource):
         ``stage=False`` plans without staging (what read-only commands use): nothing is written,
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
-        base = await self._current_base()
+        base = await self._current_base(stage_early=stage)
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
@@ -294,11 +302,7 @@ class SkillPipeline(AsyncResource):
                 skills = {k: v for k, v in skills.items() if k in allowed}
                 shadowed = {k: v for k, v in shadowed.items() if k in allowed}
                 catalog = self._catalog(skills, shadowed)
-        staged = (
-            await self.stager.stage(base.stage_items, keep_sources=base.unanswered)
-            if self.stager is not None and stage
-            else None
-        )
+        staged = await self._stage_base(base) if self.stager is not None and stage else None
         diagnostics = (
             *base.diagnostics,
             *(d for result in user for d in result.diagnostics),
@@ -332,9 +336,9 @@ class SkillPipeline(AsyncResource):
         diagnostics start with those of the layers (a market that is down, a broken skill)."""
         if self.stager is None:
             raise ShellUnavailable("staging needs a filesystem with a shell on this host")
-        base = await self._current_base()
+        base = await self._current_base(stage_early=True)
         await self.verdicts.save()
-        result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
+        result = await self._stage_base(base, verify=verify)
         return dataclasses.replace(result, diagnostics=(*base.diagnostics, *result.diagnostics))
 
     def invalidate(self, user_id: str | None = None) -> None:
@@ -379,7 +383,7 @@ class SkillPipeline(AsyncResource):
 
     # -- layers 1–3 ------------------------------------------------------------------------
 
-    async def _current_base(self) -> _Base:
+    async def _current_base(self, *, stage_early: bool = False) -> _Base:
         """The shared layers, brought up to date once per wave of turns: a turn that arrives
         while another turn's refresh is pending or in flight shares its result (so N concurrent
         turns check each market once), unless something was invalidated since that wave began."""
@@ -391,20 +395,26 @@ class SkillPipeline(AsyncResource):
         async with self._base_lock:
             if wave.done and self._base is not None:
                 return self._base
-            results = await self._load_layers()
+            results = await self._load_layers(stage_early=stage_early and self.stager is not None)
             wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
                 self._base = self._merge_base(results)
                 self._base_inputs = results
             return self._base
 
-    async def _load_layers(self) -> tuple[LayerResult, ...]:
-        """Every layer's skills; the ones that must ask their repository ask concurrently."""
+    async def _load_layers(self, *, stage_early: bool = False) -> tuple[LayerResult, ...]:
+        """Every layer's skills; the ones that must ask their repository ask concurrently. With
+        ``stage_early``, a staged layer whose skills changed is staged as soon as it has loaded,
+        while the other layers are still fetching and scanning (the turn's staging pass then
+        finds its files in place)."""
         results: list[LayerResult] = [layer.result for layer in self._layers]
         asking = [(index, layer) for index, layer in enumerate(self._layers) if not layer.fresh]
+        before = dict(enumerate(self._base_inputs))
 
         async def load(index: int, layer: SkillLayer) -> None:
             results[index] = await self._load(layer)
+            if stage_early and layer.staged and results[index] is not before.get(index) and len(asking) > 1:
+                await self._stage_layer(layer, results[index])
 
         if len(asking) == 1:
             await load(*asking[0])
@@ -413,6 +423,26 @@ class SkillPipeline(AsyncResource):
                 for index, layer in asking:
                     group.start_soon(load, index, layer)
         return tuple(results)
+
+    async def _stage_layer(self, layer: SkillLayer, result: LayerResult) -> None:
+        """Stage one layer's skills now, removing nothing (see :meth:`_load_layers`). A failure is
+        only logged: the turn's staging pass tries again and reports it."""
+        if self.stager is None or result.failed:
+            return
+        items = [StageItem(entry=entry, reader=layer) for entry in _one_per_folder(result, layer.source).entries]
+        try:  # partial: it only writes; removing what is no longer served is the turn's pass
+            self._staged_early.append(await self.stager.stage(items, partial=True))
+        except Exception as exc:  # the turn's own staging pass tries again and reports
+            log.warning("staging %r early failed: %s", layer.source, exc)
+
+    async def _stage_base(self, base: _Base, *, verify: bool = False) -> StageResult:
+        """The staging pass of a turn; files an early pass wrote count as written by it."""
+        assert self.stager is not None
+        result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
+        early, self._staged_early = sum(r.written for r in self._staged_early), []
+        if not early:
+            return result
+        return dataclasses.replace(result, written=result.written + early, unchanged=max(result.unchanged - early, 0))
 
     async def _load(self, layer: SkillLayer) -> LayerResult:
         """The layer's skills, or its last good ones when it does not answer in time."""
@@ -657,6 +687,20 @@ class SkillPipeline(AsyncResource):
         self._epoch += 1
         for layer in self._by_root.touched(paths):
             layer.mark_stale()
+
+    def _hinted(self, layer: SkillLayer) -> Callable[[set[Path]], None]:
+        """What a change below one of ``layer``'s market's change hints does: the next turn
+        asks that market at once (a push, another process's fetch), whatever its interval."""
+
+        def changed(paths: set[Path]) -> None:
+            self._epoch += 1
+            layer.repository.hint_changed()
+            layer.mark_stale()
+
+        return changed
+
+    def _on_hint_failure(self, reason: str) -> None:
+        log.warning("cannot follow a market's change hints (it is still checked on its interval): %s", reason)
 
     def _on_watch_failure(self, reason: str) -> None:
         self._epoch += 1

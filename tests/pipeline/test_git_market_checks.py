@@ -1,7 +1,7 @@
 """Warm turns with git markets: each market asks its remote at most every
 ``market_check_interval`` seconds, a push shows within that interval or at once when asked
-(``refresh_market``, ``harness market refresh``), and a commit another process fetched into the
-shared clone is served on the next turn without asking the remote."""
+(``refresh_market``, ``harness market refresh``); with watchers, a push to a local remote or a
+commit another process fetched into the shared clone is checked on the next turn."""
 
 from __future__ import annotations
 
@@ -85,21 +85,43 @@ async def test_a_market_keeps_its_own_interval(remote: GitRemote, tmp_path: Path
     assert (own.check_interval, other.check_interval) == (0, 60)
 
 
-async def test_a_commit_another_process_fetched_is_served_on_the_next_turn(remote: GitRemote, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    repo = GitRepository(remote.url, cache_dir=cache)
+async def _shows(pipeline: SkillPipeline, name: str) -> bool:
+    """Whether ``name`` shows within a few seconds (a watcher reports after its debounce)."""
+    with anyio.move_on_after(10):
+        while name not in await _names(pipeline):
+            await anyio.sleep(0.05)
+        return True
+    return False
+
+
+async def test_a_push_to_a_local_remote_shows_on_the_next_turn_with_watchers(remote: GitRemote, tmp_path: Path) -> None:
+    repo = GitRepository(remote.url, cache_dir=tmp_path / "cache")
     async with (
         LocalFilesystem(tmp_path / "ws") as fs,
-        SkillPipeline(filesystem=fs, repositories=[repo], watch=False, market_check_interval=3600) as pipeline,
+        SkillPipeline(filesystem=fs, repositories=[repo], market_check_interval=3600) as pipeline,
     ):
         assert await _names(pipeline) == {"alpha"}
-        checks = repo.checks
+        remote.skill("skills/beta")
+        remote.commit()
+        assert await _shows(pipeline, "beta")
+
+
+async def test_a_commit_another_process_fetched_is_served_on_the_next_turn(remote: GitRemote, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    # A remote named by its path, which gives no hint of its own: only the shared clone tells.
+    repo = GitRepository(str(remote.bare), cache_dir=cache)
+    hints = repo.change_hints
+    async with (
+        LocalFilesystem(tmp_path / "ws") as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], market_check_interval=3600) as pipeline,
+    ):
+        assert hints == (repo.clone_path / "refs" / "harness",)
+        assert await _names(pipeline) == {"alpha"}
         remote.skill("skills/beta")
         pushed = remote.commit()
-        async with GitRepository(remote.url, cache_dir=cache) as elsewhere:  # e.g. the CLI
+        async with GitRepository(str(remote.bare), cache_dir=cache) as elsewhere:  # e.g. the CLI
             assert await elsewhere.sync() == pushed
-        assert await _names(pipeline) == {"alpha", "beta"}
-        assert repo.checks == checks  # read off the shared clone, no ls-remote
+        assert await _shows(pipeline, "beta")
 
 
 async def test_the_market_refresh_command_fetches_for_running_processes(
@@ -112,7 +134,7 @@ async def test_the_market_refresh_command_fetches_for_running_processes(
     repo = GitRepository(remote.url, cache_dir=cache)
     async with (
         LocalFilesystem(tmp_path / "ws") as fs,
-        SkillPipeline(filesystem=fs, repositories=[repo], watch=False, market_check_interval=3600) as pipeline,
+        SkillPipeline(filesystem=fs, repositories=[repo], market_check_interval=3600) as pipeline,
     ):
         assert await _names(pipeline) == {"alpha"}
         remote.skill("skills/beta")
@@ -125,7 +147,7 @@ async def test_the_market_refresh_command_fetches_for_running_processes(
             "skills": 2,
             "error": None,
         }
-        assert await _names(pipeline) == {"alpha", "beta"}
+        assert await _shows(pipeline, "beta")
     unknown = ["market", "refresh", "git-nobody-nothing", "--config", str(config)]
     assert await anyio.to_thread.run_sync(main, unknown) == 2
     assert "no market 'git-nobody-nothing'" in capsys.readouterr().err
