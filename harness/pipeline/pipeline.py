@@ -439,10 +439,15 @@ class SkillPipeline(AsyncResource):
         """The staging pass of a turn; files an early pass wrote count as written by it."""
         assert self.stager is not None
         result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
-        early, self._staged_early = sum(r.written for r in self._staged_early), []
+        early, self._staged_early = self._staged_early, []
         if not early:
             return result
-        return dataclasses.replace(result, written=result.written + early, unchanged=max(result.unchanged - early, 0))
+        written = sum(r.written for r in early)
+        # What an early pass reported stands (a full disk may have been freed since), once.
+        notes = tuple(dict.fromkeys((*(d for r in early for d in r.diagnostics), *result.diagnostics)))
+        return dataclasses.replace(
+            result, written=result.written + written, unchanged=max(result.unchanged - written, 0), diagnostics=notes
+        )
 
     async def _load(self, layer: SkillLayer) -> LayerResult:
         """The layer's skills, or its last good ones when it does not answer in time."""
