@@ -630,8 +630,13 @@ class GitRepository(SkillRepository):
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
         snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
-        blob = await anyio.to_thread.run_sync(
-            self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
+        known = self._blobs.get(folder, {}).get(path) if self._blobs_of == snapshot.version else None
+        blob = (
+            _Node(known, 0o100644, path)
+            if known is not None
+            else await anyio.to_thread.run_sync(
+                self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
+            )
         )
         # A separate ``cat-file`` per streamed blob: the shared one cannot be held across awaits.
         process = subprocess.Popen(
