@@ -26,7 +26,7 @@ from repositories.last_good import LastGood
 from repositories.sources import check_source
 
 if TYPE_CHECKING:
-    from filesystems import ProgressCallback
+    from filesystems import KeyValueStore, ProgressCallback
 
 __all__ = [
     "BundleFile",
@@ -258,6 +258,11 @@ class SkillRepository(AsyncResource, ABC):
         """Something below :attr:`change_hints` changed: check at the next call, whatever the
         market's check interval."""
         self._invalidate()
+
+    def share_checks(self, store: KeyValueStore) -> None:
+        """Share this market's change checks with every process that opens ``store`` (replicas
+        over one MySQL store), so they ask a remote about once per interval between them.
+        Markets whose check is a round trip honour it (git); the default ignores it."""
 
     def default_check_interval(self, seconds: float) -> None:
         """Ask for changes at most every ``seconds`` unless this market was given an interval of

@@ -7,6 +7,7 @@ import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import stat
 import subprocess
@@ -37,7 +38,7 @@ from repositories.sources import make_source
 if TYPE_CHECKING:
     import git
 
-    from filesystems import ProgressReporter
+    from filesystems import KeyValueStore, ProgressReporter
 
 __all__ = ["GitRepository", "default_cache_dir"]
 
@@ -206,6 +207,8 @@ class GitRepository(SkillRepository):
         self._served: str | None = None
         self._last_check = -float("inf")
         self._forced = False  # ``refresh()`` asked for a check now: wait for it, whatever the budget
+        self._shared: KeyValueStore | None = None  # where replicas share this market's checks
+        self._stamp_key = f"harness/market-checks/{self.source}-{key}"
         self._checker: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future[str] | None = None
         self._roots: dict[str, str] = {}
@@ -277,6 +280,14 @@ class GitRepository(SkillRepository):
                     break
         return tuple(hints)
 
+    def share_checks(self, store: KeyValueStore) -> None:
+        """Share this market's checks with every process that opens ``store`` (replicas over
+        one MySQL store): a process whose ``check_interval`` elapsed first reads the last check
+        any of them made, and when that check is younger than the interval and found the commit
+        this process serves, it asks no remote. Each check made here is written back (a few
+        dozen bytes under ``harness/market-checks/``). A store that fails costs only the saving."""
+        self._shared = store
+
     def default_check_interval(self, seconds: float) -> None:
         """Check the remote at most every ``seconds`` unless ``check_interval`` was given."""
         if seconds < 0:
@@ -293,6 +304,8 @@ class GitRepository(SkillRepository):
         if not self.auto_sync:
             return self._require_local()
         due = time.monotonic() - self._last_check >= self.check_interval or self._served is None
+        if due and self._pending is None and not self._forced and await self._checked_elsewhere():
+            return self._require_served()
         if due and self._pending is None:
             self._last_check = time.monotonic()
             if self._checker is None:
@@ -312,7 +325,34 @@ class GitRepository(SkillRepository):
                 self._pending = None
             self._forced = False
             self._served = pending.result()
+            await self._stamp(self._served)
         return self._require_served()
+
+    async def _checked_elsewhere(self) -> bool:
+        """Whether a process sharing :meth:`share_checks`'s store checked the remote within the
+        interval and found the commit served here; this process then counts it as its own check."""
+        if self._shared is None or self._served is None or self.check_interval <= 0:
+            return False
+        try:
+            record = await self._shared.get(self._stamp_key)
+            if record is None:
+                return False
+            stamp = json.loads(record.data)
+            age = time.time() - float(stamp["checked"])
+            same = stamp["commit"] == self._served
+        except Exception:  # no stamp, a garbled one, a store that is down: check as usual
+            return False
+        if not (same and 0 <= age < self.check_interval):
+            return False
+        self._last_check = time.monotonic() - age
+        return True
+
+    async def _stamp(self, commit: str) -> None:
+        if self._shared is None or self.check_interval <= 0:
+            return  # checked on every call: nobody could use the stamp, so none is written
+        stamp = json.dumps({"checked": time.time(), "commit": commit}).encode()
+        with contextlib.suppress(Exception):  # the next check simply asks the remote again
+            await self._shared.put(self._stamp_key, stamp)
 
     def _require_served(self) -> str:
         if self._served is None:  # only before the first check finished, which is waited for

@@ -25,6 +25,7 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     BackgroundTasks,
+    KeyValueStore,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -165,6 +166,10 @@ class SkillPipeline(AsyncResource):
         if market_check_interval is not None:
             for repo in repositories:
                 repo.default_check_interval(market_check_interval)
+        shared = getattr(filesystem, "store", None)  # replicas over one store share their checks
+        if isinstance(shared, KeyValueStore):
+            for repo in repositories:
+                repo.share_checks(shared)
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
