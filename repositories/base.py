@@ -26,7 +26,7 @@ from repositories.last_good import LastGood
 from repositories.sources import check_source
 
 if TYPE_CHECKING:
-    from filesystems import ProgressCallback
+    from filesystems import KeyValueStore, ProgressCallback
 
 __all__ = [
     "BundleFile",
@@ -260,6 +260,28 @@ class SkillRepository(AsyncResource, ABC):
         changes; the directory market returns its folder, markets over a network ``None``.
         """
         return None
+
+    @property
+    def change_hints(self) -> tuple[Path, ...]:
+        """Host folders whose file changes suggest this market changed (a local git remote's
+        refs, a shared clone's ref): a caller that watches them calls :meth:`hint_changed`, so
+        the next :meth:`version` checks at once. None by default."""
+        return ()
+
+    def hint_changed(self) -> None:
+        """Something below :attr:`change_hints` changed: check at the next call, whatever the
+        market's check interval."""
+        self._invalidate()
+
+    def share_checks(self, store: KeyValueStore) -> None:
+        """Share this market's change checks with every process that opens ``store`` (replicas
+        over one MySQL store), so they ask a remote about once per interval between them.
+        Markets whose check is a round trip honour it (git); the default ignores it."""
+
+    def default_check_interval(self, seconds: float) -> None:
+        """Ask for changes at most every ``seconds`` unless this market was given an interval of
+        its own. Markets whose check costs a round trip (git's ``ls-remote``) honour it; the
+        default ignores it (a folder is watched, a MySQL check is one cheap query)."""
 
     async def version(self) -> str:
         """The current change token; raises ``RepositoryUnavailable`` when it cannot be read."""

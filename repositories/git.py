@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import stat
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,7 +38,7 @@ from repositories.sources import make_source
 if TYPE_CHECKING:
     import git
 
-    from filesystems import ProgressReporter
+    from filesystems import KeyValueStore, ProgressReporter
 
 __all__ = ["GitRepository", "default_cache_dir"]
 
@@ -127,7 +130,8 @@ class GitRepository(SkillRepository):
     reported, never followed.
 
     ``version()`` is the served commit. Before it is returned, when ``check_interval`` seconds
-    have elapsed since the last check (default 0: every call), one ``git ls-remote`` compares the
+    have elapsed since the last check (default 0: every call, unless the pipeline's
+    ``market_check_interval`` says otherwise), one ``git ls-remote`` compares the
     remote's HEAD (its symref target) or ``branch`` with the served commit; only when it moved is
     the new commit fetched (``--force``, so force-pushes are handled). An unchanged remote costs
     exactly one subprocess, and none within ``check_interval``. Checks are single-flight: callers
@@ -135,8 +139,10 @@ class GitRepository(SkillRepository):
     ``check_budget`` (seconds) a call waits at most that long for a due check once a commit has
     been served, then serves the last known commit; the check finishes in the background and the
     next call serves what it found (``None``, the default, waits for the check;
-    ``background_refresh=True`` is a budget of 0). With ``auto_sync=False`` nothing touches the
-    network until ``await sync()``.
+    ``background_refresh=True`` is a budget of 0). ``refresh()`` and ``sync()`` check now,
+    whatever the interval, and wait for the answer (read-your-push); :attr:`change_hints` are
+    folders a watcher may follow to have the next call check at once (:meth:`hint_changed`).
+    With ``auto_sync=False`` nothing touches the network until ``await sync()``.
 
     Skills are read from ``subdir`` when given, else from a ``skills/`` folder when the commit has
     one, else from the root. When the remote cannot be reached the last good commit keeps being
@@ -153,6 +159,8 @@ class GitRepository(SkillRepository):
     report however it ended.
     """
 
+    batch_reads = True
+
     def __init__(
         self,
         url: str,
@@ -160,7 +168,7 @@ class GitRepository(SkillRepository):
         branch: str | None = None,
         subdir: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
-        check_interval: float = 0.0,
+        check_interval: float | None = None,
         background_refresh: bool = False,
         check_budget: float | None = None,
         auto_sync: bool = True,
@@ -170,7 +178,7 @@ class GitRepository(SkillRepository):
     ) -> None:
         if not url:
             raise InvalidRepositoryConfig("a git repository needs a URL")
-        if check_interval < 0:
+        if check_interval is not None and check_interval < 0:
             raise InvalidRepositoryConfig(f"check_interval must be >= 0, not {check_interval}")
         if check_budget is not None and check_budget < 0:
             raise InvalidRepositoryConfig(f"check_budget must be >= 0, not {check_budget}")
@@ -182,7 +190,9 @@ class GitRepository(SkillRepository):
         self._secrets = url_credentials(url)
         self.branch = branch
         self.subdir = subdir.strip("/") if subdir else None
-        self.check_interval = check_interval
+        self._own_interval = check_interval is not None
+        self.check_interval = check_interval or 0.0
+        """Seconds between two checks of the remote (0: before every read)."""
         self.background_refresh = background_refresh
         self.check_budget = 0.0 if background_refresh else check_budget
         self.checks = 0  # ``git ls-remote`` runs so far (how many checks concurrent callers shared)
@@ -197,9 +207,16 @@ class GitRepository(SkillRepository):
         self._repo: git.Repo | None = None
         self._served: str | None = None
         self._last_check = -float("inf")
+        self._forced = False  # ``refresh()`` asked for a check now: wait for it, whatever the budget
+        self._shared: KeyValueStore | None = None  # where replicas share this market's checks
+        self._stamp_key = f"harness/market-checks/{self.source}-{key}"
         self._checker: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future[str] | None = None
         self._roots: dict[str, str] = {}
+        # Each served skill's files by path (SKILL.md included) → blob id, from the listing, so
+        # reads go by id in one batched stream instead of walking the trees again per path.
+        self._blobs: dict[str, dict[str, str]] = {}
+        self._blobs_of = ""  # the commit ``_blobs`` describes
         self._sizes: dict[str, int] = {}
         self._texts: dict[str, bytes] = {}
         self._problems: list[str] = []
@@ -221,7 +238,7 @@ class GitRepository(SkillRepository):
             branch=options.pop("branch", None) or None,
             subdir=options.pop("subdir", None) or None,
             cache_dir=options.pop("cache_dir", None) or None,
-            check_interval=number(options, "check_interval", 0.0),
+            check_interval=number(options, "check_interval", 0.0) if "check_interval" in options else None,
             background_refresh=flag(options, "background_refresh", False),
             check_budget=number(options, "check_budget", 0.0) if "check_budget" in options else None,
             auto_sync=flag(options, "auto_sync", True),
@@ -284,6 +301,39 @@ class GitRepository(SkillRepository):
                 )
         return commit
 
+    @property
+    def change_hints(self) -> tuple[Path, ...]:
+        """The shared clone's ref folder (another process's fetch, ``harness market refresh``)
+        and, for a ``file://`` remote, the remote's ``refs`` folder (a push). The clone's folder
+        is created when missing, so it can be watched before the first clone."""
+        hints = []
+        served = self.clone_path / "refs" / "harness"
+        with contextlib.suppress(OSError):
+            served.mkdir(parents=True, exist_ok=True)
+            hints.append(served)
+        if self.url.startswith("file://"):
+            local = Path(urllib.parse.unquote(urllib.parse.urlsplit(self.url).path))
+            for refs in (local / "refs", local / ".git" / "refs"):
+                if refs.is_dir():
+                    hints.append(refs)
+                    break
+        return tuple(hints)
+
+    def share_checks(self, store: KeyValueStore) -> None:
+        """Share this market's checks with every process that opens ``store`` (replicas over
+        one MySQL store): a process whose ``check_interval`` elapsed first reads the last check
+        any of them made, and when that check is younger than the interval and found the commit
+        this process serves, it asks no remote. Each check made here is written back (a few
+        dozen bytes under ``harness/market-checks/``). A store that fails costs only the saving."""
+        self._shared = store
+
+    def default_check_interval(self, seconds: float) -> None:
+        """Check the remote at most every ``seconds`` unless ``check_interval`` was given."""
+        if seconds < 0:
+            raise InvalidRepositoryConfig(f"check_interval must be >= 0, not {seconds}")
+        if not self._own_interval:
+            self.check_interval = seconds
+
     # Change detection.
 
     async def _version(self) -> str:
@@ -295,6 +345,8 @@ class GitRepository(SkillRepository):
         if not self.auto_sync:
             return self._require_local()
         due = time.monotonic() - self._last_check >= self.check_interval or self._served is None
+        if due and self._pending is None and not self._forced and await self._checked_elsewhere():
+            return self._require_served()
         if due and self._pending is None:
             self._last_check = time.monotonic()
             if self._checker is None:
@@ -304,7 +356,7 @@ class GitRepository(SkillRepository):
         pending = self._pending
         if pending is None:
             return self._require_served()
-        budget = self.check_budget if self._served is not None else None
+        budget = self.check_budget if self._served is not None and not self._forced else None
         if budget is None or budget > 0:
             # Wait for the check in flight (ours or another caller's), at most ``budget``.
             with anyio.move_on_after(budget):
@@ -312,8 +364,36 @@ class GitRepository(SkillRepository):
         if pending.done():
             if self._pending is pending:
                 self._pending = None
+            self._forced = False
             self._served = pending.result()
+            await self._stamp(self._served)
         return self._require_served()
+
+    async def _checked_elsewhere(self) -> bool:
+        """Whether a process sharing :meth:`share_checks`'s store checked the remote within the
+        interval and found the commit served here; this process then counts it as its own check."""
+        if self._shared is None or self._served is None or self.check_interval <= 0:
+            return False
+        try:
+            record = await self._shared.get(self._stamp_key)
+            if record is None:
+                return False
+            stamp = json.loads(record.data)
+            age = time.time() - float(stamp["checked"])
+            same = stamp["commit"] == self._served
+        except Exception:  # no stamp, a garbled one, a store that is down: check as usual
+            return False
+        if not (same and 0 <= age < self.check_interval):
+            return False
+        self._last_check = time.monotonic() - age
+        return True
+
+    async def _stamp(self, commit: str) -> None:
+        if self._shared is None or self.check_interval <= 0:
+            return  # checked on every call: nobody could use the stamp, so none is written
+        stamp = json.dumps({"checked": time.time(), "commit": commit}).encode()
+        with contextlib.suppress(Exception):  # the next check simply asks the remote again
+            await self._shared.put(self._stamp_key, stamp)
 
     def _require_served(self) -> str:
         if self._served is None:  # only before the first check finished, which is waited for
@@ -334,6 +414,7 @@ class GitRepository(SkillRepository):
 
     def _invalidate(self) -> None:
         self._last_check = -float("inf")
+        self._forced = True
 
     def _check_remote(self) -> str:
         """One ``ls-remote``; a fetch under the cache lock only when the remote moved."""
@@ -553,6 +634,12 @@ class GitRepository(SkillRepository):
     def _read_snapshot(self, commit: str) -> Snapshot:
         self._problems = []
         tree, prefix = self._tree(commit)
+        from repositories._git_blobs import BlobReadError, blob_sizes  # loaded by the first read
+
+        try:  # every blob's size from one ``ls-tree``, not one object lookup per file
+            self._sizes.update(blob_sizes(self.clone_path, tree.sha, env=self._env(), timeout=self.timeout))
+        except BlobReadError:
+            pass  # looked up one by one instead
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
         layouts, problems = find_skills(
             tree,
@@ -565,6 +652,10 @@ class GitRepository(SkillRepository):
         bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)
         self._texts = texts
         self._roots = {layout.folder: "/".join(p for p in (prefix, layout.root) if p) for layout in layouts}
+        self._blobs = {
+            layout.folder: {layout.relative(e): e.token for e in (layout.main, *layout.files)} for layout in layouts
+        }
+        self._blobs_of = commit
         return Snapshot(version=commit, bundles=bundles, problems=tuple(problems))
 
     def _bundle(self, commit: str, prefix: str, layout: SkillLayout[_Node], texts: dict[str, bytes]) -> SkillBundle:
@@ -620,8 +711,13 @@ class GitRepository(SkillRepository):
     async def _read_chunks(self, folder: str, path: str, chunk_size: int) -> AsyncIterator[bytes]:
         snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
-        blob = await anyio.to_thread.run_sync(
-            self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
+        known = self._blobs.get(folder, {}).get(path) if self._blobs_of == snapshot.version else None
+        blob = (
+            _Node(known, 0o100644, path)
+            if known is not None
+            else await anyio.to_thread.run_sync(
+                self._guarded, snapshot.version, lambda: self._blob(snapshot.version, root, path)
+            )
         )
         # A separate ``cat-file`` per streamed blob: the shared one cannot be held across awaits.
         process = subprocess.Popen(
@@ -650,7 +746,60 @@ class GitRepository(SkillRepository):
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
         snapshot = await self._served_snapshot()
         root = self._root_of(folder, snapshot)
-        return await anyio.to_thread.run_sync(self._read_blobs, snapshot.version, root, paths)
+        (answer,) = await anyio.to_thread.run_sync(self._read_by_id, snapshot.version, [(folder, root, paths)])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def _read_files_batch(
+        self, requests: list[tuple[str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        snapshot = await self._served_snapshot()
+        asks: list[tuple[str, str, tuple[str, ...]]] = []
+        answers: list[dict[str, bytes] | Exception | None] = []
+        for folder, paths in requests:
+            try:
+                asks.append((folder, self._root_of(folder, snapshot), paths))
+                answers.append(None)
+            except RepositoryError as exc:
+                answers.append(exc)
+        read = iter(await anyio.to_thread.run_sync(self._read_by_id, snapshot.version, asks))
+        return [answer if answer is not None else next(read) for answer in answers]
+
+    def _read_by_id(
+        self, commit: str, asks: list[tuple[str, str, tuple[str, ...]]]
+    ) -> list[dict[str, bytes] | Exception]:
+        """The files of several skills (``(folder, root, paths)`` each), every blob the listing
+        named read in one ``cat-file --batch`` stream; a path it did not name (a link, a folder,
+        a file outside the skills) is looked up in the trees, which says why it cannot be read.
+        One result per ask: its bytes by path, or the error it met."""
+        from repositories._git_blobs import BlobReadError, read_blobs  # loaded by the first read
+
+        known = self._blobs if self._blobs_of == commit else {}
+        ids = {path: known.get(folder, {}).get(path) for folder, _, paths in asks for path in paths}
+        try:
+            data = read_blobs(self.clone_path, [i for i in ids.values() if i], env=self._env(), timeout=self.timeout)
+        except BlobReadError as exc:
+            error = RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit's objects: {exc}")
+            return [error] * len(asks)
+        results: list[dict[str, bytes] | Exception] = []
+        for folder, root, paths in asks:
+            files = {}
+            for path in paths:
+                blob = known.get(folder, {}).get(path)
+                if blob is not None and blob in data:
+                    files[path] = data[blob]
+            rest = tuple(path for path in paths if path not in files)
+            try:
+                if rest:
+                    files.update(self._read_blobs(commit, root, rest))
+                results.append(files)
+            except RepositoryError as exc:
+                results.append(exc)
+        return results
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, **_GIT_ENV}
 
     async def _aclose(self) -> None:
         checker, self._checker = self._checker, None

@@ -60,7 +60,9 @@ class PipelineOptions:
     reads each user's own layer; ``watch`` follows folder changes with watchers (``False``:
     only ``refresh()`` / ``invalidate()``). ``catalog_budget`` bounds the catalog's characters
     (``None``: no bound; past it the turn is offered ``search_skills``); ``market_timeout`` is
-    the seconds a market may take to answer; ``max_file_size`` the largest skill file staged;
+    the seconds a market may take to answer; ``market_check_interval`` the seconds between two
+    checks of a git market's remote (``None``: each market's own, by default every turn);
+    ``max_file_size`` the largest skill file staged;
     ``market_scan`` the policy market skills are scanned with; ``visibility`` filters the skills
     of each turn. ``environments`` (``True`` or :class:`~harness.pipeline.EnvironmentOptions`)
     installs each skill's Python requirements in the background (see README, "Environments").
@@ -76,6 +78,7 @@ class PipelineOptions:
     watch: bool = True
     catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
     market_timeout: float = DEFAULT_MARKET_TIMEOUT
+    market_check_interval: float | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     market_scan: MarketScanPolicy | None = None
     visibility: VisibilityPolicy | None = None

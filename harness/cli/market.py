@@ -1,17 +1,19 @@
-"""``harness market publish``: upload skill folders to a writable market (validated first)."""
+"""``harness market publish``: upload skill folders to a writable market (validated first);
+``harness market refresh NAME``: check one configured market now (read-your-push)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import anyio
 
-from harness.cli.common import JSON_OPTION, print_json
+from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, config_from_args, print_json
 from harness.skills.validation import find_skill_dirs, find_skill_md, validate_skill_dir
 from harness.terminal import echo
-from repositories import FileContents, SkillBundleContents, open_repository
+from repositories import FileContents, SkillBundleContents, disambiguate_sources, open_repository
 
 __all__ = ["register"]
 
@@ -30,6 +32,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     publish.add_argument("--repo", required=True, metavar="URL", help="the market's URL")
     publish.add_argument("--lenient", action="store_true", help="publish what runtime loading accepts")
     publish.set_defaults(handler=_publish)
+    refresh = commands.add_parser(
+        "refresh",
+        parents=[WORKSPACE_OPTIONS, JSON_OPTION],
+        help="check one configured market now, whatever its check interval",
+        description=(
+            "Ask a configured market for its latest version now and fetch it (a git market: "
+            "ls-remote, then fetch into the shared clone cache). Running processes that share "
+            "the cache serve it from their next turn, without waiting for their check interval."
+        ),
+    )
+    refresh.add_argument("name", metavar="NAME", help="the market's slug, as skill ids show it (git-acme-skills)")
+    refresh.set_defaults(handler=_refresh)
 
 
 def _publish(args: argparse.Namespace) -> int:
@@ -87,3 +101,32 @@ def _read_bundle(folder: Path) -> SkillBundleContents:
     return SkillBundleContents(
         folder=folder.name, skill_md=main.read_bytes(), skill_md_name=main.name, files=tuple(files)
     )
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    urls = config_from_args(args).repositories
+    return anyio.run(_refresh_market, urls, args.name, args.json)
+
+
+async def _refresh_market(urls: tuple[str, ...], name: str, as_json: bool) -> int:
+    markets = [open_repository(url) for url in urls]
+    slugs = disambiguate_sources(market.source for market in markets)
+    try:
+        chosen = next((market for market, slug in zip(markets, slugs, strict=True) if slug == name), None)
+        if chosen is None:
+            echo(f"harness: no market {name!r} is configured (markets: {', '.join(slugs) or 'none'})", file=sys.stderr)
+            return 2
+        async with chosen:
+            await chosen.refresh()
+            snapshot = await chosen.snapshot()
+    finally:
+        for market in markets:
+            await market.aclose()
+    failed = str(snapshot.error) if snapshot.error is not None else None
+    if as_json:
+        print_json({"market": name, "version": snapshot.version, "skills": len(snapshot.bundles), "error": failed})
+    elif failed:
+        echo(f"{name}: could not refresh, still at {snapshot.version}: {failed}")
+    else:
+        echo(f"{name}: {snapshot.version} ({len(snapshot.bundles)} skills)")
+    return 1 if failed else 0

@@ -63,6 +63,7 @@ class HarnessConfig:
     max_steps: int = 20
     catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
     market_timeout: float = DEFAULT_MARKET_TIMEOUT
+    market_check_interval: float | None = None
     market_scan: MarketScanPolicy | None = None
     max_file_size: int = 50 * 1024 * 1024
     enforce_allowed_tools: bool = False

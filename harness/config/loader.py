@@ -75,6 +75,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         max_steps=file.max_steps,
         catalog_budget=file.catalog_budget,
         market_timeout=file.market_timeout,
+        market_check_interval=file.market_check_interval,
         market_scan=_market_scan(file),
         max_file_size=file.max_file_size,
         enforce_allowed_tools=file.enforce_allowed_tools,

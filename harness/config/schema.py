@@ -386,6 +386,8 @@ class ConfigFile(_Section):
     """Characters of the skills catalog (null: no bound; past it the turn gets search_skills)."""
     market_timeout: Seconds = _default(HarnessConfig, "market_timeout")
     """Seconds a market may take to answer."""
+    market_check_interval: Annotated[float | None, Field(ge=0), _expect("a number of seconds ≥ 0 or null")] = None
+    """Seconds between two checks of a git market's remote (null: every turn, or the URL's check_interval)."""
     market_scan: MarketScanSection | None = None
     """Scanning of market skills."""
     max_file_size: Positive = _default(HarnessConfig, "max_file_size")

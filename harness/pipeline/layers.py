@@ -19,10 +19,14 @@ import anyio
 
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic
-from harness.pipeline.verdicts import VerdictStore
+from harness.pipeline.verdicts import ScanMany, VerdictStore
 from harness.skills.rules import unsafe_segment_reason
-from harness.skills.scanner import BINARY_SUFFIXES, MarketScanPolicy, ScanVerdict, TrustLevel
+from harness.skills.scanner import BINARY_SUFFIXES, MarketScanPolicy, Scanner, ScanVerdict, TrustLevel
 from harness.skills.skill import Layer, Skill, load_skill
+
+if TYPE_CHECKING:
+    from harness.pipeline.scan_pool import ScanPool
+
 from repositories import (
     BundleFile,
     FileListing,
@@ -147,6 +151,7 @@ class SkillLayer:
         scan_policy: MarketScanPolicy | None = None,
         verdicts: VerdictStore | None = None,
         max_file_size: int | None = None,
+        scan_pool: ScanPool | None = None,
     ) -> None:
         self.repository = repository
         self.layer = layer
@@ -161,6 +166,7 @@ class SkillLayer:
         if self.verdicts is not None and scan_policy is not None and self.verdicts.scanner is not scan_policy.scanner:
             self.verdicts = None
         self.max_file_size = max_file_size
+        self.scan_pool = scan_pool  # large scans in worker processes (``None``: in a thread here)
         self._watched = False
         self._stale = True
         self._version: str | None = None
@@ -553,17 +559,26 @@ class SkillLayer:
         verdict store when there is one, else by the policy's scanner."""
         scanner = policy.scanner
         scanned: dict[str, _Scanned] = {}
+        ready: list[tuple[SkillBundle, tuple[BundleFile, ...], dict[str, bytes]]] = []
         for (bundle, _, too_large), answer in read:
             if isinstance(answer, Exception):
                 scanned[bundle.key] = _Scanned(error=answer, retry=True)
-                continue
-            files = {bundle.skill_md_name: bundle.skill_md, **answer}
-            try:
-                verdict = self.verdicts.verdict(files) if self.verdicts is not None else scanner.scan(files)
-            except Exception as exc:  # a broken custom rule or scanner must not fail the turn
-                scanned[bundle.key] = _Scanned(error=exc)
-                continue
-            scanned[bundle.key] = _Scanned(verdict=verdict, too_large=too_large)
+            else:
+                ready.append((bundle, too_large, {bundle.skill_md_name: bundle.skill_md, **answer}))
+        pool = self.scan_pool
+        scan = (lambda pairs: pool.scan(scanner, pairs)) if pool is not None else None
+        try:
+            if self.verdicts is not None:
+                outcomes = self.verdicts.verdicts([files for _, _, files in ready], scan)
+            else:
+                outcomes = [_combined(scanner, files, scan) for _, _, files in ready]
+        except Exception as exc:  # a broken custom scanner must not fail the turn
+            outcomes = [exc] * len(ready)
+        for (bundle, too_large, _), outcome in zip(ready, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                scanned[bundle.key] = _Scanned(error=outcome)
+            else:
+                scanned[bundle.key] = _Scanned(verdict=outcome, too_large=too_large)
         return scanned
 
     def _admit(self, bundle: SkillBundle, scanned: _Scanned | None) -> tuple[bool, tuple[Diagnostic, ...]]:
@@ -624,6 +639,15 @@ def describe_error(exc: BaseException) -> str:
 def _token(bundle: SkillBundle) -> str:
     """What a parsed bundle is cached under: a skill moved to another plugin is parsed again."""
     return f"{bundle.digest}\0{bundle.sub_source}"
+
+
+def _combined(scanner: Scanner, files: dict[str, bytes], scan: ScanMany | None) -> ScanVerdict | Exception:
+    """One skill's verdict without a verdict store: its files scanned alone, then combined."""
+    if scan is None:
+        return scanner.scan(files)
+    outcomes = scan(list(files.items()))
+    failed = next((o for o in outcomes if isinstance(o, Exception)), None)
+    return failed or ScanVerdict.combined(o for o in outcomes if isinstance(o, ScanVerdict))
 
 
 def _suffix(path: str) -> str:

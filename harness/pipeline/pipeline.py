@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     BackgroundTasks,
+    KeyValueStore,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from filesystems import ProgressCallback
     from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
     from harness.pipeline.lock import Lockfile
+    from harness.pipeline.scan_pool import ScanPool
 
 __all__ = [
     "DEFAULT_MARKET_TIMEOUT",
@@ -169,6 +171,9 @@ class SkillPipeline(AsyncResource):
     kept for the ``max_cached_users`` most recent users and released once a user has taken no
     turn for ``user_idle_after`` seconds (``None``: never); a released user's next turn reads
     their folders again.
+    ``market_check_interval`` (seconds) is how often markets whose check is a round trip (git's
+    ``ls-remote``) ask their remote, for those not given an interval of their own; between
+    checks a warm turn asks nothing, and :meth:`refresh_market` checks one market now.
     """
 
     def __init__(
@@ -192,6 +197,7 @@ class SkillPipeline(AsyncResource):
         relevance: Mapping[str, float] | None = None,
         progress: ProgressCallback | None = None,
         lock: str | os.PathLike[str] | Lockfile | None = None,
+        market_check_interval: float | None = None,
     ) -> None:
         super().__init__()
         self.filesystem = filesystem
@@ -212,6 +218,13 @@ class SkillPipeline(AsyncResource):
         if progress is not None:
             for repo in repositories:
                 repo.progress = progress
+        if market_check_interval is not None:
+            for repo in repositories:
+                repo.default_check_interval(market_check_interval)
+        shared = getattr(filesystem, "store", None)  # replicas over one store share their checks
+        if isinstance(shared, KeyValueStore):
+            for repo in repositories:
+                repo.share_checks(shared)
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
@@ -219,8 +232,16 @@ class SkillPipeline(AsyncResource):
         # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
         verdict_folder = CACHE_DIR if filesystem.has_shell else MACHINE_DIR
         self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
+        self._scan_pool = _scan_pool() if repositories else None
         markets = [
-            SkillLayer(repo, source=slug, scan_policy=scan_policy, verdicts=self.verdicts, max_file_size=max_file_size)
+            SkillLayer(
+                repo,
+                source=slug,
+                scan_policy=scan_policy,
+                verdicts=self.verdicts,
+                max_file_size=max_file_size,
+                scan_pool=self._scan_pool,
+            )
             for repo, slug in zip(repositories, slugs)
         ]
         global_layers, self._global_missing = _global_layers(global_skills_dir)
@@ -257,6 +278,7 @@ class SkillPipeline(AsyncResource):
             self.environments = EnvironmentManager(filesystem, environments, progress=progress)
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
+        self._staged_early: list[StageResult] = []  # early passes of this wave (see _load_layers)
         self._watched_roots: list[Path] = []
         self._watchers: list[TreeWatcher | WorkspaceWatcher] = []
         # Every folder layer by its watch root, so a change finds its layers without a scan.
@@ -311,6 +333,13 @@ class SkillPipeline(AsyncResource):
                     self._watched_roots.append(root)
             for layer in self._layers:
                 layer.watch(self._is_watched(layer.watch_root))
+            for layer in self._layers:  # markets that say which host folders hint at a change
+                hints = layer.repository.change_hints if layer.layer is Layer.MARKET else ()
+                for root in hints:
+                    if root.is_dir():
+                        watcher = TreeWatcher(root, self._hinted(layer), self._on_hint_failure)
+                        await watchers.start(watcher.run, name=f"harness-watch:{root}")
+                        self._watchers.append(watcher)
         return await super().__aenter__()
 
     async def _aclose(self) -> None:
@@ -318,6 +347,8 @@ class SkillPipeline(AsyncResource):
         try:
             await self._stack.aclose()
         finally:
+            if self._scan_pool is not None:
+                await anyio.to_thread.run_sync(self._scan_pool.close)
             if self.stager is not None:
                 await self.stager.aclose()
 
@@ -340,7 +371,7 @@ class SkillPipeline(AsyncResource):
         ``stage=False`` plans without staging (what read-only commands use): nothing is written,
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
-        base = await self._current_base()
+        base = await self._current_base(stage_early=stage)
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
@@ -368,11 +399,7 @@ class SkillPipeline(AsyncResource):
                 for hidden in [k for k in shadowed if k not in allowed]:
                     del shadowed[hidden]
                 catalog = self._catalog(skills, shadowed)
-        staged = (
-            await self.stager.stage(self._stage_items(base), keep_sources=base.unanswered)
-            if self.stager is not None and stage
-            else None
-        )
+        staged = await self._stage_base(base) if self.stager is not None and stage else None
         diagnostics = (
             *base.diagnostics,
             *(d for result in user for d in result.diagnostics),
@@ -455,9 +482,9 @@ class SkillPipeline(AsyncResource):
         diagnostics start with those of the layers (a market that is down, a broken skill)."""
         if self.stager is None:
             raise ShellUnavailable("staging needs a filesystem with a shell on this host")
-        base = await self._current_base()
+        base = await self._current_base(stage_early=True)
         await self.verdicts.save()
-        result = await self.stager.stage(base.stage_items, verify=verify, keep_sources=base.unanswered)
+        result = await self._stage_base(base, verify=verify)
         return dataclasses.replace(result, diagnostics=(*base.diagnostics, *result.diagnostics))
 
     def invalidate(self, user_id: str | None = None) -> None:
@@ -486,9 +513,23 @@ class SkillPipeline(AsyncResource):
             self.environments.refresh()
         self._base = None
 
+    async def refresh_market(self, source: str) -> str:
+        """Check the market ``source`` (its slug) now, whatever its check interval, and serve
+        what it finds from the next turn on: a publisher sees their push at once. Returns the
+        version served; ``KeyError`` names the markets when none has that slug. A market that
+        fails keeps serving its last good skills (see the next turn's diagnostics)."""
+        layer = next((m for m in self._layers if m.layer is Layer.MARKET and m.source == source), None)
+        if layer is None:
+            markets = ", ".join(m.source for m in self._layers if m.layer is Layer.MARKET) or "none"
+            raise KeyError(f"no market {source!r} (markets: {markets})")
+        self._epoch += 1  # turns already waiting for the shared layers do not reuse the old ones
+        await layer.refresh()
+        await self._load(layer)
+        return layer.version or ""
+
     # -- layers 1–3 ------------------------------------------------------------------------
 
-    async def _current_base(self) -> _Base:
+    async def _current_base(self, *, stage_early: bool = False) -> _Base:
         """The shared layers, brought up to date once per wave of turns: a turn that arrives
         while another turn's refresh is pending or in flight shares its result (so N concurrent
         turns check each market once), unless something was invalidated since that wave began."""
@@ -500,20 +541,26 @@ class SkillPipeline(AsyncResource):
         async with self._base_lock:
             if wave.done and self._base is not None:
                 return self._base
-            results = await self._load_layers()
+            results = await self._load_layers(stage_early=stage_early and self.stager is not None)
             wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
                 self._base = self._merge_base(results)
                 self._base_inputs = results
             return self._base
 
-    async def _load_layers(self) -> tuple[LayerResult, ...]:
-        """Every layer's skills; the ones that must ask their repository ask concurrently."""
+    async def _load_layers(self, *, stage_early: bool = False) -> tuple[LayerResult, ...]:
+        """Every layer's skills; the ones that must ask their repository ask concurrently. With
+        ``stage_early``, a staged layer whose skills changed is staged as soon as it has loaded,
+        while the other layers are still fetching and scanning (the turn's staging pass then
+        finds its files in place)."""
         results: list[LayerResult] = [layer.result for layer in self._layers]
         asking = [(index, layer) for index, layer in enumerate(self._layers) if not layer.fresh]
+        before = dict(enumerate(self._base_inputs))
 
         async def load(index: int, layer: SkillLayer) -> None:
             results[index] = await self._load(layer)
+            if stage_early and layer.staged and results[index] is not before.get(index) and len(asking) > 1:
+                await self._stage_layer(layer, results[index])
 
         if len(asking) == 1:
             await load(*asking[0])
@@ -522,6 +569,36 @@ class SkillPipeline(AsyncResource):
                 for index, layer in asking:
                     group.start_soon(load, index, layer)
         return tuple(results)
+
+    async def _stage_layer(self, layer: SkillLayer, result: LayerResult) -> None:
+        """Stage one layer's skills now, removing nothing (see :meth:`_load_layers`). A failure is
+        only logged: the turn's staging pass tries again and reports it."""
+        if self.stager is None or result.failed:
+            return
+        # An on-demand market's skills (an MCP server's) are staged when first loaded or run.
+        items = [
+            StageItem(entry=entry, reader=layer)
+            for entry in _one_per_folder(result, layer).entries
+            if not entry.on_demand
+        ]
+        try:  # partial: it only writes; removing what is no longer served is the turn's pass
+            self._staged_early.append(await self.stager.stage(items, partial=True))
+        except Exception as exc:  # the turn's own staging pass tries again and reports
+            log.warning("staging %r early failed: %s", layer.source, exc)
+
+    async def _stage_base(self, base: _Base, *, verify: bool = False) -> StageResult:
+        """The staging pass of a turn; files an early pass wrote count as written by it."""
+        assert self.stager is not None
+        result = await self.stager.stage(self._stage_items(base), verify=verify, keep_sources=base.unanswered)
+        early, self._staged_early = self._staged_early, []
+        if not early:
+            return result
+        written = sum(r.written for r in early)
+        # What an early pass reported stands (a full disk may have been freed since), once.
+        notes = tuple(dict.fromkeys((*(d for r in early for d in r.diagnostics), *result.diagnostics)))
+        return dataclasses.replace(
+            result, written=result.written + written, unchanged=max(result.unchanged - written, 0), diagnostics=notes
+        )
 
     async def _load(self, layer: SkillLayer) -> LayerResult:
         """The layer's skills, or its last good ones when it does not answer in time."""
@@ -879,6 +956,20 @@ class SkillPipeline(AsyncResource):
         for layer in self._by_root.touched(paths):
             layer.mark_stale()
 
+    def _hinted(self, layer: SkillLayer) -> Callable[[set[Path]], None]:
+        """What a change below one of ``layer``'s market's change hints does: the next turn
+        asks that market at once (a push, another process's fetch), whatever its interval."""
+
+        def changed(paths: set[Path]) -> None:
+            self._epoch += 1
+            layer.repository.hint_changed()
+            layer.mark_stale()
+
+        return changed
+
+    def _on_hint_failure(self, reason: str) -> None:
+        log.warning("cannot follow a market's change hints (it is still checked on its interval): %s", reason)
+
     def _on_watch_failure(self, reason: str) -> None:
         self._epoch += 1
         self._watched_roots.clear()
@@ -1026,3 +1117,10 @@ def _global_layer(path: Path, source: str) -> tuple[SkillLayer | None, tuple[Dia
         return None, (problem,)
     repository = DirectoryRepository(path, source=source, follow_links=True, nested=True)
     return SkillLayer(repository, layer=Layer.GLOBAL, source=source), ()
+
+
+def _scan_pool() -> ScanPool:
+    """The worker processes large market scans go to (none start until a scan needs them)."""
+    from harness.pipeline.scan_pool import ScanPool  # only pipelines with markets load it
+
+    return ScanPool()

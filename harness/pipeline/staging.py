@@ -197,21 +197,28 @@ class Stager(AsyncResource):
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
 
     async def stage(
-        self, items: Sequence[StageItem], *, verify: bool = False, keep_sources: frozenset[str] = frozenset()
+        self,
+        items: Sequence[StageItem],
+        *,
+        verify: bool = False,
+        keep_sources: frozenset[str] = frozenset(),
+        partial: bool = False,
     ) -> StageResult:
         """Bring the cache in line with ``items``; a no-op (no I/O) when nothing changed.
 
         ``keep_sources`` are sources that did not answer this time: their staged folders stay
-        even when ``items`` no longer lists them.
+        even when ``items`` no longer lists them. ``partial``: ``items`` are some of what is
+        served (one market, staged while the others still load): they are written, nothing is
+        removed and the lease is left as it is.
         """
         async with self._lock:
             if self.verify_interval is not None and time.monotonic() - self._last_verify >= self.verify_interval:
                 verify = True
             # A warm turn passes the very tuple it passed last time: skip even building the key.
-            if not verify and items is self._last_items and not keep_sources:
+            if not verify and not partial and items is self._last_items and not keep_sources:
                 return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
             key = (*sorted((item.key, item.entry.digest) for item in items), *sorted(keep_sources))
-            if key == self._last_key and not verify:
+            if key == self._last_key and not verify and not partial:
                 self._last_items = items if isinstance(items, tuple) else None
                 return StageResult(unchanged=self._last_files, diagnostics=self._last_notes)
             oversize = self._oversize(items)
@@ -234,7 +241,7 @@ class Stager(AsyncResource):
                     reporter = self._reporter(contents)
                     try:
                         result = await anyio.to_thread.run_sync(
-                            self._apply, items, contents, verify, keep_sources, reporter
+                            self._apply, items, contents, verify, keep_sources, reporter, partial
                         )
                     finally:
                         if reporter is not None:
@@ -269,7 +276,9 @@ class Stager(AsyncResource):
             for diagnostic in result.diagnostics:
                 if diagnostic.severity == "error":
                     log.warning("%s", diagnostic)
-            if not any(d.severity == "error" for d in result.diagnostics):
+            if partial:
+                self._last_key = self._last_items = None  # the next full pass does its whole work
+            elif not any(d.severity == "error" for d in result.diagnostics):
                 self._last_key = key
                 self._last_items = items if isinstance(items, tuple) else None
                 self._last_files = result.written + result.unchanged
@@ -483,6 +492,7 @@ class Stager(AsyncResource):
         verify: bool,
         keep_sources: frozenset[str],
         reporter: ProgressReporter | None = None,
+        partial: bool = False,
     ) -> StageResult:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
@@ -524,10 +534,11 @@ class Stager(AsyncResource):
                     diagnostics.extend(found)
                     manifest[item.key] = entry_manifest  # a failed skill's entry keeps its old digest
                 ours = {item.key for item in items}
-                self._write_lease(ours)
+                if not partial:
+                    self._write_lease(ours)
                 keep = ours | self._leased_by_others()
                 kept: dict[str, int] = {}
-                for key in sorted(set(manifest) | self._folders_on_disk()):
+                for key in sorted(set(manifest) | self._folders_on_disk()) if not partial else ():
                     if key in keep:
                         continue
                     source = key.partition("/")[0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -32,12 +32,22 @@ from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
 
-__all__ = ["VerdictStore", "content_key"]
+__all__ = ["ScanMany", "VerdictStore", "content_key"]
+
+ScanMany = Callable[[list[tuple[str, bytes]]], list[ScanVerdict | Exception]]
+"""Scans ``(name, bytes)`` pairs, each alone: one verdict or the exception raised per pair."""
 
 _FILE = ".scan-verdicts.json"
 _KEY = ".scan.key"
 _FORMAT = 1
 _MAX_RECORDS = 100_000
+
+
+def _scan_one(scanner: Scanner, name: str, data: bytes) -> ScanVerdict | Exception:
+    try:
+        return scanner.scan({name: data})
+    except Exception as exc:  # a broken custom rule: that skill's scan failed, not the batch
+        return exc
 
 
 def content_key(name: str, data: bytes) -> str:
@@ -86,15 +96,36 @@ class VerdictStore:
         """The scanner's verdict on ``files``, file by file: a file whose content key has a
         stored verdict is not rescanned, any other is scanned alone and its verdict remembered
         (so a skill whose SKILL.md changed does not rescan its unchanged scripts)."""
-        verdicts = []
-        for name, data in files.items():
-            key = content_key(name, data)
-            verdict = self.get(key)
-            if verdict is None:
-                verdict = self.scanner.scan({name: data})
-                self.put(key, verdict)
-            verdicts.append(verdict)
-        return ScanVerdict.combined(verdicts)
+        outcome = self.verdicts([files])[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def verdicts(
+        self, batch: Sequence[Mapping[str, bytes]], scan: ScanMany | None = None
+    ) -> list[ScanVerdict | Exception]:
+        """:meth:`verdict` of each skill's ``files`` in ``batch``, every file not stored yet
+        scanned in one call of ``scan`` (``(name, bytes)`` pairs in, one verdict or exception
+        each out; default: this store's scanner, inline). A skill one of whose files raised gets
+        that exception instead of a verdict."""
+        keys = [[(content_key(name, data), name, data) for name, data in files.items()] for files in batch]
+        wanted: dict[str, tuple[str, bytes]] = {}
+        for key, name, data in (item for items in keys for item in items):
+            if key not in wanted and self.get(key) is None:
+                wanted[key] = (name, data)
+        pairs = list(wanted.values())
+        outcomes = scan(pairs) if scan is not None else [_scan_one(self.scanner, n, d) for n, d in pairs]
+        fresh: dict[str, ScanVerdict | Exception] = {}
+        for key, outcome in zip(wanted, outcomes, strict=True):
+            fresh[key] = outcome
+            if isinstance(outcome, ScanVerdict):
+                self.put(key, outcome)
+        results: list[ScanVerdict | Exception] = []
+        for items in keys:
+            found = [fresh.get(key) or self.get(key) for key, _, _ in items]
+            failed = next((f for f in found if isinstance(f, Exception)), None)
+            results.append(failed or ScanVerdict.combined(f for f in found if isinstance(f, ScanVerdict)))
+        return results
 
     def put(self, key: str, verdict: ScanVerdict) -> None:
         """Remember a fresh verdict (saved by the next :meth:`save`)."""

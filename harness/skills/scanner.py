@@ -19,11 +19,15 @@ import hashlib
 import importlib
 import json
 import re
+import string
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from harness.skills._rule_starts import Starts
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -50,7 +54,6 @@ Severity = Literal["low", "medium", "high", "critical"]
 # The standard library's own regular-expression parser (no typed public name): rules' literal
 # prefilters are read off the parsed pattern.
 _sre_parser: Any = importlib.import_module("re._parser")
-_sre: Any = importlib.import_module("re._constants")
 _SEVERITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 _EXCERPT = 160
 
@@ -551,6 +554,8 @@ class _Compiled:
     # Lower-case strings one of which every match contains (``None``: no such set is known, the
     # rule always runs). Derived from the pattern itself, never written by hand.
     needles: tuple[str, ...] | None
+    # Where matches can start (``None``: anywhere, the rule runs over the whole text).
+    starts: Starts | None
 
 
 class Scanner:
@@ -585,12 +590,15 @@ class Scanner:
     def _compiled(self) -> tuple[_Compiled, ...]:
         """The rules compiled with their needles, on the first scan: about 25 ms that a process
         which never scans (and ``import harness``, which builds the default scanner) should not pay."""
-        return tuple(
-            _Compiled(
-                rule, re.compile(rule.pattern, 0 if rule.case_sensitive else re.IGNORECASE), needles(rule.pattern)
+        from harness.skills._rule_starts import starts
+
+        compiled = []
+        for rule in self.rules:
+            flags = 0 if rule.case_sensitive else re.IGNORECASE
+            compiled.append(
+                _Compiled(rule, re.compile(rule.pattern, flags), needles(rule.pattern), starts(rule.pattern, flags))
             )
-            for rule in self.rules
-        )
+        return tuple(compiled)
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
@@ -608,17 +616,15 @@ class Scanner:
         rule and line, whichever view found it."""
         lines = text.splitlines()
         seen: dict[tuple[int, str], Finding] = {}
+        from harness.skills._rule_starts import Probe
+
         for view in _views(lines):
-            joined = "\n".join(segment for _, segment in view)
-            probe = joined.translate(_FOLD_TO_ASCII).lower()
-            starts = [0]
-            for _, segment in view:
-                starts.append(starts[-1] + len(segment) + 1)
+            probe = Probe(view, _FOLD_TO_ASCII)
             for compiled in self._compiled:
-                if compiled.needles is not None and not any(needle in probe for needle in compiled.needles):
+                if compiled.needles is not None and not any(map(probe.has, compiled.needles)):
                     continue  # no match is possible without one of them
-                for match in compiled.regex.finditer(joined):
-                    number = view[_index_of(starts, match.start())][0]
+                for match in probe.matches(compiled.regex, compiled.starts):
+                    number = view[probe.line_of(match.start())][0]
                     rule = compiled.rule
                     seen.setdefault(
                         (number, rule.id),
@@ -656,38 +662,9 @@ def needles(pattern: str) -> tuple[str, ...] | None:
 
 
 def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
-    candidates: list[frozenset[str]] = []
-    run: list[str] = []
+    from harness.skills._rule_starts import best, required_sets  # loaded with the rules, on the first scan
 
-    def flush() -> None:
-        if run:
-            candidates.append(frozenset({"".join(run)}))
-            run.clear()
-
-    for op, arg in items:
-        if op is _sre.LITERAL and arg < 128:
-            run.append(chr(arg).lower())
-            continue
-        flush()
-        found: frozenset[str] | None = None
-        if op is _sre.SUBPATTERN:
-            found = _required(list(arg[-1]))
-        elif op is _sre.ATOMIC_GROUP:
-            found = _required(list(arg))
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and arg[0] >= 1:
-            found = _required(list(arg[2]))
-        elif op is _sre.ASSERT and arg[0] == 1:  # a lookahead: the text holds it too
-            found = _required(list(arg[1]))
-        elif op is _sre.BRANCH:
-            branches = [_required(list(branch)) for branch in arg[1]]
-            if all(branches):
-                found = frozenset().union(*(b for b in branches if b))
-        if found:
-            candidates.append(found)
-    flush()
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: (min(map(len, c)), -len(c)))
+    return best(required_sets(items))
 
 
 def _rules_version(rules: Iterable[ScanRule], block_at: str) -> str:
@@ -722,7 +699,13 @@ _CONFUSABLES = str.maketrans(
 _SPACED = re.compile(r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 _HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
-_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+_BLANK = r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
+# The runs of blanks that collapsing changes: a lone space is left alone (most of any text).
+_BLANKS = re.compile(rf" {_BLANK}+|(?! ){_BLANK}+")
+# Bytes of hex digits (and nothing else) as ``0``: a hex blob needs 16 of them in a row.
+_HEX_DIGITS = bytes(48 if chr(b) in string.hexdigits else 32 for b in range(256))
+# ASCII letters and digits as ``a``, the separators of spaced-out words as themselves.
+_SPACING = bytes(97 if chr(b).isalnum() and b < 128 else b if chr(b) in " ._*~-" else 32 for b in range(256))
 _MAX_BLOBS = 64
 _MAX_BLOB = 64 * 1024
 _MAX_DEPTH = 2
@@ -737,6 +720,8 @@ def normalise(text: str) -> str:
 
 
 def _fold(text: str) -> str:
+    if text.isascii():
+        return text  # NFKC keeps ASCII, and every invisible or look-alike character is not
     return unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_CONFUSABLES)
 
 
@@ -746,6 +731,11 @@ def _collapse(text: str) -> str:
 
 def despace(text: str) -> str:
     """``text`` with spaced-out words joined (``i g n o r e`` → ``ignore``, ``i.g.n.o.r.e`` too)."""
+    if text.isascii():
+        # A spaced-out word is four letters or more, each alone between one separator.
+        shape = text.encode("ascii").translate(_SPACING)
+        if not any(b"a%ca%ca%ca" % (sep, sep, sep) in shape for sep in b" ._*~-"):
+            return text
     return _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
 
 
@@ -786,12 +776,19 @@ def _readable(data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if text and text.translate(_LINE_BREAKS).isprintable():
+        return text  # every character counts (most decoded blobs): no need to count them
     printable = sum(1 for c in text if c.isprintable() or c in "\n\t\r")
     return text if text and printable >= 0.95 * len(text) else None
 
 
+_LINE_BREAKS = str.maketrans("", "", "\n\t\r")
+
+
 def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     """``(first line number, text)`` per shell line: a trailing backslash joins the next line."""
+    if "\\\n" not in "\n".join(lines) + "\n":
+        return list(enumerate(lines, start=1))  # no line ends with a backslash (most texts)
     logical: list[tuple[int, str]] = []
     pending: tuple[int, str] | None = None
     for number, line in enumerate(lines, start=1):
@@ -819,7 +816,8 @@ def _views(lines: list[str], depth: int = 0) -> list[View]:
     logical = list(zip(numbers, collapsed, strict=True))
     views = [logical]
     # Before collapsing: a wider gap between spaced-out words keeps the words apart.
-    joined = _per_line(lambda text: _collapse(despace(text)), folded)
+    despaced = _per_line(despace, folded)
+    joined = collapsed if despaced == folded else _per_line(_collapse, despaced)
     if joined != collapsed:
         views.append(list(zip(numbers, joined, strict=True)))
     if depth < _MAX_DEPTH:
@@ -841,19 +839,28 @@ def _per_line(transform: Callable[[str], str], texts: list[str]) -> list[str]:
     return pieces if len(pieces) == len(texts) else [transform(text) for text in texts]
 
 
+def _hex_blobs(text: str) -> list[re.Match[str]]:
+    """``_HEX``'s matches in ``text``, found without running it over texts that hold neither
+    ``\\x`` nor 16 hex digits in a row (most texts: the pattern is slow over prose)."""
+    if "\\x" not in text and b"0" * 16 not in text.encode("utf-8", "surrogatepass").translate(_HEX_DIGITS):
+        return []
+    return list(_HEX.finditer(text))
+
+
 def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     """What :func:`decoded_blobs` finds in each text, as ``(index, decoded)`` for the texts with
     any: the blob patterns run once over the joined texts (no blob spans a newline) and the
     matches are grouped back by line, each line keeping its own limit."""
     whole = "\n".join(texts)
-    if _BASE64.search(whole) is None and _HEX.search(whole) is None:
+    hexes = _hex_blobs(whole)
+    if not hexes and _BASE64.search(whole) is None:
         return []
     starts = [0]
     for text in texts[:-1]:
         starts.append(starts[-1] + len(text) + 1)
     by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
-    for kind, pattern in enumerate((_BASE64, _HEX)):
-        for match in pattern.finditer(whole):
+    for kind, matches in enumerate((_BASE64.finditer(whole), hexes)):
+        for match in matches:
             by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
     found = []
     for index in sorted(by_line):

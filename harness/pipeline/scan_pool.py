@@ -1,0 +1,198 @@
+"""The ingest scan spread over worker processes when a market brings enough text to scan.
+
+Scanning is pure Python and holds the GIL: the markets of a cold start would scan one after
+another however many threads ask. :class:`ScanPool` hands large batches to worker processes
+(``python -m harness.pipeline._scan_worker``, started on first use and kept) and scans small
+ones inline (a warm turn, a changed skill, most tests), so it costs nothing until a cold start
+needs it. Workers are plain subprocesses talking over their pipes: nothing is forked from a
+process with threads, and the application's main module is never imported again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any
+
+from harness.skills.scanner import Scanner, ScanVerdict
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_POOL_THRESHOLD", "ScanPool", "read_frame", "scan_files", "write_frame"]
+
+DEFAULT_POOL_THRESHOLD = 512 * 1024
+"""The bytes a batch must hold before its scan goes to worker processes."""
+_CHUNK = 96 * 1024  # about this much text per task: enough to outweigh sending it
+_LENGTH = struct.Struct(">Q")
+
+Outcome = ScanVerdict | Exception
+
+
+class ScanPool:
+    """Scans files with a :class:`Scanner`, in worker processes when a batch is large.
+
+    :meth:`scan` blocks (call it from a worker thread; several threads may call it at once) and
+    returns, per file, its verdict or the exception its scan raised. A batch under ``threshold``
+    bytes, or any batch when ``workers`` is below two, is scanned inline. A worker that fails
+    (killed, unreadable answer) is replaced and its part scanned inline; when workers cannot be
+    started at all, every batch is scanned inline, with one warning. :meth:`close` stops them.
+    """
+
+    def __init__(self, *, workers: int | None = None, threshold: int = DEFAULT_POOL_THRESHOLD) -> None:
+        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+        self.threshold = threshold
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._started: list[_Worker] = []
+        self._threads: ThreadPoolExecutor | None = None
+        self._broken = False
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def scan(self, scanner: Scanner, files: Sequence[tuple[str, bytes]]) -> list[Outcome]:
+        """One verdict (or the exception raised) per ``(name, bytes)`` of ``files``, in order."""
+        size = sum(len(data) for _, data in files)
+        if size < self.threshold or self.workers < 2 or self._broken or self._closed:
+            return scan_files(scanner, files)
+        with self._lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="harness-scan")
+            threads = self._threads
+        payload = (scanner.rules, scanner.block_at)
+        tasks = [threads.submit(self._run, scanner, payload, chunk) for chunk in _chunks(files, _CHUNK)]
+        return [outcome for task in tasks for outcome in task.result()]
+
+    def close(self) -> None:
+        """Stop the worker processes (idempotent)."""
+        with self._lock:
+            self._closed = True
+            threads, self._threads = self._threads, None
+            started, self._started = self._started, []
+        if threads is not None:
+            threads.shutdown(wait=True, cancel_futures=True)
+        for worker in started:
+            worker.stop()
+
+    def _run(self, scanner: Scanner, payload: tuple[Any, ...], chunk: list[tuple[str, bytes]]) -> list[Outcome]:
+        worker = self._take()
+        if worker is None:
+            return scan_files(scanner, chunk)
+        try:
+            outcomes = worker.call((*payload, chunk))
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
+            log.warning("a scan worker failed (%s); scanning its part in this process", exc)
+            self._drop(worker)
+            return scan_files(scanner, chunk)
+        self._idle.put(worker)
+        return outcomes
+
+    def _take(self) -> _Worker | None:
+        """An idle worker, a new one while fewer than ``workers`` run, or ``None`` (inline)."""
+        while True:
+            try:
+                return self._idle.get_nowait()
+            except queue.Empty:
+                pass
+            with self._lock:
+                if self._broken or self._closed:
+                    return None
+                if len(self._started) < self.workers:
+                    try:
+                        worker = _Worker()
+                    except OSError as exc:
+                        log.warning("cannot start scan worker processes, scanning in this one: %s", exc)
+                        self._broken = True
+                        return None
+                    self._started.append(worker)
+                    return worker
+            try:  # every worker is busy: wait for one (and look again, in case one was dropped)
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                continue
+
+    def _drop(self, worker: _Worker) -> None:
+        worker.stop()
+        with self._lock:
+            if worker in self._started:
+                self._started.remove(worker)
+
+
+class _Worker:
+    """One ``python -m harness.pipeline._scan_worker`` and its pipes."""
+
+    def __init__(self) -> None:
+        # The child finds the harness where this process did, however it was put on the path.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "harness.pipeline._scan_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+
+    def call(self, request: tuple[Any, ...]) -> list[Outcome]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        write_frame(self.process.stdin, request)
+        outcomes = read_frame(self.process.stdout)
+        if not isinstance(outcomes, list):
+            raise ValueError("a scan worker answered with something else than a list")
+        return outcomes
+
+    def stop(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def write_frame(stream: IO[bytes], value: object) -> None:
+    """Write ``value`` pickled, after its length."""
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream: IO[bytes]) -> Any:
+    """The value :func:`write_frame` wrote; ``EOFError`` when the stream ended."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError("the other side closed its pipe")
+    (length,) = _LENGTH.unpack(head)
+    data = stream.read(length)
+    if len(data) < length:
+        raise EOFError("the other side closed its pipe mid-answer")
+    return pickle.loads(data)  # noqa: S301 - our own child process, over its own pipes
+
+
+def _chunks(files: Sequence[tuple[str, bytes]], size: int) -> list[list[tuple[str, bytes]]]:
+    chunks: list[list[tuple[str, bytes]]] = [[]]
+    held = 0
+    for name, data in files:
+        if held >= size:
+            chunks.append([])
+            held = 0
+        chunks[-1].append((name, data))
+        held += len(data)
+    return chunks
+
+
+def scan_files(scanner: Scanner, files: Sequence[tuple[str, bytes]]) -> list[Outcome]:
+    """Each file scanned alone: its verdict, or the exception a (custom) rule raised."""
+    outcomes: list[Outcome] = []
+    for name, data in files:
+        try:
+            outcomes.append(scanner.scan({name: data}))
+        except Exception as exc:  # a broken custom rule costs its file's verdict, nothing more
+            outcomes.append(exc)
+    return outcomes
