@@ -16,7 +16,13 @@ from harness.agent.hooks import Answer, BeforeRun, OnInput, RunStart
 from harness.agent.options import ControlOptions, LearningOptions, PipelineOptions, TrustOptions
 from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.relevance import UsageRelevance
-from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
+from harness.agent.sessions import (
+    InMemorySessionStore,
+    Session,
+    SessionError,
+    SessionStore,
+    SessionStoreUnavailable,
+)
 from harness.agent.workflow_tools import run_summary, workflow_tools
 from harness.approval import (
     AllowAll,
@@ -95,7 +101,9 @@ __all__ = [
     "RunStart",
     "RunStarted",
     "Session",
+    "SessionError",
     "SessionStore",
+    "SessionStoreUnavailable",
     "ShellRan",
     "SkillLoaded",
     "SkillWarning",

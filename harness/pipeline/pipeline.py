@@ -27,7 +27,6 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     BackgroundTasks,
-    KeyValueStore,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -222,9 +221,12 @@ class SkillPipeline(AsyncResource):
             for repo in repositories:
                 repo.default_check_interval(market_check_interval)
         shared = getattr(filesystem, "store", None)  # replicas over one store share their checks
-        if isinstance(shared, KeyValueStore):
-            for repo in repositories:
-                repo.share_checks(shared)
+        if shared is not None:
+            from filesystems.stores import KeyValueStore  # loaded already by the filesystem holding it
+
+            if isinstance(shared, KeyValueStore):
+                for repo in repositories:
+                    repo.share_checks(shared)
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance

@@ -195,6 +195,7 @@ class Stager(AsyncResource):
         self._served: dict[str, StageItem] = {}
         self._records: dict[str, Any] = {}
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
+        self._leased: set[str] = set()  # the keys our lease names now
 
     async def stage(
         self,
@@ -209,7 +210,7 @@ class Stager(AsyncResource):
         ``keep_sources`` are sources that did not answer this time: their staged folders stay
         even when ``items`` no longer lists them. ``partial``: ``items`` are some of what is
         served (one market, staged while the others still load): they are written, nothing is
-        removed and the lease is left as it is.
+        removed, and the lease only gains their keys (until the next full pass).
         """
         async with self._lock:
             if self.verify_interval is not None and time.monotonic() - self._last_verify >= self.verify_interval:
@@ -534,8 +535,9 @@ class Stager(AsyncResource):
                     diagnostics.extend(found)
                     manifest[item.key] = entry_manifest  # a failed skill's entry keeps its old digest
                 ours = {item.key for item in items}
-                if not partial:
-                    self._write_lease(ours)
+                # A partial pass adds what it wrote to the lease (another process's clean-up must
+                # not remove it before our full pass); the full pass names exactly what we serve.
+                self._write_lease(self._leased | ours if partial else ours)
                 keep = ours | self._leased_by_others()
                 kept: dict[str, int] = {}
                 for key in sorted(set(manifest) | self._folders_on_disk()) if not partial else ():
@@ -797,6 +799,7 @@ class Stager(AsyncResource):
 
     def _write_lease(self, keys: set[str]) -> None:
         _LIVE_LEASES[self._lease_name] = True
+        self._leased = set(keys)
         lease = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(), "keys": sorted(keys)}
         _atomic_write(self.cache_dir / _LEASES / self._lease_name, json.dumps(lease).encode(), 0o644)
 
