@@ -30,6 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import make_skill_tree  # noqa: E402
 from _markets import COLLECTIONS, make_git_remotes  # noqa: E402
+from changes import handler_ms  # noqa: E402
+from imports import ROOT as CHECKOUT  # noqa: E402
+from imports import ROWS as IMPORTS  # noqa: E402
+from imports import TARGET_MS as IMPORT_TARGET_MS  # noqa: E402
+from imports import Interpreter, _measure  # noqa: E402
 from scale import market_bundles  # noqa: E402
 from tenants import percentiles, run_turns  # noqa: E402
 
@@ -40,7 +45,7 @@ from repositories import DirectoryRepository, GitRepository, MemoryRepository, S
 
 ALICE = RuntimeContext(user_id="alice")
 TRUSTED = MarketScanPolicy(default=TrustLevel.TRUSTED)  # staging rows: the ingest scan is not what they measure
-ROWS = ("folder", "staging", "restart", "scan", "git", "markets", "tenants", "users")
+ROWS = ("imports", "folder", "staging", "restart", "scan", "git", "markets", "tenants", "users", "changes")
 
 
 @dataclass(frozen=True)
@@ -513,6 +518,40 @@ def print_table(rows: list[Row]) -> None:
             print(f"- {row.path}: {row.note}")
 
 
+def import_rows(root: Path, runs: int) -> list[Row]:
+    """``import harness``, a pipeline's and an agent's imports in fresh interpreters (with
+    bytecode), each beside ``python -c pass`` run interleaved (see ``bench/imports.py``)."""
+    interpreter = Interpreter(CHECKOUT, bytecode=True, cache=root / "pycache")
+    rows = []
+    for label, statement in IMPORTS[:3]:
+        wall, _, floor_wall, _ = _measure(interpreter, statement, max(runs, 5))
+        rows.append(
+            Row(
+                path=f"import: {label}",
+                now=wall,
+                floor=floor_wall,
+                floor_what="python -c pass",
+                target=f"<= floor + {IMPORT_TARGET_MS:.0f} ms" if label == "an agent" else "",
+                note=f"{label}: {wall - floor_wall:.1f} ms over the floor" if label == "an agent" else "",
+            )
+        )
+    return rows
+
+
+async def changes_row(runs: int) -> Row:
+    """The watcher's change handler over 1,000 changed paths in 1,000 users' folders with 1,000
+    users cached, beside the same paths with 10 users cached (its cost must not grow with users)."""
+    few = await handler_ms(10, 10, 1000, max(runs, 5))
+    many = await handler_ms(1000, 1000, 1000, max(runs, 5))
+    return Row(
+        path="change handler, 1,000 paths at 1,000 users",
+        now=many,
+        floor=few,
+        floor_what="the same at 10 users",
+        target="a few ms, flat in users",
+    )
+
+
 async def run(args: argparse.Namespace) -> None:
     only = set(args.only.split(",")) if args.only else set(ROWS)
     load = os.getloadavg()
@@ -520,6 +559,8 @@ async def run(args: argparse.Namespace) -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        if "imports" in only:
+            rows.extend(import_rows(root, args.runs))
         if "folder" in only:
             rows.append(folder_row(root, args.runs))
         if "staging" in only:
@@ -536,6 +577,8 @@ async def run(args: argparse.Namespace) -> None:
             rows.append(await tenants_row(root))
         if "users" in only:
             rows.extend(await users_rows(root, args.users_skills, args.users))
+        if "changes" in only:
+            rows.append(await changes_row(args.runs))
     print_table(rows)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
