@@ -25,7 +25,7 @@ import anyio
 from filesystems import CACHE_DIR, MACHINE_DIR
 
 if TYPE_CHECKING:  # annotations only: anyio loads these modules when a watcher first runs
-    from anyio.abc import TaskStatus
+    from anyio.abc import TaskGroup, TaskStatus
     from anyio.streams.memory import MemoryObjectReceiveStream
 
 __all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
@@ -33,6 +33,8 @@ __all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
 DEBOUNCE_MS = 50
 # Changed paths handed to ``on_change`` at once; the event loop runs other tasks between slices.
 _SLICE = 256
+# Deep watches a WorkspaceWatcher keeps at most (each waits in a worker thread).
+_MAX_TIERS = 6
 _IGNORED_FOLDERS = (CACHE_DIR, MACHINE_DIR, "__pycache__", ".git")
 _IGNORED_PART = re.compile(rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)")
 log = logging.getLogger(__name__)
@@ -211,9 +213,10 @@ class WorkspaceWatcher:
     (inotify watches are a per-user limit, and the staging cache holds a folder per staged
     skill and file folder).
 
-    When a top-level folder appears or goes (a new user's area), the folders watched follow: a
-    new watcher over the new set starts before the old one stops, and the new folders are
-    reported as changed, since what was written in them before the watch began was not seen.
+    When a top-level folder appears (a new user's area) it is watched from then on, by a watch
+    of its own that is later merged with others (see :meth:`run`), and reported as changed,
+    since what was written in it before the watch began was not seen. A folder that goes loses
+    its watch with it.
     Run it like :class:`TreeWatcher`.
     """
 
@@ -235,18 +238,27 @@ class WorkspaceWatcher:
         async with anyio.create_task_group() as group:
             top = TreeWatcher(self.root, self._on_top, self.on_failure, recursive=False)
             await group.start(top.run)
-            deep: TreeWatcher | None = None
+            # The deep watches, newest last, each over some of the top-level folders. Setting a
+            # watch up walks every folder below its roots in native code that keeps the GIL (no
+            # other task runs meanwhile), so new folders get a watch of their own, and watches
+            # are merged only when the newer one holds about as many folders as the one before
+            # it: a folder is walked again O(log n) times, and a long walk happens only when the
+            # folders watched have grown by half.
+            tiers: list[tuple[frozenset[Path], TreeWatcher]] = []
             started = False
             while not self._stop.is_set():
                 folders = await anyio.to_thread.run_sync(self._top_folders)
-                if deep is None or folders != self.folders:
-                    new = TreeWatcher(sorted(folders), self.on_change, self.on_failure) if folders else None
-                    if new is not None:
-                        await group.start(new.run)
-                    if deep is not None:
-                        deep.stop()
-                    added, self.folders, deep = folders - self.folders, folders, new
-                    if started and added:
+                added = folders - self.folders
+                self.folders = folders
+                if added:
+                    tiers.append((added, await self._watch(group, added)))
+                    while len(tiers) > 1 and (2 * len(tiers[-1][0]) >= len(tiers[-2][0]) or len(tiers) > _MAX_TIERS):
+                        (older, first), (newer, second) = tiers[-2], tiers[-1]
+                        merged = (older | newer) & folders  # folders gone since are not watched again
+                        tiers[-2:] = [(merged, await self._watch(group, merged))] if merged else []
+                        first.stop()
+                        second.stop()
+                    if started:
                         self.on_change(set(added))
                 if not started:
                     task_status.started()
@@ -255,8 +267,14 @@ class WorkspaceWatcher:
                 self._moved = anyio.Event()
                 await anyio.sleep(DEBOUNCE_MS / 1000)  # a burst of new folders is watched at once
             top.stop()
-            if deep is not None:
-                deep.stop()
+            for _, watcher in tiers:
+                watcher.stop()
+
+    async def _watch(self, group: TaskGroup, folders: frozenset[Path]) -> TreeWatcher:
+        """A started recursive watch over ``folders``."""
+        watcher = TreeWatcher(sorted(folders), self.on_change, self.on_failure)
+        await group.start(watcher.run)
+        return watcher
 
     def _on_top(self, paths: set[Path]) -> None:
         self.on_change(paths)

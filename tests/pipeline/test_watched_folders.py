@@ -93,3 +93,45 @@ async def test_a_missing_folder_is_not_watched_until_it_exists(tmp_path: Path) -
         assert tmp_path.stat().st_ino in watched  # the workspace's own entries: where a folder appears
         assert (tmp_path / "skills").stat().st_ino in watched
         assert not (tmp_path / "dave").exists()
+
+
+def inotify_instances() -> int:
+    """How many inotify instances this process holds (one per watch set up)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+        except OSError:
+            continue
+    return count
+
+
+async def test_users_arriving_one_by_one_are_each_watched_by_a_bounded_number_of_watches(tmp_path: Path) -> None:
+    """Each new user's area is watched without watching every other area again (which would
+    hold the GIL for a walk of the whole workspace per new user); the watches are merged, so
+    their number stays bounded however many users arrive."""
+    write_skill(tmp_path / "skills", "team")
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs) as pipeline,
+    ):
+        await pipeline.prepare(DAVE)
+        before = inotify_instances()
+        folders = []
+        for index in range(24):
+            folders.append(write_skill(tmp_path / f"user{index:02d}" / "skills", "diary"))
+
+            async def watched(folder: Path = folders[-1]) -> bool:
+                return folder.stat().st_ino in watched_inodes()
+
+            await eventually(watched, what=f"a watch on user{index:02d}'s skill folder")
+        assert all(folder.stat().st_ino in watched_inodes() for folder in folders)  # none lost by a merge
+        assert inotify_instances() <= before + 6
+        late = RuntimeContext(user_id="user00")
+        write_skill(tmp_path / "user00" / "skills", "diary", description="edited after the merges")
+
+        async def description() -> str:
+            found = (await pipeline.prepare(late)).skills.get("diary_workspace-namespaced")
+            return found.skill.description if found is not None else ""
+
+        await eventually(description, lambda d: d == "edited after the merges", what="an edit in the first user's area")
