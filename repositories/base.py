@@ -142,6 +142,16 @@ class SkillBundleContents:
     skill_md_name: str = "SKILL.md"
     files: tuple[FileContents, ...] = ()
 
+    def read(self, paths: Sequence[str], *, where: str) -> dict[str, bytes]:
+        """The bytes of each of ``paths`` (the main file by its name, the others by theirs);
+        :class:`BundleNotFound` naming the first that is not there (``where``: the skill's place)."""
+        data = {item.path: item.data for item in self.files}
+        data[self.skill_md_name] = self.skill_md
+        missing = [path for path in paths if path not in data]
+        if missing:
+            raise BundleNotFound(f"{where}: {missing[0]} does not exist")
+        return {path: data[path] for path in paths}
+
     def __post_init__(self) -> None:
         check_folder(self.folder)
         if self.skill_md_name not in SKILL_MD_NAMES:

@@ -337,12 +337,7 @@ class WellKnownRepository(SkillRepository):
         package = self._packages.get(folder)
         if package is None:
             raise BundleNotFound(f"{self.where}: no skill {folder!r}")
-        data = {f.path: f.data for f in package.contents.files}
-        data[package.contents.skill_md_name] = package.contents.skill_md
-        missing = [p for p in paths if p not in data]
-        if missing:
-            raise BundleNotFound(f"{self.where}/{folder}: {missing[0]} does not exist")
-        return {p: data[p] for p in paths}
+        return package.contents.read(paths, where=f"{self.where}/{folder}")
 
     def artifact_digests(self) -> dict[str, str]:
         """The artifact digest (``sha256:<hex>``) of each served skill, by name, as checked."""

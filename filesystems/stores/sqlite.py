@@ -24,7 +24,7 @@ from .base import (
     prefix_upper_bound,
 )
 
-__all__ = ["SQLiteKeyValueStore"]
+__all__ = ["SQLiteKeyValueStore", "open_database"]
 
 _T = TypeVar("_T")
 
@@ -41,6 +41,19 @@ INSERT OR IGNORE INTO meta (name, value) VALUES ('generation', 0);
 """
 _COLUMNS = "key, length(data), mtime, mode, version"
 _BUSY_TIMEOUT_MS = 30_000
+
+
+def open_database(path: pathlib.Path, schema: str) -> sqlite3.Connection:
+    """A connection to the SQLite file ``path`` (its folder created) as the stores use it: WAL
+    journal, autocommit (transactions are explicit), usable from any worker thread, waiting up
+    to 30 s for another process's lock, with ``schema`` (``CREATE … IF NOT EXISTS``) applied."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.executescript(schema)
+    return connection
 
 
 def _entry(row: tuple[bytes, int, float, int, int]) -> StoreEntry:
@@ -77,13 +90,7 @@ class SQLiteKeyValueStore(KeyValueStore):
         if self._connection is None:
             if self._closed:
                 raise StoreUnavailable(f"{self!r} is closed")
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.executescript(_SCHEMA)
-            self._connection = connection
+            self._connection = open_database(self._path, _SCHEMA)
         return self._connection
 
     async def _call(self, work: Callable[[sqlite3.Connection], _T]) -> _T:

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import anyio
 
+from filesystems.stores.sqlite import open_database
 from harness.agent.sessions.base import (
     DEFAULT_MAX_MESSAGES,
     PausedChange,
@@ -50,7 +51,6 @@ CREATE TABLE IF NOT EXISTS paused (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS paused_kept ON paused (kept);
 """
-_BUSY_TIMEOUT_MS = 30_000
 
 
 class SQLiteSessionStore(SessionStore):
@@ -87,13 +87,7 @@ class SQLiteSessionStore(SessionStore):
         if self._connection is None:
             if self.closed:
                 raise SessionStoreUnavailable(f"{self!r} is closed")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.executescript(_SCHEMA)
-            self._connection = connection
+            self._connection = open_database(self.path, _SCHEMA)
         return self._connection
 
     async def _call(self, work: Callable[[sqlite3.Connection], _T], *, write: bool = False) -> _T:
