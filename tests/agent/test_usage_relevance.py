@@ -15,6 +15,7 @@ from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
 from repositories import MemoryRepository
 from tests.support.catalog import files_root_in, read_catalog
 from tests.support.io import FILE_EVENTS, IORecorder
+from tests.support.polling import eventually
 from tests.support.skills import make_bundle
 
 ALICE = RuntimeContext(user_id="alice")
@@ -85,7 +86,15 @@ async def test_recorded_uses_change_nothing_until_the_counts_are_read(tmp_path: 
 async def test_a_warm_turn_after_a_refresh_does_no_file_operations(tmp_path: Path) -> None:
     async with _agent(tmp_path, ScriptedModel([])) as agent:
         assert agent.learning is not None
-        await agent.learning.recorder.record_use(LAST_ID, ALICE)
+        await agent.prepare(ALICE)  # warm: a turn that reads files from now on reads them for the write below
+        await agent.learning.recorder.record_use(LAST_ID, ALICE)  # writes skills/.usage.json
+
+        async def rescanned() -> bool:  # the watcher has reported that write, and a turn read it
+            with IORecorder(FILE_EVENTS) as seen:
+                await agent.prepare(ALICE)
+            return bool(seen)
+
+        await eventually(rescanned, what="the watcher reporting the usage file's write")
         assert await _started(agent.usage_relevance).refresh()
         refreshed = await agent.prepare(ALICE)
         with IORecorder(FILE_EVENTS) as seen:
