@@ -77,7 +77,9 @@ class SkillBundle:
     - ``location``: human-readable origin (a host path, ``git-url@commit:path``,
       ``mysql://host/db/table#folder``, ``pkg:package/folder``).
     - ``digest``: a content token that changes whenever any file of the bundle changes, so callers
-      can skip re-parsing a bundle whose digest they have seen.
+      can skip re-parsing a bundle whose digest they have seen. One that starts with ``dynamic:``
+      says the market has no digest of the content to give (an MCP server's dynamic skill): its
+      files are read afresh on each use and nothing may be bound to them.
     - ``path``: set only by a repository that keeps nested folders of one name apart
       (``DirectoryRepository(nested=True)``): the folder's relative path, which then identifies
       it in ``read_files`` instead of ``folder``.

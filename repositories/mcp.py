@@ -23,9 +23,13 @@ a new one. Outside ``async with`` each operation opens its own. The market is a 
   label) plus its URI: a skill at ``skill://team-a/dupe/SKILL.md`` has the sub-source ``team-a``
   (skill id ``dupe_<slug>.team-a``, staged under ``.skills-cache/<slug>.team-a/dupe``), one at
   ``skill://dupe/SKILL.md`` none (``dupe_<slug>``). Nothing is dropped for sharing a name.
-- **Dynamic skills** (``"resources": "dynamic"``) are listed; their files are never cached and
-  are read afresh on each use, within the extension's size limit, and their approval binds to
-  nothing that can be reused.
+- **Dynamic skills** (``"resources": "dynamic"``) are listed, with a problem saying nothing of
+  them can be verified. Their other files are found, on first use, the one way the extension
+  offers: ``resources/directory/read`` from the skill's root down, when the server declares
+  ``directoryRead`` (a host must not call it otherwise, and then only the SKILL.md is reached).
+  The listing is kept until the next check; the files are never cached and are read afresh on
+  each use, within the extension's limits (512 files, 16 MiB read per skill), and their approval
+  binds to nothing that can be reused.
 - Hostile entries lose only what is wrong: a URI that is not ``skill://<path>/<name>/SKILL.md``
   with safe segments, a name that is not the path's last segment, a skill over the extension's
   limits (512 files, 16 MiB) or without ``resources`` is skipped, an unsafe file path dropped,
@@ -45,6 +49,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import shlex
@@ -58,7 +63,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 
-from filesystems import BackgroundTasks, redact_secrets, redact_url
+from filesystems import BackgroundTasks, has_dot_segment, redact_secrets, redact_url
 from repositories._mcp_entries import (
     MAIN,
     MAX_BYTES,
@@ -69,7 +74,8 @@ from repositories._mcp_entries import (
     stand_in,
 )
 from repositories._urls import no_more, number, split_fragment
-from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
+from repositories.base import BundleFile, FileListing, SkillBundle, SkillRepository, Snapshot
+from repositories.discovery import normalise_file_path
 from repositories.errors import (
     BundleNotFound,
     ContentMismatch,
@@ -77,6 +83,7 @@ from repositories.errors import (
     InvalidRepositoryConfig,
     RepositoryError,
     RepositoryUnavailable,
+    UnsafePath,
 )
 from repositories.sources import make_source
 
@@ -87,11 +94,14 @@ if TYPE_CHECKING:
 __all__ = ["MAX_BYTES", "MAX_FILES", "McpRepository"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 #: Verified file bytes kept in memory across loads, at most this many.
 _CACHE_BYTES = 64 * 1024 * 1024
 _MAX_PAGES = 1000
 _REFERENCE = re.compile(r"skill://[^\s\"'<>()\[\]`]+/SKILL\.md")
+_EXTENSION = "io.modelcontextprotocol/skills"
+_DIRECTORY = "inode/directory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +109,12 @@ class _Listing:
     version: str
     skills: Mapping[str, RemoteSkill]  # skill path -> skill
     problems: tuple[str, ...] = ()
+    directory_read: bool = False  # the server declared resources/directory/read
     checked: float = field(default_factory=time.monotonic)
+    # A dynamic skill's files as the server's directories showed them, and the bytes read of
+    # each file so far: both last as long as this listing.
+    walked: dict[str, FileListing] = field(default_factory=dict)
+    read: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class McpRepository(SkillRepository):
@@ -262,7 +277,7 @@ class McpRepository(SkillRepository):
                 if refused:
                     raise RepositoryUnavailable(f"{self.where}: {self._refusal(refused[0])}") from exc
                 raise
-            if "io.modelcontextprotocol/skills" not in (client.server_capabilities.extensions or {}):
+            if _EXTENSION not in (client.server_capabilities.extensions or {}):
                 raise RepositoryUnavailable(f"{self.where} does not serve the MCP Skills extension")
             yield client
 
@@ -313,7 +328,7 @@ class McpRepository(SkillRepository):
         if listing is not None and self.check_interval and time.monotonic() - listing.checked < self.check_interval:
             return listing.version
 
-        async def list_all(client: Client) -> tuple[list[Any], list[Any]]:
+        async def list_all(client: Client) -> tuple[list[Any], list[Any], bool]:
             entries: list[Any] = []
             cursor: str | None = None
             for _ in range(_MAX_PAGES):
@@ -330,10 +345,11 @@ class McpRepository(SkillRepository):
             got: list[Any] = []
             for uri in dict.fromkeys(u for u in referenced if u not in listed):
                 got.append(await self._get(client, uri))
-            return entries, got
+            settings = (client.server_capabilities.extensions or {}).get(_EXTENSION)
+            return entries, got, isinstance(settings, dict) and settings.get("directoryRead") is True
 
-        entries, got = await self._use(list_all)
-        self._listing = self._parse(entries, got)
+        entries, got, directory_read = await self._use(list_all)
+        self._listing = self._parse(entries, got, directory_read)
         return self._listing.version
 
     async def _get(self, client: Client, uri: str) -> Any:
@@ -349,7 +365,7 @@ class McpRepository(SkillRepository):
             return InvalidBundle(f"skills/get {uri} answered for another URI {str(entry.get('uri'))[:200]!r}")
         return entry
 
-    def _parse(self, entries: list[Any], got: list[Any]) -> _Listing:
+    def _parse(self, entries: list[Any], got: list[Any], directory_read: bool) -> _Listing:
         skills: dict[str, RemoteSkill] = {}
         problems: list[str] = []
         taken: set[tuple[str, str]] = set()  # (part, name): one cache folder and one id each
@@ -370,11 +386,15 @@ class McpRepository(SkillRepository):
                 skill = dataclasses.replace(skill, part=make_source(skill.part or "root", tag))
             taken.add((skill.part, skill.name))
             skills[skill.path] = skill
+            if skill.dynamic:
+                problems.append(_dynamic_problem(skill, directory_read))
         manifest = sorted(
             (s.uri, s.binding, json.dumps(s.frontmatter, sort_keys=True, default=str)) for s in skills.values()
         )
         version = hashlib.sha256(json.dumps([manifest, problems]).encode()).hexdigest()
-        return _Listing(version=f"sha256:{version}", skills=skills, problems=tuple(problems))
+        return _Listing(
+            version=f"sha256:{version}", skills=skills, problems=tuple(problems), directory_read=directory_read
+        )
 
     # -- bundles and files -------------------------------------------------------------------
 
@@ -398,6 +418,7 @@ class McpRepository(SkillRepository):
                 digest=skill.binding,
                 path=skill.path if skill.part else "",
                 sub_source=skill.part,
+                listed=not skill.dynamic,  # its files are found on first use (_list_files)
                 on_demand=True,
                 origin=skill.uri,
             )
@@ -429,6 +450,62 @@ class McpRepository(SkillRepository):
             await self._use(fetch)
         return found
 
+    async def _list_files(self, folder: str) -> FileListing | None:
+        """A dynamic skill's files, found through ``resources/directory/read`` on first use and
+        kept with the listing (``None`` for a listed skill: its manifest is the listing)."""
+        skill = self._skill(folder)
+        listing = self._listing
+        if not skill.dynamic or listing is None:
+            return None
+        found = listing.walked.get(skill.path)
+        if found is None:
+            if listing.directory_read:
+                found = await self._use(functools.partial(self._walk, skill=skill))
+            else:  # the extension forbids asking: the SKILL.md is all that can be reached
+                found = FileListing(files=(), digest=skill.binding)
+            listing.walked[skill.path] = found
+        return found
+
+    async def _walk(self, client: Client, *, skill: RemoteSkill) -> FileListing:
+        """Every file below a dynamic skill's root but its SKILL.md, read directory by directory
+        (every page followed). A child that is not a safe path below the directory it was listed
+        in is left out with a warning; past the extension's 512 files (or as many directory
+        pages) the skill is refused."""
+        root = skill.root.rstrip("/")
+        files: dict[str, BundleFile] = {}
+        pending, pages = [root], 0
+        while pending:
+            directory = pending.pop()
+            cursor: str | None = None
+            while True:
+                pages += 1
+                if pages > MAX_FILES:
+                    raise InvalidBundle(f"{skill.uri}: its directories take more than {MAX_FILES} pages to list")
+                params = {"uri": directory, **({"cursor": cursor} if cursor else {})}
+                page = await self._request(client, "resources/directory/read", params)
+                children = page.get("resources")
+                if not isinstance(children, list):
+                    raise RepositoryUnavailable(f"{self.where}: resources/directory/read {directory} has no resources")
+                for child in children:
+                    try:
+                        uri, kind, size = _child(child, directory)
+                        path = normalise_file_path(uri[len(root) + 1 :])
+                    except UnsafePath as exc:
+                        log.warning("%s: a child of %s is left out: %s", self.where, directory, exc)
+                        continue
+                    if kind == _DIRECTORY:
+                        pending.append(uri)
+                    elif path != MAIN:
+                        files[path] = BundleFile(path=path, size=size, mode=0o644)
+                if len(files) + 1 > MAX_FILES:
+                    raise InvalidBundle(f"{skill.uri} holds more than the extension's limit of {MAX_FILES} files")
+                cursor = page.get("nextCursor")
+                if not isinstance(cursor, str) or not cursor:
+                    break
+        listed = tuple(files[path] for path in sorted(files))
+        shape = json.dumps([[f.path, f.size] for f in listed])
+        return FileListing(files=listed, digest=f"{skill.binding}:{hashlib.sha256(shape.encode()).hexdigest()}")
+
     def _skill(self, key: str) -> RemoteSkill:
         listing = self._listing
         skill = listing.skills.get(key) if listing is not None else None
@@ -455,8 +532,7 @@ class McpRepository(SkillRepository):
         if item is None or data is None:
             raise ContentMismatch(f"{where}: the server answered {uri} without its content; not delivered")
         if listed is None:
-            if len(data) > MAX_BYTES:
-                raise ContentMismatch(f"{where}: {len(data)} bytes, over the extension's limit of {MAX_BYTES}")
+            self._count_read(skill, path, len(data), where)
         else:
             digest = await anyio.to_thread.run_sync(_sha256, data) if len(data) > 1 << 20 else _sha256(data)
             if len(data) != listed.size or digest != listed.digest:
@@ -472,6 +548,19 @@ class McpRepository(SkillRepository):
         if listed is not None:
             self._cache.put(listed.digest, data)
         return data
+
+    def _count_read(self, skill: RemoteSkill, path: str, size: int, where: str) -> None:
+        """Count a dynamic skill's file against the extension's 16 MiB per skill (its latest read
+        of each file), which is all a skill without a manifest can be held to."""
+        listing = self._listing
+        sizes = listing.read.setdefault(skill.path, {}) if listing is not None else {}
+        total = size + sum(n for p, n in sizes.items() if p != path)
+        if total > MAX_BYTES:
+            raise ContentMismatch(
+                f"{where}: the files read of this dynamic skill come to {total} bytes, over the extension's "
+                f"limit of {MAX_BYTES}; not delivered"
+            )
+        sizes[path] = size
 
     def _recheck(self) -> None:
         """Ask the server for a new listing on the next check: what it serves moved on."""
@@ -606,6 +695,33 @@ def _raw_result() -> type[BaseModel]:
         model_config = ConfigDict(extra="allow")
 
     return RawResult
+
+
+def _dynamic_problem(skill: RemoteSkill, directory_read: bool) -> str:
+    """What a listed dynamic skill costs: no digest, and without directory reads no other file."""
+    problem = (
+        f"skill {skill.uri} is dynamic: the server publishes no digests, so nothing of it is verified, "
+        "cached or staged, and its commands do not run"
+    )
+    if directory_read:
+        return problem + "; its files are listed with resources/directory/read and read afresh on each use"
+    return problem + (
+        "; the server does not declare directoryRead, the only way the extension offers to find a dynamic "
+        "skill's other files, so only its SKILL.md can be read"
+    )
+
+
+def _child(item: Any, directory: str) -> tuple[str, str, int]:
+    """``(uri, mimeType, size)`` of one ``resources/directory/read`` child (size 0 when not
+    given); ``UnsafePath`` unless its URI names one plain entry directly below ``directory``."""
+    uri = item.get("uri") if isinstance(item, dict) else None
+    name = uri[len(directory) + 1 :] if isinstance(uri, str) and uri.startswith(directory + "/") else ""
+    if not isinstance(uri, str) or not name or "/" in name or has_dot_segment(name):
+        raise UnsafePath(f"{str(uri)[:200]!r} is not an entry of {directory}")
+    kind, size = item.get("mimeType"), item.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        size = 0
+    return uri, kind if isinstance(kind, str) else "", size
 
 
 def _sha256(data: bytes) -> str:

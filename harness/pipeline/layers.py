@@ -78,6 +78,12 @@ class LayerEntry:
     on_demand: bool = False
     origin: str = ""  # the skill's URI at its origin (``SkillBundle.origin``), when it has one
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the market has no digest of the skill's content to give (``dynamic:``, an MCP
+        server's ``"resources": "dynamic"``): nothing of it can be verified, staged or approved."""
+        return self.digest.startswith("dynamic:")
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Scanned:

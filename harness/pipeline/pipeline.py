@@ -441,7 +441,7 @@ class SkillPipeline(AsyncResource):
         now on with every later pass. Other skills, a dynamic skill (nothing to verify or stage)
         and one already staged at this content cost nothing."""
         entry = skill.entry
-        if not entry.on_demand or not skill.source.staged or entry.digest.startswith("dynamic:"):
+        if not entry.on_demand or not skill.source.staged or entry.dynamic:
             return
         item = StageItem(entry=entry, reader=skill.source)
         staged = self._staging[2] if self._staging is not None else ()
@@ -464,7 +464,7 @@ class SkillPipeline(AsyncResource):
         """What a read-only plan (``stage=False``) does when a skill is loaded: an on-demand
         skill's fetched SKILL.md is scanned as :meth:`_activate` would, and nothing is staged."""
         entry = skill.entry
-        if entry.on_demand and skill.source.staged and not entry.digest.startswith("dynamic:"):
+        if entry.on_demand and skill.source.staged and not entry.dynamic:
             name = entry.skill.skill_md_name
             await skill.source.check_fetched(entry, await skill.source.read_files(entry, [name]))
 

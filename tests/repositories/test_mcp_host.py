@@ -10,7 +10,7 @@ import pytest
 
 from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
-from harness.tools import load_skill_file
+from harness.tools import load_skill_file, render_skill_file
 from repositories import ContentMismatch
 from repositories.mcp import McpRepository
 from tests.support.skills_server import SkillsServer
@@ -27,7 +27,14 @@ def server(tmp_path: Path) -> SkillsServer:
     served.add("team-a/dupe", {"SKILL.md": _skill("dupe", "Team A's."), "notes.md": "a\n"})
     served.add("team-b/dupe", {"SKILL.md": _skill("dupe", "Team B's."), "notes.md": "b\n"})
     served.add("liar", {"SKILL.md": _skill("liar"), "data.txt": "served bytes\n"})
-    served.add("daily", {"SKILL.md": _skill("daily", "Made fresh.")})
+    served.add(
+        "daily",
+        {
+            "SKILL.md": _skill("daily", "Made fresh.", "# Steps\nRead references/sources.md, run scripts/report.sh.\n"),
+            "references/sources.md": "The feeds of today.\n",
+            "scripts/report.sh": "#!/bin/sh\necho report\n",
+        },
+    )
     served.add("masked", {"SKILL.md": _skill("masked", "The real description.")})
     served.add("hidden/only-by-uri", {"SKILL.md": _skill("only-by-uri", "Reached by URI.")})
     served.configure(
@@ -92,6 +99,49 @@ async def test_dynamic_skills_are_read_afresh_on_every_use(server: SkillsServer)
         second = await market.read_file("daily", "SKILL.md")
     assert first != second and b"new" in second
     assert server.reads().count("skill://daily/SKILL.md") == 2
+
+
+def _directory_reads(server: SkillsServer) -> list[str]:
+    return [uri for method, uri in server.requests() if method == "resources/directory/read"]
+
+
+async def test_a_dynamic_skills_files_are_found_by_directory_reads_and_read_on_use(
+    server: SkillsServer, tmp_path: Path
+) -> None:
+    market = McpRepository(command=server.command, source="srv")
+    async with Harness(
+        workspace=tmp_path / "ws", repositories=[market], pipeline=PipelineOptions(watch=False, market_timeout=120)
+    ) as agent:
+        plan = await agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False)
+        assert server.reads() == [] and _directory_reads(server) == []  # nothing ahead of use
+        text = await render_skill_file(plan, "daily_srv", shell=False)
+        assert "Read references/sources.md" in text and "a dynamic skill): it has no digest" in text
+        assert server.reads() == ["skill://daily/SKILL.md"] and _directory_reads(server) == []
+        sources = await load_skill_file(plan, "daily_srv", "references/sources.md")
+        # The root and each folder, every page followed (two children a page; the root has three).
+        walked = ["skill://daily", "skill://daily", "skill://daily/scripts", "skill://daily/references"]
+        assert "The feeds of today." in sources and _directory_reads(server) == walked
+        assert server.reads() == ["skill://daily/SKILL.md", "skill://daily/references/sources.md"]
+        assert "echo report" in await load_skill_file(plan, "daily_srv", "scripts/report.sh")
+        await load_skill_file(plan, "daily_srv", "references/sources.md")  # read afresh, the folders are not
+        assert _directory_reads(server) == walked
+        assert server.reads()[2:] == ["skill://daily/scripts/report.sh", "skill://daily/references/sources.md"]
+        with pytest.raises(FileNotFoundError, match="references/sources.md, scripts/report.sh"):
+            await load_skill_file(plan, "daily_srv", "references/missing.md")
+        problems = [d.message for d in plan.diagnostics if "skill://daily/SKILL.md" in d.message]
+    assert len(problems) == 1 and "publishes no digests, so nothing of it is verified" in problems[0]
+
+
+async def test_without_directory_reads_only_a_dynamic_skills_skill_md_is_reached(tmp_path: Path) -> None:
+    server = SkillsServer(tmp_path / "server")
+    server.add("daily", {"SKILL.md": _skill("daily"), "notes.md": "hidden from the host\n"})
+    server.configure(dynamic=["daily"], directory_read=False)
+    async with McpRepository(command=server.command, source="srv") as market:
+        snapshot = await market.snapshot()
+        assert (await market.list_files("daily")).files == ()
+        assert (await market.read_file("daily", "SKILL.md")).startswith(b"---\nname: daily")
+    assert any("does not declare directoryRead" in p for p in snapshot.problems)
+    assert _directory_reads(server) == []  # never asked of a server that did not declare it
 
 
 async def test_same_named_skills_of_servers_and_the_global_folder_each_have_an_id(

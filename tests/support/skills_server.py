@@ -10,7 +10,11 @@ request, so a test changes what is served between two calls. The configuration c
 - ``lies``: ``{file URI: digest}`` listed instead of the file's real digest;
 - ``dynamic``: skill paths listed with ``"resources": "dynamic"``;
 - ``unlisted``: skill paths left out of ``skills/list`` (``skills/get`` still answers for them);
-- ``frontmatter``: ``{skill path: {field: value}}`` merged into the entry's frontmatter only.
+- ``frontmatter``: ``{skill path: {field: value}}`` merged into the entry's frontmatter only;
+- ``directory_read``: whether ``resources/directory/read`` is declared (``directoryRead``) and
+  answered (default true; read when the server starts). It lists a folder's direct children,
+  ``page_size`` a page, with their sizes; ``children``: ``{directory URI: [child...]}`` added to
+  that folder's answer as given (a hostile server's entries).
 
 Every request is appended to ``ROOT/requests.jsonl`` (``{"method", "uri"}``) before it is
 answered, so tests count what a host asked for.
@@ -135,6 +139,9 @@ def main(root: Path, instructions: str) -> None:
     class UriParams(BaseModel):
         uri: str
 
+    class DirectoryParams(UriParams):
+        cursor: str | None = None
+
     async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
         note("skills/list", params.cursor or "")
         settings = config()
@@ -142,6 +149,26 @@ def main(root: Path, instructions: str) -> None:
         start, size = int(params.cursor or 0), int(settings.get("page_size", 2))
         page: dict[str, Any] = {"skills": entries[start : start + size], "ttlMs": 0, "cacheScope": "private"}
         if start + size < len(entries):
+            page["nextCursor"] = str(start + size)
+        return page
+
+    async def directory_read(ctx: ServerRequestContext[Any, Any], params: DirectoryParams) -> dict[str, Any]:
+        note("resources/directory/read", params.uri)
+        relative = params.uri.removeprefix("skill://")
+        folder = tree / relative
+        if relative == params.uri or ".." in relative.split("/") or not folder.is_dir():
+            raise invalid(f"{params.uri} is not a directory resource")
+        settings = config()
+        children: list[dict[str, Any]] = [
+            {"uri": f"{params.uri}/{child.name}", "name": child.name, "mimeType": "inode/directory"}
+            if child.is_dir()
+            else {"uri": f"{params.uri}/{child.name}", "name": child.name, "size": child.stat().st_size}
+            for child in sorted(folder.iterdir())
+        ]
+        children += settings.get("children", {}).get(params.uri, [])
+        start, size = int(params.cursor or 0), int(settings.get("page_size", 2))
+        page: dict[str, Any] = {"resources": children[start : start + size]}
+        if start + size < len(children):
             page["nextCursor"] = str(start + size)
         return page
 
@@ -174,9 +201,12 @@ def main(root: Path, instructions: str) -> None:
     server: Server[Any] = Server(
         "skills-test", instructions=instructions or None, on_read_resource=read, on_list_resources=resources
     )
-    server.extensions["io.modelcontextprotocol/skills"] = {}
+    directories = config().get("directory_read", True)
+    server.extensions["io.modelcontextprotocol/skills"] = {"directoryRead": True} if directories else {}
     server.add_request_handler("skills/list", types.PaginatedRequestParams, skills_list)
     server.add_request_handler("skills/get", UriParams, skills_get)
+    if directories:
+        server.add_request_handler("resources/directory/read", DirectoryParams, directory_read)
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):
