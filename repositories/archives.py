@@ -24,8 +24,11 @@ the member count is bounded while the headers are read, two members naming one p
 package, and links (symbolic or hard), devices and other non-regular members are skipped and
 reported. :func:`open_package` picks the reader from the bytes themselves.
 
-Every refusal is an :class:`ArchiveRefused` whose message says why; a skipped entry is a line
-of the package's ``problems``.
+Both take ``hidden``, a market's own rule for entries it does not serve on top of these (the
+well-known market's dot-files, :func:`dot_files`): such an entry is skipped like the others.
+Version-control metadata (``.git/…``) is never a clean relative path, so every package skips it. Every refusal is an :class:`ArchiveRefused` whose message says why; a skipped entry
+is a line of the package's ``problems`` naming its path, for the first :data:`MAX_NAMED_SKIPS`
+of them, and one more line counts the rest by reason, so a crafted archive cannot flood them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ import tarfile
 import unicodedata
 import zipfile
 import zlib
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from filesystems.paths import relative_path_problem
@@ -46,17 +51,21 @@ from repositories.errors import InvalidBundle
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
+    "MAX_NAMED_SKIPS",
     "ArchiveEntry",
     "ArchiveRefused",
     "Package",
     "TarPackage",
     "ZipPackage",
+    "dot_files",
     "open_package",
     "path_key",
 ]
 
 #: The most entries a package may hold.
 DEFAULT_MAX_ENTRIES = 4096
+#: Skipped entries a package's problems name one by one; the rest are counted.
+MAX_NAMED_SKIPS = 20
 
 _END_RECORD = struct.Struct("<4s4H2LH")  # the ZIP end-of-central-directory record
 _END_SIGNATURE = b"PK\x05\x06"
@@ -81,6 +90,40 @@ class ArchiveEntry:
     info: zipfile.ZipInfo | tarfile.TarInfo
 
 
+def _serve_all(path: str) -> str | None:
+    return None
+
+
+def dot_files(path: str) -> str | None:
+    """``hidden`` for a market that serves no dot-file: why ``path`` (``.env``, ``a/.DS_Store``,
+    ``.git/config``) is not served, or ``None``."""
+    if any(part.startswith(".") for part in path.split("/")):
+        return "a dot-file (dot-files are not served)"
+    return None
+
+
+class _Skips:
+    """The entries a package skipped: each named with its reason up to :data:`MAX_NAMED_SKIPS`,
+    the rest counted by reason."""
+
+    def __init__(self) -> None:
+        self._named: list[str] = []
+        self._rest: Counter[str] = Counter()
+
+    def add(self, path: str, reason: str) -> None:
+        if len(self._named) < MAX_NAMED_SKIPS:
+            self._named.append(f"entry {shown(path)} skipped: {reason}")
+        else:
+            self._rest[reason] += 1
+
+    def problems(self) -> tuple[str, ...]:
+        if not self._rest:
+            return tuple(self._named)
+        counted = "; ".join(f"{count} {reason}" for reason, count in sorted(self._rest.items()))
+        more = f"{sum(self._rest.values())} more entries skipped, not named ({counted})"
+        return (*self._named, more)
+
+
 def path_key(path: str) -> str:
     """The path a ZIP entry name means once readers and filesystems have folded it."""
     parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
@@ -89,13 +132,21 @@ def path_key(path: str) -> str:
 
 class ZipPackage:
     """An archive's bytes, opened and checked (see the module docstring); close it, or use it
-    as a context manager. Raises :class:`ArchiveRefused` for a package that cannot be served."""
+    as a context manager. ``hidden`` gives the reason the market does not serve a path the
+    checks passed, or ``None``. Raises :class:`ArchiveRefused` for a package that cannot be served."""
 
     def __init__(
-        self, data: bytes, *, max_file_size: int, max_total_size: int, max_entries: int = DEFAULT_MAX_ENTRIES
+        self,
+        data: bytes,
+        *,
+        max_file_size: int,
+        max_total_size: int,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        hidden: Callable[[str], str | None] = _serve_all,
     ) -> None:
         self.max_file_size = max_file_size
         self.max_total_size = max_total_size
+        self.hidden = hidden
         _check_end_record(data, max_entries)
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(data))
@@ -132,20 +183,16 @@ class ZipPackage:
         declared = sum(info.file_size for info in infos)
         if declared > self.max_total_size:
             raise ArchiveRefused(f"it unpacks to {declared} bytes, more than {self.max_total_size}")
-        problems: list[str] = []
+        skips = _Skips()
         entries: list[ArchiveEntry] = []
         for info in infos:
-            problem = _entry_problem(info, self.max_file_size)
+            problem = _entry_problem(info, self.max_file_size) or self.hidden(info.filename)
             if problem:
-                problems.append(f"entry {shown(info.filename)} skipped: {problem}")
+                skips.add(info.filename, problem)
                 continue
             _, mode = _kind_and_mode(info)
             entries.append(ArchiveEntry(path=info.filename, size=info.file_size, mode=mode, crc=info.CRC, info=info))
-        paths = {entry.path for entry in entries}
-        folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
-        for path in sorted(paths & folders):
-            problems.append(f"entry {shown(path)} skipped: a folder of the same name exists")
-        return tuple(e for e in entries if e.path not in folders), tuple(problems)
+        return _without_folders(entries, skips), skips.problems()
 
     def read(self, entry: ArchiveEntry) -> bytes:
         """The bytes of ``entry`` (one of :attr:`entries`), decompressed no further than its
@@ -221,10 +268,17 @@ class TarPackage:
     :class:`ZipPackage` (see the module docstring). Raises :class:`ArchiveRefused`."""
 
     def __init__(
-        self, data: bytes, *, max_file_size: int, max_total_size: int, max_entries: int = DEFAULT_MAX_ENTRIES
+        self,
+        data: bytes,
+        *,
+        max_file_size: int,
+        max_total_size: int,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        hidden: Callable[[str], str | None] = _serve_all,
     ) -> None:
         self.max_file_size = max_file_size
         self.max_total_size = max_total_size
+        self.hidden = hidden
         raw = _gunzip(data, max_total_size + max_entries * _TAR_HEADER_ALLOWANCE + 1024)
         self._data: dict[str, bytes] = {}
         try:
@@ -263,7 +317,7 @@ class TarPackage:
             declared += member.size if member.isfile() else 0
             if declared > self.max_total_size:
                 raise ArchiveRefused(f"it unpacks to {declared} bytes, more than {self.max_total_size}")
-        problems: list[str] = []
+        skips = _Skips()
         entries: list[ArchiveEntry] = []
         for member in members:
             if member.isdir():
@@ -274,8 +328,9 @@ class TarPackage:
                 problem = "a link" if member.issym() or member.islnk() else "not a regular file"
             if problem is None and member.size > self.max_file_size:
                 problem = f"{member.size} bytes, over the {self.max_file_size}-byte limit"
+            problem = problem or self.hidden(name)
             if problem:
-                problems.append(f"entry {shown(member.name)} skipped: {problem}")
+                skips.add(member.name, problem)
                 continue
             stream = tar.extractfile(member)
             data = stream.read(member.size + 1) if stream is not None else b""
@@ -284,11 +339,7 @@ class TarPackage:
             self._data[name] = data
             mode = (member.mode & 0o777) or 0o644
             entries.append(ArchiveEntry(path=name, size=member.size, mode=mode, crc=zlib.crc32(data), info=member))
-        paths = {entry.path for entry in entries}
-        folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
-        for path in sorted(paths & folders):
-            problems.append(f"entry {shown(path)} skipped: a folder of the same name exists")
-        return tuple(e for e in entries if e.path not in folders), tuple(problems)
+        return _without_folders(entries, skips), skips.problems()
 
     def read(self, entry: ArchiveEntry) -> bytes:
         """The bytes of ``entry`` (one of :attr:`entries`)."""
@@ -296,6 +347,15 @@ class TarPackage:
             return self._data[entry.path]
         except KeyError:
             raise ArchiveRefused(f"no entry {shown(entry.path)} in the package") from None
+
+
+def _without_folders(entries: list[ArchiveEntry], skips: _Skips) -> tuple[ArchiveEntry, ...]:
+    """``entries`` but a file that is also a folder of another entry (skipped and reported)."""
+    paths = {entry.path for entry in entries}
+    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    for path in sorted(paths & folders):
+        skips.add(path, "a folder of the same name exists")
+    return tuple(e for e in entries if e.path not in folders)
 
 
 def _tar_name(name: str) -> str:
@@ -326,9 +386,16 @@ Package = ZipPackage | TarPackage
 
 
 def open_package(
-    data: bytes, *, max_file_size: int, max_total_size: int, max_entries: int = DEFAULT_MAX_ENTRIES
+    data: bytes,
+    *,
+    max_file_size: int,
+    max_total_size: int,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+    hidden: Callable[[str], str | None] = _serve_all,
 ) -> Package:
     """The checked package ``data`` holds: a ZIP archive, or a (gzip-compressed) tar archive,
-    told apart by their bytes. Raises :class:`ArchiveRefused`."""
+    told apart by their bytes (``hidden`` as the package classes take it). Raises :class:`ArchiveRefused`."""
     kind = ZipPackage if data.startswith(b"PK") else TarPackage
-    return kind(data, max_file_size=max_file_size, max_total_size=max_total_size, max_entries=max_entries)
+    return kind(
+        data, max_file_size=max_file_size, max_total_size=max_total_size, max_entries=max_entries, hidden=hidden
+    )

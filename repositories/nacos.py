@@ -6,11 +6,13 @@ Nacos has no call that lists every skill of a namespace, so the skill names are 
 
 A package holds ``<name>/SKILL.md`` and the skill's other files below ``<name>/``. It is checked
 by :class:`repositories.archives.ZipPackage`: absolute paths, ``..``, backslashes, control
-characters and version-control folders, links and other non-regular entries, and entries over
-``max_file_size`` are skipped and reported; a package over ``max_package_size`` (as downloaded,
-streamed and cut off at the cap, or as unpacked, declared or actually decompressed), one whose
-entries name one path twice (``a/b`` and ``a//b`` included), one that is not a ZIP archive or
-holds no ``SKILL.md``, costs only that skill, whose previous good package keeps being served if
+characters, version-control metadata (``.git/…``; other dot-files are served), links and other
+non-regular entries, and entries over ``max_file_size`` are skipped, each named in a problem
+with the skill (the first :data:`~repositories.archives.MAX_NAMED_SKIPS`, the rest counted); a
+package over ``max_package_size`` (as downloaded, streamed and cut off at the cap, or as
+unpacked, declared or actually decompressed), one whose entries name one path twice (``a/b``
+and ``a//b`` included), one that is not a ZIP archive or holds no ``SKILL.md``, costs only that
+skill, whose previous good package keeps being served if
 there was one. The SDK itself refuses packages with ``..`` or absolute entry names before they
 reach the harness; those are reported the same way.
 """

@@ -16,8 +16,9 @@ being served when there was one):
   the same rule;
 - an archive that :func:`repositories.archives.open_package` refuses (links, ``..`` and
   absolute paths, more than ``max_entries`` entries, over ``max_package_size`` unpacked, one
-  path twice) or that holds no ``SKILL.md`` at its root; links and over-size entries inside an
-  archive are skipped and reported;
+  path twice) or that holds no ``SKILL.md`` at its root; links, over-size entries and dot-files
+  (``.env``, ``.DS_Store``, ``.git/…``) inside an archive are skipped, each named in a problem
+  with the skill (the first :data:`~repositories.archives.MAX_NAMED_SKIPS`, the rest counted);
 - an unknown ``type``, a name that is not one safe folder name, a name listed twice.
 
 An index with an unknown or missing ``$schema`` is refused whole (the last good skills stay).
@@ -47,7 +48,7 @@ import anyio.to_thread
 
 from filesystems import redact_url
 from repositories._urls import no_more, number, split_fragment
-from repositories.archives import DEFAULT_MAX_ENTRIES, ArchiveEntry, Package, open_package
+from repositories.archives import DEFAULT_MAX_ENTRIES, ArchiveEntry, Package, dot_files, open_package
 from repositories.base import BundleFile, FileContents, SkillBundle, SkillBundleContents, SkillRepository, Snapshot
 from repositories.discovery import SKILL_MD_NAMES, check_folder, shown
 from repositories.errors import BundleNotFound, InvalidBundle, InvalidRepositoryConfig, RepositoryUnavailable
@@ -308,6 +309,7 @@ class WellKnownRepository(SkillRepository):
                 max_file_size=self.max_file_size,
                 max_total_size=self.max_package_size,
                 max_entries=self.max_entries,
+                hidden=dot_files,
             ) as package:
                 problems = tuple(f"{label}: {problem}" for problem in package.problems)
                 return _Package(contents=_contents(name, package, label), digest=digest, url=url, problems=problems)
@@ -365,7 +367,7 @@ def _parse_index(data: bytes, where: str) -> list[object]:
 
 
 def _contents(name: str, package: Package, label: str) -> SkillBundleContents:
-    """The skill an archive holds at its root; files below dot-folders are skipped."""
+    """The skill an archive holds at its root (its dot-files were skipped by the package)."""
     entries: dict[str, ArchiveEntry] = {entry.path: entry for entry in package.entries}
     main = next((n for n in SKILL_MD_NAMES if n in entries), None)
     if main is None:
@@ -373,7 +375,7 @@ def _contents(name: str, package: Package, label: str) -> SkillBundleContents:
     files = tuple(
         FileContents(path=path, data=package.read(entry), mode=entry.mode)
         for path, entry in sorted(entries.items())
-        if path != main and not any(part.startswith(".") for part in path.split("/"))
+        if path != main
     )
     return SkillBundleContents(folder=name, skill_md=package.read(entries[main]), skill_md_name=main, files=files)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from repositories import NacosRepository, RepositoryUnavailable, open_repository
+from repositories.archives import MAX_NAMED_SKIPS
 from repositories.errors import InvalidRepositoryConfig
 from tests.support import skills
 from tests.support.nacos import NacosStandIn, running_stand_in, skill_zip, zip_entries
@@ -170,6 +171,22 @@ async def test_a_hostile_entry_is_skipped_with_a_diagnostic_and_the_skill_still_
         assert [f.path for f in snap.bundles[0].files] == ["ok.txt"]
         assert any(reason in p for p in snap.problems), snap.problems
         assert snap.error is None
+
+
+async def test_skipped_entries_are_named_up_to_a_bound_and_dot_files_are_served(
+    nacos: NacosStandIn, tmp_path: Path
+) -> None:
+    flood = {f"deploy/.git/objects/{i:03d}": b"x" for i in range(100)}
+    entries = {"deploy/SKILL.md": md("deploy"), "deploy/.env.example": b"KEY=\n", **flood}
+    nacos.publish("deploy", zip_entries(entries))
+    async with market(nacos, tmp_path, "deploy") as repo:
+        snap = await repo.snapshot()
+    deploy = snap.bundle("deploy")
+    assert deploy is not None and [f.path for f in deploy.files] == [".env.example"]
+    problems = [p for p in snap.problems if p.startswith("skill deploy:")]
+    assert len(problems) == MAX_NAMED_SKIPS + 1
+    assert problems[0] == "skill deploy: entry deploy/.git/objects/000 skipped: is version-control metadata"
+    assert problems[-1].startswith(f"skill deploy: {100 - MAX_NAMED_SKIPS} more entries skipped, not named")
 
 
 HOSTILE_PACKAGES = {

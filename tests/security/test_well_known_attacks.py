@@ -7,11 +7,15 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harness.agent import Harness, PipelineOptions
+from harness.context import RuntimeContext
 from repositories import WellKnownRepository
+from repositories.archives import MAX_NAMED_SKIPS
 from tests.support.wellknown import Site, serve, tar_gz, zipped
 
 
@@ -133,3 +137,38 @@ async def test_unknown_types_names_and_duplicates_are_skipped(site: Site) -> Non
         snapshot = await repo.snapshot()
         assert [b.folder for b in snapshot.bundles] == ["ok"]
         assert len(snapshot.problems) == 3
+
+
+DOT_FILES = {".DS_Store": b"\0\0", ".env": b"TOKEN=secret\n", ".git/config": b"[core]\n", "scripts/.cache/x": b"x"}
+
+
+@pytest.mark.parametrize("pack", [tar_gz, zipped], ids=["tar", "zip"])
+async def test_each_dot_file_an_archive_holds_is_skipped_and_named(site: Site, pack: Callable[..., bytes]) -> None:
+    site.add("tool", pack({"SKILL.md": _md("tool"), "scripts/run.sh": b"echo hi\n", **DOT_FILES}), kind="archive")
+    with serve(site.root) as base:
+        market = WellKnownRepository(base + "#check_interval=0")
+        async with Harness(
+            workspace=site.root.parent / "ws", repositories=[market], pipeline=PipelineOptions(watch=False)
+        ) as agent:
+            plan = await agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False)
+            tool = (await market.snapshot()).bundle("tool")
+    assert tool is not None and [f.path for f in tool.files] == ["scripts/run.sh"]
+    reported = [d for d in plan.diagnostics if d.code == "market-problem" and d.location == market.source]
+    for path in DOT_FILES:  # one diagnostic per file, naming the market (location), the skill and the path
+        assert [d for d in reported if d.message.startswith(f"skill tool: entry {path} skipped: ")], path
+    assert "skill tool: entry .env skipped: a dot-file (dot-files are not served)" in [d.message for d in reported]
+
+
+async def test_a_flood_of_dot_files_names_the_first_and_counts_the_rest(site: Site) -> None:
+    flood = {f".junk/{i:03d}": b"x" for i in range(200)}
+    site.add("tool", tar_gz({"SKILL.md": _md("tool"), **flood}), kind="archive")
+    async with WellKnownRepository(site.root) as repo:
+        snapshot = await repo.snapshot()
+    problems = [p for p in snapshot.problems if p.startswith("skill tool:")]
+    assert len(problems) == MAX_NAMED_SKIPS + 1
+    assert problems[0] == "skill tool: entry .junk/000 skipped: a dot-file (dot-files are not served)"
+    assert problems[-1] == (
+        f"skill tool: {200 - MAX_NAMED_SKIPS} more entries skipped, not named "
+        f"({200 - MAX_NAMED_SKIPS} a dot-file (dot-files are not served))"
+    )
+    assert snapshot.bundle("tool") is not None
