@@ -8,6 +8,10 @@ shapes (plain dicts), not the MCP SDK. :mod:`harness.mcp.server` puts them on th
 - An entry's ``resources`` lists SKILL.md and every other file with ``sha256:<hex>`` and ``size``.
   Hashing needs the bytes, so the manifest of a skill is computed once per content digest of its
   folder and cached: a warm request reads nothing.
+- A skill that reached the harness as dynamic content (a market with no digest to give, such as
+  another MCP server's ``"resources": "dynamic"``) is served as ``"resources": "dynamic"``: its
+  bytes may differ on the next read, so no digest is published for them, nothing is read to list
+  it, and its files are reached with ``resources/read`` and directory reads as any skill's are.
 - A skill the extension does not allow is not served: it is left out of ``skills/list`` and
   reported in :attr:`Listing.omitted` with the reason, and ``skills/get``, ``resources/read`` and
   directory reads of it answer with an error that says why (:meth:`SkillCatalog.problem`).
@@ -172,6 +176,8 @@ class SkillCatalog:
 
     async def problem(self, resolved: ResolvedSkill) -> str | None:
         """Why the extension does not allow serving a skill (its name, then its size), or ``None``."""
+        if resolved.entry.dynamic:  # nothing to count without reading it all, as the extension allows
+            return self.name_problem(resolved.skill)
         return self.name_problem(resolved.skill) or await self.over_limits(resolved)
 
     async def _check_served(self, path: str, resolved: ResolvedSkill) -> None:
@@ -211,13 +217,16 @@ class SkillCatalog:
         return None
 
     async def entry(self, plan: TurnPlan, path: str, resolved: ResolvedSkill) -> dict[str, Any]:
-        """One ``Skill`` entry: URI, verbatim frontmatter and the manifest of its files."""
+        """One ``Skill`` entry: URI, verbatim frontmatter and the manifest of its files (``"dynamic"``
+        for a skill whose content has no digest)."""
+        resources: list[dict[str, Any]] | str = "dynamic"
+        if not resolved.entry.dynamic:
+            manifest = await self._manifest(plan, resolved)
+            resources = [{**item, "uri": f"{SCHEME}{path}/{item['uri']}"} for item in manifest]
         return {
             "uri": f"{SCHEME}{path}/{_MAIN}",
             "frontmatter": frontmatter_json(resolved.skill.metadata),
-            "resources": [
-                {**item, "uri": f"{SCHEME}{path}/{item['uri']}"} for item in await self._manifest(plan, resolved)
-            ],
+            "resources": resources,
         }
 
     async def _manifest(self, plan: TurnPlan, resolved: ResolvedSkill) -> tuple[dict[str, Any], ...]:

@@ -11,7 +11,8 @@ The server implements the MCP Skills extension on the SDK's low-level :class:`mc
 - **``serverInfo``**: ``{"name": "agent-skill-harness", "version": harness.__version__}``.
 - **``skills/list``** (params ``{cursor?}``) → ``{"skills": [Skill...], "nextCursor"?, "ttlMs": 0,
   "cacheScope": "private"}``, ``page_size`` skills a page (the cursor is the next position). A ``Skill`` is ``{"uri": "skill://<path>/SKILL.md",
-  "frontmatter": {...verbatim...}, "resources": [{"uri", "digest": "sha256:<hex>", "size"}...]}``.
+  "frontmatter": {...verbatim...}, "resources": [{"uri", "digest": "sha256:<hex>", "size"}...]}``
+  (``"resources": "dynamic"`` for a skill that reached the harness as dynamic content).
   Skills the extension does not allow are left out and named with the reason in
   ``_meta["agent-skill-harness/omitted"]: [{"uri", "reason"}]``: those over its limits (512
   files, 16 MiB per skill), and those whose frontmatter ``name`` is missing or breaks the Agent
