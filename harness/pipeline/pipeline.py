@@ -378,7 +378,9 @@ class SkillPipeline(AsyncResource):
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
                 resolved = self._base_resolved(base)  # a shadowed skill still runs by its id
-                self.environments.track(base, [*resolved.skills.values(), *resolved.shadowed.values()])
+                # A dynamic skill never runs, and finding what it needs would read it ahead of use.
+                runnable = [s for s in (*resolved.skills.values(), *resolved.shadowed.values()) if not s.entry.dynamic]
+                self.environments.track(base, runnable)
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)

@@ -13,6 +13,7 @@ from harness.context import RuntimeContext
 from harness.tools import load_skill_file, render_skill_file
 from repositories import ContentMismatch
 from repositories.mcp import McpRepository
+from tests.support.polling import eventually
 from tests.support.skills_server import SkillsServer
 
 
@@ -130,6 +131,24 @@ async def test_a_dynamic_skills_files_are_found_by_directory_reads_and_read_on_u
             await load_skill_file(plan, "daily_srv", "references/missing.md")
         problems = [d.message for d in plan.diagnostics if "skill://daily/SKILL.md" in d.message]
     assert len(problems) == 1 and "publishes no digests, so nothing of it is verified" in problems[0]
+
+
+async def test_skill_environments_never_read_a_dynamic_skill_ahead_of_use(server: SkillsServer, tmp_path: Path) -> None:
+    async with Harness(
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120, environments=True),
+    ) as agent:
+        await agent.pipeline.prepare(RuntimeContext(user_id="u1"))
+        environments = agent.pipeline.environments
+        assert environments is not None
+
+        async def idle() -> bool:
+            return environments.idle
+
+        await eventually(idle, within=120, what="the environments worker to go idle")
+    assert _directory_reads(server) == []
+    assert "skill://daily/SKILL.md" not in server.reads()
 
 
 async def test_without_directory_reads_only_a_dynamic_skills_skill_md_is_reached(tmp_path: Path) -> None:
