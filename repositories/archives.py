@@ -41,9 +41,11 @@ import tarfile
 import unicodedata
 import zipfile
 import zlib
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Self
 
 from filesystems.paths import relative_path_problem
 from repositories.discovery import FILE, OTHER, SYMLINK, shown
@@ -130,10 +132,15 @@ def path_key(path: str) -> str:
     return unicodedata.normalize("NFC", "/".join(parts)).casefold()
 
 
-class ZipPackage:
+class _CheckedPackage(ABC):
     """An archive's bytes, opened and checked (see the module docstring); close it, or use it
     as a context manager. ``hidden`` gives the reason the market does not serve a path the
-    checks passed, or ``None``. Raises :class:`ArchiveRefused` for a package that cannot be served."""
+    checks passed, or ``None``. Raises :class:`ArchiveRefused` for a package that cannot be served.
+
+    ``entries`` are the checked file entries, ``problems`` the entries skipped and why."""
+
+    entries: tuple[ArchiveEntry, ...]
+    problems: tuple[str, ...]
 
     def __init__(
         self,
@@ -147,23 +154,42 @@ class ZipPackage:
         self.max_file_size = max_file_size
         self.max_total_size = max_total_size
         self.hidden = hidden
+        self.entries, self.problems = self._open(data, max_entries)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def _open(self, data: bytes, max_entries: int) -> tuple[tuple[ArchiveEntry, ...], tuple[str, ...]]:
+        """Open ``data`` and check it: the entries and the problems."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the archive (idempotent)."""
+
+    @abstractmethod
+    def read(self, entry: ArchiveEntry) -> bytes:
+        """The bytes of ``entry`` (one of :attr:`entries`)."""
+
+
+class ZipPackage(_CheckedPackage):
+    """A ZIP package (see :class:`_CheckedPackage` and the module docstring)."""
+
+    def _open(self, data: bytes, max_entries: int) -> tuple[tuple[ArchiveEntry, ...], tuple[str, ...]]:
         _check_end_record(data, max_entries)
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(data))
         except (zipfile.BadZipFile, ValueError, EOFError) as exc:
             raise ArchiveRefused(f"not a ZIP archive: {exc}") from None
+        self._read = 0
         try:
-            self.entries, self.problems = self._check()
+            return self._check()
         except BaseException:
             self._zip.close()
             raise
-        self._read = 0
-
-    def __enter__(self) -> ZipPackage:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Release the archive (idempotent)."""
@@ -263,35 +289,20 @@ _TAR_HEADER_ALLOWANCE = 3 * 1024  # bytes of headers (a long name takes extra bl
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-class TarPackage:
-    """A ``.tar.gz`` (or ``.tar``) package's bytes, opened and checked with the rules of
-    :class:`ZipPackage` (see the module docstring). Raises :class:`ArchiveRefused`."""
+class TarPackage(_CheckedPackage):
+    """A ``.tar.gz`` (or ``.tar``) package, checked with the rules of :class:`ZipPackage` (see
+    :class:`_CheckedPackage` and the module docstring)."""
 
-    def __init__(
-        self,
-        data: bytes,
-        *,
-        max_file_size: int,
-        max_total_size: int,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-        hidden: Callable[[str], str | None] = _serve_all,
-    ) -> None:
-        self.max_file_size = max_file_size
-        self.max_total_size = max_total_size
-        self.hidden = hidden
-        raw = _gunzip(data, max_total_size + max_entries * _TAR_HEADER_ALLOWANCE + 1024)
-        self._data: dict[str, bytes] = {}
+    _data: dict[str, bytes]
+
+    def _open(self, data: bytes, max_entries: int) -> tuple[tuple[ArchiveEntry, ...], tuple[str, ...]]:
+        raw = _gunzip(data, self.max_total_size + max_entries * _TAR_HEADER_ALLOWANCE + 1024)
+        self._data = {}
         try:
             with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
-                self.entries, self.problems = self._check(tar, max_entries)
+                return self._check(tar, max_entries)
         except tarfile.TarError as exc:
             raise ArchiveRefused(f"not a tar archive: {exc}") from None
-
-    def __enter__(self) -> TarPackage:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Release the unpacked bytes (idempotent)."""
