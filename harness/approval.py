@@ -50,7 +50,7 @@ from harness.events import ApprovalDecided, ApprovalRequested, Event
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.plan import ResolvedSkill
-from harness.pipeline.staging import StageItem
+from harness.pipeline.staging import INCOMING_DIR, StageItem
 from harness.skills.skill import Layer
 from harness.terminal import escape_control
 from harness.tools.context import keeping_context
@@ -504,12 +504,16 @@ class ActivationApprovals:
         """The staged folders (``.skills-cache/<source>/<folder>``) among ``items`` (a plan's
         :attr:`~harness.pipeline.plan.TurnPlan.cache_items`) that ``user``'s shell must not see:
         those of skills that need an activation approval ``user`` has not given at their current
-        content, staged for another user or not staged yet. Cheap when no item needs one."""
+        content, staged for another user or not staged yet, and the stager's incoming folder.
+        Nothing when no item needs an approval (checked once per ``items``)."""
         if self._gated is None or self._gated[0] is not items:
             self._gated = (items, tuple(i for i in items if self._needs(i.entry, i.reader)))
         gated = self._gated[1]
+        if not gated:
+            return ()
         hidden = (f"{CACHE_DIR}/{i.key}" for i in gated if not self._approved_at(user, i.entry, i.reader))
-        return tuple(dict.fromkeys(hidden))
+        # Large files pass through the stager's incoming folder on their way to a staged one.
+        return (f"{CACHE_DIR}/{INCOMING_DIR}", *dict.fromkeys(hidden))
 
     def approve(self, user: str, skill: ResolvedSkill) -> None:
         """Record ``user``'s approval of ``skill`` at its current content."""
