@@ -301,3 +301,62 @@ async def test_the_tools_outside_a_turn_hide_unapproved_staged_skills(
         shell = next(t for t in agent.tools_for(plan) if t.name == SHELL)
         seen = await shell.call({"command": f"cat {STAGED}/scripts/go.sh; ls /workspace/.skills-cache"})
     assert "v1" not in seen and "No such file" in seen
+
+
+PEEK = f"cat /workspace/{STAGED}/scripts/go.sh > peeked 2>&1; echo done\n"
+PEEK_FLOW = """\
+name: peek
+version: "1"
+description: Peek.
+goal: {statement: Done.}
+tools:
+  - {id: peek, kind: script, source: scripts/peek.sh, side_effect: external}
+orchestration:
+  mode: deterministic
+  entry: peek
+  steps:
+    - {id: peek, action: {type: call_tool, ref: peek}, next: null}
+"""
+
+
+async def test_a_forked_subagent_and_a_workflow_script_do_not_see_it_either(
+    tmp_path: Path, sandbox_dir: Path, bwrap: str
+) -> None:
+    """Bob's ``context: fork`` subagent and the script of bob's own workflow run in bob's
+    sandbox too: the folder alice's turn staged is not there."""
+    server = tool_server(tmp_path)
+    filesystem = SandboxFilesystem(sandbox_dir, bwrap=bwrap)
+    await filesystem.write_text(
+        "skills/forky/SKILL.md", "---\nname: forky\ndescription: Forked.\ncontext: fork\n---\nGo.\n"
+    )
+    bob = filesystem.scoped("bob")
+    await bob.write_text("skills/peek/SKILL.md", "---\nname: peek\ndescription: Peek.\n---\nA workflow.\n")
+    await bob.write_text("skills/peek/workflow.yaml", PEEK_FLOW)
+    await bob.write_text("skills/peek/scripts/peek.sh", f"#!/bin/sh\n{PEEK}", mode=0o755)
+
+    async def approver(request: ToolRequest) -> bool:
+        return request.context.user_id == "alice" or not request.activations
+
+    model = ScriptedModel(
+        [
+            call(SHELL, "alice", command="sh scripts/go.sh", skill=SKILL_ID),
+            "done",
+            call(SHELL, "fork", command=f"cat {STAGED}/scripts/go.sh"),
+            "forked",
+        ]
+    )
+    async with Harness(
+        model=model,
+        filesystem=filesystem,
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        await agent.run("go", context=ALICE)
+        forked = await agent.run("/skill:forky", context=BOB)
+        await agent.run_workflow("peek", context=BOB)
+    assert (sandbox_dir / STAGED / "scripts" / "go.sh").is_file()
+    seen = results_by_id(forked.events)["fork"].content
+    assert "v1" not in seen and "No such file" in seen
+    peeked = (sandbox_dir / "bob" / "peeked").read_text()  # the script ran, and found nothing
+    assert "v1" not in peeked and "No such file" in peeked
