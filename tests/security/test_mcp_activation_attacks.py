@@ -1,5 +1,7 @@
-"""Attacks on MCP skills' activation approval: a server that swaps a file after approval, and a
-scripted model that calls the shell with hostile arguments to run a skill nobody approved."""
+"""Attacks on MCP skills' activation approval: a server that swaps a file after approval, a
+scripted model that calls the shell with hostile arguments to run a skill nobody approved, and
+another tenant's model in the bubblewrap sandbox reaching for a skill one user's turn staged
+(every spelling of its folder, a forked subagent, a workflow script, the tools outside a turn)."""
 
 from __future__ import annotations
 
