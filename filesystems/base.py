@@ -136,6 +136,15 @@ def _start_folder(cwd: str, roots: Sequence[str]) -> str:
     raise PathEscapeError(f"cwd {cwd!r} is outside the root and outside the folders this command may start in")
 
 
+def _check_hidden(paths: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(paths, str):
+        raise ValueError("hidden must be a sequence of paths, not one string")
+    checked = tuple(dict.fromkeys(normalize_path(path) for path in paths))
+    if "" in checked:
+        raise PathEscapeError("hidden paths must lie below the root, not be the root itself")
+    return checked
+
+
 def _check_prepend(prepend: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
     checked: dict[str, tuple[str, ...]] = {}
     for key, folders in (prepend or {}).items():
@@ -347,6 +356,7 @@ class AbstractFilesystem(AsyncResource, ABC):
         timeout: float | None = None,
         start_roots: Sequence[str] = (),
         prepend: Mapping[str, Sequence[str]] | None = None,
+        hidden: Sequence[str] = (),
     ) -> CommandResult:
         """Run ``command`` with ``/bin/sh -c`` where this filesystem's shell runs.
 
@@ -369,6 +379,12 @@ class AbstractFilesystem(AsyncResource, ABC):
         (``{"PATH": [...], "PYTHONPATH": [...]}``), before the value the backend and ``env``
         give them; ``PATH`` can be extended only this way. Folders are absolute shell paths
         without ``:``; anything else raises :class:`ValueError`.
+
+        ``hidden`` are paths relative to the root (``.skills-cache/<source>/<folder>``) that this
+        command must not see. A backend whose shell is isolated (:attr:`shell_isolated`) leaves
+        them out of the command's view, including what appears there while it runs; a host shell
+        reaches whatever this process can and hides nothing. A path that is not a clean relative
+        path raises :class:`PathEscapeError`.
         """
         if not self.has_shell:
             raise ShellUnavailable(f"{type(self).__name__} has no shell; run() is unavailable")
@@ -380,6 +396,7 @@ class AbstractFilesystem(AsyncResource, ABC):
             env=_check_env(env),
             timeout=_capped_timeout(timeout, self.timeout_ceiling),
             prepend=_check_prepend(prepend),
+            hidden=_check_hidden(hidden),
         )
 
     def protect(self, folders: Sequence[str]) -> None:
@@ -474,9 +491,11 @@ class AbstractFilesystem(AsyncResource, ABC):
         env: dict[str, str],
         timeout: float | None,
         prepend: dict[str, tuple[str, ...]],
+        hidden: tuple[str, ...],
     ) -> CommandResult:
         """Run ``command``; ``cwd`` is checked: relative to the root, or an absolute shell path
-        inside a folder the caller allowed (see :meth:`run`)."""
+        inside a folder the caller allowed (see :meth:`run`); ``hidden`` holds normalised,
+        non-empty relative paths."""
         raise ShellUnavailable(f"{type(self).__name__} has no shell; run() is unavailable")
 
     def _shell_path(self, path: str) -> str:

@@ -508,7 +508,9 @@ class LocalFilesystem(AbstractFilesystem):
         env: dict[str, str],
         timeout: float | None,
         prepend: dict[str, tuple[str, ...]],
+        hidden: tuple[str, ...],
     ) -> CommandResult:
+        # A host shell reaches whatever this process can: ``hidden`` cannot be honoured here.
         def prepare() -> str:
             if not cwd or cwd.startswith("/"):  # the root is also where a skill's command writes
                 self._makedirs(self._real_root)

@@ -110,22 +110,44 @@ def _real_entry(folder: str, name: str) -> os.stat_result | None:
     return found if os.path.realpath(path) == path else None
 
 
-def _skill_folders(folder: str) -> list[str]:
-    """Names of the real (not linked) skill folders in ``folder``; dot-entries are state."""
-    if _real_entry(os.path.dirname(folder), os.path.basename(folder)) is None:
-        return []
+def _real_entries(folder: str) -> list[tuple[str, bool]]:
+    """The real (not linked) files and folders directly in ``folder`` (a resolved path), sorted,
+    each with whether it is a folder."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return []
-    names = []
-    for entry in entries:
-        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+    found = [(entry.name, _real_entry(folder, entry.name)) for entry in entries]
+    return sorted((name, stat.S_ISDIR(real.st_mode)) for name, real in found if real is not None)
+
+
+def _skill_folders(folder: str) -> list[str]:
+    """Names of the real (not linked) skill folders in ``folder``; dot-entries are state."""
+    if _real_entry(os.path.dirname(folder), os.path.basename(folder)) is None:
+        return []
+    return [name for name, is_dir in _real_entries(folder) if is_dir and not name.startswith(".")]
+
+
+def _shown_without(source: str, target: str, hidden: Sequence[str]) -> list[str]:
+    """Binds that show the host folder ``source`` read-only at ``target`` without the ``hidden``
+    paths below it (relative, not empty): ``target`` becomes a read-only tmpfs holding a
+    read-only bind of each real entry of ``source`` but the hidden ones, and an entry that holds
+    a hidden path is shown the same way. The tmpfs holds what ``source`` held when the command
+    started: what appears there later (a hidden folder staged meanwhile) stays out of view."""
+    below: dict[str, list[str]] = {}
+    for path in hidden:
+        name, _, rest = path.partition("/")
+        below.setdefault(name, []).append(rest)
+    args = ["--tmpfs", target]
+    for name, is_dir in _real_entries(source):
+        inner = below.get(name)
+        if inner is not None and "" in inner:
             continue
-        found = _real_entry(folder, entry.name)
-        if found is not None and stat.S_ISDIR(found.st_mode):
-            names.append(entry.name)
-    return sorted(names)
+        if inner is not None and is_dir:
+            args += _shown_without(os.path.join(source, name), f"{target}/{name}", inner)
+        else:  # -try: an entry removed since it was listed is simply not shown
+            args += ["--ro-bind-try", os.path.join(source, name), f"{target}/{name}"]
+    return [*args, "--remount-ro", target]
 
 
 @functools.cache
@@ -287,6 +309,11 @@ class SandboxFilesystem(LocalFilesystem):
       checked with ``lstat`` (and its resolved path) when each command starts; a link is left
       out. A link at ``skills`` or ``.harness`` of the user's area refuses the command with
       :class:`PathEscapeError` (remove it with :meth:`delete`);
+    * a command's ``hidden`` paths below a projected entry (the staged folders of skills its
+      user may not act on yet) are left out: each folder on the way to one is shown as a
+      read-only tmpfs holding binds of its other entries, so a hidden path is absent however
+      it is spelled, and one that appears while the command runs stays absent. Without hidden
+      paths the projection is one bind per entry, as above;
     * every command runs under ``limits`` (:class:`SandboxLimits`, applied with ``prlimit``):
       processes, address space, file size, open files, optionally CPU seconds, and a capped
       ``/tmp``. ``timeout`` is the default and the ceiling of a command's wall-clock time.
@@ -421,11 +448,21 @@ class SandboxFilesystem(LocalFilesystem):
             args += ["--ro-bind", os.path.join(own, name), f"{target}/{name}"]
         return [*args, "--remount-ro", target]
 
-    def _projection_binds(self) -> list[str]:
+    def _projection_binds(self, hidden: Sequence[str]) -> list[str]:
+        """The shared entries of :attr:`projected` (but ``skills``) read-only, without the
+        ``hidden`` paths below them."""
         args: list[str] = []
         for name in self._projected:
-            if name != "skills" and _real_entry(self._workspace, name) is not None:
-                args += ["--ro-bind", os.path.join(self._workspace, name), f"{WORKSPACE}/{name}"]
+            if name == "skills" or _real_entry(self._workspace, name) is None:
+                continue
+            source, target = os.path.join(self._workspace, name), f"{WORKSPACE}/{name}"
+            inner = [path[len(name) + 1 :] for path in hidden if path == name or path.startswith(name + "/")]
+            if "" in inner:
+                continue
+            if inner and os.path.isdir(source):
+                args += _shown_without(source, target, inner)
+            else:
+                args += ["--ro-bind", source, target]
         return args
 
     def _machine_binds(self) -> list[str]:
@@ -501,7 +538,7 @@ class SandboxFilesystem(LocalFilesystem):
                     f"no links. Remove {name!r} with the filesystem's delete() and run again"
                 )
 
-    def _sandbox_argv(self, command: str, cwd: str) -> list[str]:
+    def _sandbox_argv(self, command: str, cwd: str, hidden: Sequence[str]) -> list[str]:
         args = [*self._launcher, self._bwrap, "--unshare-all"]
         args += _network_binds(self._network)
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -518,7 +555,7 @@ class SandboxFilesystem(LocalFilesystem):
             args += ["--bind", self._real_root, WORKSPACE]
         else:
             args += ["--tmpfs", WORKSPACE]
-        args += self._projection_binds()
+        args += self._projection_binds(hidden)
         if self._scoped_area or "skills" in self._projected:
             args += self._skill_binds()
         if self._scoped_area:
@@ -537,6 +574,7 @@ class SandboxFilesystem(LocalFilesystem):
         env: dict[str, str],
         timeout: float | None,
         prepend: dict[str, tuple[str, ...]],
+        hidden: tuple[str, ...],
     ) -> CommandResult:
         def prepare() -> list[str]:
             if self._scoped_area:
@@ -545,7 +583,7 @@ class SandboxFilesystem(LocalFilesystem):
                 self._check_machine_entries()
             if not cwd.startswith("/"):  # an absolute start is a path inside the sandbox
                 self._resolve(cwd)
-            return self._sandbox_argv(command, cwd)
+            return self._sandbox_argv(command, cwd, hidden)
 
         argv = await anyio.to_thread.run_sync(prepare)
         sandbox_env = {

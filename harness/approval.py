@@ -36,12 +36,21 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
 
 import anyio.to_thread
 
-from filesystems import PathEscapeError, has_parent_segment, normalize_path, redact_secrets, segment_problem
+from filesystems import (
+    CACHE_DIR,
+    PathEscapeError,
+    has_parent_segment,
+    normalize_path,
+    redact_secrets,
+    segment_problem,
+)
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.events import ApprovalDecided, ApprovalRequested, Event
 from harness.pipeline.catalog import SHELL_TOOL
+from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.plan import ResolvedSkill
+from harness.pipeline.staging import INCOMING_DIR, StageItem
 from harness.skills.skill import Layer
 from harness.terminal import escape_control
 from harness.tools.context import keeping_context
@@ -438,6 +447,10 @@ class ActivationApprovals:
     content changes, the approval no longer matches and is asked again. A dynamic skill has no
     digest to bind to and is never approved for running. At most ``per_user`` approvals are kept
     per user (the oldest forgotten first), so one user cannot crowd out another's.
+
+    An approval is what shows the skill to that user: until then, a sandboxed shell of the user
+    does not see its staged folder (:meth:`hidden_folders`), however a command spells the path,
+    and its ``allowed-tools`` are not honoured for the user (:meth:`unlocked`).
     """
 
     def __init__(
@@ -451,29 +464,56 @@ class ActivationApprovals:
         self.markets = frozenset(markets)
         self.per_user = per_user
         self._approved: dict[str, dict[tuple[str, str], str]] = {}
+        # The last cache items asked about and those of them that need an approval.
+        self._gated: tuple[Sequence[StageItem], tuple[StageItem, ...]] | None = None
 
     def needs(self, skill: ResolvedSkill) -> bool:
         """Whether acting on ``skill`` needs an activation approval at all."""
-        source = skill.source
-        if skill.skill.layer is not Layer.MARKET:
+        return self._needs(skill.entry, skill.source)
+
+    def _needs(self, entry: LayerEntry, layer: SkillLayer) -> bool:
+        if entry.skill.layer is not Layer.MARKET:
             return False
-        if not source.repository.activation_approval and source.source not in self.markets:
+        if not layer.repository.activation_approval and layer.source not in self.markets:
             return False
         # Exact slugs only: the market's, or its sub-source's spelled whole (never a folded one).
-        plugin = skill.entry.plugin
-        trusted = source.source in self.trusted_markets or (
-            plugin and f"{source.source}.{plugin}" in self.trusted_markets
+        plugin = entry.plugin
+        trusted = layer.source in self.trusted_markets or (
+            plugin and f"{layer.source}.{plugin}" in self.trusted_markets
         )
         return not trusted
 
     @staticmethod
     def identity(skill: ResolvedSkill) -> tuple[str, str]:
         """(market label, URI or path): what an approval is kept under."""
-        return skill.source.source, skill.entry.origin or skill.entry.path
+        return _identity(skill.entry, skill.source)
 
     def approved(self, user: str, skill: ResolvedSkill) -> bool:
         """Whether ``user`` approved acting on ``skill`` at its current content."""
-        return self._approved.get(user, {}).get(self.identity(skill)) == skill.entry.digest
+        return self._approved_at(user, skill.entry, skill.source)
+
+    def _approved_at(self, user: str, entry: LayerEntry, layer: SkillLayer) -> bool:
+        return self._approved.get(user, {}).get(_identity(entry, layer)) == entry.digest
+
+    def unlocked(self, user: str, skill: ResolvedSkill) -> bool:
+        """Whether ``skill`` needs an activation approval and ``user`` gave it at its current
+        content: what lets its own fields (``allowed-tools``) be honoured for that user."""
+        return self.needs(skill) and self.approved(user, skill)
+
+    def hidden_folders(self, user: str, items: Sequence[StageItem]) -> tuple[str, ...]:
+        """The staged folders (``.skills-cache/<source>/<folder>``) among ``items`` (a plan's
+        :attr:`~harness.pipeline.plan.TurnPlan.cache_items`) that ``user``'s shell must not see:
+        those of skills that need an activation approval ``user`` has not given at their current
+        content, staged for another user or not staged yet, and the stager's incoming folder.
+        Nothing when no item needs an approval (checked once per ``items``)."""
+        if self._gated is None or self._gated[0] is not items:
+            self._gated = (items, tuple(i for i in items if self._needs(i.entry, i.reader)))
+        gated = self._gated[1]
+        if not gated:
+            return ()
+        hidden = (f"{CACHE_DIR}/{i.key}" for i in gated if not self._approved_at(user, i.entry, i.reader))
+        # Large files pass through the stager's incoming folder on their way to a staged one.
+        return (f"{CACHE_DIR}/{INCOMING_DIR}", *dict.fromkeys(hidden))
 
     def approve(self, user: str, skill: ResolvedSkill) -> None:
         """Record ``user``'s approval of ``skill`` at its current content."""
@@ -492,6 +532,10 @@ class ActivationApprovals:
             if skill is not None and self.needs(skill) and not self.approved(user, skill):
                 found.setdefault(skill.skill.skill_id, skill)
         return list(found.values())
+
+
+def _identity(entry: LayerEntry, layer: SkillLayer) -> tuple[str, str]:
+    return layer.source, entry.origin or entry.path
 
 
 def describe_activation(skill: ResolvedSkill) -> str:

@@ -425,6 +425,10 @@ class Harness(AsyncResource):
         """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command."""
         await self._toolset.admit_script(plan, command, workflow)
 
+    def _hidden_folders(self, plan: TurnPlan) -> tuple[str, ...]:
+        """The staged folders a workflow script's command must not see (see :meth:`Toolset.hidden_folders`)."""
+        return self._toolset.hidden_folders(plan)
+
     def _audit(self) -> AuditLog:
         """Where approval decisions are recorded: the learning loop's audit log, else one on the
         shared workspace (``skills/.audit/``)."""

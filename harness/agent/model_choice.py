@@ -2,7 +2,9 @@
 
 A skill's fields choose a provider, or narrow the turn's tools, only when the agent trusts the
 skill (:func:`trusted`): every skill but a market one, which needs its market listed in
-:attr:`TrustOptions.trusted_markets <harness.agent.options.TrustOptions.trusted_markets>`.
+:attr:`TrustOptions.trusted_markets <harness.agent.options.TrustOptions.trusted_markets>`. A
+skill that needs an activation approval also narrows the turn's tools for a user who approved
+it at its current content (see :func:`harness.agent.toolset.skill_offer`).
 """
 
 from __future__ import annotations

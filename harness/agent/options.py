@@ -111,7 +111,8 @@ class TrustOptions:
     does either only when its market is one of ``trusted_markets`` (market slugs, or a plugin
     marketplace's exact plugin slugs). Running the scripts of an MCP market's skill needs the
     user's activation approval, bound to the skill's content, unless its market is trusted;
-    ``activation_markets`` (market slugs) asks the same approval for other markets' skills.
+    ``activation_markets`` (market slugs) asks the same approval for other markets' skills. That
+    approval also lets the skill's ``allowed-tools`` narrow the user's turns (never its model).
     """
 
     models: Mapping[str, Model] = field(default_factory=dict)

@@ -123,6 +123,7 @@ def _skills(toolset: Toolset, scope: TurnScope) -> list[Tool]:
         loaded=session.loaded,
         history=session.messages,
         shell=scope.shell,
+        hidden=lambda: toolset.hidden_folders(plan),
     )
 
 
@@ -263,6 +264,18 @@ class Toolset:
             gating = Gating(context=plan.context, agent=self.agent, events=[], roots=lambda: skill_roots([workflow]))
             await self.gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
 
+    def hidden_folders(self, plan: TurnPlan) -> tuple[str, ...]:
+        """The staged folders the shell of ``plan``'s user must not see now: those of skills
+        that need an activation approval the user has not given at their current content."""
+        if self.gate is None:
+            return ()
+        return self.gate.activations.hidden_folders(plan.context.user_id, plan.cache_items)
+
+    def unlocked(self, context: RuntimeContext, skill: ResolvedSkill) -> bool:
+        """Whether ``context``'s user approved acting on ``skill`` (one that needs it) at its
+        current content: its ``allowed-tools`` are then honoured for that user."""
+        return self.gate is not None and self.gate.activations.unlocked(context.user_id, skill)
+
     def _gated(self, tools: list[Tool], scope: TurnScope) -> list[Tool]:
         """``tools`` behind the approval policy; calls wait for the app only in a run it started.
         ``{skill_root}`` is a ``current`` skill's (the invoked one) or one the conversation loaded."""
@@ -325,12 +338,17 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
-def skill_offer(resolved: ResolvedSkill, trust: TrustOptions, offer: ToolOffer | None) -> ToolOffer | None:
+def skill_offer(
+    resolved: ResolvedSkill, trust: TrustOptions, offer: ToolOffer | None, *, unlocked: bool = False
+) -> ToolOffer | None:
     """``offer`` further narrowed to the invoked skill's ``allowed-tools`` when the agent
-    enforces them and trusts the skill's source (the load tool always stays: the skill's own
-    files)."""
+    enforces them and trusts the skill's source, or ``unlocked``: the user approved acting on
+    the skill at its current content (:meth:`Toolset.unlocked`). The load tool always stays:
+    the skill's own files."""
     allowed = allowed_tools(resolved.skill.metadata)
-    if not trust.enforce_allowed_tools or allowed is None or not trusted(resolved, trust.trusted_markets):
+    if not trust.enforce_allowed_tools or allowed is None:
+        return offer
+    if not unlocked and not trusted(resolved, trust.trusted_markets):
         return offer
     names = {LOAD_TOOL, *allowed}
     for alias in allowed:

@@ -8,7 +8,8 @@
 3. **model**: the invoked skill's ``model:`` or the agent's (:mod:`harness.agent.model_choice`);
    a ``context: fork`` skill runs as a subagent turn instead (:meth:`Turns.fork`);
 4. **tools**: the turn's tool set (:mod:`harness.agent.toolset`), narrowed to the skill's
-   ``allowed-tools`` when trusted;
+   ``allowed-tools`` when trusted (or, for a skill that needs an activation approval, once
+   the user gave it at the skill's current content);
 5. **loop**: the model is called up to ``max_steps`` times; the calls of one step run side by
    side (:mod:`harness.agent.calls`) and are reported in the order asked; the final reply
    ends the turn and joins the session.
@@ -121,7 +122,8 @@ class Turns:
         if warning is not None:
             yield warning
         if invocation.skill is not None:
-            offer = skill_offer(invocation.skill, self.models.trust, offer)
+            unlocked = self.toolset.unlocked(context, invocation.skill)
+            offer = skill_offer(invocation.skill, self.models.trust, offer, unlocked=unlocked)
             if invocation.skill.skill.metadata.get("context") == "fork":
                 async for event in self.fork(invocation, message, context, model, offer, stream=stream):
                     yield event

@@ -215,5 +215,5 @@ class AgentExecutor:
             return Outcome(status="failed", summary=str(exc))
         action = current_action()
         env = {ACTION_ID_ENV: action.action_id, STEP_READS_ENV: json.dumps(dict(action.reads))} if action else None
-        result = await plan.filesystem.run(command, env=env)
+        result = await plan.filesystem.run(command, env=env, hidden=self.agent._hidden_folders(plan))
         return script_outcome(result)

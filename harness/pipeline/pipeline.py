@@ -103,6 +103,7 @@ class _Base:
     diagnostics: tuple[Diagnostic, ...]
     # Skills of on-demand markets, by stage key: staged once activated (loaded or run).
     on_demand: dict[str, StageItem]
+    cache_items: tuple[StageItem, ...]  # stage_items and on_demand's: what the cache may hold
     unanswered: frozenset[str]  # layer 1–2 sources that did not answer: their staged folders stay
 
 
@@ -425,6 +426,7 @@ class SkillPipeline(AsyncResource):
             activate=self._activate if stage else self._check_fetched,
             shadowed_skills=shadowed,
             labels=self.labels,
+            cache_items=base.cache_items,
         )
 
     async def _before_run(self, skill: ResolvedSkill) -> None:
@@ -639,6 +641,7 @@ class SkillPipeline(AsyncResource):
             stage_items=tuple(items),
             diagnostics=diagnostics,
             on_demand=on_demand,
+            cache_items=(*items, *on_demand.values()),
             unanswered=frozenset(unanswered),
         )
 

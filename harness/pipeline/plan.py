@@ -20,7 +20,7 @@ from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.search import SkillIndex
-from harness.pipeline.staging import StageResult
+from harness.pipeline.staging import StageItem, StageResult
 from harness.skills.frontmatter import FrontmatterError, split_frontmatter
 from harness.skills.skill import Skill
 from repositories import ContentMismatch
@@ -170,7 +170,9 @@ class TurnPlan:
     command of a skill runs: it checks that skill's staged copy and restores what was changed
     behind the stager's back. ``activate``, when set, is awaited when a skill is loaded (and by
     ``before_run`` before it runs): a skill of an on-demand market (an MCP server) has its files
-    fetched, verified and staged then, not before.
+    fetched, verified and staged then, not before. ``cache_items`` are the skills of the shared
+    layers whose folders the staging cache holds or will hold once they are activated, whatever
+    this user may see: the cache is one for every user.
     """
 
     context: RuntimeContext
@@ -186,6 +188,7 @@ class TurnPlan:
     activate: Callable[[ResolvedSkill], Awaitable[None]] | None = None
     shadowed_skills: MutableMapping[str, ResolvedSkill] = field(default_factory=dict)
     labels: SourceLabels = field(default_factory=SourceLabels)
+    cache_items: tuple[StageItem, ...] = ()
 
     def available(self) -> list[ResolvedSkill]:
         """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""

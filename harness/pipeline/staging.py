@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "StageItem", "StageResult", "Stager", "staged_mode"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "INCOMING_DIR", "StageItem", "StageResult", "Stager", "staged_mode"]
 
 DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
 
@@ -90,7 +90,8 @@ _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process 
 _READ_CONCURRENCY = 16
 _BATCH = 64  # skills read per worker-thread hop from a source that reads in batches
 _WRITE_CONCURRENCY = 4
-_INCOMING = ".incoming"
+#: Where large files stream while they are hashed, before they reach their staged folder.
+INCOMING_DIR = ".incoming"
 _STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
 _INCOMING_MAX_AGE = 3600.0
 # Leases held by stagers of this process (several pipelines may share one workspace).
@@ -360,7 +361,7 @@ class Stager(AsyncResource):
         """Read ``items`` into ``contents`` (small files batched, large ones streamed to disk)."""
         diagnostics: list[Diagnostic] = []
         limiter = anyio.Semaphore(_READ_CONCURRENCY)
-        incoming = self.cache_dir / _INCOMING
+        incoming = self.cache_dir / INCOMING_DIR
         if any(f.size > _STREAM_ABOVE for item in items for f in item.entry.files):
             await anyio.to_thread.run_sync(lambda: incoming.mkdir(parents=True, exist_ok=True))
 
@@ -499,7 +500,7 @@ class Stager(AsyncResource):
         with _file_lock(self.cache_dir / _LOCK):
             self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
             _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
-            _remove_temp_files(_abandoned(self.cache_dir / _INCOMING))
+            _remove_temp_files(_abandoned(self.cache_dir / INCOMING_DIR))
             manifest = self._read_manifest()
             written = unchanged = removed = 0
             diagnostics: list[Diagnostic] = []

@@ -113,6 +113,7 @@ def skill_tools(
     history: Sequence[Message] | None = None,
     shell_timeout: float = 120.0,
     shell: bool = True,
+    hidden: Callable[[], Sequence[str]] = tuple,
 ) -> list[Tool]:
     """The load tool, plus the shell tool when the user's filesystem has a shell and ``shell``
     is true (``False`` for callers that do not offer it: what the load tool says follows).
@@ -123,7 +124,8 @@ def skill_tools(
     longer appears in it as a load result — history trimming dropped it, or the file changed
     since — are first removed from ``loaded``, so their next load serves the body again.
     ``shell_timeout`` is the ceiling of the shell tool's ``timeout`` argument (the model may
-    lower it, never raise it); the filesystem's own ceiling applies on top.
+    lower it, never raise it); the filesystem's own ceiling applies on top. ``hidden`` gives,
+    when each command starts, the paths it must not see (see ``AbstractFilesystem.run``).
     """
     offered = shell and plan.filesystem.has_shell
     if loaded is not None and history is not None:
@@ -195,6 +197,7 @@ def skill_tools(
             timeout=_tool_timeout(timeout, shell_timeout),
             start_roots=launch.start_roots,
             prepend=launch.prepend,
+            hidden=hidden(),
         )
         if usage is not None:
             for owner in launch.owners:

@@ -226,3 +226,52 @@ async def test_without_an_approver_the_run_pauses_until_the_app_approves_the_ski
         assert "ran v1" in results_by_id(resumed.events)["r1"].content
         again = await agent.run("again", context=ALICE)  # approved at this content: not asked again
     assert not again.approvals and "ran v1" in results_by_id(again.events)["r2"].content
+
+
+def _narrowing_files(version: str) -> dict[str, bytes | str]:
+    return {
+        "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\nallowed-tools: Read\n---\nRun scripts/go.sh.\n",
+        "scripts/go.sh": f"#!/bin/sh\necho ran {version}\n",
+    }
+
+
+async def test_an_approval_lets_an_mcp_skills_allowed_tools_narrow_that_users_turns(tmp_path: Path) -> None:
+    """``allowed-tools`` of an MCP skill is honoured for a user once that user approved acting
+    on the skill at its current content: not before, not for another user, not after the
+    server changed a file."""
+    server = SkillsServer(tmp_path / "server")
+    server.add("team-a/tool", _narrowing_files("v1"))
+
+    async def approver(request: ToolRequest) -> bool:
+        return True
+
+    model = ScriptedModel(
+        [
+            "not approved yet",
+            call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID),
+            "approved",
+            "approved and invoked",
+            "another user",
+            "changed",
+        ]
+    )
+    async with Harness(
+        model=model,
+        workspace=tmp_path / "ws",
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        trust=TrustOptions(enforce_allowed_tools=True),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
+        ran = await agent.run("run the tool", context=ALICE)
+        await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
+        await agent.run(f"/skill:{SKILL_ID}", context=RuntimeContext(user_id="bob", session_id="s1"))
+        server.add("team-a/tool", _narrowing_files("v2"))
+        await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
+    offered = [{spec.name for spec in step.tools} for step in model.calls]
+    assert "ran v1" in results_by_id(ran.events)["r1"].content
+    assert SHELL in offered[0]  # before the approval: the field is ignored
+    assert offered[3] == {LOAD, "read_file", "list_files"}  # approved at this content: narrowed
+    assert SHELL in offered[4]  # bob never approved it
+    assert SHELL in offered[5]  # a file changed: the approval does not hold

@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from filesystems import PathEscapeError, SandboxFilesystem, SandboxLimits, SandboxUnavailable
@@ -168,6 +169,73 @@ async def test_host_changes_show_in_the_next_command(workspace: SandboxFilesyste
     await workspace.write_text("skills/fresh/SKILL.md", "new")
     result = await alice.run("ls /workspace/skills")
     assert result.stdout.split() == ["both", "fresh"]
+
+
+HIDDEN = ".skills-cache/git-x/tool"
+
+
+async def test_a_hidden_folder_is_absent_however_the_command_spells_it(workspace: SandboxFilesystem) -> None:
+    await workspace.write_text(".skills-cache/git-x/other/SKILL.md", "other")
+    alice = workspace.scoped("alice")
+    spellings = [
+        "cat /workspace/.skills-cache/git-x/tool/scripts/go.py",
+        "cat .skills-cache/git-x/tool/scripts/go.py",
+        "cd .skills-cache && cd git-x/tool && cat scripts/go.py",
+        "cat /workspace/./.skills-cache//git-x/../git-x/tool/scripts/go.py",
+        "cat /workspace/.skills-cache/*/t*/scripts/*",
+        "p=.skills; q=-cache; cat /workspace/$p$q/git-x/to''ol/scripts/go.py",
+        "sh -c 'cat \"$(ls -d /workspace/.skills-cache/*/tool)/scripts/go.py\"'",
+        "find / -name go.py -exec cat {} + 2>/dev/null",
+        "grep -rs go /workspace/.skills-cache",
+    ]
+    for command in spellings:
+        result = await alice.run(command, hidden=[HIDDEN])
+        assert "print('go')" not in result.stdout, command
+    shown = await alice.run(
+        "ls /workspace/.skills-cache/git-x; cat /workspace/.skills-cache/git-x/other/SKILL.md", hidden=[HIDDEN]
+    )
+    assert shown.stdout.split() == ["other", "other"]  # its siblings are still there
+    assert (await alice.run("cat .skills-cache/git-x/tool/scripts/go.py")).stdout == "print('go')\n"
+
+
+async def test_a_hidden_folder_that_appears_while_the_command_runs_stays_absent(
+    workspace: SandboxFilesystem, sandbox_dir: Path
+) -> None:
+    """The command starts before the folder exists; the host creates it, then tells the
+    command to look (through a file in the user's area, so nothing here waits on a clock)."""
+    alice = workspace.scoped("alice")
+    hidden = ".skills-cache/srv.team-a/tool"
+    command = (
+        "touch started; while [ ! -e go ]; do sleep 0.05; done; "
+        "cat /workspace/.skills-cache/srv.team-a/tool/run.sh; ls /workspace/.skills-cache"
+    )
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tasks:
+            results = []
+
+            async def run() -> None:
+                results.append(await alice.run(command, hidden=[hidden]))
+
+            tasks.start_soon(run)
+            while not (sandbox_dir / "alice" / "started").exists():
+                await anyio.sleep(0.05)
+            await workspace.write_text(f"{hidden}/run.sh", "echo staged meanwhile\n", mode=0o755)
+            await alice.write_text("go", "")
+    [result] = results
+    assert "staged meanwhile" not in result.stdout and "No such file" in result.stderr
+    assert result.stdout.split() == ["git-x"]  # what the cache held when the command started
+    assert "staged meanwhile" in (await alice.run(f"cat {hidden}/run.sh")).stdout
+
+
+async def test_hidden_paths_are_per_command_and_must_stay_below_the_root(workspace: SandboxFilesystem) -> None:
+    alice, bob = workspace.scoped("alice"), workspace.scoped("bob")
+    assert not (await alice.run(f"test -e {HIDDEN}", hidden=[HIDDEN])).ok
+    assert (await bob.run(f"test -e {HIDDEN}")).ok
+    assert not (await workspace.run(f"test -e /workspace/{HIDDEN}", hidden=[HIDDEN])).ok
+    with pytest.raises(PathEscapeError):
+        await alice.run("true", hidden=["../bob"])
+    with pytest.raises(PathEscapeError):
+        await alice.run("true", hidden=["."])
 
 
 async def test_files_the_harness_writes_are_writable_inside(workspace: SandboxFilesystem) -> None:
