@@ -464,8 +464,9 @@ class ActivationApprovals:
         self.markets = frozenset(markets)
         self.per_user = per_user
         self._approved: dict[str, dict[tuple[str, str], str]] = {}
-        # The last cache items asked about and those of them that need an approval.
-        self._gated: tuple[Sequence[StageItem], tuple[StageItem, ...]] | None = None
+        # The last cache items asked about (a turn's and the newest merge's) and those of them
+        # that need an approval.
+        self._gated: list[tuple[Sequence[StageItem], tuple[StageItem, ...]]] = []
 
     def needs(self, skill: ResolvedSkill) -> bool:
         """Whether acting on ``skill`` needs an activation approval at all."""
@@ -500,20 +501,31 @@ class ActivationApprovals:
         content: what lets its own fields (``allowed-tools``) be honoured for that user."""
         return self.needs(skill) and self.approved(user, skill)
 
-    def hidden_folders(self, user: str, items: Sequence[StageItem]) -> tuple[str, ...]:
-        """The staged folders (``.skills-cache/<source>/<folder>``) among ``items`` (a plan's
-        :attr:`~harness.pipeline.plan.TurnPlan.cache_items`) that ``user``'s shell must not see:
-        those of skills that need an activation approval ``user`` has not given at their current
-        content, staged for another user or not staged yet, and the stager's incoming folder.
-        Nothing when no item needs an approval (checked once per ``items``)."""
-        if self._gated is None or self._gated[0] is not items:
-            self._gated = (items, tuple(i for i in items if self._needs(i.entry, i.reader)))
-        gated = self._gated[1]
+    def hidden_folders(self, user: str, *item_sets: Sequence[StageItem]) -> tuple[str, ...]:
+        """The staged folders (``.skills-cache/<source>/<folder>``) among ``item_sets`` (a plan's
+        :attr:`~harness.pipeline.plan.TurnPlan.cache_items` and the newest merge's: a market that
+        moved while a turn ran restages its folders in place) that ``user``'s shell must not see:
+        those of skills that need an activation approval ``user`` has not given at the content of
+        either set, staged for another user or not staged yet, and the stager's incoming folder.
+        Nothing when no item needs an approval (checked once per set)."""
+        gated: list[StageItem] = []
+        for items in {id(items): items for items in item_sets}.values():
+            gated += self._gated_among(items)
         if not gated:
             return ()
         hidden = (f"{CACHE_DIR}/{i.key}" for i in gated if not self._approved_at(user, i.entry, i.reader))
         # Large files pass through the stager's incoming folder on their way to a staged one.
         return (f"{CACHE_DIR}/{INCOMING_DIR}", *dict.fromkeys(hidden))
+
+    def _gated_among(self, items: Sequence[StageItem]) -> tuple[StageItem, ...]:
+        """Those of ``items`` that need an approval, worked out once per sequence (the last two
+        asked about are kept: a turn's and the newest merge's)."""
+        for seen, gated in self._gated:
+            if seen is items:
+                return gated
+        gated = tuple(i for i in items if self._needs(i.entry, i.reader))
+        self._gated = [(items, gated), *self._gated[:1]]
+        return gated
 
     def approve(self, user: str, skill: ResolvedSkill) -> None:
         """Record ``user``'s approval of ``skill`` at its current content."""

@@ -269,7 +269,7 @@ class Toolset:
         that need an activation approval the user has not given at their current content."""
         if self.gate is None:
             return ()
-        return self.gate.activations.hidden_folders(plan.context.user_id, plan.cache_items)
+        return self.gate.activations.hidden_folders(plan.context.user_id, plan.cache_items, plan.latest_cache_items())
 
     def unlocked(self, context: RuntimeContext, skill: ResolvedSkill) -> bool:
         """Whether ``context``'s user approved acting on ``skill`` (one that needs it) at its

@@ -427,7 +427,12 @@ class SkillPipeline(AsyncResource):
             shadowed_skills=shadowed,
             labels=self.labels,
             cache_items=base.cache_items,
+            latest_cache_items=self._latest_cache_items,
         )
+
+    def _latest_cache_items(self) -> tuple[StageItem, ...]:
+        """The cache items of the newest merge (see :attr:`TurnPlan.latest_cache_items`)."""
+        return self._base.cache_items if self._base is not None else ()
 
     async def _before_run(self, skill: ResolvedSkill) -> None:
         """Before a command of ``skill`` runs: a staged skill's folder gets back exactly what was

@@ -172,7 +172,8 @@ class TurnPlan:
     ``before_run`` before it runs): a skill of an on-demand market (an MCP server) has its files
     fetched, verified and staged then, not before. ``cache_items`` are the skills of the shared
     layers whose folders the staging cache holds or will hold once they are activated, whatever
-    this user may see: the cache is one for every user.
+    this user may see: the cache is one for every user. ``latest_cache_items`` returns those of
+    the newest merge: a market that moved while the turn ran restages its folders in place.
     """
 
     context: RuntimeContext
@@ -189,6 +190,7 @@ class TurnPlan:
     shadowed_skills: MutableMapping[str, ResolvedSkill] = field(default_factory=dict)
     labels: SourceLabels = field(default_factory=SourceLabels)
     cache_items: tuple[StageItem, ...] = ()
+    latest_cache_items: Callable[[], tuple[StageItem, ...]] = tuple
 
     def available(self) -> list[ResolvedSkill]:
         """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""

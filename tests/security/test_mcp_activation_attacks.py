@@ -305,6 +305,49 @@ async def test_the_tools_outside_a_turn_hide_unapproved_staged_skills(
     assert "v1" not in seen and "No such file" in seen
 
 
+async def test_a_skill_that_moves_during_a_turn_is_hidden_from_that_turn(
+    tmp_path: Path, sandbox_dir: Path, bwrap: str
+) -> None:
+    """Bob approved the skill at v1 and holds a turn's plan (and its shell); while that turn
+    runs, the server changes a file and carol's turn restages the folder in place at v2. Bob's
+    next command in the same turn does not see v2, which he never approved."""
+    server = tool_server(tmp_path)
+
+    async def approver(request: ToolRequest) -> bool:
+        return True
+
+    script: list[Message | str] = [
+        call(SHELL, "bob", command="sh scripts/go.sh", skill=SKILL_ID),
+        "done",
+        call(SHELL, "carol", command="sh scripts/go.sh", skill=SKILL_ID),
+        "done",
+    ]
+    async with Harness(
+        model=ScriptedModel(script),
+        filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap),
+        repositories=[McpRepository(command=server.command, source="srv")],
+        pipeline=PipelineOptions(watch=False, market_timeout=120),
+        control=ControlOptions(approver=approver),
+    ) as agent:
+        await agent.run("go", context=BOB)
+        plan = await agent.prepare(BOB)
+        shell = next(t for t in agent.tools_for(plan) if t.name == SHELL)
+        before = await shell.call({"command": f"cat {STAGED}/scripts/go.sh"})
+        server.add(
+            "team-a/tool",
+            {
+                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
+                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
+            },
+        )
+        carol = await agent.run("go", context=RuntimeContext(user_id="carol", session_id="s1"))
+        after = await shell.call({"command": f"cat {STAGED}/scripts/go.sh"})
+    assert "ran v2" in results_by_id(carol.events)["carol"].content
+    assert "v2" in (sandbox_dir / STAGED / "scripts" / "go.sh").read_text()  # restaged in place
+    assert "echo ran v1" in before
+    assert "v2" not in after and "No such file" in after
+
+
 PEEK = f"cat /workspace/{STAGED}/scripts/go.sh > peeked 2>&1; echo done\n"
 PEEK_FLOW = """\
 name: peek
