@@ -443,10 +443,9 @@ class SkillLayer:
             skill_md_name=bundle.skill_md_name,
         )
         admitted, found_by_scan = self._admit(bundle, scanned) if skill is not None else (False, ())
-        if self.pins is not None and skill is not None and admitted and self.pins.wanted(bundle):
-            drift = self.pins.check(bundle.key, bundle.folder, self._locked_files.pop(bundle.key, None))
-            if drift is not None:
-                admitted, found_by_scan = False, (*found_by_scan, drift)
+        if self.pins is not None and skill is not None and admitted:
+            admitted, said = self.pins.judge(bundle, self._locked_files.pop(bundle.key, None))
+            found_by_scan = (*found_by_scan, said) if said is not None else found_by_scan
         entry = (
             LayerEntry(
                 skill=skill,
