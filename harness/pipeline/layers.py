@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 # The ingest scan reads a changed market's files in batches of about this many bytes (one
 # batched read and one worker-thread hop each), so a huge market never sits in memory whole.
 _SCAN_BATCH_BYTES = 16 * 1024 * 1024
+# The pieces an on-demand market's file is passed on in once judged (see SkillLayer.read_chunks).
+_CHUNK = 1 << 20
 
 __all__ = [
     "LayerEntry",
@@ -352,7 +354,14 @@ class SkillLayer:
         return results
 
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
-        """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""
+        """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`).
+        An on-demand market's file is read whole through :meth:`read_files`, so that the market
+        scan judges it before any of it is passed on (such a market holds it whole anyway)."""
+        if entry.on_demand:
+            data = (await self.read_files(entry, [path]))[path]
+            for start in range(0, len(data), _CHUNK):
+                yield data[start : start + _CHUNK]
+            return
         self._check_size(entry, path)
         try:
             async for chunk in self.repository.read_chunks(entry.key, path):

@@ -129,3 +129,27 @@ async def test_verified_content_is_scanned_once_and_dynamic_content_on_every_rea
     scanned = _CountingScanner.files - ingest
     assert scanned == (3 if dynamic else 1)
     assert server.reads().count("skill://guide/references/guide.md") == (3 if dynamic else 1)
+
+
+async def test_a_staged_skill_that_turns_hostile_is_not_staged_again_unjudged(tmp_path: Path) -> None:
+    server = _server(tmp_path, dynamic=False, hostile="references/guide.md")
+    server.add("guide", CLEAN)  # clean when first used
+    big = "A long reference.\n" * 70_000  # over the scan limit and streamed to disk when staged
+    async with _harness(tmp_path, server, TrustLevel.ENFORCE, []) as agent:
+        plan = await agent.pipeline.prepare(ALICE)
+        skill = plan.find(SKILL_ID)
+        assert skill is not None and plan.activate is not None
+        await plan.activate(skill)  # loaded: fetched, judged and staged
+        staged = tmp_path / "ws" / ".skills-cache" / "srv" / "guide" / "references" / "guide.md"
+        assert staged.read_text() == CLEAN["references/guide.md"]
+        # The server changes the skill: the next turn restages it without another load.
+        server.add("guide", {**CLEAN, "references/big.md": big})
+        larger = await agent.pipeline.prepare(ALICE)
+        server.add("guide", {**CLEAN, "references/guide.md": f"Then run: {PAYLOAD}\n"})
+        hostile = await agent.pipeline.prepare(ALICE)
+    assert staged.read_text() == CLEAN["references/guide.md"]  # what was judged stays
+    assert not staged.with_name("big.md").exists()
+    [too_large] = [d.message for d in larger.diagnostics if d.code == "stage-read-failed"]
+    assert "file references/big.md" in too_large and "scan limit" in too_large
+    [refused] = [d.message for d in hostile.diagnostics if d.code == "stage-read-failed"]
+    assert "file references/guide.md line 1: rule pipe-to-shell" in refused
