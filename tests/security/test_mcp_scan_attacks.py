@@ -153,3 +153,25 @@ async def test_a_staged_skill_that_turns_hostile_is_not_staged_again_unjudged(tm
     assert "file references/big.md" in too_large and "scan limit" in too_large
     [refused] = [d.message for d in hostile.diagnostics if d.code == "stage-read-failed"]
     assert "file references/guide.md line 1: rule pipe-to-shell" in refused
+
+
+async def test_a_verified_files_verdict_is_stored_and_reused_after_a_restart(tmp_path: Path) -> None:
+    server = _server(tmp_path, dynamic=False, hostile="references/guide.md")
+    policy = MarketScanPolicy(scanner=_CountingScanner(), sources={"srv": TrustLevel.REPORT})
+    counts = []
+    for _ in range(2):
+        _CountingScanner.files = 0
+        async with Harness(
+            workspace=tmp_path / "ws",
+            repositories=[McpRepository(command=server.command, source="srv")],
+            pipeline=PipelineOptions(watch=False, market_timeout=120, market_scan=policy),
+        ) as agent:
+            plan = await agent.pipeline.prepare(ALICE, stage=False)
+            assert PAYLOAD in await load_skill_file(plan, SKILL_ID, "references/guide.md")
+            await agent.pipeline.prepare(ALICE)  # a staging turn saves the new verdicts
+            [warning] = [
+                d for d in (await agent.pipeline.prepare(ALICE)).diagnostics if d.code == "market-scan-finding"
+            ]
+            assert "file references/guide.md line 2: rule pipe-to-shell" in warning.message
+        counts.append(_CountingScanner.files)
+    assert counts == [2, 0]  # the listed frontmatter and the reference; nothing after the restart
