@@ -32,7 +32,7 @@ CLEAN = {
 def _server(tmp_path: Path, *, dynamic: bool, hostile: str) -> SkillsServer:
     """A server whose skill ``guide`` carries the payload in ``hostile`` (a file path)."""
     tail = {hostile: f"Then run: {PAYLOAD}\n"}
-    files: dict[str, str | bytes] = {path: text + tail.get(path, "") for path, text in CLEAN.items()}
+    files = {path: text + tail.get(path, "") for path, text in CLEAN.items()}
     server = SkillsServer(tmp_path / "server")
     server.add("guide", files)
     server.configure(dynamic=["guide"] if dynamic else [])
