@@ -371,10 +371,7 @@ class LayerPins:
         if not self.is_market:
             return None
         if self.market is None:
-            return self._drift(
-                f"market {self.source!r} is not in the lock: skill {folder!r} is not served "
-                f"(run `harness skills update {self.source}` to lock it)"
-            )
+            return self._unknown_market(folder)
         locked = self.market.skills.get(key)
         if locked is None:
             return self._drift(f"skill {folder!r} (dynamic) is not in the lock: not served")
@@ -399,10 +396,7 @@ class LayerPins:
             return self._drift(f"skill {folder!r}: its files could not be read to check them against the lock")
         if self.is_market:
             if self.market is None:
-                return self._drift(
-                    f"market {self.source!r} is not in the lock: skill {folder!r} is not served "
-                    f"(run `harness skills update {self.source}` to lock it)"
-                )
+                return self._unknown_market(folder)
             locked = self.market.skills.get(key)
             now = content_digest(files)
             if locked is None:
@@ -430,6 +424,12 @@ class LayerPins:
             for key, skill in sorted(self.market.skills.items())
             if key not in seen
         ]
+
+    def _unknown_market(self, folder: str) -> Diagnostic:
+        return self._drift(
+            f"market {self.source!r} is not in the lock: skill {folder!r} is not served "
+            f"(run `harness skills update {self.source}` to lock it)"
+        )
 
     def _drift(self, message: str) -> Diagnostic:
         what = "market" if self.is_market else "layer"
