@@ -473,17 +473,16 @@ class SkillPipeline(AsyncResource):
             return
         activated = frozenset(key for key in self._activated if key in base.on_demand)
         tracked = self._tracked
-        if tracked is not None and tracked[0] is base and tracked[1] == activated:
-            return
-        tracked = self._tracked = (base, activated)
+        if tracked is None or tracked[0] is not base or tracked[1] != activated:
+            tracked = self._tracked = (base, activated)
         resolved = self._base_resolved(base)
-        environments.track(
+        environments.track(  # a generator: walked only when the key is new to the manager
             tracked,
-            [
+            (
                 s
                 for s in (*resolved.skills.values(), *resolved.shadowed.values())
                 if not s.entry.on_demand or StageItem(entry=s.entry, reader=s.source).key in activated
-            ],
+            ),
         )
 
     def _stage_items(self, base: _Base) -> tuple[StageItem, ...]:
