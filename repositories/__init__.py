@@ -23,6 +23,7 @@ from repositories.directory import DirectoryRepository, read_skill_folder
 from repositories.discovery import SKILL_MD_NAMES
 from repositories.errors import (
     BundleNotFound,
+    ContentBlocked,
     ContentMismatch,
     InvalidBundle,
     InvalidRepositoryConfig,
@@ -58,6 +59,7 @@ __all__ = [
     "SKILL_MD_NAMES",
     "BundleFile",
     "BundleNotFound",
+    "ContentBlocked",
     "ContentMismatch",
     "DirectoryRepository",
     "EntryPointRepository",

@@ -116,6 +116,11 @@ class SkillBundle:
         """What names this bundle in ``read_files``: its ``path`` when set, else its ``folder``."""
         return self.path or self.folder
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the market has no digest of the content to give (see ``digest``)."""
+        return self.digest.startswith("dynamic:")
+
 
 @dataclass(frozen=True, kw_only=True)
 class FileContents:

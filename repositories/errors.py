@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "BundleNotFound",
+    "ContentBlocked",
     "ContentMismatch",
     "InvalidBundle",
     "InvalidRepositoryConfig",
@@ -53,6 +54,12 @@ class UnsafePath(RepositoryError, PermissionError):
 class ContentMismatch(RepositoryError):
     """A file a market read is not what its listing promised (size, digest or, for a SKILL.md,
     its frontmatter): the bytes are refused, never delivered."""
+
+
+class ContentBlocked(RepositoryError, PermissionError):
+    """Bytes a market served that its reader refused to deliver: the harness's content scan
+    blocks them (``market_scan: block`` for that market). The message names the market, the
+    skill, the file and the rule."""
 
 
 class InvalidBundle(RepositoryError, ValueError):

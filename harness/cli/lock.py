@@ -4,7 +4,8 @@ Both read every configured market as it serves now (never through the lock), pri
 new lock changes against the old one (skills added, removed, changed, with digests) and write
 it atomically. ``lock`` writes a whole new lock; ``update`` needs one and moves the named
 market only (every market without a name). A market that cannot be read whole keeps its old
-entry and makes the command exit 1.
+entry and makes the command exit 1. A dynamic skill (an MCP server's, made afresh on each read)
+is recorded as dynamic, unread, and named in the report: the lock cannot pin it.
 """
 
 from __future__ import annotations
@@ -86,18 +87,27 @@ async def _lock(args: argparse.Namespace, market: str | None, existing: bool) ->
 
 
 def _report(args: argparse.Namespace, path: Path, lock: Lockfile, changes: list[LockChange], failed: list[str]) -> None:
+    dynamic = [
+        f"{slug}/{key}" for slug, m in sorted(lock.markets.items()) for key, s in sorted(m.skills.items()) if s.dynamic
+    ]
     if args.json:
         print_json(
             {
                 "lockfile": str(path),
                 "markets": {slug: {"version": m.version, "commit": m.commit} for slug, m in lock.markets.items()},
                 "changes": [vars(change) for change in changes],
+                "dynamic": dynamic,
                 "errors": failed,
             }
         )
     else:
         for change in changes:
             echo(str(change))
+        for skill in dynamic:
+            echo(
+                f"{skill}: dynamic (its server makes it afresh on each read): recorded without a digest; "
+                "under the lock it is served unpinned, with a lock-dynamic warning"
+            )
         count = sum(len(m.skills) for m in lock.markets.values())
         echo(f"{path}: {len(lock.markets)} market(s), {count} skill(s), {len(changes)} change(s)")
     for problem in failed:

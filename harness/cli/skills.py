@@ -22,7 +22,7 @@ from harness.cli.common import (
     print_json,
 )
 from harness.diagnostics import Diagnostic
-from harness.pipeline.lock import content_digest
+from harness.pipeline.lock import DYNAMIC, content_digest
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.pipeline.staging import StageItem
@@ -290,14 +290,18 @@ async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
 
 async def _origin(found: ResolvedSkill) -> dict[str, str | None]:
     """Where a skill comes from, its source's version (a git market's commit) and its digest
-    (as ``harness.lock`` records it)."""
-    paths = [found.entry.skill.skill_md_name, *await found.list_files()]
-    files = await found.source.read_files(found.entry, paths)
+    (as ``harness.lock`` records it: ``dynamic`` for a dynamic skill, whose files are not read
+    for it)."""
+    if found.entry.dynamic:
+        digest = DYNAMIC
+    else:
+        paths = [found.entry.skill.skill_md_name, *await found.list_files()]
+        digest = content_digest(await found.source.read_files(found.entry, paths))
     return {
         "origin": f"{found.skill.layer.value} {found.skill.source}",
         "location": found.skill.location,
         "version": found.source.version,
-        "digest": content_digest(files),
+        "digest": digest,
     }
 
 

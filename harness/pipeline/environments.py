@@ -16,8 +16,9 @@ second waits and finds it). ``.skills-cache`` is projected read-only into every 
 stager removes only skill folders (never dot-folders) and the watcher ignores it.
 
 Builds run **in the background**: :meth:`EnvironmentManager.track` (called by a staging turn
-when the shared layers changed) hands the skills to one worker task, which reads their files,
-then builds what is missing one at a time. A turn never waits: while a build runs, or after it
+when the shared layers changed, and when a skill of an on-demand market such as an MCP server is
+first loaded or run: its files are read only then) hands the skills to one worker task, which
+reads their files, then builds what is missing one at a time. A turn never waits: while a build runs, or after it
 failed, the skill's ``environment`` is ``None`` and a diagnostic says so. A failed requirement
 set is not retried until :meth:`EnvironmentManager.refresh` or until the requirements change.
 A warm turn (nothing changed) costs an identity check: no file operation.
@@ -275,11 +276,12 @@ class EnvironmentManager(AsyncResource):
 
     async def discover(self, skills: Iterable[ResolvedSkill]) -> dict[str, SkillEnvironment]:
         """What each skill needs (its files read through its layer, unchanged skills not read
-        again); skills of users' own layers are left out."""
+        again); skills of users' own layers are left out, and so are dynamic skills (an MCP
+        server's, made afresh on each read): such a skill never runs."""
         python = await self.python()
         found: dict[str, SkillEnvironment] = {}
         for skill in skills:
-            if skill.skill.layer is Layer.USER:
+            if skill.skill.layer is Layer.USER or skill.entry.dynamic:
                 continue
             found[skill.skill.skill_id] = await self._discover_one(skill, python)
         return found

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from filesystems import AbstractFilesystem, relative_path_problem
-from harness.diagnostics import Diagnostic
+from harness.diagnostics import Diagnostic, Severity
 from harness.pipeline.verdicts import ScanMany, VerdictStore
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.scanner import BINARY_SUFFIXES, MarketScanPolicy, Scanner, ScanVerdict, TrustLevel
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 from repositories import (
     BundleFile,
+    ContentBlocked,
     FileListing,
     LastGood,
     RepositoryError,
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 # The ingest scan reads a changed market's files in batches of about this many bytes (one
 # batched read and one worker-thread hop each), so a huge market never sits in memory whole.
 _SCAN_BATCH_BYTES = 16 * 1024 * 1024
+# The pieces an on-demand market's file is passed on in once judged (see SkillLayer.read_chunks).
+_CHUNK = 1 << 20
 
 __all__ = [
     "LayerEntry",
@@ -182,7 +185,8 @@ class SkillLayer:
         self.pins: LayerPins | None = None
         """What a lock says about this layer's skills (:mod:`harness.pipeline.lock`), or ``None``."""
         self._locked_files: dict[str, dict[str, bytes] | None] = {}
-        self._fetched_ok: set[str] = set()  # digests of on-demand skills whose fetched files passed the scan
+        # The market scan's findings on files an on-demand market served, by (skill key, path).
+        self._fetch_findings: dict[tuple[str, str], tuple[Diagnostic, ...]] = {}
 
     @property
     def result(self) -> LayerResult:
@@ -250,6 +254,8 @@ class SkillLayer:
                 else:
                     self._last_good.keep(self._parse(snapshot, scanned))
                 self._version = snapshot.version
+                if self._fetch_findings:
+                    self._forget_fetched({b.key for b in fresh}, {b.key for b in snapshot.bundles})
         except Exception as exc:
             return self.failed(describe_error(exc))
         if snapshot.error is not None:
@@ -300,17 +306,23 @@ class SkillLayer:
     async def read_files(self, entry: LayerEntry, paths: Sequence[str]) -> dict[str, bytes]:
         """The files' bytes (relative to the skill folder) in one batched call; a file over
         ``max_file_size`` raises ``OSError(EFBIG)`` unread, and anything else the repository
-        raises becomes ``RepositoryUnavailable`` naming the layer."""
+        raises becomes ``RepositoryUnavailable`` naming the layer. What an on-demand market (an
+        MCP server) serves is judged by the market scan before it is returned, since nothing of
+        it was scanned on ingest (see :meth:`_judge_fetched`): ``ContentBlocked`` when the
+        market's ``market_scan`` level blocks it."""
         for path in paths:
             self._check_size(entry, path)
         try:
-            return await self.repository.read_files(entry.key, list(paths))
+            files = await self.repository.read_files(entry.key, list(paths))
         except (RepositoryError, OSError):
             raise
         except Exception as exc:
             raise RepositoryUnavailable(
                 f"{self.layer.value} {self.source!r} failed to read {entry.key}: {describe_error(exc)}"
             ) from exc
+        if entry.on_demand:
+            await self._judge_fetched(entry, files)
+        return files
 
     async def read_files_batch(
         self, requests: Sequence[tuple[LayerEntry | SkillBundle, Sequence[str]]]
@@ -341,30 +353,15 @@ class SkillLayer:
             results[index] = answer
         return results
 
-    async def check_fetched(self, entry: LayerEntry, files: Mapping[str, bytes]) -> None:
-        """Scan the files of an on-demand skill (an MCP server's) fetched on its first use, as
-        the ingest scan does for other markets (whose files it reads ahead): a source whose trust
-        level blocks refuses a dangerous verdict (``RepositoryUnavailable`` naming the findings);
-        otherwise findings are logged. A skill that passed is not scanned again at that content."""
-        policy = self.scan_policy
-        if policy is None or entry.digest in self._fetched_ok or policy.trust_of(self.source) is TrustLevel.TRUSTED:
-            return
-        readable = {path: data for path, data in files.items() if len(data) <= policy.scan_limit}
-        verdict = await anyio.to_thread.run_sync(policy.scanner.scan, readable)
-        if not policy.check(self.source, {}, known=verdict).admitted:
-            raise RepositoryUnavailable(
-                f"market {self.source!r}, skill {entry.key!r}: blocked by the market scan: {verdict.summary()}"
-            )
-        for finding in verdict.findings:
-            log.warning(
-                "market %r, skill %r, file %s line %d: rule %s (%s, %s): %s",
-                self.source, entry.key, finding.path, finding.line, finding.rule,
-                finding.category, finding.severity, finding.message,
-            )  # fmt: skip
-        self._fetched_ok.add(entry.digest)
-
     async def read_chunks(self, entry: LayerEntry, path: str) -> AsyncIterator[bytes]:
-        """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`)."""
+        """The bytes of one file in pieces, for streaming to disk (same errors as :meth:`read_files`).
+        An on-demand market's file is read whole through :meth:`read_files`, so that the market
+        scan judges it before any of it is passed on (such a market holds it whole anyway)."""
+        if entry.on_demand:
+            data = (await self.read_files(entry, [path]))[path]
+            for start in range(0, len(data), _CHUNK):
+                yield data[start : start + _CHUNK]
+            return
         self._check_size(entry, path)
         try:
             async for chunk in self.repository.read_chunks(entry.key, path):
@@ -455,10 +452,9 @@ class SkillLayer:
             skill_md_name=bundle.skill_md_name,
         )
         admitted, found_by_scan = self._admit(bundle, scanned) if skill is not None else (False, ())
-        if self.pins is not None and skill is not None and admitted and self.pins.wanted(bundle):
-            drift = self.pins.check(bundle.key, bundle.folder, self._locked_files.pop(bundle.key, None))
-            if drift is not None:
-                admitted, found_by_scan = False, (*found_by_scan, drift)
+        if self.pins is not None and skill is not None and admitted:
+            admitted, said = self.pins.judge(bundle, self._locked_files.pop(bundle.key, None))
+            found_by_scan = (*found_by_scan, said) if said is not None else found_by_scan
         entry = (
             LayerEntry(
                 skill=skill,
@@ -594,42 +590,121 @@ class SkillLayer:
         policy = self.scan_policy
         if policy is None or policy.trust_of(self.source) is TrustLevel.TRUSTED:
             return True, ()
-        blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
-        where = f"market {self.source!r}, skill {bundle.folder!r}"
-        if scanned is None or scanned.verdict is None:
-            reason = describe_error(scanned.error) if scanned is not None and scanned.error else "not scanned"
-            return not blocking, (
+        admitted, found = _judged(policy, self.source, bundle.folder, bundle.location, scanned, "skill hidden")
+        return admitted, tuple(d for _, d in found)
+
+    # -- content served on demand ---------------------------------------------------------------
+
+    @property
+    def fetch_diagnostics(self) -> tuple[Diagnostic, ...]:
+        """The market scan's warnings about files an on-demand market served on use (see
+        :meth:`read_files`), the latest read of each file: every turn reports them, as it
+        reports the ingest scan's findings, until the skill changes."""
+        return tuple(d for found in self._fetch_findings.values() for d in found)
+
+    async def _judge_fetched(self, entry: LayerEntry, files: Mapping[str, bytes]) -> None:
+        """Scan what an on-demand market served for ``entry`` as the ingest scan judges other
+        markets' files ahead of use, under the same policy: a dynamic skill's files on every
+        read (the server makes them afresh), a verified skill's once per content (the verdict
+        store's, kept across restarts). A source whose trust level blocks refuses a dangerous
+        verdict, a file too large to judge and a failed scan: ``ContentBlocked`` naming the
+        market, the skill, the file and the rule, the bytes never delivered. Otherwise the
+        findings are logged and kept as warnings (:attr:`fetch_diagnostics`)."""
+        policy = self.scan_policy
+        if policy is None or not files or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+            return
+        limit = policy.scan_limit
+        readable = {path: data for path, data in files.items() if len(data) <= limit}
+        too_large = tuple(
+            BundleFile(path=path, size=len(data), mode=0o644)
+            for path, data in sorted(files.items())
+            if len(data) > limit and _suffix(path) not in BINARY_SUFFIXES
+        )
+        store = None if entry.dynamic else self.verdicts  # content made afresh is not worth keeping
+        try:
+            verdict = await anyio.to_thread.run_sync(_verdict_of, policy.scanner, store, readable)
+            scanned = _Scanned(verdict=verdict, too_large=too_large)
+        except Exception as exc:  # a broken custom scanner: judged as a failed scan
+            scanned = _Scanned(error=exc)
+        admitted, found = _judged(
+            policy, self.source, entry.key, entry.skill.location, scanned, "blocked by the market scan, not served"
+        )
+        if not admitted:
+            raise ContentBlocked("; ".join(d.message for _, d in found))
+        latest: dict[tuple[str, str], tuple[Diagnostic, ...]] = {(entry.key, path): () for path in ("", *files)}
+        for path, diagnostic in found:
+            latest[(entry.key, path)] += (diagnostic,)
+        for key, diagnostics in latest.items():
+            if diagnostics != self._fetch_findings.pop(key, ()):
+                for diagnostic in diagnostics:  # said once per finding, not on every read
+                    log.warning("%s", diagnostic.message)
+            if diagnostics:
+                self._fetch_findings[key] = diagnostics
+
+    def _forget_fetched(self, changed: set[str], offered: set[str]) -> None:
+        """Drop the fetched files' findings of skills whose content changed or that are gone."""
+        stale = [key for key in self._fetch_findings if key[0] in changed or key[0] not in offered]
+        for key in stale:
+            del self._fetch_findings[key]
+
+
+def _judged(
+    policy: MarketScanPolicy, source: str, skill: str, location: str, scanned: _Scanned | None, refusal: str
+) -> tuple[bool, list[tuple[str, Diagnostic]]]:
+    """What ``source``'s trust level makes of one skill's scan: whether its content may be
+    served, and a diagnostic per finding and per file too large to judge (with the file's path;
+    ``""`` for a failed scan). Errors, each ending in ``refusal``, when it may not."""
+    blocking = policy.trust_of(source) is TrustLevel.ENFORCE
+    where = f"market {source!r}, skill {skill!r}"
+    if scanned is None or scanned.verdict is None:
+        reason = describe_error(scanned.error) if scanned is not None and scanned.error else "not scanned"
+        return not blocking, [
+            (
+                "",
                 Diagnostic(
                     severity="error" if blocking else "warning",
                     code="market-scan-failed",
-                    message=f"{where}: the scan failed ({reason})" + ("; skill hidden" if blocking else ""),
-                    location=bundle.location,
+                    message=f"{where}: the scan failed ({reason})" + (f"; {refusal}" if blocking else ""),
+                    location=location,
                 ),
             )
-        ingest = policy.check(self.source, {}, known=scanned.verdict)  # the files were scanned above
-        admitted = ingest.admitted and not (blocking and scanned.too_large)
-        hidden = "" if admitted else "; skill hidden"
-        findings = tuple(
+        ]
+    ingest = policy.check(source, {}, known=scanned.verdict)  # the files were scanned by the caller
+    admitted = ingest.admitted and not (blocking and scanned.too_large)
+    refused = "" if admitted else f"; {refusal}"
+    severity: Severity = "warning" if admitted else "error"
+    findings = [
+        (
+            f.path,
             Diagnostic(
-                severity="warning" if admitted else "error",
+                severity=severity,
                 code="market-scan-finding" if admitted else "market-scan-blocked",
                 message=f"{where}, file {f.path} line {f.line}: rule {f.rule} ({f.category}, {f.severity}): "
-                f"{f.message}{hidden}",
-                location=bundle.location,
-            )
-            for f in ingest.verdict.findings
+                f"{f.message}{refused}",
+                location=location,
+            ),
         )
-        unjudged = tuple(
+        for f in ingest.verdict.findings
+    ]
+    unjudged = [
+        (
+            f.path,
             Diagnostic(
-                severity="warning" if admitted else "error",
+                severity=severity,
                 code="market-scan-skipped",
                 message=f"{where}, file {f.path}: {f.size} bytes, over the {policy.scan_limit}-byte scan limit "
-                f"(market_scan.scan_limit), so it was not scanned{hidden}",
-                location=bundle.location,
-            )
-            for f in scanned.too_large
+                f"(market_scan.scan_limit), so it was not scanned{refused}",
+                location=location,
+            ),
         )
-        return admitted, (*findings, *unjudged)
+        for f in scanned.too_large
+    ]
+    return admitted, [*findings, *unjudged]
+
+
+def _verdict_of(scanner: Scanner, store: VerdictStore | None, files: Mapping[str, bytes]) -> ScanVerdict:
+    """The scanner's verdict on ``files``: through ``store`` (stored verdicts reused) when given."""
+    return store.verdict(files) if store is not None else scanner.scan(files)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -3,8 +3,11 @@
 A lockfile records, for every market (by its slug), what kind of market it is, where it is
 (credentials masked), its exact version — the commit of a git market, and for every market a
 content hash over its skills — and every served skill's digest. A skill's digest is
-``sha256:`` over its files' paths and bytes (``SKILL.md`` included, modes left out, so one
-checkout reads the same on every machine): it names the content whatever market served it.
+``sha256:`` over its files' paths and bytes (``SKILL.md`` included — for an MCP server's skill
+the real one, not the listed frontmatter —, modes left out, so one checkout reads the same on
+every machine): it names the content whatever market served it. A dynamic skill (an MCP server's
+``"resources": "dynamic"``, made afresh on each read) has no digest: it is recorded as
+``"dynamic": true`` and nothing of it is read.
 
 With a lock in force (:class:`SkillPipeline(lock=...) <harness.pipeline.SkillPipeline>`,
 ``lock:`` in ``harness.yaml``, ``--locked`` on the CLI) the pipeline serves exactly the locked
@@ -13,7 +16,10 @@ content: a git market is pinned to its locked commit (:meth:`GitRepository.pin
 nothing; every other market's skills are compared with their locked digests, and a skill that
 drifted, one the lock does not know, or a market the lock does not know, is **not served**,
 with a ``lock-drift`` error naming the market, the skill and both digests. A locked skill gone
-from its market is a ``lock-drift`` error too. ``harness skills update [MARKET]`` moves the lock.
+from its market is a ``lock-drift`` error too. A skill the lock records as dynamic cannot be
+pinned: it is served as it comes, with a ``lock-dynamic`` warning on every turn (its files are
+still scanned on every read, never verified, staged or run); one locked with a digest that turned
+dynamic, or the reverse, has drifted. ``harness skills update [MARKET]`` moves the lock.
 
 The project lockfile of the ``skills`` CLI (``skills-lock.json``: ``{"version": 1, "skills":
 {name: {"source", "sourceType", "computedHash", ...}}}``) is read beside ``harness.lock``: a
@@ -54,6 +60,7 @@ from harness.errors import HarnessError
 from repositories import GitRepository, SkillBundle, SkillRepository
 
 __all__ = [
+    "DYNAMIC",
     "LOCKFILE_NAME",
     "LOCKFILE_VERSION",
     "SKILLS_LOCK_NAME",
@@ -82,12 +89,27 @@ class LockError(HarnessError):
     """A lockfile that cannot be read or written (the message names the file and the problem)."""
 
 
+#: How messages and diffs show a dynamic skill's missing digest.
+DYNAMIC = "dynamic"
+
+
 @dataclass(frozen=True, kw_only=True)
 class LockedSkill:
-    """One skill of a locked market: its name and content digest (``sha256:<hex>``)."""
+    """One skill of a locked market: its name and content digest (``sha256:<hex>``), ``None``
+    for a dynamic skill (its server makes it afresh on each read: there is nothing to pin)."""
 
     name: str
-    digest: str
+    digest: str | None
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the lock recorded the skill as dynamic."""
+        return self.digest is None
+
+    @property
+    def shown(self) -> str:
+        """The digest as messages show it (``dynamic`` for a dynamic skill)."""
+        return self.digest or DYNAMIC
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +139,7 @@ class Lockfile:
                 "location": market.location,
                 "version": market.version,
                 **({"commit": market.commit} if market.commit else {}),
-                "skills": {key: {"name": s.name, "digest": s.digest} for key, s in market.skills.items()},
+                "skills": {key: _skill_record(s) for key, s in market.skills.items()},
             }
             for slug, market in self.markets.items()
         }
@@ -137,7 +159,10 @@ class Lockfile:
                     version=str(market["version"]),
                     commit=str(market["commit"]) if market.get("commit") else None,
                     skills={
-                        str(key): LockedSkill(name=str(skill["name"]), digest=str(skill["digest"]))
+                        str(key): LockedSkill(
+                            name=str(skill["name"]),
+                            digest=None if skill.get("dynamic") is True else str(skill["digest"]),
+                        )
                         for key, skill in dict(market["skills"]).items()
                     },
                 )
@@ -215,12 +240,16 @@ def skills_cli_hashes(files: Mapping[str, bytes]) -> frozenset[str]:
 
 
 async def read_bundle_files(repository: SkillRepository, bundles: Sequence[SkillBundle]) -> dict[str, dict[str, bytes]]:
-    """Every file of each bundle (its main file included), by bundle key, read in one batch.
-    Raises what the repository raises for a bundle that cannot be read."""
+    """Every file of each bundle (its main file included: an on-demand market's real one, not
+    its stand-in), by bundle key, read in one batch; dynamic bundles are left out, unread (their
+    content changes on every read). Raises what the repository raises for a bundle that cannot
+    be read."""
+    bundles = [bundle for bundle in bundles if not bundle.dynamic]
     requests = []
     for bundle in bundles:
         files = bundle.files if bundle.listed else (await repository.list_files(bundle.key)).files
-        requests.append((bundle.key, [f.path for f in files]))
+        main = [bundle.skill_md_name] if bundle.on_demand else []
+        requests.append((bundle.key, [*main, *(f.path for f in files)]))
     answers = await repository.read_files_batch(requests)
     read: dict[str, dict[str, bytes]] = {}
     for bundle, answer in zip(bundles, answers, strict=True):
@@ -234,18 +263,20 @@ async def lock_market(
     repository: SkillRepository, *, source: str, names: Mapping[str, str] | None = None
 ) -> LockedMarket:
     """``repository`` as it serves now, locked. ``names`` maps folder keys to skill names
-    (default: the folder). Raises when the market cannot be read whole."""
+    (default: the folder). A dynamic skill is recorded as such, unread. Raises when the market
+    cannot be read whole."""
     snapshot = await repository.snapshot()
     if snapshot.error is not None:
         raise snapshot.error
     files = await read_bundle_files(repository, snapshot.bundles)
     skills = {
         bundle.key: LockedSkill(
-            name=(names or {}).get(bundle.key, bundle.folder), digest=content_digest(files[bundle.key])
+            name=(names or {}).get(bundle.key, bundle.folder),
+            digest=None if bundle.dynamic else content_digest(files[bundle.key]),
         )
         for bundle in snapshot.bundles
     }
-    version = hashlib.sha256("".join(f"{k}\0{s.digest}\n" for k, s in sorted(skills.items())).encode())
+    version = hashlib.sha256("".join(f"{k}\0{s.shown}\n" for k, s in sorted(skills.items())).encode())
     location = getattr(repository, "shown_url", None) or getattr(repository, "where", None) or repository.source
     return LockedMarket(
         kind=_kind(repository),
@@ -254,6 +285,11 @@ async def lock_market(
         commit=snapshot.version if isinstance(repository, GitRepository) else None,
         skills=skills,
     )
+
+
+def _skill_record(skill: LockedSkill) -> dict[str, object]:
+    """One skill as the lockfile writes it: its digest, or ``"dynamic": true`` instead."""
+    return {"name": skill.name, **({"dynamic": True} if skill.digest is None else {"digest": skill.digest})}
 
 
 def _kind(repository: SkillRepository) -> str:
@@ -290,11 +326,11 @@ def diff_locks(old: Lockfile, new: Lockfile) -> list[LockChange]:
         for key in sorted({*before, *after}):
             was, now = before.get(key), after.get(key)
             if was is None and now is not None:
-                changes.append(LockChange(market=slug, skill=key, change="added", new=now.digest))
+                changes.append(LockChange(market=slug, skill=key, change="added", new=now.shown))
             elif now is None and was is not None:
-                changes.append(LockChange(market=slug, skill=key, change="removed", old=was.digest))
+                changes.append(LockChange(market=slug, skill=key, change="removed", old=was.shown))
             elif was is not None and now is not None and was.digest != now.digest:
-                changes.append(LockChange(market=slug, skill=key, change="changed", old=was.digest, new=now.digest))
+                changes.append(LockChange(market=slug, skill=key, change="changed", old=was.shown, new=now.shown))
     return changes
 
 
@@ -309,8 +345,50 @@ class LayerPins:
         self.pins = dict(pins)
 
     def wanted(self, bundle: SkillBundle) -> bool:
-        """Whether the bundle's files must be hashed to check it."""
-        return self.is_market or bundle.folder in self.pins
+        """Whether the bundle's files must be hashed to check it (never a dynamic one's)."""
+        return (self.is_market or bundle.folder in self.pins) and not bundle.dynamic
+
+    def judge(self, bundle: SkillBundle, files: Mapping[str, bytes] | None) -> tuple[bool, Diagnostic | None]:
+        """Whether the bundle may be served under the lock, and what to report about it: a
+        ``lock-drift`` error when it may not (see :meth:`check`; ``files`` are its files when
+        :meth:`wanted`), a ``lock-dynamic`` warning for a dynamic skill the lock records as
+        dynamic, which is served unpinned."""
+        if bundle.dynamic:
+            said = self._dynamic(bundle.key, bundle.folder)
+            return said is None or said.severity != "error", said
+        if not self.wanted(bundle):
+            return True, None
+        drift = self.check(bundle.key, bundle.folder, files)
+        return drift is None, drift
+
+    def _dynamic(self, key: str, folder: str) -> Diagnostic | None:
+        """What the lock makes of a dynamic skill, which has no digest to compare."""
+        if folder in self.pins:
+            return self._drift(
+                f"skill {folder!r} is dynamic (its server makes it afresh on each read), so it cannot match its "
+                f"pin in {SKILLS_LOCK_NAME}: not served"
+            )
+        if not self.is_market:
+            return None
+        if self.market is None:
+            return self._unknown_market(folder)
+        locked = self.market.skills.get(key)
+        if locked is None:
+            return self._drift(f"skill {folder!r} (dynamic) is not in the lock: not served")
+        if not locked.dynamic:
+            return self._drift(
+                f"skill {folder!r} drifted: locked {locked.shown}, now dynamic (its server makes it afresh on each "
+                f"read, with no digest); not served (run `harness skills update {self.source}` to accept the change)"
+            )
+        return Diagnostic.warning(
+            code="lock-dynamic",
+            message=(
+                f"lock: market {self.source!r}: skill {folder!r} is dynamic: its server makes it afresh on each read, "
+                "so the lock records it as dynamic but cannot pin its content; it is served unpinned (never verified, "
+                "staged or run, its files scanned on every read)"
+            ),
+            location=self.source,
+        )
 
     def check(self, key: str, folder: str, files: Mapping[str, bytes] | None) -> Diagnostic | None:
         """Why the bundle must not be served (a ``lock-drift`` error), or ``None``."""
@@ -318,17 +396,14 @@ class LayerPins:
             return self._drift(f"skill {folder!r}: its files could not be read to check them against the lock")
         if self.is_market:
             if self.market is None:
-                return self._drift(
-                    f"market {self.source!r} is not in the lock: skill {folder!r} is not served "
-                    f"(run `harness skills update {self.source}` to lock it)"
-                )
+                return self._unknown_market(folder)
             locked = self.market.skills.get(key)
             now = content_digest(files)
             if locked is None:
                 return self._drift(f"skill {folder!r} (now {now}) is not in the lock: not served")
             if locked.digest != now:
                 return self._drift(
-                    f"skill {folder!r} drifted: locked {locked.digest}, now {now}; the locked content cannot be "
+                    f"skill {folder!r} drifted: locked {locked.shown}, now {now}; the locked content cannot be "
                     f"served from this market, so the skill is not served (run `harness skills update {self.source}` "
                     "to accept the change)"
                 )
@@ -345,10 +420,16 @@ class LayerPins:
             return []
         seen = set(keys)
         return [
-            self._drift(f"locked skill {key!r} ({skill.digest}) is gone from the market")
+            self._drift(f"locked skill {key!r} ({skill.shown}) is gone from the market")
             for key, skill in sorted(self.market.skills.items())
             if key not in seen
         ]
+
+    def _unknown_market(self, folder: str) -> Diagnostic:
+        return self._drift(
+            f"market {self.source!r} is not in the lock: skill {folder!r} is not served "
+            f"(run `harness skills update {self.source}` to lock it)"
+        )
 
     def _drift(self, message: str) -> Diagnostic:
         what = "market" if self.is_market else "layer"

@@ -291,6 +291,8 @@ class SkillPipeline(AsyncResource):
         # Stage keys of on-demand skills loaded or run so far, and the items staged with them.
         self._activated: set[str] = set()
         self._staging: tuple[_Base, frozenset[str], tuple[StageItem, ...]] | None = None
+        # The base and activations the environments last heard of (see _track_environments).
+        self._tracked: tuple[_Base, frozenset[str]] | None = None
         self._stack = AsyncExitStack()
         self._base_lock = anyio.Lock()
         # Single-flight refreshes of the shared layers: turns join the current wave until it is
@@ -377,11 +379,7 @@ class SkillPipeline(AsyncResource):
         base = await self._current_base(stage_early=stage)
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
-            if self.environments is not None:  # builds in the background; the same base costs nothing
-                resolved = self._base_resolved(base)  # a shadowed skill still runs by its id
-                # A dynamic skill never runs, and finding what it needs would read it ahead of use.
-                runnable = [s for s in (*resolved.skills.values(), *resolved.shadowed.values()) if not s.entry.dynamic]
-                self.environments.track(base, runnable)
+            self._track_environments(base)
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
@@ -412,6 +410,7 @@ class SkillPipeline(AsyncResource):
             *(s.diagnostic() for s in view.shadowed),
             *(staged.diagnostics if staged else ()),
             *(self.environments.diagnostics if self.environments is not None else ()),
+            *(d for layer in self.market_layers for d in layer.fetch_diagnostics),
         )
         return TurnPlan(
             context=context,
@@ -423,7 +422,7 @@ class SkillPipeline(AsyncResource):
             staged=staged,
             search=None if catalog.complete else view.search,  # filtered skills: the search tool drops them
             before_run=self._before_run if self.stager is not None else None,
-            activate=self._activate if stage else self._check_fetched,
+            activate=self._activate if stage else None,
             shadowed_skills=shadowed,
             labels=self.labels,
             cache_items=base.cache_items,
@@ -445,10 +444,11 @@ class SkillPipeline(AsyncResource):
     async def _activate(self, skill: ResolvedSkill) -> None:
         """A skill of an on-demand market (an MCP server) is loaded or about to run: fetch every
         file of it, each verified by the market (a file that is not what the listing says raises
-        ``ContentMismatch``, naming the skill, the file and both digests), scan them as the
-        market's scan policy says (never done ahead for such a market), and stage the skill, from
-        now on with every later pass. Other skills, a dynamic skill (nothing to verify or stage)
-        and one already staged at this content cost nothing."""
+        ``ContentMismatch``, naming the skill, the file and both digests) and judged by the market
+        scan as it is read (``ContentBlocked`` when the market's level blocks it; never done
+        ahead for such a market), stage the skill, from now on with every later pass, and work
+        out its environment (:meth:`_track_environments`). Other skills, a dynamic skill (nothing
+        to verify or stage) and one already staged at this content cost nothing."""
         entry = skill.entry
         if not entry.on_demand or not skill.source.staged or entry.dynamic:
             return
@@ -456,10 +456,9 @@ class SkillPipeline(AsyncResource):
         staged = self._staging[2] if self._staging is not None else ()
         if any(s.key == item.key and s.entry.digest == entry.digest for s in staged):
             return
-        # Without a shell nothing is staged: only the SKILL.md a load fetched is scanned.
+        # Without a shell nothing is staged: only the SKILL.md a load fetched is read and scanned.
         paths = [entry.skill.skill_md_name, *(f.path for f in entry.files if self.stager is not None)]
-        files = await skill.source.read_files(entry, paths)  # verified now: staging reads them from memory
-        await skill.source.check_fetched(entry, files)
+        await skill.source.read_files(entry, paths)  # verified now: staging reads them from memory
         if self.stager is None:
             return
         self._activated.add(item.key)
@@ -468,14 +467,30 @@ class SkillPipeline(AsyncResource):
         failed = [d for d in result.diagnostics if d.severity == "error" and item.key in d.message]
         if failed:
             raise RepositoryUnavailable(f"{entry.skill.skill_id} could not be staged: {failed[0].message}")
+        self._track_environments(base)
 
-    async def _check_fetched(self, skill: ResolvedSkill) -> None:
-        """What a read-only plan (``stage=False``) does when a skill is loaded: an on-demand
-        skill's fetched SKILL.md is scanned as :meth:`_activate` would, and nothing is staged."""
-        entry = skill.entry
-        if entry.on_demand and skill.source.staged and not entry.dynamic:
-            name = entry.skill.skill_md_name
-            await skill.source.check_fetched(entry, await skill.source.read_files(entry, [name]))
+    def _track_environments(self, base: _Base) -> None:
+        """Hand the environments worker the skills that may run (it reads their files and
+        builds in the background; the same base and activations cost nothing): every skill of
+        layers 1–3, shadowed ones included (a full id still runs them), but of an on-demand
+        market only those activated (loaded or run) so far. Finding what such a skill needs
+        reads its files, which must wait for its first use; a dynamic one never runs."""
+        environments = self.environments
+        if environments is None:
+            return
+        activated = frozenset(key for key in self._activated if key in base.on_demand)
+        tracked = self._tracked
+        if tracked is None or tracked[0] is not base or tracked[1] != activated:
+            tracked = self._tracked = (base, activated)
+        resolved = self._base_resolved(base)
+        environments.track(  # a generator: walked only when the key is new to the manager
+            tracked,
+            (
+                s
+                for s in (*resolved.skills.values(), *resolved.shadowed.values())
+                if not s.entry.on_demand or StageItem(entry=s.entry, reader=s.source).key in activated
+            ),
+        )
 
     def _stage_items(self, base: _Base) -> tuple[StageItem, ...]:
         """What a staging pass stages: the base's items plus the activated on-demand skills still

@@ -1,15 +1,18 @@
 """``harness skills lock|update`` and ``show --origin`` through the CLI, offline: a git market
-force-pushed under the lock, a well-known market over a local HTTP server, drift and the diff."""
+force-pushed under the lock, a well-known market over a local HTTP server, drift and the diff, and
+an MCP server's dynamic skill, locked as dynamic."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from tests.support.pipeline import GitRemote, write_skill
+from tests.support.skills_server import SkillsServer
 from tests.support.wellknown import Site, serve
 
 
@@ -111,3 +114,34 @@ def _config(tmp_path: Path, lock: Path) -> Path:
     config = tmp_path / "locked.yaml"
     config.write_text(f"lock: {lock}\n")
     return config
+
+
+def test_a_dynamic_mcp_skill_is_locked_as_dynamic_through_the_cli(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # capfd: the MCP SDK hands the server process the real stderr, which capsys does not have.
+    server = SkillsServer(tmp_path / "server")
+    server.add("alpha", {"SKILL.md": _md("alpha", "Listed."), "notes.md": "a\n"})
+    server.add("daily", {"SKILL.md": _md("daily", "Made fresh."), "notes.md": "d\n"})
+    server.configure(dynamic=["daily"])
+    market = "mcp+stdio:" + shlex.join(server.command) + "#source=srv"
+    config = tmp_path / "harness.yaml"
+    config.write_text(
+        f"workspace: {tmp_path / 'ws'}\nmarket_timeout: 120\nrepositories:\n  - {json.dumps(market)}\nlock: true\n"
+    )
+    code, out, err = _run(capfd, "skills", "lock", "--config", str(config))
+    assert code == 0, err
+    assert "srv/daily: dynamic" in out and "served unpinned" in out
+    written = json.loads((tmp_path / "harness.lock").read_text())["markets"]["srv"]["skills"]
+    assert written["daily"] == {"dynamic": True, "name": "daily"} and written["alpha"]["digest"].startswith("sha256:")
+
+    code, out, err = _run(capfd, "skills", "list", "--config", str(config), "--json")
+    listed = json.loads(out)
+    assert code == 0, err  # a warning, not drift
+    assert {"alpha", "daily"} <= {s["name"] for s in listed["skills"]}
+    assert [d["code"] for d in listed["diagnostics"] if d["code"].startswith("lock-")] == ["lock-dynamic"]
+
+    code, out, err = _run(capfd, "skills", "show", "daily", "--config", str(config), "--origin")
+    assert code == 0, err
+    assert "digest:    dynamic" in out
+    assert "skill://daily/notes.md" not in server.reads() and server.count("resources/directory/read") == 0

@@ -1,11 +1,14 @@
-"""Per-skill Python environments built in the background from a real git market, with real uv,
-from hand-made wheels (``--no-index --find-links``), used through the real shell."""
+"""Per-skill Python environments built in the background from a real git market (and an MCP
+server's, on first use), with real uv, from hand-made wheels (``--no-index --find-links``), used
+through the real shell."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from harness.pipeline import SkillPipeline
 from harness.pipeline.environments import ENVS_DIR
+from repositories.mcp import McpRepository
 from tests.support.environments import (
     ALICE,
     PEP723,
@@ -21,7 +24,9 @@ from tests.support.environments import (
 )
 from tests.support.filesystems import open_filesystem
 from tests.support.io import FILE_EVENTS, IORecorder
+from tests.support.polling import eventually
 from tests.support.skills import make_skill
+from tests.support.skills_server import SkillsServer
 
 __all__ = ["recorded", "uv_cache", "wheelhouse"]  # fixtures
 
@@ -174,3 +179,46 @@ async def test_staging_keeps_the_environments_when_skills_go_away(tmp_path: Path
         await pipeline.stage(verify=True)
         assert not staged.exists()
         assert (environment / "hxsheet" / "__init__.py").is_file()
+
+
+async def test_an_mcp_skills_environment_is_worked_out_when_it_is_first_loaded(
+    tmp_path: Path, wheelhouse: Path, recorded: list[list[str]]
+) -> None:
+    server = SkillsServer(tmp_path / "server")
+    server.add(
+        "sheet-tool",
+        {
+            "SKILL.md": "---\nname: sheet-tool\ndescription: Sheets.\n---\nRun scripts/go.py.\n",
+            "requirements.txt": "hxsheet\n",
+            "scripts/go.py": "import hxsheet\nprint(hxsheet.VALUE)\n",
+        },
+    )
+    fs = open_filesystem("local-shell", tmp_path / "ws")
+    market = McpRepository(command=server.command, source="srv")
+    chosen = options(wheelhouse, untrusted_markets=True)
+    async with (
+        fs,
+        SkillPipeline(
+            filesystem=fs, repositories=[market], watch=False, market_timeout=120, environments=chosen
+        ) as pipeline,
+    ):
+        manager = pipeline.environments
+        assert manager is not None
+        plan = await pipeline.prepare(ALICE)
+
+        async def idle() -> bool:
+            return manager.idle
+
+        await eventually(idle, within=60, what="the environments worker to go idle")
+        assert server.reads() == [] and uv_runs(recorded) == []  # prepare reads nothing ahead of use
+        skill = plan.find("sheet-tool_srv")
+        assert skill is not None and skill.environment is None
+        assert plan.activate is not None
+        await plan.activate(skill)  # what the load tool and the shell tool do on first use
+        ready = await settled(pipeline)
+        environment = ready.skills["sheet-tool_srv"].environment
+        assert environment and len(uv_runs(recorded)) == 1
+        assert await run_python(fs, environment, "import hxsheet; print(hxsheet.VALUE)") == "hxsheet 2.0"
+    # Each file fetched once, when the skill was activated: the environment read them from memory.
+    files = ["SKILL.md", "requirements.txt", "scripts/go.py"]
+    assert sorted(server.reads()) == [f"skill://sheet-tool/{path}" for path in files]

@@ -11,7 +11,9 @@ from harness.context import RuntimeContext
 from harness.pipeline import Lockfile, SkillPipeline
 from harness.pipeline.lock import LOCKFILE_NAME, content_digest, diff_locks, lock_market, skills_cli_hashes
 from repositories import DirectoryRepository, GitRepository
+from repositories.mcp import McpRepository
 from tests.support.pipeline import GitRemote, bundle, local_pipeline, mysql_market, write_skill
+from tests.support.skills_server import SkillsServer
 
 ADA = RuntimeContext(user_id="ada")
 
@@ -143,3 +145,72 @@ async def test_the_skills_cli_lockfile_keeps_its_pins(tmp_path: Path) -> None:
 def test_the_lockfile_is_stable_text(tmp_path: Path) -> None:
     lock = Lockfile.loads(Lockfile().dumps())
     assert lock.dumps() == '{\n  "lockfileVersion": 1,\n  "markets": {}\n}\n'
+
+
+def _mcp_server(tmp_path: Path) -> SkillsServer:
+    """``alpha`` (listed, verified) and ``daily`` (dynamic, with a file of its own)."""
+    server = SkillsServer(tmp_path / "server")
+    server.add("alpha", {"SKILL.md": "---\nname: alpha\ndescription: Listed.\n---\nLocked steps.\n", "notes.md": "a\n"})
+    server.add("daily", {"SKILL.md": "---\nname: daily\ndescription: Fresh.\n---\nToday.\n", "notes.md": "d\n"})
+    server.configure(dynamic=["daily"])
+    return server
+
+
+async def _mcp_lock(server: SkillsServer) -> Lockfile:
+    async with McpRepository(command=server.command, source="srv") as market:
+        return Lockfile(markets={"srv": await lock_market(market, source="srv")})
+
+
+async def test_a_dynamic_mcp_skill_is_locked_as_dynamic_and_nothing_of_it_is_read(tmp_path: Path) -> None:
+    server = _mcp_server(tmp_path)
+    lock = await _mcp_lock(server)
+    skills = lock.markets["srv"].skills
+    assert skills["daily"].dynamic and skills["daily"].digest is None
+    assert not [uri for uri in server.reads() if uri.startswith("skill://daily/")]
+    assert server.count("resources/directory/read") == 0
+    # A listed skill's digest covers its real SKILL.md, not the stand-in its listing makes.
+    real = {path: (server.tree / "alpha" / path).read_bytes() for path in ("SKILL.md", "notes.md")}
+    assert skills["alpha"].digest == content_digest(real)
+    written = json.loads(lock.dumps())["markets"]["srv"]["skills"]
+    assert written["daily"] == {"dynamic": True, "name": "daily"}
+    assert Lockfile.loads(lock.dumps()) == lock
+
+
+async def test_under_a_lock_a_dynamic_skill_is_served_unpinned_with_a_warning(tmp_path: Path) -> None:
+    server = _mcp_server(tmp_path)
+    lock = await _mcp_lock(server)
+    reads = len(server.reads())
+    market = McpRepository(command=server.command, source="srv")
+    async with local_pipeline(tmp_path / "ws", market, lock=lock, watch=False, market_timeout=120) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("alpha") is not None and plan.find("daily") is not None
+        assert _drift(plan.diagnostics) == []
+        [warning] = [d for d in plan.diagnostics if d.code == "lock-dynamic"]
+        assert "'daily'" in warning.message and "served unpinned" in warning.message
+    assert not [uri for uri in server.reads()[reads:] if uri.startswith("skill://daily/")]
+
+
+async def test_a_locked_mcp_skill_that_turned_dynamic_or_changed_its_instructions_has_drifted(
+    tmp_path: Path,
+) -> None:
+    server = _mcp_server(tmp_path)
+    lock = await _mcp_lock(server)
+    server.add("beta", {"SKILL.md": "---\nname: beta\ndescription: Listed.\n---\nSteps.\n"})
+    server.configure(dynamic=["alpha"])  # alpha turns dynamic, daily is listed with digests now
+    relocked = await _mcp_lock(server)
+    server.add("beta", {"SKILL.md": "---\nname: beta\ndescription: Listed.\n---\nOther steps.\n"})
+    said = {}
+    for name, locked in (("old", lock), ("new", relocked)):
+        market = McpRepository(command=server.command, source="srv")
+        async with local_pipeline(tmp_path / "ws", market, lock=locked, watch=False, market_timeout=120) as pipeline:
+            plan = await pipeline.prepare(ADA)
+        said[name] = _drift(plan.diagnostics)
+        assert plan.find("beta") is None  # its instructions changed under its listed frontmatter
+        assert (plan.find("alpha") is None, plan.find("daily") is None) == (
+            (True, True) if name == "old" else (False, False)
+        )
+    assert len(said["old"]) == 3 and len(said["new"]) == 1 and "'beta' drifted" in said["new"][0]
+    assert any("'alpha' drifted: locked sha256:" in m and "now dynamic" in m for m in said["old"])
+    assert any("'daily' drifted: locked dynamic, now sha256:" in m for m in said["old"])
+    changes = {str(change).split(" ")[1]: str(change) for change in diff_locks(lock, relocked)}
+    assert changes["srv/alpha"].endswith("-> dynamic") and " dynamic -> sha256:" in changes["srv/daily"]

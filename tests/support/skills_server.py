@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ class SkillsServer:
         argv = [sys.executable, str(Path(__file__).resolve()), str(self.root)]
         return [*argv, self.instructions] if self.instructions else argv
 
-    def add(self, path: str, files: dict[str, bytes | str]) -> None:
+    def add(self, path: str, files: Mapping[str, bytes | str]) -> None:
         """Serve the skill at ``path`` with ``files`` (relative path → content), replacing it."""
         folder = self.tree / path
         for old in sorted(folder.rglob("*"), reverse=True) if folder.exists() else ():
