@@ -11,6 +11,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fast=0
 if [ "${1:-}" = --fast ]; then fast=1; shift; fi
 export HARNESS_TEST_MYSQL_DSN=${HARNESS_TEST_MYSQL_DSN:-$(bash scripts/services.sh | tail -n 1 | cut -d= -f2-)}
+# The tests start a few hundred Python processes that import this checkout: let the first one
+# write the bytecode the others read (a __pycache__ next to each source, ignored by git and
+# left out of the release) instead of compiling the sources again in every process.
+unset PYTHONDONTWRITEBYTECODE
 # Tests about unreadable files run the harness as an unprivileged user, who must be able to
 # reach the checkout (a clone made inside a private temporary folder is not).
 if [ "$(id -u)" = 0 ]; then chmod o+x . 2>/dev/null || true; fi

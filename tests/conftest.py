@@ -1,5 +1,6 @@
 """Shared fixtures: the real MariaDB server and bubblewrap the test command set up, and a
-folder the sandbox can reach; the ``--large`` option (see ``tests.support.sizing``).
+folder the sandbox can reach; the ``--large`` option (see ``tests.support.sizing``); Hypothesis
+without deadlines.
 
 Outside CI a missing service skips the tests that need it; with ``CI=true`` it is a failure,
 so a broken setup can never pass as a green run.
@@ -14,11 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.filesystems import shared_dir
 from tests.support.sizing import LARGE_ENV
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+# A property test proves what it draws, not how fast one example ran: a deadline only fails
+# a test on a busy machine (an example over 200 ms, then fast on the replay, is "flaky").
+settings.register_profile("harness", deadline=None)
+settings.load_profile("harness")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

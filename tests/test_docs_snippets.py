@@ -1,7 +1,9 @@
 """Every ```python block of the documentation site and the README runs, so no snippet can rot.
 
-Each block runs verbatim in a fresh interpreter, in a temporary folder that holds a link to the
-repository's ``examples/`` (the snippets are written to run from a checkout's root), offline. A
+Each block runs verbatim as a script of its own, in a process forked with the harness already
+imported (``tests.support.cli``; the README's quick start runs in a fresh interpreter), in a
+temporary folder that holds a link to the repository's ``examples/`` (the snippets are written to
+run from a checkout's root), offline. A
 block preceded by ``<!-- needs: mysql -->`` gets the test MariaDB as ``HARNESS_MYSQL_DSN``;
 ``<!-- needs: bwrap -->`` runs only where bubblewrap works.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import python_command
 from tests.support.filesystems import shared_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,14 +71,15 @@ def test_snippet_runs(snippet: Snippet, request: pytest.FixtureRequest) -> None:
 def test_the_readme_quick_start_shows_a_catalog_a_loaded_skill_and_a_scripts_output(
     request: pytest.FixtureRequest,
 ) -> None:
-    out = run_snippet(snippets(ROOT / "README.md")[0], request)
+    out = run_snippet(snippets(ROOT / "README.md")[0], request, fresh=True)
     assert '<skill name="hello-world">' in out
     assert "SkillLoaded(skill_id='hello-world_global'" in out
     assert "The hello-world skill ran." in out
 
 
-def run_snippet(snippet: Snippet, request: pytest.FixtureRequest) -> str:
-    """Run ``snippet`` as a script in a fresh folder; its stdout, after asserting it exited 0."""
+def run_snippet(snippet: Snippet, request: pytest.FixtureRequest, *, fresh: bool = False) -> str:
+    """Run ``snippet`` as a script in a fresh folder (in a fresh interpreter when ``fresh``); its
+    stdout, after asserting it exited 0."""
     assert snippet.needs <= KNOWN_NEEDS, f"{snippet.id}: unknown needs {sorted(snippet.needs - KNOWN_NEEDS)}"
     env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
     if "mysql" in snippet.needs:
@@ -89,8 +93,7 @@ def run_snippet(snippet: Snippet, request: pytest.FixtureRequest) -> str:
         (folder / "examples").symlink_to(ROOT / "examples")
         script = folder / "snippet.py"
         script.write_text(snippet.code, encoding="utf-8")
-        completed = subprocess.run(
-            [sys.executable, str(script)], cwd=folder, capture_output=True, text=True, timeout=60, env=env
-        )
+        command = [sys.executable, str(script)] if fresh else python_command(script)
+        completed = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=60, env=env)
     assert completed.returncode == 0, f"{snippet.id} failed:\n{completed.stdout}\n{completed.stderr}"
     return completed.stdout

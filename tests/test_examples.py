@@ -1,4 +1,6 @@
-"""The runnable scripts under examples/, each run as a real subprocess with the offline model."""
+"""The runnable scripts under examples/, each run as a process of its own with the offline model:
+forked with the harness already imported (``tests.support.cli``), the quick start in a fresh
+interpreter."""
 
 from __future__ import annotations
 
@@ -11,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import python_command
 from tests.support.filesystems import shared_dir
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name: str, *args: str, env: dict[str, str] | None = None) -> str:
+def run_example(name: str, *args: str, env: dict[str, str] | None = None, fresh: bool = False) -> str:
+    script = EXAMPLES / name
     completed = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *args],
+        [sys.executable, str(script), *args] if fresh else [*python_command(script), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -36,7 +40,7 @@ def open_dir() -> Iterator[Path]:
 
 
 def test_quickstart_runs_the_hello_world_script(tmp_path: Path) -> None:
-    out = run_example("quickstart.py", str(tmp_path))
+    out = run_example("quickstart.py", str(tmp_path), fresh=True)
     assert "Used the hello-world skill" in out
     assert "The hello-world skill ran." in out
     assert (tmp_path / "workspace" / "skills" / "csv-summary" / "SKILL.md").is_file()
@@ -105,7 +109,8 @@ def test_optional_examples_skip_cleanly_without_their_package(
     hidden = tmp_path / "hidden"  # a module that shadows the installed package and fails to import
     hidden.mkdir()
     (hidden / f"{package}.py").write_text(f"raise ImportError('{package} is not installed here')\n")
-    out = run_example(example, str(tmp_path / "work"), env={"PYTHONPATH": str(hidden)})
+    # A fresh interpreter: the forked ones have the optional packages imported already.
+    out = run_example(example, str(tmp_path / "work"), env={"PYTHONPATH": str(hidden)}, fresh=True)
     assert out.startswith(message)
 
 

@@ -1,12 +1,14 @@
 """Importing the harness loads what the program names and nothing of the optional parts until
 they are used.
 
-Each check runs a fresh interpreter: what one test imported must not hide what another loads.
+Each statement runs in a fresh interpreter (once: the checks of one statement share its list):
+what one test imported must not hide what another loads.
 ``bench/imports.py`` prints the time it takes.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -42,14 +44,15 @@ PINNED_MODULES = {IMPORT_HARNESS: 16, A_PIPELINE: 44, AN_AGENT: 78}
 AGENT_PARTS = ("harness.agent", "harness.approval", "harness.events", "harness.models", "harness.tools")
 
 
-def _loaded(statement: str) -> list[str]:
+@functools.cache
+def _loaded(statement: str) -> tuple[str, ...]:
     code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))\n"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     modules: list[str] = json.loads(out)
-    return modules
+    return tuple(modules)
 
 
-def _ours(modules: list[str]) -> list[str]:
+def _ours(modules: tuple[str, ...]) -> list[str]:
     return [m for m in modules if m.split(".")[0] in ("harness", "repositories", "filesystems")]
 
 

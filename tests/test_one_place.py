@@ -11,6 +11,7 @@ The sources are parsed, not grepped, so a docstring or comment may still mention
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,16 +43,25 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def _strings(path: Path) -> Iterator[tuple[int, str]]:
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed, once for every test of this module."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _strings(path: Path) -> tuple[tuple[int, str], ...]:
     """Every string or bytes literal of ``path`` that is not a docstring, with its line."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     docstrings = _docstrings(tree)
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and id(node) not in docstrings:
             if isinstance(node.value, str):
-                yield node.lineno, node.value
+                found.append((node.lineno, node.value))
             elif isinstance(node.value, bytes):
-                yield node.lineno, node.value.decode("latin-1")
+                found.append((node.lineno, node.value.decode("latin-1")))
+    return tuple(found)
 
 
 def _sources() -> Iterator[Path]:
@@ -91,7 +101,7 @@ def test_every_known_dot_check_is_still_there() -> None:
 def _task_starts(path: Path) -> Iterator[int]:
     """Lines of ``path`` that start an unsupervised task: ``create_task`` / ``ensure_future``
     calls, or a task group entered on an exit stack (kept open past the call that made it)."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if not isinstance(node, ast.Call):
             continue
         called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")

@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 
 from harness.agent.sessions import open_session_store
+from tests.support.cli import run_harness
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 
@@ -122,7 +123,7 @@ def test_run_continues_a_session_and_sessions_delete_forgets_the_user(tmp_path: 
     config = _workspace(tmp_path)
 
     def harness(*argv: str) -> str:
-        result = subprocess.run([HARNESS, *argv, "--config", str(config)], capture_output=True, text=True, timeout=120)
+        result = run_harness(*argv, "--config", str(config))
         assert result.returncode == 0, result.stderr
         return result.stdout
 

@@ -7,8 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.support.cli import run_harness
 from tests.support.mcp import HttpServer
 from tests.support.mysql import drop_tables, unique_table
@@ -19,31 +17,39 @@ def _harness(*argv: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[s
     return run_harness(*argv, cwd=cwd, env={**os.environ, **env})
 
 
-@pytest.mark.parametrize(
-    ("fragment", "env", "said"),
-    [
-        ("", {}, "the server refused the request without a token (HTTP 401): set a variable to the token and name "
-         "it in the market URL (#token_env=VARIABLE)"),
-        ("#token_env=SKILLS_TOKEN", {"SKILLS_TOKEN": "wrong-token-0001"},
-         "the server refused the token (HTTP 401): set the variable 'SKILLS_TOKEN' to a token the server accepts"),
-    ],
-)  # fmt: skip
-async def test_an_mcp_market_names_a_missing_or_wrong_token(
-    tmp_path: Path, fragment: str, env: dict[str, str], said: str
-) -> None:
+# Each case: the market URL's fragment, the environment, and what a refused listing says.
+TOKEN_CASES = [
+    ("", {}, "the server refused the request without a token (HTTP 401): set a variable to the token and name "
+     "it in the market URL (#token_env=VARIABLE)"),
+    ("#token_env=SKILLS_TOKEN", {"SKILLS_TOKEN": "wrong-token-0001"},
+     "the server refused the token (HTTP 401): set the variable 'SKILLS_TOKEN' to a token the server accepts"),
+]  # fmt: skip
+
+
+async def test_an_mcp_market_names_a_missing_or_wrong_token(tmp_path: Path) -> None:
     make_skill(tmp_path / "served" / "alice" / "skills", "alpha", description="Alpha does things.")
     (tmp_path / "tokens.yaml").write_text("alice: alice-token-0001\n")
-    async with HttpServer(tmp_path / "served", tmp_path / "tokens.yaml") as server:
-        market = f"mcp+{server.url}{fragment}"
-        refused = _harness("skills", "list", "--repo", market, cwd=tmp_path, **env)
+    async with HttpServer(tmp_path / "served", tmp_path / "tokens.yaml") as server:  # one server for every case
+        refused = {
+            fragment: _harness("skills", "list", "--repo", f"mcp+{server.url}{fragment}", cwd=tmp_path, **env)
+            for fragment, env, _ in TOKEN_CASES
+        }
         accepted = _harness(
-            "skills", "list", "--user", "alice", "--repo", market, cwd=tmp_path, SKILLS_TOKEN="alice-token-0001"
+            "skills",
+            "list",
+            "--user",
+            "alice",
+            "--repo",
+            f"mcp+{server.url}#token_env=SKILLS_TOKEN",
+            cwd=tmp_path,
+            SKILLS_TOKEN="alice-token-0001",
         )
-    assert refused.returncode == 1
-    assert said in refused.stdout and "Server returned an error response" not in refused.stdout
-    assert all(token not in refused.stdout + refused.stderr for token in (*env.values(), "alice-token-0001"))
-    if fragment:
-        assert accepted.returncode == 0 and accepted.stdout.startswith("alpha "), accepted.stdout
+    for fragment, env, said in TOKEN_CASES:
+        result = refused[fragment]
+        assert result.returncode == 1, fragment
+        assert said in result.stdout and "Server returned an error response" not in result.stdout, result.stdout
+        assert all(token not in result.stdout + result.stderr for token in (*env.values(), "alice-token-0001"))
+    assert accepted.returncode == 0 and accepted.stdout.startswith("alpha "), accepted.stdout
 
 
 async def test_publishing_twice_prints_no_driver_warnings(tmp_path: Path, mysql_dsn: str) -> None:

@@ -4,15 +4,11 @@ skill's origin, and no file read."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_harness
 from tests.support.skills_server import SkillsServer
-
-HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
 def test_skills_list_shows_origins_and_reads_no_file(tmp_path: Path) -> None:
@@ -20,10 +16,10 @@ def test_skills_list_shows_origins_and_reads_no_file(tmp_path: Path) -> None:
     for path in ("team-a/dupe", "team-b/dupe"):
         server.add(path, {"SKILL.md": f"---\nname: dupe\ndescription: From {path}.\n---\nBody.\n", "x.txt": "x\n"})
     market = "mcp+stdio:" + shlex.join(server.command) + "#source=srv"
-    argv = [HARNESS, "skills", "list", "--workspace", str(tmp_path / "ws"), "--repo", market]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    listed = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=120, env=env, check=True)
-    text = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=True).stdout
+    argv = ["skills", "list", "--workspace", str(tmp_path / "ws"), "--repo", market]
+    listed, shown = run_harness(*argv, "--json"), run_harness(*argv)
+    assert listed.returncode == shown.returncode == 0, listed.stderr + shown.stderr
+    text = shown.stdout
     data = json.loads(listed.stdout)
     skills = [s for s in data["skills"] if s["name"] == "dupe"]
     shadowed = [s["loser"] for s in data["shadowed"] if s["name"] == "dupe"]

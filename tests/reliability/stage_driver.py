@@ -20,7 +20,9 @@ async def main(workspace: Path, market: Path) -> None:
     async with (
         LocalFilesystem(workspace, shell=True) as fs,
         DirectoryRepository(market, source="big") as repository,
-        SkillPipeline(filesystem=fs, repositories=[repository], watch=False) as pipeline,
+        # A busy machine can take longer than the default to list 150 skills; this test is
+        # about a stage cut short, not a slow market.
+        SkillPipeline(filesystem=fs, repositories=[repository], watch=False, market_timeout=300) as pipeline,
     ):
         plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
     assert plan.staged is not None

@@ -1,6 +1,6 @@
-"""Two real processes × 20 concurrent turns (50 with --large) for different users on one
-workspace (local shell, sandbox) and on one MySQL store (remote): staged files are never torn or
-missing, and no user sees another's skills, drafts, history or files through the catalog, the
+"""Two real processes × 8 concurrent turns for 4 users each (50 turns for 10 users with
+--large) on one workspace (local shell, sandbox) and on one MySQL store (remote): staged files
+are never torn or missing, and no user sees another's skills, drafts, history or files through the catalog, the
 load tool, the file tools — nor, in a sandbox, through the shell."""
 
 from __future__ import annotations
@@ -13,20 +13,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from turn_driver import COMMON, TURNS, common_script, marker
+from turn_driver import COMMON, TURNS, USERS, common_script, marker
 from turn_driver import market as turn_market
 
 from filesystems import AbstractFilesystem, LocalFilesystem, MySQLKeyValueStore, RemoteFilesystem, SandboxFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.tools.skills import load_skill_file
+from tests.support.cli import python_command
 from tests.support.filesystems import shared_dir
 from tests.support.mysql import STORE_TABLES, drop_tables
 from tests.support.reliability import CACHE, cache_problems
 
 HERE = Path(__file__).parent
-GROUPS = ([f"p0u{i}" for i in range(10)], [f"p1u{i}" for i in range(10)])
-TURNS_PER_USER = TURNS // 10 + 1  # the concurrent ones and the one that reads the history
+GROUPS = ([f"p0u{i}" for i in range(USERS)], [f"p1u{i}" for i in range(USERS)])
+TURNS_PER_USER = TURNS // USERS + 1  # the concurrent ones and the one that reads the history
 
 
 async def _seed(fs: AbstractFilesystem) -> None:
@@ -45,12 +46,13 @@ async def _seed(fs: AbstractFilesystem) -> None:
 
 
 def _run_pair(mode: str, where: str, table: str = "-") -> list[dict[str, object]]:
+    # Two processes of their own, forked with the harness already imported: what they share is
+    # the workspace, as two bots would (tests/support/cli.py).
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     children = [
         subprocess.Popen(
             [
-                sys.executable,
-                str(HERE / "turn_driver.py"),
+                *python_command(HERE / "turn_driver.py"),
                 mode,
                 where,
                 table,
@@ -76,7 +78,7 @@ def _run_pair(mode: str, where: str, table: str = "-") -> list[dict[str, object]
 def _assert_clean(reports: list[dict[str, object]]) -> None:
     for report in reports:
         assert report["violations"] == []
-        assert report["turns"] == TURNS + 10
+        assert report["turns"] == TURNS + USERS
 
 
 def _assert_staged(ws: Path) -> None:

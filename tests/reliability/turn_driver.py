@@ -21,9 +21,11 @@ from repositories import FileContents, MemoryRepository, SkillBundleContents
 from tests.support.sizing import sized
 
 COMMON = 20
-# Concurrent turns per process, spread over its users (10 in the tests): each user gets
-# TURNS // 10 of them, in both sessions, then one more turn that reads the history.
-TURNS = sized(20, full=50)
+# Users per process: a handful already shows whether users stay apart; --large runs ten.
+USERS = sized(4, full=10)
+# Concurrent turns per process, spread over its users: each user gets TURNS // USERS of them,
+# in both sessions, then one more turn that reads the history.
+TURNS = sized(2 * USERS, full=50)
 SESSIONS = ("a", "b")
 
 
