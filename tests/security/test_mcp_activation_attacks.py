@@ -13,8 +13,8 @@ from harness.errors import SkillError
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools import tool
-from repositories.mcp import McpRepository
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, SKILL_ID, call, results_by_id, tool_server
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.skills_server import SkillsServer
 
 
@@ -37,7 +37,7 @@ async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -78,7 +78,7 @@ async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Pat
     async with Harness(
         model=ScriptedModel(script),
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -125,7 +125,7 @@ async def test_a_workflow_served_by_an_mcp_market_is_not_run_without_trust(tmp_p
         model=model,
         workspace=tmp_path / "ws",
         tools=[finish],
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         with pytest.raises(SkillError, match="trusted_markets"):
@@ -150,7 +150,7 @@ async def test_a_trusted_mcp_market_runs_its_workflow_from_the_fetched_skill(tmp
         model=ScriptedModel(["ok"]),
         workspace=tmp_path / "ws",
         tools=[finish],
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         trust=TrustOptions(trusted_markets=["srv"]),
     ) as agent:
@@ -166,7 +166,7 @@ async def test_a_file_swapped_while_a_run_waits_is_not_run_on_the_old_approval(t
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         paused = await agent.run("go", context=ALICE)
