@@ -99,11 +99,11 @@ async def test_a_tight_budget_lists_the_rest_by_name(tmp_path: Path) -> None:
 
 
 async def test_a_tighter_budget_counts_what_it_cannot_name(tmp_path: Path) -> None:
-    skills = [bundle(f"skill-{i:02d}", description="Use when " + "many words " * 20) for i in range(300)]
-    plan = await _plan(tmp_path, MemoryRepository(skills, name="acme"), catalog_budget=3000)
+    skills = [bundle(f"skill-{i:02d}", description="Use when " + "many words " * 20) for i in range(100)]
+    plan = await _plan(tmp_path, MemoryRepository(skills, name="acme"), catalog_budget=2000)
     read = read_catalog(plan.catalog)
-    assert len(plan.catalog) <= 3000 and read.named and read.more
-    assert len(read.skills) + read.more == 300
+    assert len(plan.catalog) <= 2000 and read.named and read.more
+    assert len(read.skills) + read.more == 100
 
 
 async def test_hidden_skills_stay_out_of_the_catalog_but_can_be_invoked(tmp_path: Path) -> None:
