@@ -12,7 +12,7 @@ from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.skills.scanner import MarketScanPolicy, TrustLevel
 from repositories import DirectoryRepository
-from repositories.mcp import McpRepository
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.skills_server import SkillsServer
 
 ALICE = RuntimeContext(user_id="alice", session_id="s1")
@@ -64,7 +64,7 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -89,7 +89,7 @@ async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> N
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         trust=TrustOptions(trusted_markets=["srv"]),
     ) as agent:
@@ -103,7 +103,7 @@ async def test_a_skill_command_expands_the_fetched_instructions(tmp_path: Path) 
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
@@ -133,7 +133,7 @@ async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_p
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -163,7 +163,7 @@ async def test_a_blocking_market_scan_judges_mcp_files_when_they_are_fetched(tmp
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120, market_scan=scan),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -214,7 +214,7 @@ async def test_without_an_approver_the_run_pauses_until_the_app_approves_the_ski
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         paused = await agent.run("go", context=ALICE)
@@ -258,7 +258,7 @@ async def test_an_approval_lets_an_mcp_skills_allowed_tools_narrow_that_users_tu
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         trust=TrustOptions(enforce_allowed_tools=True),
         control=ControlOptions(approver=approver),

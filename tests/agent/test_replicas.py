@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from harness.agent.sessions import open_session_store
 from harness.models import Message
+from tests.support.cli import python_command
 from tests.support.polling import eventually
 from tests.support.sessions import session_url
 
@@ -34,7 +34,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 def _start(store: str, workspace: Path, *args: str, user: str = "alice", session: str = "s1") -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, str(DRIVER), store, str(workspace), user, session, *args]
+    command = [*python_command(DRIVER), store, str(workspace), user, session, *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 

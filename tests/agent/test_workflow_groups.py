@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 from typing import Any
 
 from harness import Harness, RuntimeContext
@@ -17,6 +16,7 @@ from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools.function import tool_from_function
 from tests.agent.stage_model import driver_model, stage_model, step_block
 from tests.engine.newsletter import SECOND_DRAFT, TRAJECTORY, install
+from tests.support.cli import run_python
 from tests.support.skills import make_skill
 
 ALICE = RuntimeContext(user_id="alice")
@@ -168,7 +168,7 @@ async def test_continue_workflow_takes_an_operators_retry(tmp_path: pathlib.Path
 
 
 def _child(workspace: pathlib.Path, kill: str, driver: str = DRIVER) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, driver, str(workspace), kill], capture_output=True, text=True, timeout=120)
+    return run_python(driver, str(workspace), kill)
 
 
 async def test_a_process_killed_in_a_skill_turn_is_resumed_by_another(tmp_path: pathlib.Path) -> None:

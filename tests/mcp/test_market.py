@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from harness.tools import load_skill_file
 from repositories import ContentMismatch, InvalidRepositoryConfig, RepositoryUnavailable, open_repository
 from repositories.mcp import McpRepository
 from tests.mcp.test_serve import TOKENS, _workspace
+from tests.support.cli import python_command
 from tests.support.io import started_subprocesses
 from tests.support.mcp import HttpServer, free_port, serve_command
 from tests.support.polling import eventually
@@ -76,7 +76,7 @@ async def test_an_open_stdio_market_starts_its_server_once(tmp_path: Path) -> No
 
 
 async def test_a_hostile_server_loses_only_what_is_wrong() -> None:
-    async with McpRepository(command=[sys.executable, str(HOSTILE)]) as market:
+    async with McpRepository(command=python_command(HOSTILE)) as market:
         snapshot = await market.snapshot()
         # A dynamic skill is listed (its files are read afresh on use); a liar only fails when read.
         assert [b.folder for b in snapshot.bundles] == ["dyn", "good", "liar"]

@@ -4,7 +4,7 @@ one workspace, answering one client's requests alternately, with no session affi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,11 +12,13 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.support.mcp import HttpServer, call
+from tests.support.polling import eventually
 from tests.support.skills import make_skill
 
 TOKENS = {"alice": "alice-token-0001", "bob": "bob-token-0002"}
@@ -58,9 +60,8 @@ async def balanced(servers: Sequence[HttpServer], token: str, mode: str) -> Asyn
         yield client, balancer
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
+def _workspace(root: Path) -> Path:
+    ws = root / "ws"
     make_skill(ws / "skills", "shared", description="For everyone.")
     make_skill(
         ws / "alice" / "skills",
@@ -70,8 +71,13 @@ def ws(tmp_path: Path) -> Path:
     )
     for i in range(MANY - 2):
         make_skill(ws / "alice" / "skills", f"topic-{i:03d}")
-    (tmp_path / "tokens.yaml").write_text("".join(f"{user}: {token}\n" for user, token in TOKENS.items()))
+    (root / "tokens.yaml").write_text("".join(f"{user}: {token}\n" for user, token in TOKENS.items()))
     return ws
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return _workspace(tmp_path)
 
 
 @asynccontextmanager
@@ -87,6 +93,14 @@ async def replicas(ws: Path, *args: str) -> AsyncIterator[list[HttpServer]]:
         yield servers
 
 
+@pytest.fixture(scope="module")
+def stateless_replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[HttpServer]]]:
+    """Two ``--stateless`` replicas over a workspace no test changes, shared by the module."""
+    ws = _workspace(tmp_path_factory.mktemp("replicas"))
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(replicas(ws, "--stateless")) as servers:
+        yield ws, servers
+
+
 async def _every_page(client: Client) -> list[dict[str, Any]]:
     skills: list[dict[str, Any]] = []
     page = await call(client, "skills/list")
@@ -98,9 +112,12 @@ async def _every_page(client: Client) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_two_stateless_replicas_answer_one_client_alternately(ws: Path, mode: str) -> None:
+async def test_two_stateless_replicas_answer_one_client_alternately(
+    stateless_replicas: tuple[Path, list[HttpServer]], mode: str
+) -> None:
+    ws, servers = stateless_replicas
     guide = ws / "alice" / "skills" / "alpha" / "references" / "guide.md"
-    async with replicas(ws, "--stateless") as servers, balanced(servers, TOKENS["alice"], mode) as (alice, lb):
+    async with balanced(servers, TOKENS["alice"], mode) as (alice, lb):
         skills = await _every_page(alice)  # pages 1 and 2 from different replicas
         assert len(skills) == MANY and len({s["uri"] for s in skills}) == MANY
         entry = next(s for s in skills if s["uri"] == "skill://alpha/SKILL.md")
@@ -162,16 +179,24 @@ async def test_a_user_flooding_a_stateless_server_does_not_stall_another(ws: Pat
             return await raw.post(server.url, json=body, headers=headers)
 
         answers: dict[str, httpx2.Response] = {}
+        started, release = ws.parent / "started", ws.parent / "release"
 
         async def slow() -> None:
-            call = {"name": "execute_shell_command", "arguments": {"command": "sleep 3"}}
+            command = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+            call = {"name": "execute_shell_command", "arguments": {"command": command}}
             answers["slow"] = await post("alice", "tools/call", call)
+
+        async def in_flight() -> bool:
+            return started.exists()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(slow)
-            await anyio.sleep(1)  # alice's one request is in flight
-            answers["alice"] = await post("alice", "skills/list", {})
-            answers["bob"] = await post("bob", "skills/list", {})
+            try:
+                await eventually(in_flight, within=60, what="alice's shell call to start")
+                answers["alice"] = await post("alice", "skills/list", {})
+                answers["bob"] = await post("bob", "skills/list", {})
+            finally:
+                release.touch()  # alice's one request ends only once the others were answered
         assert answers["alice"].status_code == 503
         assert "requests in flight" in answers["alice"].json()["error"]["message"]
         assert answers["bob"].status_code == 200 and "skill://shared/SKILL.md" in answers["bob"].text

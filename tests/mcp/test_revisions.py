@@ -3,12 +3,13 @@ the server's version, and that it serves the Skills extension."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import httpx2
 import pytest
+from anyio.from_thread import start_blocking_portal
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
@@ -22,10 +23,23 @@ TOKEN = "alice-token-0001"
 Connect = Callable[[str], AbstractAsyncContextManager[Client]]
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    make_skill(tmp_path / "ws" / "alice" / "skills", "alpha", files={"notes/a.md": "a\n"})
-    return tmp_path / "ws"
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Alice's workspace, which no test changes."""
+    root = tmp_path_factory.mktemp("revisions")
+    make_skill(root / "ws" / "alice" / "skills", "alpha", files={"notes/a.md": "a\n"})
+    (root / "tokens.yaml").write_text(f"alice: {TOKEN}\n")
+    return root / "ws"
+
+
+@pytest.fixture(scope="module")
+def http_server(ws: Path) -> Iterator[HttpServer]:
+    """One HTTP server over :func:`ws` for the module's tests."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(HttpServer(ws, ws.parent / "tokens.yaml")) as server,
+    ):
+        yield server
 
 
 @asynccontextmanager
@@ -37,16 +51,14 @@ async def _http(url: str, mode: str) -> AsyncIterator[Client]:
 
 
 @pytest.fixture(params=["stdio", "http"])
-async def connect(request: pytest.FixtureRequest, ws: Path, tmp_path: Path) -> AsyncIterator[Connect]:
+def connect(request: pytest.FixtureRequest, ws: Path) -> Connect:
     """Connects alice in a given mode ("auto" or "legacy", the SDK's ``initialize`` handshake)."""
     if request.param == "stdio":
         command = serve_command(ws, "--user", "alice")
         params = StdioServerParameters(command=command[0], args=command[1:], env=CODE)
-        yield lambda mode: Client(params, cache=None, mode=mode)
-        return
-    (tmp_path / "tokens.yaml").write_text(f"alice: {TOKEN}\n")
-    async with HttpServer(ws, tmp_path / "tokens.yaml") as server:
-        yield lambda mode: _http(server.url, mode)
+        return lambda mode: Client(params, cache=None, mode=mode)
+    server: HttpServer = request.getfixturevalue("http_server")
+    return lambda mode: _http(server.url, mode)
 
 
 async def test_a_client_on_the_current_revision_sees_the_extension_and_the_version(connect: Connect) -> None:

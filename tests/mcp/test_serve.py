@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -37,20 +38,48 @@ def _workspace(root: Path) -> Path:
     return ws
 
 
+def _tokens(root: Path) -> Path:
+    tokens = root / "tokens.yaml"
+    tokens.write_text("".join(f"{user}: {token}\n" for user, token in TOKENS.items()))
+    return tokens
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     return _workspace(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def shared_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workspace of the tests that only read: no test changes it."""
+    return _workspace(tmp_path_factory.mktemp("served"))
+
+
+@pytest.fixture(scope="module")
+def shared_http(shared_ws: Path) -> Iterator[HttpServer]:
+    """One HTTP server over :func:`shared_ws` for the whole module."""
+    server = HttpServer(shared_ws, _tokens(shared_ws.parent))
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(server):
+        yield server
+
+
 @pytest.fixture(params=["stdio", "http"])
-async def connect(request: pytest.FixtureRequest, ws: Path, tmp_path: Path) -> AsyncIterator[Connect]:
-    """Connects as a user: over stdio a server per user, over HTTP one server and a token each."""
+def connect(request: pytest.FixtureRequest, shared_ws: Path) -> Connect:
+    """Connects as a user to :func:`shared_ws`: over stdio a server per user, over HTTP one
+    server and a token each."""
+    if request.param == "stdio":
+        return lambda user: stdio_client(shared_ws, user)
+    server: HttpServer = request.getfixturevalue("shared_http")
+    return lambda user: http_client(server.url, TOKENS[user])
+
+
+@pytest.fixture(params=["stdio", "http"])
+async def connect_own(request: pytest.FixtureRequest, ws: Path, tmp_path: Path) -> AsyncIterator[Connect]:
+    """Like :func:`connect`, to a server of the test's own ``ws``, which the test may change."""
     if request.param == "stdio":
         yield lambda user: stdio_client(ws, user)
         return
-    tokens = tmp_path / "tokens.yaml"
-    tokens.write_text("".join(f"{user}: {token}\n" for user, token in TOKENS.items()))
-    async with HttpServer(ws, tokens) as server:
+    async with HttpServer(ws, _tokens(tmp_path)) as server:
         yield lambda user: http_client(server.url, TOKENS[user])
 
 
@@ -66,7 +95,7 @@ async def test_each_user_lists_their_own_merged_skills(connect: Connect) -> None
         assert _names(await call(bob, "skills/list")) == ["bravo", "shared"]
 
 
-async def test_an_entry_carries_verbatim_frontmatter_and_a_digest_per_file(connect: Connect, ws: Path) -> None:
+async def test_an_entry_carries_verbatim_frontmatter_and_a_digest_per_file(connect: Connect, shared_ws: Path) -> None:
     async with connect("alice") as alice:
         listing = await call(alice, "skills/list")
         entry = next(s for s in listing["skills"] if s["frontmatter"]["name"] == "alpha")
@@ -78,7 +107,7 @@ async def test_an_entry_carries_verbatim_frontmatter_and_a_digest_per_file(conne
             "license": "Apache-2.0",
             "metadata": {"version": "1.2"},
         }
-        folder = ws / "alice" / "skills" / "alpha"
+        folder = shared_ws / "alice" / "skills" / "alpha"
         expected = {
             f"skill://alpha/{path}": (folder / path).read_bytes()
             for path in ("SKILL.md", "references/guide.md", "scripts/run.sh")
@@ -143,9 +172,9 @@ async def test_each_user_invocable_skill_is_a_prompt_with_its_arguments(connect:
         assert "Research tidal energy carefully." in text and 'location="skill://alpha"' in text
 
 
-async def test_an_edit_shows_on_a_later_request(connect: Connect, ws: Path) -> None:
+async def test_an_edit_shows_on_a_later_request(connect_own: Connect, ws: Path) -> None:
     guide = ws / "alice" / "skills" / "alpha" / "references" / "guide.md"
-    async with connect("alice") as alice:
+    async with connect_own("alice") as alice:
         before = await call(alice, "skills/list")
         guide.write_text("# Guide\nstep two\n")
 
@@ -182,13 +211,11 @@ async def test_the_shell_tool_is_offered_only_when_allowed(ws: Path) -> None:
         assert "hello" in ran.content[0].text  # type: ignore[union-attr]
 
 
-async def test_http_without_a_known_token_is_refused(ws: Path, tmp_path: Path) -> None:
-    tokens = tmp_path / "tokens.yaml"
-    tokens.write_text(f"alice: {TOKENS['alice']}\n")
-    async with HttpServer(ws, tokens) as server, httpx2.AsyncClient() as raw:
+async def test_http_without_a_known_token_is_refused(shared_http: HttpServer) -> None:
+    async with httpx2.AsyncClient() as raw:
         body = {"jsonrpc": "2.0", "id": 1, "method": "skills/list", "params": {}}
         for headers in ({}, {"Authorization": "Bearer not-a-known-token"}):
-            answer = await raw.post(server.url, json=body, headers=headers)
+            answer = await raw.post(shared_http.url, json=body, headers=headers)
             assert answer.status_code == 401
             assert "skill" not in answer.text
 

@@ -29,11 +29,19 @@ def markets(tmp_path_factory: pytest.TempPathFactory) -> list[Market]:
     return build_markets(tmp_path_factory.mktemp("remotes"))
 
 
+@pytest.fixture(scope="module")
+def clones(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The markets' clone cache, shared by the module: no test changes a market."""
+    return tmp_path_factory.mktemp("clones")
+
+
 @asynccontextmanager
-async def _pipeline(markets: list[Market], root: Path, mode: str = "local-shell") -> AsyncIterator[SkillPipeline]:
+async def _pipeline(
+    markets: list[Market], clones: Path, root: Path, mode: str = "local-shell"
+) -> AsyncIterator[SkillPipeline]:
     async with (
         open_filesystem(mode, root / "ws") as fs,
-        SkillPipeline(filesystem=fs, repositories=open_markets(markets, root / "cache"), watch=False) as pipeline,
+        SkillPipeline(filesystem=fs, repositories=open_markets(markets, clones), watch=False) as pipeline,
     ):
         yield pipeline
 
@@ -48,9 +56,9 @@ def _slug(index: int) -> str:
 
 
 async def test_every_skill_of_five_markets_keeps_a_description_under_the_default_budget(
-    markets: list[Market], tmp_path: Path
+    markets: list[Market], clones: Path, tmp_path: Path
 ) -> None:
-    async with _pipeline(markets, tmp_path) as pipeline:
+    async with _pipeline(markets, clones, tmp_path) as pipeline:
         plan = await pipeline.prepare(ALICE)
     assert pipeline.catalog_budget == DEFAULT_CATALOG_BUDGET
     assert len(plan.skills) == 177 and len(plan.catalog) <= DEFAULT_CATALOG_BUDGET
@@ -66,9 +74,9 @@ async def test_every_skill_of_five_markets_keeps_a_description_under_the_default
 
 
 async def test_without_a_budget_the_groups_still_save_the_repeated_source(
-    markets: list[Market], tmp_path: Path
+    markets: list[Market], clones: Path, tmp_path: Path
 ) -> None:
-    async with _pipeline(markets, tmp_path) as pipeline:
+    async with _pipeline(markets, clones, tmp_path) as pipeline:
         pipeline.catalog_budget = None
         plan = await pipeline.prepare(ALICE)
     read = read_catalog(plan.catalog)
@@ -78,9 +86,9 @@ async def test_without_a_budget_the_groups_still_save_the_repeated_source(
 
 
 async def test_a_shadowed_market_skill_loads_by_its_full_id_and_the_name_means_the_winner(
-    markets: list[Market], tmp_path: Path
+    markets: list[Market], clones: Path, tmp_path: Path
 ) -> None:
-    async with _pipeline(markets, tmp_path) as pipeline:
+    async with _pipeline(markets, clones, tmp_path) as pipeline:
         plan = await pipeline.prepare(ALICE)
         read = read_catalog(plan.catalog)
         assert [s.skill_id for s in read.skills if s.name == "skill-creator"] == ["skill-creator_contoso"]
@@ -95,9 +103,11 @@ async def test_a_shadowed_market_skill_loads_by_its_full_id_and_the_name_means_t
         assert shadowed not in plan.skills
 
 
-async def test_a_user_skill_shadows_a_market_one_for_that_user_only(markets: list[Market], tmp_path: Path) -> None:
+async def test_a_user_skill_shadows_a_market_one_for_that_user_only(
+    markets: list[Market], clones: Path, tmp_path: Path
+) -> None:
     make_skill(tmp_path / "ws" / "alice" / "skills", "pdf", description="Alice's own PDF habits.", body="Alice's.\n")
-    async with _pipeline(markets, tmp_path) as pipeline:
+    async with _pipeline(markets, clones, tmp_path) as pipeline:
         alice, bob = await pipeline.prepare(ALICE), await pipeline.prepare(BOB)
     assert "Alice's." in await _load(alice, "pdf")
     for market in (1, 2):  # acme-tools lost to alice, acme-labs to acme-tools: both load by id

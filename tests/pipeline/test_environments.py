@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.pipeline import SkillPipeline
 from harness.pipeline.environments import ENVS_DIR
-from repositories.mcp import McpRepository
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.environments import (
     ALICE,
     PEP723,
@@ -194,7 +194,7 @@ async def test_an_mcp_skills_environment_is_worked_out_when_it_is_first_loaded(
         },
     )
     fs = open_filesystem("local-shell", tmp_path / "ws")
-    market = McpRepository(command=server.command, source="srv")
+    market = mcp_market(server)
     chosen = options(wheelhouse, untrusted_markets=True)
     async with (
         fs,

@@ -11,7 +11,7 @@ from harness.context import RuntimeContext
 from harness.pipeline import Lockfile, SkillPipeline
 from harness.pipeline.lock import LOCKFILE_NAME, content_digest, diff_locks, lock_market, skills_cli_hashes
 from repositories import DirectoryRepository, GitRepository
-from repositories.mcp import McpRepository
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.pipeline import GitRemote, bundle, local_pipeline, mysql_market, write_skill
 from tests.support.skills_server import SkillsServer
 
@@ -157,7 +157,7 @@ def _mcp_server(tmp_path: Path) -> SkillsServer:
 
 
 async def _mcp_lock(server: SkillsServer) -> Lockfile:
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         return Lockfile(markets={"srv": await lock_market(market, source="srv")})
 
 
@@ -180,7 +180,7 @@ async def test_under_a_lock_a_dynamic_skill_is_served_unpinned_with_a_warning(tm
     server = _mcp_server(tmp_path)
     lock = await _mcp_lock(server)
     reads = len(server.reads())
-    market = McpRepository(command=server.command, source="srv")
+    market = mcp_market(server)
     async with local_pipeline(tmp_path / "ws", market, lock=lock, watch=False, market_timeout=120) as pipeline:
         plan = await pipeline.prepare(ADA)
         assert plan.find("alpha") is not None and plan.find("daily") is not None
@@ -201,7 +201,7 @@ async def test_a_locked_mcp_skill_that_turned_dynamic_or_changed_its_instruction
     server.add("beta", {"SKILL.md": "---\nname: beta\ndescription: Listed.\n---\nOther steps.\n"})
     said = {}
     for name, locked in (("old", lock), ("new", relocked)):
-        market = McpRepository(command=server.command, source="srv")
+        market = mcp_market(server)
         async with local_pipeline(tmp_path / "ws", market, lock=locked, watch=False, market_timeout=120) as pipeline:
             plan = await pipeline.prepare(ADA)
         said[name] = _drift(plan.diagnostics)

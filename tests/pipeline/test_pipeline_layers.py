@@ -4,12 +4,13 @@ shell tool, per-user isolation, and an idempotent second stage."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from anyio.from_thread import start_blocking_portal
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
@@ -17,7 +18,7 @@ from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, SHELL_TOOL, skill_tools
-from repositories import DirectoryRepository, GitRepository, PackageRepository, SkillRepository
+from repositories import DirectoryRepository, GitRepository, MySQLRepository, PackageRepository, SkillRepository
 from tests.support.catalog import read_catalog
 from tests.support.pipeline import (
     MODES,
@@ -60,40 +61,62 @@ class World:
         return f"{base}/.skills-cache/{source}/{name}"
 
 
+@dataclass(frozen=True)
+class Sources:
+    """What the global folder and the git, MySQL, directory and package markets serve, and the git
+    market's clone cache: no test changes them, so the module shares them."""
+
+    global_dir: Path
+    git_url: str
+    git_cache: Path
+    market_dir: Path
+    package: str
+    mysql_table: str
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory, mysql_dsn: str) -> Iterator[Sources]:
+    base = tmp_path_factory.mktemp("sources")
+    glob = base / "global"
+    write_skill(glob, "greet", script=echo_script("global-greet"))
+    write_skill(glob, "lint", description="global lint", script=echo_script("global-lint"))
+    remote = GitRemote(base / "git")
+    remote.skill("lint", description="git lint", script=echo_script("git-lint"))
+    remote.skill("report", description="git report", script=echo_script("git-report"))
+    remote.skill("shared", description="git shared", script=echo_script("git-shared"))
+    remote.commit()
+    market_dir = base / "dirmarket"
+    write_skill(market_dir, "deploy", description="dir deploy", script=echo_script("dir-deploy"))
+    write_skill(market_dir, "shared", description="dir shared", script=echo_script("dir-shared"))
+    mysql = mysql_market(
+        mysql_dsn,
+        [
+            bundle("report", description="mysql report", script="#!/bin/sh\necho mysql-report\n"),
+            bundle("deploy", description="mysql deploy"),
+            bundle("shared", description="mysql shared"),
+        ],
+    )
+    with (
+        zipped_skill_package(base / "pkg", {"pack": "pkg-pack", "shared": "pkg-shared"}) as package,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(mysql) as filled,
+    ):
+        yield Sources(glob, remote.url, base / "gitcache", market_dir, package, filled.table)
+
+
 @pytest.fixture(params=MODES)
-async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) -> AsyncIterator[World]:
+async def world(
+    request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str, sources: Sources
+) -> AsyncIterator[World]:
     mode: str = request.param
     bwrap = request.getfixturevalue("bwrap") if mode == "sandbox" else None
     with ExitStack() as dirs:
         ws = (dirs.enter_context(shared_dir()) if mode == "sandbox" else tmp_path) / "ws"
-        glob = tmp_path / "global"
-        write_skill(glob, "greet", script=echo_script("global-greet"))
-        write_skill(glob, "lint", description="global lint", script=echo_script("global-lint"))
-        remote = GitRemote(tmp_path / "git")
-        remote.skill("lint", description="git lint", script=echo_script("git-lint"))
-        remote.skill("report", description="git report", script=echo_script("git-report"))
-        remote.skill("shared", description="git shared", script=echo_script("git-shared"))
-        remote.commit()
-        market_dir = tmp_path / "dirmarket"
-        write_skill(market_dir, "deploy", description="dir deploy", script=echo_script("dir-deploy"))
-        write_skill(market_dir, "shared", description="dir shared", script=echo_script("dir-shared"))
-        package_name = dirs.enter_context(
-            zipped_skill_package(tmp_path / "pkg", {"pack": "pkg-pack", "shared": "pkg-shared"})
-        )
         async with AsyncExitStack() as stack:
-            git = await stack.enter_async_context(GitRepository(remote.url, cache_dir=tmp_path / "gitcache"))
-            mysql = await stack.enter_async_context(
-                mysql_market(
-                    mysql_dsn,
-                    [
-                        bundle("report", description="mysql report", script="#!/bin/sh\necho mysql-report\n"),
-                        bundle("deploy", description="mysql deploy"),
-                        bundle("shared", description="mysql shared"),
-                    ],
-                )
-            )
-            directory = await stack.enter_async_context(DirectoryRepository(market_dir))
-            package = await stack.enter_async_context(PackageRepository(package_name))
+            git = await stack.enter_async_context(GitRepository(sources.git_url, cache_dir=sources.git_cache))
+            mysql = await stack.enter_async_context(MySQLRepository(mysql_dsn, table=sources.mysql_table))
+            directory = await stack.enter_async_context(DirectoryRepository(sources.market_dir))
+            package = await stack.enter_async_context(PackageRepository(sources.package))
             fs = await stack.enter_async_context(open_filesystem(mode, ws, bwrap=bwrap))
             await put_skill(fs, "shared", description="workspace shared", script=echo_script("ws-shared"))
             await put_skill(fs, "notes", description="workspace notes")
@@ -107,7 +130,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path, mysql_dsn: str) 
                 ws=ws,
                 fs=fs,
                 repositories=[git, mysql, directory, package],
-                global_dir=glob,
+                global_dir=sources.global_dir,
                 git=git.source,
                 mysql=mysql.source,
                 directory=directory.source,

@@ -152,15 +152,16 @@ async def test_a_market_that_stops_answering_is_timed_out_and_keeps_its_skills(t
     other = MemoryRepository([bundle("lint")], name="other")
     async with (
         open_filesystem("local-shell", tmp_path) as fs,
-        SkillPipeline(filesystem=fs, repositories=[slow, other], market_timeout=0.3) as pipeline,
+        SkillPipeline(filesystem=fs, repositories=[slow, other], market_timeout=60) as pipeline,
     ):
-        await pipeline.prepare(ALICE)
+        await pipeline.prepare(ALICE)  # answered in full, however loaded the machine
+        pipeline.market_timeout = 0.3
         slow.stalled = True
         await other.save(bundle("deploy"))
         start = time.monotonic()
-        plan = await pipeline.prepare(ALICE)
+        plan = await pipeline.prepare(ALICE)  # the stalled check never ends: only the timeout ends the wait
         elapsed = time.monotonic() - start
-    assert 0.3 <= elapsed < 3.0  # the timeout, not the stalled call, ends the wait
+    assert elapsed >= 0.3
     assert names(plan) == {"tool", "lint", "deploy"}
     assert (tmp_path / ".skills-cache" / "slow" / "tool" / "SKILL.md").is_file()
     assert any("did not answer within 0.3s" in d.message for d in plan.diagnostics)

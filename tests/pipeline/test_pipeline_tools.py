@@ -15,6 +15,7 @@ from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOO
 from repositories import FileContents, MemoryRepository, SkillBundleContents
 from tests.support.catalog import read_catalog
 from tests.support.pipeline import bundle, open_filesystem, put_skill, skill_text, write_skill
+from tests.support.sizing import sized
 from tests.support.skills import make_skill, served_body
 
 ALICE = RuntimeContext(user_id="alice")
@@ -98,11 +99,11 @@ async def test_a_tight_budget_lists_the_rest_by_name(tmp_path: Path) -> None:
 
 
 async def test_a_tighter_budget_counts_what_it_cannot_name(tmp_path: Path) -> None:
-    skills = [bundle(f"skill-{i:02d}", description="Use when " + "many words " * 20) for i in range(300)]
-    plan = await _plan(tmp_path, MemoryRepository(skills, name="acme"), catalog_budget=3000)
+    skills = [bundle(f"skill-{i:02d}", description="Use when " + "many words " * 20) for i in range(100)]
+    plan = await _plan(tmp_path, MemoryRepository(skills, name="acme"), catalog_budget=2000)
     read = read_catalog(plan.catalog)
-    assert len(plan.catalog) <= 3000 and read.named and read.more
-    assert len(read.skills) + read.more == 300
+    assert len(plan.catalog) <= 2000 and read.named and read.more
+    assert len(read.skills) + read.more == 100
 
 
 async def test_hidden_skills_stay_out_of_the_catalog_but_can_be_invoked(tmp_path: Path) -> None:
@@ -239,8 +240,9 @@ async def test_loads_and_shell_uses_are_reported_with_the_real_skill_id(tmp_path
     assert events == [("view", "mine_workspace-namespaced"), ("use", "mine_workspace-namespaced")]
 
 
-async def test_a_single_5_mib_line_is_split_across_pages_that_stay_within_the_limit(tmp_path: Path) -> None:
-    line = ("0123456789abcdé" * (5 * 1024 * 1024 // 16)).encode()
+async def test_a_single_line_of_mebibytes_is_split_across_pages_that_stay_within_the_limit(tmp_path: Path) -> None:
+    # Each page re-reads the whole line: 1 MiB (20 pages) proves the split, 5 MiB with --large.
+    line = ("0123456789abcdé" * (sized(1, full=5) * 1024 * 1024 // 16)).encode()
     files = (FileContents(path="data/one-line.txt", data=line + b"\nlast\n"),)
     market = MemoryRepository(
         [SkillBundleContents(folder="wide", skill_md=skill_text("wide").encode(), files=files)], name="acme"

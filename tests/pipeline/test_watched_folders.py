@@ -16,6 +16,7 @@ from harness.pipeline import SkillPipeline
 from repositories import MemoryRepository
 from tests.support.pipeline import bundle, write_skill
 from tests.support.polling import eventually
+from tests.support.sizing import sized
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify watches are read from /proc")
 
@@ -118,7 +119,7 @@ async def test_users_arriving_one_by_one_are_each_watched_by_a_bounded_number_of
         await pipeline.prepare(DAVE)
         before = inotify_instances()
         folders = []
-        for index in range(24):
+        for index in range(sized(12, full=48)):  # a dozen arrivals merge the watches several times
             folders.append(write_skill(tmp_path / f"user{index:02d}" / "skills", "diary"))
 
             async def watched(folder: Path = folders[-1]) -> bool:

@@ -13,7 +13,7 @@ from repositories import GitRepository, RepositoryUnavailable
 from tests.support.git import GitRemote
 from tests.support.skills import make_skill
 
-FILES = 600
+FILES = 150
 
 
 def _big_remote(base: Path) -> GitRemote:

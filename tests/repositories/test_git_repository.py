@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from repositories import GitRepository, RepositoryUnavailable, UnsafePath
+from tests.support.cli import python_command
 from tests.support.io import IORecorder
-from tests.support.repositories import PYTHON, GitRemote
+from tests.support.repositories import GitRemote
 
 
 async def test_clone_serves_skills_with_modes_from_the_tree(remote: GitRemote, cache_dir: Path) -> None:
@@ -194,7 +195,9 @@ async def test_two_processes_share_one_cached_clone(remote: GitRemote, cache_dir
         anyio.run(main)
         """
     )
-    procs = [subprocess.Popen([PYTHON, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    driver = cache_dir.parent / "clone_once.py"
+    driver.write_text(script)
+    procs = [subprocess.Popen(python_command(driver), stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     assert outputs == [f"{commit} alpha"] * 2

@@ -12,7 +12,7 @@ from harness.agent import Harness, PipelineOptions
 from harness.context import RuntimeContext
 from harness.tools import load_skill_file, render_skill_file
 from repositories import ContentMismatch
-from repositories.mcp import McpRepository
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.polling import eventually
 from tests.support.skills_server import SkillsServer
 
@@ -49,7 +49,7 @@ def server(tmp_path: Path) -> SkillsServer:
 
 
 async def test_the_catalog_comes_from_the_listing_alone(server: SkillsServer) -> None:
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         snapshot = await market.snapshot()
     assert server.count("skills/list") == 3  # six listed entries, two a page: every page followed
     assert server.reads() == []  # no resources/read while listing
@@ -61,7 +61,7 @@ async def test_the_catalog_comes_from_the_listing_alone(server: SkillsServer) ->
 
 
 async def test_a_skill_named_only_in_the_instructions_is_fetched_with_skills_get(server: SkillsServer) -> None:
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         snapshot = await market.snapshot()
     assert ("skills/get", "skill://hidden/only-by-uri/SKILL.md") in server.requests()
     found = next(b for b in snapshot.bundles if b.folder == "only-by-uri")
@@ -69,7 +69,7 @@ async def test_a_skill_named_only_in_the_instructions_is_fetched_with_skills_get
 
 
 async def test_files_are_read_on_use_and_verified(server: SkillsServer) -> None:
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         await market.snapshot()
         assert (await market.read_file("alpha", "SKILL.md")).startswith(b"---\nname: alpha")
         assert server.reads() == ["skill://alpha/SKILL.md"]
@@ -84,7 +84,7 @@ async def test_files_are_read_on_use_and_verified(server: SkillsServer) -> None:
 
 
 async def test_a_frontmatter_that_differs_from_the_entry_is_refused(server: SkillsServer) -> None:
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         snapshot = await market.snapshot()
         masked = next(b for b in snapshot.bundles if b.folder == "masked")
         assert b"What the listing claims." in masked.skill_md
@@ -93,7 +93,7 @@ async def test_a_frontmatter_that_differs_from_the_entry_is_refused(server: Skil
 
 
 async def test_dynamic_skills_are_read_afresh_on_every_use(server: SkillsServer) -> None:
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         await market.snapshot()
         first = await market.read_file("daily", "SKILL.md")
         server.add("daily", {"SKILL.md": _skill("daily", "Made fresh.", "# Today\nnew\n")})
@@ -109,7 +109,7 @@ def _directory_reads(server: SkillsServer) -> list[str]:
 async def test_a_dynamic_skills_files_are_found_by_directory_reads_and_read_on_use(
     server: SkillsServer, tmp_path: Path
 ) -> None:
-    market = McpRepository(command=server.command, source="srv")
+    market = mcp_market(server)
     async with Harness(
         workspace=tmp_path / "ws", repositories=[market], pipeline=PipelineOptions(watch=False, market_timeout=120)
     ) as agent:
@@ -136,7 +136,7 @@ async def test_a_dynamic_skills_files_are_found_by_directory_reads_and_read_on_u
 async def test_skill_environments_never_read_a_dynamic_skill_ahead_of_use(server: SkillsServer, tmp_path: Path) -> None:
     async with Harness(
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120, environments=True),
     ) as agent:
         await agent.pipeline.prepare(RuntimeContext(user_id="u1"))
@@ -155,7 +155,7 @@ async def test_without_directory_reads_only_a_dynamic_skills_skill_md_is_reached
     server = SkillsServer(tmp_path / "server")
     server.add("daily", {"SKILL.md": _skill("daily"), "notes.md": "hidden from the host\n"})
     server.configure(dynamic=["daily"], directory_read=False)
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         snapshot = await market.snapshot()
         assert (await market.list_files("daily")).files == ()
         assert (await market.read_file("daily", "SKILL.md")).startswith(b"---\nname: daily")
@@ -173,7 +173,7 @@ async def test_same_named_skills_of_servers_and_the_global_folder_each_have_an_i
     global_dir = tmp_path / "global"
     (global_dir / "refunds").mkdir(parents=True)
     (global_dir / "refunds" / "SKILL.md").write_text(_skill("refunds", "The host's own."))
-    markets = [McpRepository(command=server.command, source="srv"), McpRepository(command=other.command, source="oth")]
+    markets = [mcp_market(server), mcp_market(other, "oth")]
     async with Harness(
         workspace=tmp_path / "ws",
         repositories=markets,
@@ -194,7 +194,7 @@ async def test_entries_that_break_the_rules_lose_only_themselves(tmp_path: Path)
     server.add("renamed", {"SKILL.md": _skill("renamed")})
     server.add("aliased", {"SKILL.md": "---\nname: aliased\ndescription: &d Twice.\nsummary: *d\n---\nBody.\n"})
     server.configure(frontmatter={"renamed": {"name": "other-name"}})
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         snapshot = await market.snapshot()
         assert sorted(b.folder for b in snapshot.bundles) == ["aliased", "good"]
         assert any("'renamed' is not the frontmatter name 'other-name'" in p for p in snapshot.problems)

@@ -9,12 +9,12 @@ import sys
 import sysconfig
 import textwrap
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.pipeline.uv import find_uv
 from repositories import InvalidRepositoryConfig, PackageRepository, RepositoryUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,39 +62,25 @@ def _run_probe(python: str, env_path: list[str] | None = None) -> dict[str, Any]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example package built into a wheel by its build backend (PEP 517's ``build_wheel``)."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "src"
     shutil.copytree(EXAMPLE, source)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "-w",
-            str(work / "dist"),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    build = f"from setuptools import build_meta; build_meta.build_wheel({str(work / 'dist')!r})"
+    subprocess.run([sys.executable, "-c", build], cwd=source, check=True, capture_output=True, timeout=300)
     (built,) = (work / "dist").glob("acme_skills-*.whl")
     return built
 
 
 @pytest.fixture(scope="module")
-def venv_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh venv with the wheel installed by pip; the project itself is reached through a .pth."""
+def venv_probe(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What the probe finds in a fresh venv with the wheel installed by an installer (uv); the
+    project itself is reached through a .pth."""
     venv = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index", "--no-deps", str(wheel)],
+        [find_uv(), "pip", "install", "-q", "--offline", "--no-index", "--no-deps", "--python", python, str(wheel)],
         check=True,
         capture_output=True,
         timeout=300,
@@ -106,12 +92,11 @@ def venv_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         text=True,
     ).stdout.strip()
     (Path(site) / "harness_project.pth").write_text(f"{ROOT}\n{sysconfig.get_paths()['purelib']}\n")
-    yield python
+    return _run_probe(python)
 
 
-def test_wheel_installed_in_a_venv_serves_its_skill(venv_python: str) -> None:
-    result = _run_probe(venv_python)
-    (bundle,) = result["package"]["bundles"]
+def test_wheel_installed_in_a_venv_serves_its_skill(venv_probe: dict[str, Any]) -> None:
+    (bundle,) = venv_probe["package"]["bundles"]
     assert bundle["folder"] == "hello-acme"
     assert bundle["source"] == "pkg-acme_skills"
     assert bundle["skill_md"].startswith("---\nname: hello-acme\n")
@@ -122,8 +107,8 @@ def test_wheel_installed_in_a_venv_serves_its_skill(venv_python: str) -> None:
     assert bundle["data"]["scripts/greet.py"].startswith("#!/usr/bin/env python3")
 
 
-def test_entry_points_advertise_the_installed_package(venv_python: str) -> None:
-    result = _run_probe(venv_python)
+def test_entry_points_advertise_the_installed_package(venv_probe: dict[str, Any]) -> None:
+    result = venv_probe
     (bundle,) = result["entrypoints"]["bundles"]
     assert bundle["folder"] == "hello-acme"
     assert bundle["source"] == "pkg-entrypoints"

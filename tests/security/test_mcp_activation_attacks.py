@@ -18,8 +18,8 @@ from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools import tool
 from repositories import DirectoryRepository
-from repositories.mcp import McpRepository
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, SKILL_ID, call, results_by_id, tool_server
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.skills_server import SkillsServer
 
 
@@ -42,7 +42,7 @@ async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -83,7 +83,7 @@ async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Pat
     async with Harness(
         model=ScriptedModel(script),
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -130,7 +130,7 @@ async def test_a_workflow_served_by_an_mcp_market_is_not_run_without_trust(tmp_p
         model=model,
         workspace=tmp_path / "ws",
         tools=[finish],
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         with pytest.raises(SkillError, match="trusted_markets"):
@@ -155,7 +155,7 @@ async def test_a_trusted_mcp_market_runs_its_workflow_from_the_fetched_skill(tmp
         model=ScriptedModel(["ok"]),
         workspace=tmp_path / "ws",
         tools=[finish],
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         trust=TrustOptions(trusted_markets=["srv"]),
     ) as agent:
@@ -171,7 +171,7 @@ async def test_a_file_swapped_while_a_run_waits_is_not_run_on_the_old_approval(t
     async with Harness(
         model=model,
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         paused = await agent.run("go", context=ALICE)
@@ -249,7 +249,7 @@ async def test_a_skill_staged_for_one_user_stays_out_of_another_users_sandbox(
     async with Harness(
         model=ScriptedModel(script),
         filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap),
-        repositories=[McpRepository(command=server.command, source="srv"), _plain_market(tmp_path)],
+        repositories=[mcp_market(server), _plain_market(tmp_path)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -294,7 +294,7 @@ async def test_the_tools_outside_a_turn_hide_unapproved_staged_skills(
     async with Harness(
         model=model,
         filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap),
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -325,7 +325,7 @@ async def test_a_skill_that_moves_during_a_turn_is_hidden_from_that_turn(
     async with Harness(
         model=ScriptedModel(script),
         filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap),
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:
@@ -393,7 +393,7 @@ async def test_a_forked_subagent_and_a_workflow_script_do_not_see_it_either(
     async with Harness(
         model=model,
         filesystem=filesystem,
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:

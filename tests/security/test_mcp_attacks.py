@@ -7,12 +7,13 @@ fail without one byte of what it points at.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -45,23 +46,37 @@ TOOL_CALLS = [
 ]
 
 
-@pytest.fixture(params=["stdio", "http"])
-async def as_bob(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[Callable[[], AbstractAsyncContextManager[Client]]]:
-    """Connects as Bob (entered in the test: the SDK's client must close in the task that opened it)."""
-    (tmp_path / "host.txt").write_text(HOST_SECRET)
-    ws = tmp_path / "ws"
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Alice's, Bob's and the shared skills, and a host file beside the workspace; Bob's attacks
+    only read, so the module shares them."""
+    root = tmp_path_factory.mktemp("mcp-attacks")
+    (root / "host.txt").write_text(HOST_SECRET)
+    ws = root / "ws"
     make_skill(ws / "skills", "shared")
     make_skill(ws / "alice" / "skills", "alpha", body=f"{SECRET}\n", files={"notes.md": SECRET})
     make_skill(ws / "bob" / "skills", "bravo")
+    (root / "tokens.yaml").write_text("alice: alice-token-0001\nbob: bob-token-0002\n")
+    return ws
+
+
+@pytest.fixture(scope="module")
+def http_server(ws: Path) -> Iterator[HttpServer]:
+    """One HTTP server over :func:`ws` for the module."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(HttpServer(ws, ws.parent / "tokens.yaml")) as server,
+    ):
+        yield server
+
+
+@pytest.fixture(params=["stdio", "http"])
+def as_bob(request: pytest.FixtureRequest, ws: Path) -> Callable[[], AbstractAsyncContextManager[Client]]:
+    """Connects as Bob (entered in the test: the SDK's client must close in the task that opened it)."""
     if request.param == "stdio":
-        yield lambda: stdio_client(ws, "bob")
-        return
-    tokens = tmp_path / "tokens.yaml"
-    tokens.write_text("alice: alice-token-0001\nbob: bob-token-0002\n")
-    async with HttpServer(ws, tokens) as server:
-        yield lambda: http_client(server.url, "bob-token-0002")
+        return lambda: stdio_client(ws, "bob")
+    server: HttpServer = request.getfixturevalue("http_server")
+    return lambda: http_client(server.url, "bob-token-0002")
 
 
 def _clean(value: Any) -> None:

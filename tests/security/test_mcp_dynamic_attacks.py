@@ -14,8 +14,8 @@ from harness.context import RuntimeContext
 from harness.models import Message, ScriptedModel
 from harness.tools import load_skill_file
 from repositories import InvalidBundle
-from repositories.mcp import McpRepository
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, call, results_by_id
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.skills_server import SkillsServer
 
 SKILL_ID = "daily_srv"
@@ -48,7 +48,7 @@ async def test_directory_children_outside_the_skill_are_never_listed_or_read(tmp
     server = _server(tmp_path, children={"skill://daily": hostile}, page_size=50)
     async with Harness(
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
     ) as agent:
         plan = await agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False)
@@ -64,7 +64,7 @@ async def test_directory_children_outside_the_skill_are_never_listed_or_read(tmp
 async def test_a_flood_of_directory_children_is_refused_at_the_extensions_limit(tmp_path: Path) -> None:
     flood = [{"uri": f"skill://daily/f{i}.md", "name": f"f{i}.md", "size": 1} for i in range(600)]
     server = _server(tmp_path, children={"skill://daily": flood}, page_size=1000)
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         await market.snapshot()
         with pytest.raises(InvalidBundle, match="more than the extension's limit of 512 files"):
             await market.list_files("daily")
@@ -82,7 +82,7 @@ async def test_a_directory_that_never_ends_is_refused_after_a_bounded_number_of_
     server = _server(tmp_path, children=deeper)
     for depth in range(1, 601):
         (server.tree / "daily" / "/".join(["d"] * depth)).mkdir(exist_ok=True)
-    async with McpRepository(command=server.command, source="srv") as market:
+    async with mcp_market(server) as market:
         await market.snapshot()
         with pytest.raises(InvalidBundle, match="more than 512 pages"):
             await market.list_files("daily")
@@ -108,7 +108,7 @@ async def test_a_hostile_model_cannot_run_a_dynamic_skills_script(tmp_path: Path
     async with Harness(
         model=ScriptedModel(script),
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120),
         control=ControlOptions(approver=approver),
     ) as agent:

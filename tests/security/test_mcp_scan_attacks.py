@@ -17,8 +17,8 @@ from harness.models import ScriptedModel
 from harness.skills.scanner import MarketScanPolicy, Scanner, ScanVerdict, TrustLevel
 from harness.tools import load_skill_file
 from repositories import ContentBlocked
-from repositories.mcp import McpRepository
 from tests.agent.test_mcp_activation import ALICE, LOAD, call, results_by_id
+from tests.repositories.forked_mcp import mcp_market
 from tests.support.skills_server import SkillsServer
 
 SKILL_ID = "guide_srv"
@@ -43,7 +43,7 @@ def _harness(tmp_path: Path, server: SkillsServer, level: TrustLevel, script: li
     return Harness(
         model=ScriptedModel(script),  # type: ignore[arg-type]
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120, market_scan=MarketScanPolicy(sources={"srv": level})),
     )
 
@@ -119,7 +119,7 @@ async def test_verified_content_is_scanned_once_and_dynamic_content_on_every_rea
     policy = MarketScanPolicy(scanner=_CountingScanner(), sources={"srv": TrustLevel.REPORT})
     async with Harness(
         workspace=tmp_path / "ws",
-        repositories=[McpRepository(command=server.command, source="srv")],
+        repositories=[mcp_market(server)],
         pipeline=PipelineOptions(watch=False, market_timeout=120, market_scan=policy),
     ) as agent:
         plan = await agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False)
@@ -163,7 +163,7 @@ async def test_a_verified_files_verdict_is_stored_and_reused_after_a_restart(tmp
         _CountingScanner.files = 0
         async with Harness(
             workspace=tmp_path / "ws",
-            repositories=[McpRepository(command=server.command, source="srv")],
+            repositories=[mcp_market(server)],
             pipeline=PipelineOptions(watch=False, market_timeout=120, market_scan=policy),
         ) as agent:
             plan = await agent.pipeline.prepare(ALICE, stage=False)

@@ -338,7 +338,7 @@ async def test_output_beyond_the_cap_is_dropped(scene: Scene) -> None:
 async def test_a_huge_timeout_passed_to_run_is_lowered_to_the_filesystem_ceiling(
     workspace_dir: Path,
 ) -> None:
-    built = await _scene(workspace_dir, timeout=1)
+    built = await _scene(workspace_dir, timeout=0.2)
     async with built.fs:
         result = await built.alice.run("sleep 5", timeout=1e9)
     assert result.timed_out
@@ -349,7 +349,7 @@ async def test_the_model_asking_for_a_huge_timeout_gets_the_shell_tool_ceiling(
 ) -> None:
     async with SkillPipeline(filesystem=scene.fs, watch=False) as pipeline:
         plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
-    tools = {tool.name: tool for tool in skill_tools(plan, shell_timeout=1)}
+    tools = {tool.name: tool for tool in skill_tools(plan, shell_timeout=0.2)}
     answer = await tools[SHELL_TOOL].call({"command": "sleep 5", "timeout": 1e9})
     assert "(timed out)" in answer
 

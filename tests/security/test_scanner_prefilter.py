@@ -18,6 +18,7 @@ from harness.skills import scanner
 from harness.skills.scanner import _FOLD_TO_ASCII, DEFAULT_RULES, ScanRule, needles
 from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
+from tests.support.sizing import sized
 
 
 def _unfiltered(base: Scanner) -> Scanner:
@@ -125,7 +126,7 @@ def _texts(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=sized(150, full=1500), deadline=None)
 @given(_texts())
 def test_the_prefilter_never_changes_a_verdict(text: str) -> None:
     _same(text)
@@ -156,7 +157,7 @@ _BLOBS = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=sized(150, full=1500), deadline=None)
 @given(
     st.lists(
         st.sampled_from([*_VOCABULARY, *_BLOBS, "\r\n", "\u2028", "\x0c", "\u0301"]) | st.text(max_size=6), max_size=16

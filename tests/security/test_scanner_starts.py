@@ -23,6 +23,7 @@ from harness.skills.scanner import DEFAULT_RULES
 from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
 from tests.security.test_scanner_prefilter import _VOCABULARY
+from tests.support.sizing import sized
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -131,7 +132,7 @@ _EXTRA = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sized(100, full=1000), deadline=None)
 @given(st.lists(st.sampled_from([*_VOCABULARY, *_HOSTILE, *_PROSE_LINES, *_EXTRA]) | st.text(max_size=8), max_size=16))
 def test_generated_mixtures_get_the_same_verdict(parts: list[str]) -> None:
     _same("".join(parts))
@@ -143,7 +144,7 @@ _PLAIN_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000
 _VIEW_PARTS = [*_EXTRA, *_VOCABULARY[-40:], " ", "  ", "\t ", " \t", "\u3000", "\u0130", "\uff43url"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sized(100, full=1000), deadline=None)
 @given(st.lists(st.sampled_from(_VIEW_PARTS) | st.text(max_size=6), max_size=20))
 def test_the_view_steps_equal_their_plain_regexes(parts: list[str]) -> None:
     text = "".join(parts)

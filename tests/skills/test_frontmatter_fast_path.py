@@ -110,11 +110,11 @@ def _types(fields: dict[str, Any]) -> list[Any]:
     return [(type(v), _types(v) if isinstance(v, dict) else None) for v in fields.values()]
 
 
-# 500 generated documents a run (a fresh draw each local run, and Hypothesis replays the failures
+# 250 generated documents a run (a fresh draw each local run, and Hypothesis replays the failures
 # it saved; under CI=true it draws the same ones each time); 3,000 with --large, as after a
 # change to the fast path. Drawing the documents is most of the cost (about 10 ms each).
 @pytest.mark.slow
-@settings(max_examples=sized(500, full=3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sized(250, full=3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_documents())
 def test_fast_path_agrees_with_the_yaml_path_or_defers(text: str) -> None:
     fast = _simple_mapping(text)
@@ -127,7 +127,7 @@ def test_fast_path_agrees_with_the_yaml_path_or_defers(text: str) -> None:
     assert _types(fast[0]) == _types(expected[0])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sized(100, full=1000), deadline=None)
 @given(_documents())
 def test_crlf_and_lf_frontmatter_parse_the_same(text: str) -> None:
     def parse(data: bytes) -> object:

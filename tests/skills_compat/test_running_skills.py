@@ -36,6 +36,18 @@ def _filesystem(mode: str, root: Path, bwrap: str | None) -> AbstractFilesystem:
     return LocalFilesystem(root, shell=True)
 
 
+@pytest.fixture(scope="module")
+def market(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """A git market serving every shape, and a clone cache shared by the module (no test
+    changes either: each test stages into a workspace of its own)."""
+    base = tmp_path_factory.mktemp("market")
+    remote = GitRemote(base / "git")
+    for shape in SHAPES.values():
+        write_shape(remote.work / "skills", shape)
+    remote.commit("skills")
+    return remote.url, base / "gitcache"
+
+
 @asynccontextmanager
 async def running(
     request: pytest.FixtureRequest, mode: str, source: str, model: Model, tmp_path: Path
@@ -47,11 +59,8 @@ async def running(
     async with AsyncExitStack() as stack:
         repositories = []
         if source == "market":
-            remote = GitRemote(tmp_path / "git")
-            for shape in SHAPES.values():
-                write_shape(remote.work / "skills", shape)
-            remote.commit("skills")
-            git = GitRepository(remote.url, cache_dir=tmp_path / "gitcache")
+            url, cache_dir = request.getfixturevalue("market")
+            git = GitRepository(url, cache_dir=cache_dir)
             repositories.append(await stack.enter_async_context(git))
         else:
             for shape in SHAPES.values():
