@@ -521,7 +521,7 @@ def print_table(rows: list[Row]) -> None:
 def import_rows(root: Path, runs: int) -> list[Row]:
     """``import harness``, a pipeline's and an agent's imports in fresh interpreters (with
     bytecode), each beside ``python -c pass`` run interleaved (see ``bench/imports.py``)."""
-    interpreter = Interpreter(CHECKOUT, bytecode=True, cache=root / "pycache")
+    interpreter = Interpreter(CHECKOUT, bytecode=True, cache=root / "pycache", cwd=root)
     rows = []
     for label, statement in IMPORTS[:3]:
         wall, _, floor_wall, _ = _measure(interpreter, statement, max(runs, 5))

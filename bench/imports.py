@@ -16,6 +16,10 @@ and write none (a fresh checkout; the standard library and dependencies keep the
 wall time, the CPU time the process used (user + system): on a shared machine the wall time also
 counts waiting for a core. The module count is what the import adds to ``sys.modules``, ours and
 in all, and the optional parts it loaded (none, or the import is too heavy).
+
+With ``--instructions`` (needs ``valgrind``), each row also prints the instructions the import
+executes beyond the floor, counted once under valgrind's cachegrind: the same count on a busy
+machine as on an idle one, so two trees compare even when the wall time cannot tell them apart.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -56,9 +61,11 @@ print(json.dumps({{"added": len(added), "ours": len(ours), "optional": optional}
 
 
 class Interpreter:
-    """Fresh interpreters importing our packages from ``root`` with or without bytecode."""
+    """Fresh interpreters importing our packages from ``root`` with or without bytecode, started
+    in ``cwd``: ``python -c`` puts its working folder first on ``sys.path``, so a child started in
+    a checkout would import that checkout (and its ``__pycache__``) instead of ``root``."""
 
-    def __init__(self, root: Path, *, bytecode: bool, cache: Path) -> None:
+    def __init__(self, root: Path, *, bytecode: bool, cache: Path, cwd: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
         env["PYTHONPATH"] = str(root)
         env["PYTHONWARNINGS"] = "ignore"
@@ -67,20 +74,39 @@ class Interpreter:
         else:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
         self.env = env
+        self.cwd = cwd
 
     def run(self, code: str) -> tuple[float, float]:
         """(wall ms, CPU ms) of one interpreter running ``code``."""
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-c", code], env=self.env)
+        child = subprocess.Popen([sys.executable, "-c", code], env=self.env, cwd=self.cwd)
         _, status, usage = os.wait4(child.pid, 0)
         wall = (time.perf_counter() - start) * 1000
         if status:
             raise SystemExit(f"{code!r} failed (status {status})")
         return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
+    def instructions(self, code: str) -> float:
+        """Millions of instructions one interpreter running ``code`` executes (valgrind)."""
+        command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        out = subprocess.run(
+            [*command, sys.executable, "-c", code],
+            env=self.env,
+            cwd=self.cwd,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+        if found is None:
+            raise SystemExit(f"valgrind printed no instruction count for {code!r}")
+        return int(found.group(1).replace(",", "")) / 1e6
+
     def modules(self, statement: str) -> dict[str, object]:
         code = PROBE.format(statement=statement, packages=PACKAGES, optional=OPTIONAL)
-        out = subprocess.run([sys.executable, "-c", code], env=self.env, check=True, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=self.env, cwd=self.cwd, check=True, capture_output=True, text=True
+        )
         result: dict[str, object] = json.loads(out.stdout)
         return result
 
@@ -113,29 +139,44 @@ def _source_copy(into: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--instructions", action="store_true", help="also count instructions (valgrind)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH")
     load = os.getloadavg()
     print(
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores; median of {args.runs} fresh interpreters"
     )
     with tempfile.TemporaryDirectory() as tmp:
         modes = (
-            ("with bytecode", Interpreter(ROOT, bytecode=True, cache=Path(tmp, "pycache"))),
-            ("without bytecode", Interpreter(_source_copy(Path(tmp, "src")), bytecode=False, cache=Path(tmp))),
+            ("with bytecode", Interpreter(ROOT, bytecode=True, cache=Path(tmp, "pycache"), cwd=Path(tmp))),
+            (
+                "without bytecode",
+                Interpreter(_source_copy(Path(tmp, "src")), bytecode=False, cache=Path(tmp), cwd=Path(tmp)),
+            ),
         )
         for mode, interpreter in modes:
             print(f"\n{mode}:")
             floor_printed = False
+            floor_instructions = 0.0
             for label, statement in ROWS:
                 wall, cpu, floor_wall, floor_cpu = _measure(interpreter, statement, args.runs)
-                if not floor_printed:
-                    print(f"  {'python -c pass (floor)':<24} {floor_wall:7.1f} ms wall, {floor_cpu:6.1f} ms CPU")
+                if not floor_printed:  # counted after the first row's runs filled the bytecode cache
+                    floor_instructions = interpreter.instructions("pass") if args.instructions else 0.0
+                    counted = f", {floor_instructions:.1f}M instructions" if args.instructions else ""
+                    print(
+                        f"  {'python -c pass (floor)':<24} {floor_wall:7.1f} ms wall, {floor_cpu:6.1f} ms CPU{counted}"
+                    )
                     floor_printed = True
                 found = interpreter.modules(statement)
                 optional = found["optional"]
                 assert isinstance(optional, list)
                 target = f"; target <= {TARGET_MS:.0f} ms" if label == "an agent" else ""
                 extra = f"; optional modules loaded: {len(optional)}" if not label.startswith("+") else ""
+                if args.instructions:
+                    extra += (
+                        f"; {interpreter.instructions(statement) - floor_instructions:.1f}M instructions over the floor"
+                    )
                 print(
                     f"  {label:<24} {wall - floor_wall:7.1f} ms over the floor ({wall / floor_wall:.2f}x), "
                     f"CPU {cpu - floor_cpu:6.1f} ms over ({cpu / floor_cpu:.2f}x); "

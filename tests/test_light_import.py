@@ -39,7 +39,7 @@ HEAVY_STDLIB = ("importlib.metadata", "email", "http", "urllib.request", "xml", 
 IMPORT_HARNESS = "import harness"
 A_PIPELINE = "from harness import RuntimeContext, SkillPipeline"
 AN_AGENT = "from harness import Harness, RuntimeContext"
-PINNED_MODULES = {IMPORT_HARNESS: 16, A_PIPELINE: 44, AN_AGENT: 78}
+PINNED_MODULES = {IMPORT_HARNESS: 16, A_PIPELINE: 44, AN_AGENT: 75}
 # The agent's parts, which a program that only runs a pipeline never loads.
 AGENT_PARTS = ("harness.agent", "harness.approval", "harness.events", "harness.models", "harness.tools")
 
@@ -82,6 +82,11 @@ def test_importing_the_core_loads_a_pinned_number_of_modules(statement: str, pin
 def test_a_pipeline_alone_loads_nothing_of_the_agent() -> None:
     loaded = _loaded(A_PIPELINE)
     assert [m for m in loaded if _within(m, AGENT_PARTS)] == []
+
+
+def test_an_agent_loads_no_approval_module_until_it_gates_calls() -> None:
+    # Policies, the gate and the paused-run codec load when an agent with a gate is built.
+    assert [m for m in _loaded(AN_AGENT) if _within(m, ("harness.approval", "harness.agent.paused"))] == []
 
 
 def test_every_name_of_harness_loads_on_first_use() -> None:

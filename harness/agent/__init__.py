@@ -2,7 +2,8 @@
 queues, the catalog's order from usage counts and the workflow executor.
 
 The workflow executor's names (``AgentExecutor``, ``package_for``, ``step_tools``) load the
-workflow engine, so they are imported on first use. ``workflow_tools`` and ``run_summary`` load
+workflow engine, and the approval names the approval module (which an agent without an
+approval gate never loads), so they are imported on first use. ``workflow_tools`` and ``run_summary`` load
 it only when called; they are imported here, since ``workflow_tools`` is also the name of the
 module that defines it (importing that module later would otherwise rebind the package's name
 to the module).
@@ -24,24 +25,6 @@ from harness.agent.sessions import (
     SessionStoreUnavailable,
 )
 from harness.agent.workflow_tools import run_summary, workflow_tools
-from harness.approval import (
-    AllowAll,
-    AllowByPattern,
-    ApprovalError,
-    ApprovalGate,
-    ApprovalNotFound,
-    ApprovalPolicy,
-    ApprovalRule,
-    ApprovalStillPending,
-    Approver,
-    AwaitingApproval,
-    Decision,
-    DenyByPattern,
-    PatternPolicy,
-    StdinApprover,
-    ToolDenied,
-    ToolRequest,
-)
 from harness.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -64,6 +47,24 @@ from harness.events import (
 
 if TYPE_CHECKING:
     from harness.agent.workflows import AgentExecutor, package_for, step_tools
+    from harness.approval import (
+        AllowAll,
+        AllowByPattern,
+        ApprovalError,
+        ApprovalGate,
+        ApprovalNotFound,
+        ApprovalPolicy,
+        ApprovalRule,
+        ApprovalStillPending,
+        Approver,
+        AwaitingApproval,
+        Decision,
+        DenyByPattern,
+        PatternPolicy,
+        StdinApprover,
+        ToolDenied,
+        ToolRequest,
+    )
 
 __all__ = [
     "AgentExecutor",

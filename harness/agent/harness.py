@@ -30,7 +30,6 @@ from harness.agent.sessions import InMemorySessionStore, SessionStore
 from harness.agent.streaming import framed
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, serialised
 from harness.agent.turn import StepLimitExceeded, Turns
-from harness.approval import ActivationApprovals, AllowAll, ApprovalGate, ToolRequest
 from harness.context import RuntimeContext
 from harness.errors import ConfigError, HarnessError
 from harness.events import Event
@@ -42,6 +41,7 @@ from harness.tools.function import Tool, tool_from_function
 from repositories import SkillRepository, open_repository
 
 if TYPE_CHECKING:
+    from harness.approval import ApprovalGate, ToolRequest
     from harness.audit import AuditLog
     from harness.config import HarnessConfig
     from harness.engine import Decision as WorkflowDecision
@@ -142,24 +142,7 @@ class Harness(AsyncResource):
         )
         """Keeps the catalog's order in step with the usage counts (``None`` without learning)."""
         self._stack = AsyncExitStack()
-        # Markets whose skills need an activation approval (every MCP market) gate the shell even
-        # without a policy: ordinary calls are allowed, acting on such a skill is asked about.
-        activations = ActivationApprovals(trust.trusted_markets, markets=trust.activation_markets)
-        needs_gate = (
-            control.approval is not None
-            or bool(trust.activation_markets)
-            or any(r.activation_approval for r in self.repositories)
-        )
-        self._gate = (
-            ApprovalGate(
-                policy=control.approval or AllowAll(),
-                approver=serialised(control.approver),
-                audit=self._audit(),
-                activations=activations,
-            )
-            if needs_gate
-            else None
-        )
+        self._gate = self._approval_gate(control, trust)
         self._toolset = Toolset(
             agent=name,
             filesystem=filesystem,
@@ -183,6 +166,27 @@ class Harness(AsyncResource):
         self._runs = Runs(self._turns, control, self._gate)
         self._tracer_provider = tracer_provider
         self._tracer: RunTracer | None = None
+
+    def _approval_gate(self, control: ControlOptions, trust: TrustOptions) -> ApprovalGate | None:
+        """The gate of the agent's calls, ``None`` when nothing is gated. Markets whose skills
+        need an activation approval (every MCP market) gate the shell even without a policy:
+        ordinary calls are allowed, acting on such a skill is asked about."""
+        needs_gate = (
+            control.approval is not None
+            or bool(trust.activation_markets)
+            or any(r.activation_approval for r in self.repositories)
+        )
+        if not needs_gate:
+            return None
+        # The approval module (policies, the gate, paused runs) loads only for an agent that gates.
+        from harness.approval import ActivationApprovals, AllowAll, ApprovalGate
+
+        return ApprovalGate(
+            policy=control.approval or AllowAll(),
+            approver=serialised(control.approver),
+            audit=self._audit(),
+            activations=ActivationApprovals(trust.trusted_markets, markets=trust.activation_markets),
+        )
 
     def _learning_loop(self, loop: bool | SelfLearning) -> SelfLearning | None:
         if loop is not True:

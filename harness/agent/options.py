@@ -21,7 +21,6 @@ from filesystems import AbstractFilesystem
 from harness.agent.hooks import BeforeRun, OnInput
 from harness.agent.queues import QueueLimits
 from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
-from harness.approval import ApprovalPolicy, Approver
 from harness.models import Model
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS, SkillPipeline
@@ -33,6 +32,7 @@ from repositories import SkillRepository
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
+    from harness.approval import ApprovalPolicy, Approver
     from harness.config import HarnessConfig
     from harness.learning import CuratorConfig, SelfLearning
     from harness.pipeline.environments import EnvironmentOptions

@@ -18,6 +18,10 @@ What they hold is bounded by :class:`QueueLimits`: a run queues at most ``queued
 ``paused_per_user`` paused runs (a run that would pause past it fails with
 :class:`TooManyPausedRuns`, and nobody else's paused run is touched); and when ``paused`` runs
 are kept in all, the oldest paused run of the user keeping the most is dropped.
+
+Only an agent with an approval gate has calls that wait, so the paused-run codec
+(:mod:`harness.agent.paused`) and the approval module load with the first run that pauses, is
+resumed or is decided: the methods that handle paused runs import them where they run.
 """
 
 from __future__ import annotations
@@ -31,31 +35,20 @@ from typing import TYPE_CHECKING
 
 from harness.agent.calls import CallResult
 from harness.agent.hooks import BeforeRun, RunStart, call_hook
-from harness.agent.paused import PausedRun, WaitingCall, decode_paused, encode_paused
 from harness.agent.sessions import SessionStore
-from harness.approval import (
-    ApprovalError,
-    ApprovalGate,
-    ApprovalNotFound,
-    ApprovalStillPending,
-    Decision,
-    ToolRequest,
-    Waiting,
-    decided_event,
-    refusal,
-)
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.events import Event, MessageInjected, ToolReturned
 from harness.models import Message
 
 if TYPE_CHECKING:
+    from harness.agent.paused import PausedRun, WaitingCall
+    from harness.approval import ApprovalGate, ApprovalNotFound, Decision, ToolRequest, Waiting
     from harness.pipeline.plan import TurnPlan
 
 __all__ = [
     "MessageQueues",
     "NoActiveRun",
-    "PausedRun",
     "QueueFull",
     "QueueLimits",
     "RunControl",
@@ -69,7 +62,7 @@ Key = tuple[str, str]
 
 #: Runs a call the app allowed while its run was paused, in the resumed turn (given the
 #: request and the model's call id).
-RunDecided = Callable[[ToolRequest, str], Awaitable[CallResult]]
+RunDecided = Callable[["ToolRequest", str], Awaitable[CallResult]]
 
 
 class NoActiveRun(HarnessError):
@@ -157,6 +150,8 @@ class RunControl:
         Raises :class:`TooManyPausedRuns` when the user may keep no more paused runs."""
         if not self.waiting:
             return False
+        from harness.agent.paused import PausedRun, WaitingCall
+
         paused = PausedRun(
             message=message,
             strict=strict,
@@ -176,6 +171,8 @@ class RunControl:
         ``before_run`` adds."""
         self.plan = start.plan
         if self.resumed is not None:
+            from harness.approval import decided_event
+
             resumed, self.resumed = self.resumed, None
             turn[:] = resumed.turn
             for waiting in resumed.waiting:
@@ -207,6 +204,8 @@ async def _settle(turn: list[Message], waiting: WaitingCall, run: RunDecided) ->
         if message.role == "tool" and message.content.endswith(waiting.placeholder):
             call_id = message.tool_call_id or ""
             if decision.action != "allow":
+                from harness.approval import refusal
+
                 content, error = f"error: ToolDenied: {refusal(waiting.request, decision)}", True
             else:
                 result = await run(waiting.request, call_id)
@@ -260,6 +259,7 @@ class MessageQueues:
 
     async def _take(self, context: RuntimeContext) -> PausedRun:
         """Remove ``context``'s paused run from the store when every call of it is decided."""
+        from harness.approval import ApprovalNotFound, ApprovalStillPending
 
         def check(text: str) -> None:
             undecided = self._decode(text, context).undecided()
@@ -277,6 +277,8 @@ class MessageQueues:
 
     async def _keep(self, key: Key, paused: PausedRun) -> None:
         """Keep ``key``'s paused run within the limits (see the module docstring)."""
+        from harness.agent.paused import encode_paused
+
         user, session = key
         kept = await self.store.keep_paused(
             user, session, encode_paused(paused), per_user=self.limits.paused_per_user, total=self.limits.paused
@@ -308,6 +310,8 @@ class MessageQueues:
         text = await self.store.take_paused(user, session)
         if text is None:
             return None
+        from harness.agent.paused import decode_paused
+
         try:
             return decode_paused(text, context)
         except ValueError as exc:
@@ -324,6 +328,9 @@ class MessageQueues:
     ) -> WaitingCall:
         """Record the app's decision on a waiting call of ``context``'s paused run (in the store,
         and as an audit record); the call runs, or is refused, when the run resumes."""
+        from harness.agent.paused import encode_paused
+        from harness.approval import ApprovalNotFound
+
         decided: list[WaitingCall] = []
 
         def change(text: str) -> str:
@@ -344,12 +351,17 @@ class MessageQueues:
 
     @staticmethod
     def _not_found(approval_id: str, context: RuntimeContext) -> ApprovalNotFound:
+        from harness.approval import ApprovalNotFound
+
         return ApprovalNotFound(
             f"no call of user {context.user_id!r}, session {context.session_id!r} waits for approval {approval_id!r}"
         )
 
     @staticmethod
     def _decode(text: str, context: RuntimeContext) -> PausedRun:
+        from harness.agent.paused import decode_paused
+        from harness.approval import ApprovalError
+
         try:
             return decode_paused(text, context)
         except ValueError as exc:

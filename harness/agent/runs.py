@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.agent.hooks import Answer, call_hook
 from harness.agent.options import ControlOptions
 from harness.agent.queues import MessageQueues, RunControl
 from harness.agent.turn import Turns
-from harness.approval import ApprovalGate, ApprovalNotFound, Decision, ToolRequest
 from harness.context import RuntimeContext
 from harness.events import ApprovalDecided, ApprovalRequested, Event, MessageInjected, ModelReplied, RunTally
 from harness.models import Usage
+
+if TYPE_CHECKING:  # loaded with the agent's approval gate, if it has one
+    from harness.approval import ApprovalGate, ToolRequest
 
 __all__ = ["RunResult", "Runs", "collect"]
 
@@ -102,6 +105,8 @@ class Runs:
         self, approval_id: str, *, approved: bool, context: RuntimeContext, reviewer: str, reason: str
     ) -> None:
         """The app's decision on a waiting call (see :meth:`Harness.resolve_approval`)."""
+        from harness.approval import ApprovalNotFound, Decision  # loaded with a gate, or here
+
         if self.gate is None:
             raise ApprovalNotFound(f"agent {self.turns.name!r} has no approval policy")
         default = "approved by the app" if approved else "refused by the app"

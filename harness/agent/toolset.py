@@ -32,7 +32,6 @@ from harness.agent.model_choice import trusted
 from harness.agent.options import TrustOptions
 from harness.agent.sessions import Session
 from harness.agent.workflow_tools import WORKFLOW_TOOL_NAMES, workflow_tools
-from harness.approval import ApprovalGate, Approver, Decision, Gating, ToolRequest, Waiting, skill_roots
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.events import ShellRan, SkillLoaded
@@ -45,7 +44,8 @@ from harness.tools.function import Tool
 from harness.tools.search import search_tools
 from harness.tools.skills import UsageHooks, skill_tools
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the approval module loads with the agent's gate (see Harness), if it has one
+    from harness.approval import ApprovalGate, Approver, Decision, Gating, ToolRequest, Waiting
     from harness.engine import WorkflowEngine
     from harness.learning import SelfLearning
 
@@ -261,6 +261,8 @@ class Toolset:
         """Raise ``ToolDenied`` unless the approval policy allows a workflow script's command
         (``workflow``: the workflow skill, its ``{skill_root}`` unless the user wrote it)."""
         if self.gate is not None:
+            from harness.approval import Gating, skill_roots
+
             gating = Gating(context=plan.context, agent=self.agent, events=[], roots=lambda: skill_roots([workflow]))
             await self.gate.admit(SHELL_TOOL, "shell", {"command": command}, gating)
 
@@ -285,7 +287,10 @@ class Toolset:
 
     def _gating(self, scope: TurnScope) -> Gating:
         """What the gate knows of a turn: its caller, events, ``{skill_root}`` and the skills a
-        call acts on (the ``current`` ones, those the conversation loaded, and any named)."""
+        call acts on (the ``current`` ones, those the conversation loaded, and any named).
+        Called only with a gate, which loaded the approval module."""
+        from harness.approval import Gating, skill_roots
+
         plan, session = scope.plan, scope.session
 
         def roots() -> tuple[str, ...]:

@@ -21,6 +21,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.agent.calls import CallEvents, CallResult, run_calls
 from harness.agent.expansion import Invocation, expand, fetch_invoked
@@ -30,7 +31,6 @@ from harness.agent.queues import RunControl
 from harness.agent.sessions import InMemorySessionStore, Session, SessionStore
 from harness.agent.streaming import ModelStep
 from harness.agent.toolset import ToolOffer, Toolset, TurnScope, skill_offer
-from harness.approval import ToolRequest
 from harness.context import RuntimeContext
 from harness.errors import HarnessError, SkillNotFound
 from harness.events import (
@@ -47,6 +47,9 @@ from harness.models import Message, Model, ToolCall, Usage
 from harness.pipeline import SkillPipeline
 from harness.pipeline.plan import TurnPlan
 from harness.skills.arguments import text_field
+
+if TYPE_CHECKING:
+    from harness.approval import ToolRequest
 
 __all__ = ["StepLimitExceeded", "Turns"]
 
