@@ -18,6 +18,7 @@ case-insensitive occurrence.
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,8 +39,11 @@ _MAX_RANGE = 64  # a wider character range is no useful start
 _MAX_STRINGS = 64  # more alternative starts than this are no useful start either
 _MAX_CHARS = 4  # nor more single characters (a match may start at any letter)
 
-# Below this many characters finding the candidates costs more than trying every position.
+# Below this many characters finding the candidates (or a text's words) costs more than
+# trying every position (or searching the text).
 _SMALL = 1024
+# ASCII word characters as themselves, every other byte (UTF-8 sequences too) as a space.
+_WORD_BYTES = bytes(b if chr(b).isascii() and (chr(b).isalnum() or chr(b) == "_") else 32 for b in range(256))
 
 Item = tuple[Any, Any]
 
@@ -332,6 +336,17 @@ def best(sets: list[frozenset[str]]) -> frozenset[str] | None:
     return max(sets, key=lambda s: (min(map(len, s)), -len(s))) if sets else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _key(needle: str) -> tuple[bytes, bool] | None:
+    """The longest run of ASCII word characters in ``needle`` (``None``: it has none) and
+    whether that run is the whole needle."""
+    runs = re.findall(r"[a-z0-9_]+", needle, re.ASCII | re.IGNORECASE)
+    if not runs:
+        return None
+    run = max(runs, key=len)
+    return run.lower().encode("ascii"), run == needle
+
+
 class Probe:
     """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
     occur in it (each looked up once per view, whichever rules ask)."""
@@ -348,14 +363,30 @@ class Probe:
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
         self._has: dict[str, bool] = {}
+        self._words: bytes | None = None
 
     def has(self, needle: str) -> bool:
         """Whether ``needle`` occurs in the lower-cased text (asked once per view, whichever
         rules share the needle)."""
         found = self._has.get(needle)
         if found is None:
-            found = self._has[needle] = needle in self.lower
+            found = self._has[needle] = self._holds(needle)
         return found
+
+    def _holds(self, needle: str) -> bool:
+        """``needle in self.lower``, answered from the text's vocabulary where it can be: every
+        occurrence of a run of word characters lies inside one word of the text, so a needle
+        whose longest run is in no word is not in the text, and a needle that is such a run is
+        in the text exactly when it is in a word. The words of a long text are a fraction of
+        its length (prose repeats them), so most needles, which are absent, cost less."""
+        key = _key(needle)
+        if key is None or len(self.lower) < _SMALL:
+            return needle in self.lower
+        if self._words is None:
+            self._words = b" ".join(set(self.lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split()))
+        if key[0] not in self._words:
+            return False
+        return key[1] or needle in self.lower
 
     def line_of(self, offset: int) -> int:
         """The index of the line ``offset`` falls in."""

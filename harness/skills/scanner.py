@@ -701,7 +701,14 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0
 _HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
 _BLANK = r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
 # The runs of blanks that collapsing changes: a lone space is left alone (most of any text).
-_BLANKS = re.compile(rf" {_BLANK}+|(?! ){_BLANK}+")
+# Written to begin with the blank itself, so the engine skips every other character in C.
+_BLANKS = re.compile(rf"{_BLANK}(?:{_BLANK}+|(?<! ))")
+# An ASCII text needs collapsing only where it holds one of these (indented code does).
+_ASCII_BLANKS = ("  ", "\t", "\f", "\v")
+# Bytes of the base64 alphabet (and nothing else) as ``a``: a base64 blob needs 16 in a row.
+_BASE64_LETTERS = bytes(
+    97 if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else 32 for b in range(256)
+)
 # Bytes of hex digits (and nothing else) as ``0``: a hex blob needs 16 of them in a row.
 _HEX_DIGITS = bytes(48 if chr(b) in string.hexdigits else 32 for b in range(256))
 # ASCII letters and digits as ``a``, the separators of spaced-out words as themselves.
@@ -726,6 +733,8 @@ def _fold(text: str) -> str:
 
 
 def _collapse(text: str) -> str:
+    if text.isascii() and not any(blank in text for blank in _ASCII_BLANKS):
+        return text
     return _BLANKS.sub(" ", text)
 
 
@@ -847,13 +856,19 @@ def _hex_blobs(text: str) -> list[re.Match[str]]:
     return list(_HEX.finditer(text))
 
 
+def _may_hold_base64(text: str) -> bool:
+    """Whether ``text`` holds 16 base64 letters in a row, as every ``_BASE64`` match does (a
+    translation and one search, where the pattern itself is slow over prose)."""
+    return b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_BASE64_LETTERS)
+
+
 def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     """What :func:`decoded_blobs` finds in each text, as ``(index, decoded)`` for the texts with
     any: the blob patterns run once over the joined texts (no blob spans a newline) and the
     matches are grouped back by line, each line keeping its own limit."""
     whole = "\n".join(texts)
     hexes = _hex_blobs(whole)
-    if not hexes and _BASE64.search(whole) is None:
+    if not hexes and not _may_hold_base64(whole):
         return []
     starts = [0]
     for text in texts[:-1]:
