@@ -596,7 +596,7 @@ class Scanner:
         for rule in self.rules:
             flags = 0 if rule.case_sensitive else re.IGNORECASE
             compiled.append(
-                _Compiled(rule, re.compile(rule.pattern, flags), needles(rule.pattern), starts(rule.pattern, flags))
+                _Compiled(rule, re.compile(rule.pattern, flags), _edged_needles(rule.pattern), starts(rule.pattern, flags))
             )
         return tuple(compiled)
 
@@ -653,18 +653,23 @@ def needles(pattern: str) -> tuple[str, ...] | None:
     Read off the parsed pattern: a run of literal characters, a group, a repeat of at least one,
     a lookahead, or an alternation whose every branch promises one; the most selective promise of
     a sequence wins. Rules use it to skip texts that cannot match."""
+    found = _edged_needles(pattern)
+    from harness.skills._rule_starts import plain  # loaded with the rules, on the first scan
+
+    return None if found is None else tuple(sorted({plain(needle) for needle in found}))
+
+
+def _edged_needles(pattern: str) -> tuple[str, ...] | None:
+    """:func:`needles` with the ends that lie at a word's edge marked (see
+    :func:`harness.skills._rule_starts.required_sets`): what the scanner filters with."""
+    from harness.skills._rule_starts import best, required_sets  # loaded with the rules, on the first scan
+
     try:
         parsed = _sre_parser.parse(pattern)
     except re.error:
         return None
-    found = _required(list(parsed))
+    found = best(required_sets(list(parsed)))
     return tuple(sorted(found)) if found else None
-
-
-def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
-    from harness.skills._rule_starts import best, required_sets  # loaded with the rules, on the first scan
-
-    return best(required_sets(items))
 
 
 def _rules_version(rules: Iterable[ScanRule], block_at: str) -> str:

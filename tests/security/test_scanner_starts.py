@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 
 from harness.learning import Scanner
 from harness.skills import _rule_starts, scanner
-from harness.skills._rule_starts import LineStart, LiteralStart, Starts, WordBefore, starts
+from harness.skills._rule_starts import EDGE, LineStart, LiteralStart, Starts, WordBefore, starts
 from harness.skills.scanner import DEFAULT_RULES
 from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
 from tests.security.test_scanner_prefilter import _VOCABULARY
+from tests.support.sizing import sized
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -106,6 +107,18 @@ def test_every_hostile_text_is_still_caught_alone_and_inside_prose(text: str) ->
     assert _FAST.scan({"run.sh": f"#!/bin/sh\n{text}\n"}).findings
 
 
+@pytest.mark.parametrize("text", _HOSTILE)
+def test_words_glued_to_others_get_the_same_verdict(text: str) -> None:
+    """A word a rule wants whole (``nc``, ``sh``, ``rm``) with a letter, a digit, an underscore
+    or a non-ASCII letter glued to either side: the prefilter's word edges decide as the
+    pattern's own boundaries do."""
+    for word in list(re.finditer(r"[A-Za-z]+", text))[: sized(6, full=60)]:
+        start, end = word.span()
+        for glue in ("x", "7", "_", "\u00e9"):
+            _same(text[:start] + glue + text[start:])
+            _same(text[:end] + glue + text[end:])
+
+
 @pytest.mark.parametrize("text", BENIGN)
 def test_benign_texts_get_the_same_verdict(text: str) -> None:
     _same(text)
@@ -186,12 +199,38 @@ def _where(found: Starts | None) -> Starts | None:
 
 def test_an_alternative_needs_its_literals_somewhere_in_the_text() -> None:
     (promise,) = starts(r"\bcurl\b[^\n]*\|\s*sh") or ()
-    assert promise.anywhere == (frozenset({"curl"}), frozenset({"|"}), frozenset({"sh"}))
+    assert promise.anywhere == (frozenset({f"{EDGE}curl{EDGE}"}), frozenset({"|"}), frozenset({"sh"}))
 
 
 def test_a_line_start_promise_only_counts_what_stays_on_the_first_line() -> None:
     found = starts(r"(?<![^\n])(?>[^\n]*?curl)\s+(?:[^\n]*\n)?[^\n]*secret")
-    assert _where(found) == (LineStart((frozenset({"curl"}),)),)
+    assert _where(found) == (LineStart((frozenset({f"curl{EDGE}"}),)),)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"\bcurl\b", "\0curl\0"),
+        (r"\brm\s+-", "\0rm\0"),  # a space after it, at least one
+        (r"\brm\s*x", "\0rm"),  # maybe nothing after it
+        (r"(?<![\w.-])sh\s", "\0sh\0"),
+        (r"(?<![^\n])node(?![\w.-])", "\0node\0"),
+        (r"(?<![^\w])sh\b", "sh\0"),  # a negated class: the lookbehind refuses non-word characters
+        (r"\b--post\b", "--post\0"),  # a boundary before a dash lies inside a word
+        (r"-\bcurl", "\0curl"),  # a boundary after a dash: a word starts there
+        (r"\b(?:nc|ncat|netcat)\b", "\0nc\0"),
+        (r"\b(?:ab)+\b", "\0ab"),  # another repetition may follow
+    ],
+)
+def test_a_word_edge_is_marked_only_where_the_pattern_puts_one(pattern: str, expected: str) -> None:
+    assert any(expected in needles for needles in _rule_starts.required_sets(list(re._parser.parse(pattern))))
+
+
+def test_a_needle_at_a_word_edge_is_not_found_inside_a_word() -> None:
+    text = "publish the finished fresh english text\n" * 40  # ``sh`` everywhere, never a word
+    probe = _rule_starts.Probe([(n, line) for n, line in enumerate(text.splitlines(), 1)], {})
+    assert probe.has("sh") and not probe.has(f"{EDGE}sh{EDGE}") and probe.has(f"sh{EDGE}")
+    assert probe._lines_with(f"{EDGE}sh{EDGE}") == frozenset()
 
 
 def test_a_custom_rule_without_a_known_start_still_runs() -> None:
