@@ -714,6 +714,7 @@ _ASCII_BLANKS = ("  ", "\t", "\f", "\v")
 _BASE64_LETTERS = bytes(
     97 if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else 32 for b in range(256)
 )
+_BASE64_RUN = b"a" * 16
 # Bytes of hex digits (and nothing else) as ``0``: a hex blob needs 16 of them in a row.
 _HEX_DIGITS = bytes(48 if chr(b) in string.hexdigits else 32 for b in range(256))
 # ASCII letters and digits as ``a``, the separators of spaced-out words as themselves.
@@ -864,7 +865,24 @@ def _hex_blobs(text: str) -> list[re.Match[str]]:
 def _may_hold_base64(text: str) -> bool:
     """Whether ``text`` holds 16 base64 letters in a row, as every ``_BASE64`` match does (a
     translation and one search, where the pattern itself is slow over prose)."""
-    return b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_BASE64_LETTERS)
+    return _BASE64_RUN in text.encode("utf-8", "surrogatepass").translate(_BASE64_LETTERS)
+
+
+def _base64_blobs(text: str) -> Iterable[re.Match[str]]:
+    """``_BASE64``'s matches in ``text``: in an ASCII text, tried only where a run of 16 base64
+    letters starts (a match starts nowhere else, and finds the same there as ``finditer``)."""
+    if not text.isascii():
+        return _BASE64.finditer(text)
+    shape = text.encode("ascii").translate(_BASE64_LETTERS)
+    found = []
+    at = shape.find(_BASE64_RUN)
+    while at >= 0:
+        match = _BASE64.match(text, at)
+        if match is not None:
+            found.append(match)
+        end = shape.find(b" ", at)
+        at = shape.find(_BASE64_RUN, end) if end >= 0 else -1
+    return found
 
 
 def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
@@ -879,7 +897,7 @@ def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     for text in texts[:-1]:
         starts.append(starts[-1] + len(text) + 1)
     by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
-    for kind, matches in enumerate((_BASE64.finditer(whole), hexes)):
+    for kind, matches in enumerate((_base64_blobs(whole), hexes)):
         for match in matches:
             by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
     found = []

@@ -153,7 +153,10 @@ def test_generated_mixtures_get_the_same_verdict(parts: list[str]) -> None:
 # -- the views' fast paths, each against the plain regex it stands for --------------------------
 
 _PLAIN_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
-_VIEW_PARTS = [*_EXTRA, *_VOCABULARY[-40:], " ", "  ", "\t ", " \t", "\u3000", "\u0130", "\uff43url"]
+_VIEW_PARTS = [
+    *_EXTRA, *_VOCABULARY[-40:], " ", "  ", "\t ", " \t", "\u3000", "\u0130", "\uff43url",
+    "references/report-3", "QUJDREVGR0hJSktMTU5PUA", "=", "==", "===", "+/", "_-", "aaaaaaaa",
+]  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
@@ -166,6 +169,7 @@ def test_the_view_steps_equal_their_plain_regexes(parts: list[str]) -> None:
     spaced = scanner._SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
     assert scanner.despace(text) == spaced
     assert [m.span() for m in scanner._hex_blobs(text)] == [m.span() for m in scanner._HEX.finditer(text)]
+    assert [m.span() for m in scanner._base64_blobs(text)] == [m.span() for m in scanner._BASE64.finditer(text)]
 
 
 # -- where rules can start ----------------------------------------------------------------------
