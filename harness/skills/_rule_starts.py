@@ -51,8 +51,7 @@ _MAX_RANGE = 64  # a wider character range is no useful start
 _MAX_STRINGS = 64  # more alternative starts than this are no useful start either
 _MAX_CHARS = 4  # nor more single characters (a match may start at any letter)
 
-# Below this many characters finding the candidates (or a text's words) costs more than
-# trying every position (or searching the text).
+# Below this many characters finding the candidates costs more than trying every position.
 _SMALL = 1024
 # ASCII word characters as themselves, every other byte (UTF-8 sequences too) as a space.
 _WORD_BYTES = bytes(b if chr(b).isascii() and (chr(b).isalnum() or chr(b) == "_") else 32 for b in range(256))
@@ -141,12 +140,12 @@ def _branch_starts(seq: list[Item], dotall: bool) -> list[tuple[Promise, list[It
                     return None
                 promises.extend(promise)
             return promises
-        return [(LineStart(tuple(_in_first_line(rest, dotall)), tuple(required_sets(seq))), seq)]
+        return [(LineStart(tuple(_in_first_line(rest, dotall)), _selective_first(required_sets(seq))), seq)]
     first = _first_strings(seq)
     if first is not None:
-        return [(LiteralStart(first, tuple(required_sets(seq))), seq)]
+        return [(LiteralStart(first, _selective_first(required_sets(seq))), seq)]
     word = _word_before(seq)
-    return None if word is None else [(WordBefore(word, tuple(required_sets(seq))), seq)]
+    return None if word is None else [(WordBefore(word, _selective_first(required_sets(seq))), seq)]
 
 
 def _word_before(seq: Sequence[Item]) -> str | None:
@@ -437,11 +436,12 @@ def best(sets: list[frozenset[str]]) -> frozenset[str] | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _key(needle: str) -> tuple[bytes, bool] | None:
+def _key(needle: str) -> tuple[bytes, bool, bool] | None:
     """What to look for in a text's vocabulary (its words, each between two spaces) for
     ``needle``: its longest run of ASCII word characters, with a space at each end that lies at
-    a word's edge (an :data:`EDGE` mark, or another character of the needle), and whether that
-    answers for the whole needle. ``None``: the needle holds no word character."""
+    a word's edge (an :data:`EDGE` mark, or another character of the needle); whether that
+    answers for the whole needle; and whether it is one whole word (then it is looked up in the
+    set of words). ``None``: the needle holds no word character."""
     runs = list(re.finditer(r"[a-z0-9_]+", needle, re.ASCII | re.IGNORECASE))
     if not runs:
         return None
@@ -449,7 +449,17 @@ def _key(needle: str) -> tuple[bytes, bool] | None:
     start, end = run.span()
     key = (" " if start > 0 else "") + run.group().lower() + (" " if end < len(needle) else "")
     whole = len(plain(needle)) == end - start
-    return key.encode("ascii"), whole
+    return key.encode("ascii"), whole, whole and needle == EDGE + run.group() + EDGE
+
+
+def _selective_first(sets: list[frozenset[str]]) -> tuple[frozenset[str], ...]:
+    """``sets`` with the likeliest to be missing from a text first (whole words, long strings;
+    a lone ``|`` or ``-`` last): a text that lacks one is then turned down after fewer lookups."""
+
+    def rarity(needle: str) -> int:
+        return len(needle) + 3 * needle.count(EDGE)
+
+    return tuple(sorted(sets, key=lambda s: (-min(map(rarity, s)), len(s))))
 
 class Probe:
     """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
@@ -467,31 +477,36 @@ class Probe:
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
         self._has: dict[str, bool] = {}
-        self._words: bytes | None = None
+        self._words: set[bytes] | None = None
+        self._vocabulary = b""
 
     def has(self, needle: str) -> bool:
-        """Whether ``needle`` occurs in the lower-cased text (asked once per view, whichever
-        rules share the needle)."""
+        """Whether ``needle`` occurs in the lower-cased text, as a word's start or end where it
+        is marked with :data:`EDGE` (asked once per view, whichever rules share the needle)."""
         found = self._has.get(needle)
         if found is None:
             found = self._has[needle] = self._holds(needle)
         return found
 
     def _holds(self, needle: str) -> bool:
-        """``needle in self.lower``, answered from the text's vocabulary where it can be: every
-        occurrence of a run of word characters lies inside one word of the text, so a needle
-        whose longest run is in no word is not in the text, and a needle that is such a run is
-        in the text exactly when it is in a word. The words of a long text are a fraction of
-        its length (prose repeats them), so most needles, which are absent, cost less."""
+        """:meth:`has`, answered from the text's vocabulary where it can be: every occurrence of
+        a run of word characters lies inside one word of the text, so a needle whose longest run
+        is in no word is not in the text, and a needle that is such a run is in the text exactly
+        when it is in a word (a whole word: exactly when it is one of the words). The words of a
+        text are a fraction of its length (prose repeats them), so most needles, which are
+        absent, cost little."""
         key = _key(needle)
-        if key is None or len(self.lower) < _SMALL:
+        if key is None:
             return plain(needle) in self.lower
         if self._words is None:
-            words = set(self.lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split())
-            self._words = b" %s " % b" ".join(words)
-        if key[0] not in self._words:
+            self._words = set(self.lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split())
+            self._vocabulary = b" %s " % b" ".join(self._words)
+        text, whole, word = key
+        if word:
+            return text[1:-1] in self._words
+        if text not in self._vocabulary:
             return False
-        return key[1] or plain(needle) in self.lower
+        return whole or plain(needle) in self.lower
 
     def line_of(self, offset: int) -> int:
         """The index of the line ``offset`` falls in."""
