@@ -188,11 +188,6 @@ def _chunks(files: Sequence[tuple[str, bytes]], size: int) -> list[list[tuple[st
 
 
 def scan_files(scanner: Scanner, files: Sequence[tuple[str, bytes]]) -> list[Outcome]:
-    """Each file scanned alone: its verdict, or the exception a (custom) rule raised."""
-    outcomes: list[Outcome] = []
-    for name, data in files:
-        try:
-            outcomes.append(scanner.scan({name: data}))
-        except Exception as exc:  # a broken custom rule costs its file's verdict, nothing more
-            outcomes.append(exc)
-    return outcomes
+    """Each file scanned alone: its verdict, or the exception a (custom) rule raised (see
+    :meth:`Scanner.scan_each`)."""
+    return scanner.scan_each(files)

@@ -43,13 +43,6 @@ _FORMAT = 1
 _MAX_RECORDS = 100_000
 
 
-def _scan_one(scanner: Scanner, name: str, data: bytes) -> ScanVerdict | Exception:
-    try:
-        return scanner.scan({name: data})
-    except Exception as exc:  # a broken custom rule: that skill's scan failed, not the batch
-        return exc
-
-
 def content_key(name: str, data: bytes) -> str:
     """The SHA-256 a verdict is stored under: the scanned file's name and bytes."""
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape"))
@@ -114,7 +107,7 @@ class VerdictStore:
             if key not in wanted and self.get(key) is None:
                 wanted[key] = (name, data)
         pairs = list(wanted.values())
-        outcomes = scan(pairs) if scan is not None else [_scan_one(self.scanner, n, d) for n, d in pairs]
+        outcomes = scan(pairs) if scan is not None else self.scanner.scan_each(pairs)
         fresh: dict[str, ScanVerdict | Exception] = {}
         for key, outcome in zip(wanted, outcomes, strict=True):
             fresh[key] = outcome

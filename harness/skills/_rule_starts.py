@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import functools
 import importlib
+import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -89,6 +90,8 @@ class WordBefore:
 
 
 Promise = LineStart | LiteralStart | WordBefore
+Needles = frozenset[str] | tuple[str, ...]
+"""Strings one of which a text must hold (a rule's needles, a set an alternative needs)."""
 Starts = tuple[Promise, ...]
 
 
@@ -452,6 +455,14 @@ def _key(needle: str) -> tuple[bytes, bool, bool] | None:
     return key.encode("ascii"), whole, whole and needle == EDGE + run.group() + EDGE
 
 
+@functools.lru_cache(maxsize=1024)
+def _split(needles: Needles) -> tuple[frozenset[bytes], tuple[str, ...]]:
+    """``needles`` as the whole words among them (bytes, unmarked) and the others."""
+    words = frozenset(key[0][1:-1] for key in map(_key, needles) if key is not None and key[2])
+    others = tuple(n for n in needles if (key := _key(n)) is None or not key[2])
+    return words, others
+
+
 def _selective_first(sets: list[frozenset[str]]) -> tuple[frozenset[str], ...]:
     """``sets`` with the likeliest to be missing from a text first (whole words, long strings;
     a lone ``|`` or ``-`` last): a text that lacks one is then turned down after fewer lookups."""
@@ -460,6 +471,7 @@ def _selective_first(sets: list[frozenset[str]]) -> tuple[frozenset[str], ...]:
         return len(needle) + 3 * needle.count(EDGE)
 
     return tuple(sorted(sets, key=lambda s: (-min(map(rarity, s)), len(s))))
+
 
 class Probe:
     """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
@@ -471,14 +483,24 @@ class Probe:
         self.lower = self.text.translate(fold).lower()
         # Positions in ``lower`` are positions in ``text`` when lower-casing kept every length.
         self.aligned = len(self.lower) == len(self.text)
-        self.starts = [0]
-        for _, segment in view[:-1]:
-            self.starts.append(self.starts[-1] + len(segment) + 1)
+        self.starts = [0, *itertools.accumulate([len(segment) + 1 for _, segment in view[:-1]])]
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
         self._has: dict[str, bool] = {}
         self._words: set[bytes] | None = None
         self._vocabulary = b""
+
+    def has_any(self, needles: Needles) -> bool:
+        """Whether one of ``needles`` is in the text (see :meth:`has`): the whole words among
+        them are looked up together, as one intersection with the text's words."""
+        words, others = _split(needles)
+        return bool(words and words & self.words()) or any(map(self.has, others))
+
+    def words(self) -> set[bytes]:
+        """The text's words: its runs of ASCII letters, digits and underscores, lower-cased."""
+        if self._words is None:
+            self._words = set(self.lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split())
+        return self._words
 
     def has(self, needle: str) -> bool:
         """Whether ``needle`` occurs in the lower-cased text, as a word's start or end where it
@@ -498,12 +520,11 @@ class Probe:
         key = _key(needle)
         if key is None:
             return plain(needle) in self.lower
-        if self._words is None:
-            self._words = set(self.lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split())
-            self._vocabulary = b" %s " % b" ".join(self._words)
         text, whole, word = key
         if word:
-            return text[1:-1] in self._words
+            return text[1:-1] in self.words()
+        if not self._vocabulary:
+            self._vocabulary = b" %s " % b" ".join(self.words())
         if text not in self._vocabulary:
             return False
         return whole or plain(needle) in self.lower
@@ -533,7 +554,7 @@ class Probe:
         """Each position where a match can start, with the alternatives that can start there."""
         found: dict[int, set[int]] = {}
         for index, promise in enumerate(starts):
-            if not all(any(map(self.has, needles)) for needles in promise.anywhere):
+            if not all(map(self.has_any, promise.anywhere)):
                 continue  # the text lacks something every match of this alternative holds
             for position in self._promised(promise):
                 found.setdefault(position, set()).add(index)
@@ -592,7 +613,9 @@ class Probe:
             at = lower.find(text)
             while at >= 0:
                 end = at + len(text)
-                if (left and at > 0 and _is_word(lower[at - 1])) or (right and end < len(lower) and _is_word(lower[end])):
+                if (left and at > 0 and _is_word(lower[at - 1])) or (
+                    right and end < len(lower) and _is_word(lower[end])
+                ):
                     at = lower.find(text, at + 1)  # inside a word: not where the pattern has it
                     continue
                 line = self.line_of(at)

@@ -21,7 +21,7 @@ import json
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -596,7 +596,9 @@ class Scanner:
         for rule in self.rules:
             flags = 0 if rule.case_sensitive else re.IGNORECASE
             compiled.append(
-                _Compiled(rule, re.compile(rule.pattern, flags), _edged_needles(rule.pattern), starts(rule.pattern, flags))
+                _Compiled(
+                    rule, re.compile(rule.pattern, flags), _edged_needles(rule.pattern), starts(rule.pattern, flags)
+                )
             )
         return tuple(compiled)
 
@@ -606,22 +608,60 @@ class Scanner:
         for path in sorted(files):
             text = _as_text(path, files[path])
             if text is not None:
-                findings.extend(self._scan_text(path, text))
+                lines = text.splitlines()
+                findings.extend(self._findings(path, lines, _views(lines), self._compiled))
+        return self._verdict(findings)
+
+    def scan_each(self, files: Sequence[tuple[str, str | bytes]]) -> list[ScanVerdict | Exception]:
+        """``scan({path: content})`` of each file, in order, or the exception that file's scan
+        raised. The same verdicts as one call per file, for less: the files are looked at
+        together first, and a rule that none of them can match (most rules, in most groups of
+        files) is not tried on any. A subclass that overrides :meth:`scan` has it called per file."""
+        if type(self).scan is not Scanner.scan:
+            return [_outcome(self.scan, {path: content}) for path, content in files]
+        outcomes: list[ScanVerdict | Exception] = []
+        for start in range(0, len(files), _GROUP):
+            group = []
+            for path, content in files[start : start + _GROUP]:
+                text = _as_text(path, content)
+                lines = [] if text is None else text.splitlines()
+                group.append((path, lines, [] if text is None else _views(lines)))
+            rules = self._possible([view for _, _, views in group for view in views])
+            for path, lines, views in group:
+                outcomes.append(_outcome(self._scan_file, path, lines, views, rules))
+        return outcomes
+
+    def _scan_file(self, path: str, lines: list[str], views: list[View], rules: Iterable[_Compiled]) -> ScanVerdict:
+        return self._verdict(self._findings(path, lines, views, rules))
+
+    def _verdict(self, findings: list[Finding]) -> ScanVerdict:
         threshold = _SEVERITY_RANK[self.block_at]
         dangerous = any(_SEVERITY_RANK[f.severity] >= threshold for f in findings)
         return ScanVerdict(dangerous=dangerous, findings=tuple(findings))
 
-    def _scan_text(self, path: str, text: str) -> list[Finding]:
-        """Run every rule over every view of ``text`` (see :func:`_views`); one finding per
-        rule and line, whichever view found it."""
-        lines = text.splitlines()
+    def _possible(self, views: list[View]) -> tuple[_Compiled, ...]:
+        """The rules that can match one of ``views``: those whose needles, and everything one of
+        their alternatives needs, are in the views joined (what a view holds, they hold)."""
+        from harness.skills._rule_starts import Probe
+
+        probe = Probe([segment for view in views for segment in view], _FOLD_TO_ASCII)
+        return tuple(
+            compiled
+            for compiled in self._compiled
+            if (compiled.needles is None or probe.has_any(compiled.needles))
+            and (compiled.starts is None or any(all(map(probe.has_any, p.anywhere)) for p in compiled.starts))
+        )
+
+    def _findings(self, path: str, lines: list[str], views: list[View], rules: Iterable[_Compiled]) -> list[Finding]:
+        """Run ``rules`` over every view of a file (see :func:`_views`); one finding per rule and
+        line, whichever view found it."""
         seen: dict[tuple[int, str], Finding] = {}
         from harness.skills._rule_starts import Probe
 
-        for view in _views(lines):
+        for view in views:
             probe = Probe(view, _FOLD_TO_ASCII)
-            for compiled in self._compiled:
-                if compiled.needles is not None and not any(map(probe.has, compiled.needles)):
+            for compiled in rules:
+                if compiled.needles is not None and not probe.has_any(compiled.needles):
                     continue  # no match is possible without one of them
                 for match in probe.matches(compiled.regex, compiled.starts):
                     number = view[probe.line_of(match.start())][0]
@@ -639,6 +679,18 @@ class Scanner:
                         ),
                     )
         return sorted(seen.values(), key=lambda f: (f.line, f.rule))
+
+
+# Files looked at together by :meth:`Scanner.scan_each`: the more, the fewer lookups per file,
+# until the group holds most needles anyway.
+_GROUP = 16
+
+
+def _outcome(call: Callable[..., ScanVerdict], *args: Any) -> ScanVerdict | Exception:
+    try:
+        return call(*args)
+    except Exception as exc:  # a broken custom rule costs its file's verdict, nothing more
+        return exc
 
 
 # The non-ASCII characters a case-insensitive ``re`` match treats as an ASCII letter (checked
@@ -711,9 +763,7 @@ _BLANKS = re.compile(rf"{_BLANK}(?:{_BLANK}+|(?<! ))")
 # An ASCII text needs collapsing only where it holds one of these (indented code does).
 _ASCII_BLANKS = ("  ", "\t", "\f", "\v")
 # Bytes of the base64 alphabet (and nothing else) as ``a``: a base64 blob needs 16 in a row.
-_BASE64_LETTERS = bytes(
-    97 if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else 32 for b in range(256)
-)
+_BASE64_LETTERS = bytes(97 if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else 32 for b in range(256))
 _BASE64_RUN = b"a" * 16
 # Bytes of hex digits (and nothing else) as ``0``: a hex blob needs 16 of them in a row.
 _HEX_DIGITS = bytes(48 if chr(b) in string.hexdigits else 32 for b in range(256))

@@ -107,6 +107,20 @@ def test_every_hostile_text_is_still_caught_alone_and_inside_prose(text: str) ->
     assert _FAST.scan({"run.sh": f"#!/bin/sh\n{text}\n"}).findings
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_files_scanned_together_get_each_the_verdict_of_the_plain_scan(seed: int) -> None:
+    """:meth:`Scanner.scan_each` skips the rules no file of a group can match: each file still
+    gets what the plain scan finds in it alone, hostile files mixed among many benign ones."""
+    rng = random.Random(seed)
+    files = []
+    for index in range(sized(40, full=400)):
+        hostile = rng.random() < 0.15
+        text = _skill_text(rng, hostile, (3, 40)) if rng.random() < 0.8 else rng.choice(_HOSTILE)
+        files.append((f"skill-{index}/{rng.choice(['SKILL.md', 'run.sh', 'data.json'])}", text.encode()))
+    files.append(("logo.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256))))
+    assert _FAST.scan_each(files) == [_PLAIN.scan({name: data}) for name, data in files]
+
+
 @pytest.mark.parametrize("text", _HOSTILE)
 def test_words_glued_to_others_get_the_same_verdict(text: str) -> None:
     """A word a rule wants whole (``nc``, ``sh``, ``rm``) with a letter, a digit, an underscore
