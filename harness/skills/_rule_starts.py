@@ -477,7 +477,10 @@ class Probe:
     """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
     occur in it (each looked up once per view, whichever rules ask)."""
 
-    def __init__(self, view: Sequence[tuple[int, str]], fold: Mapping[int, str]) -> None:
+    def __init__(
+        self, view: Sequence[tuple[int, str]], fold: Mapping[int, str], *, words: set[bytes] | None = None
+    ) -> None:
+        """``words``: the text's words when the caller has them already (see :meth:`words`)."""
         self.text = "\n".join(segment for _, segment in view)
         # ``fold``: the characters that match an ASCII letter case-insensitively, as that letter.
         self.lower = self.text.translate(fold).lower()
@@ -487,7 +490,7 @@ class Probe:
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
         self._has: dict[str, bool] = {}
-        self._words: set[bytes] | None = None
+        self._words = words
         self._vocabulary = b""
 
     def has_any(self, needles: Needles) -> bool:

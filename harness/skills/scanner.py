@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from harness.skills._rule_starts import Starts
+    from harness.skills._rule_starts import Probe, Starts
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -604,12 +604,15 @@ class Scanner:
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
+        from harness.skills._rule_starts import Probe
+
         findings: list[Finding] = []
         for path in sorted(files):
             text = _as_text(path, files[path])
             if text is not None:
                 lines = text.splitlines()
-                findings.extend(self._findings(path, lines, _views(lines), self._compiled))
+                probed = [(view, Probe(view, _FOLD_TO_ASCII)) for view in _views(lines)]
+                findings.extend(self._findings(path, lines, probed, self._compiled))
         return self._verdict(findings)
 
     def scan_each(self, files: Sequence[tuple[str, str | bytes]]) -> list[ScanVerdict | Exception]:
@@ -619,19 +622,24 @@ class Scanner:
         files) is not tried on any. A subclass that overrides :meth:`scan` has it called per file."""
         if type(self).scan is not Scanner.scan:
             return [_outcome(self.scan, {path: content}) for path, content in files]
+        from harness.skills._rule_starts import Probe
+
         outcomes: list[ScanVerdict | Exception] = []
         for start in range(0, len(files), _GROUP):
             group = []
             for path, content in files[start : start + _GROUP]:
                 text = _as_text(path, content)
                 lines = [] if text is None else text.splitlines()
-                group.append((path, lines, [] if text is None else _views(lines)))
-            rules = self._possible([view for _, _, views in group for view in views])
-            for path, lines, views in group:
-                outcomes.append(_outcome(self._scan_file, path, lines, views, rules))
+                views = [] if text is None else _views(lines)
+                group.append((path, lines, views, [Probe(view, _FOLD_TO_ASCII) for view in views]))
+            rules = self._possible(
+                [(view, probe) for _, _, views, probes in group for view, probe in zip(views, probes)]
+            )
+            for path, lines, views, probes in group:
+                outcomes.append(_outcome(self._scan_file, path, lines, list(zip(views, probes)), rules))
         return outcomes
 
-    def _scan_file(self, path: str, lines: list[str], views: list[View], rules: Iterable[_Compiled]) -> ScanVerdict:
+    def _scan_file(self, path: str, lines: list[str], views: list[_Probed], rules: Iterable[_Compiled]) -> ScanVerdict:
         return self._verdict(self._findings(path, lines, views, rules))
 
     def _verdict(self, findings: list[Finding]) -> ScanVerdict:
@@ -639,12 +647,13 @@ class Scanner:
         dangerous = any(_SEVERITY_RANK[f.severity] >= threshold for f in findings)
         return ScanVerdict(dangerous=dangerous, findings=tuple(findings))
 
-    def _possible(self, views: list[View]) -> tuple[_Compiled, ...]:
+    def _possible(self, views: list[_Probed]) -> tuple[_Compiled, ...]:
         """The rules that can match one of ``views``: those whose needles, and everything one of
         their alternatives needs, are in the views joined (what a view holds, they hold)."""
         from harness.skills._rule_starts import Probe
 
-        probe = Probe([segment for view in views for segment in view], _FOLD_TO_ASCII)
+        words = set().union(*(probe.words() for _, probe in views))
+        probe = Probe([segment for view, _ in views for segment in view], _FOLD_TO_ASCII, words=words)
         return tuple(
             compiled
             for compiled in self._compiled
@@ -652,14 +661,11 @@ class Scanner:
             and (compiled.starts is None or any(all(map(probe.has_any, p.anywhere)) for p in compiled.starts))
         )
 
-    def _findings(self, path: str, lines: list[str], views: list[View], rules: Iterable[_Compiled]) -> list[Finding]:
-        """Run ``rules`` over every view of a file (see :func:`_views`); one finding per rule and
-        line, whichever view found it."""
+    def _findings(self, path: str, lines: list[str], views: list[_Probed], rules: Iterable[_Compiled]) -> list[Finding]:
+        """Run ``rules`` over every view of a file (see :func:`_views`), each with its probe; one
+        finding per rule and line, whichever view found it."""
         seen: dict[tuple[int, str], Finding] = {}
-        from harness.skills._rule_starts import Probe
-
-        for view in views:
-            probe = Probe(view, _FOLD_TO_ASCII)
+        for view, probe in views:
             for compiled in rules:
                 if compiled.needles is not None and not probe.has_any(compiled.needles):
                     continue  # no match is possible without one of them
@@ -868,6 +874,7 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
 
 
 View = list[tuple[int, str]]
+_Probed = tuple[View, "Probe"]
 
 
 def _views(lines: list[str], depth: int = 0) -> list[View]:
