@@ -904,10 +904,15 @@ def _per_line(transform: Callable[[str], str], texts: list[str]) -> list[str]:
     """``transform`` of each text, computed once over the texts joined by newlines: no step of
     the normalisation matches, makes or removes a newline, or joins characters across one (a
     newline is a starter that never composes), so the pieces are the per-line results. The
-    count is checked all the same; on a mismatch each text is transformed alone."""
+    count is checked all the same; on a mismatch each text is transformed alone. A step that
+    changes nothing (most steps, over most texts) returns ``texts`` itself."""
     if len(texts) < 2:
         return [transform(text) for text in texts]
-    pieces = transform("\n".join(texts)).split("\n")
+    joined = "\n".join(texts)
+    changed = transform(joined)
+    if changed == joined:
+        return texts
+    pieces = changed.split("\n")
     return pieces if len(pieces) == len(texts) else [transform(text) for text in texts]
 
 
