@@ -481,12 +481,12 @@ class Probe:
         self, view: Sequence[tuple[int, str]], fold: Mapping[int, str], *, words: set[bytes] | None = None
     ) -> None:
         """``words``: the text's words when the caller has them already (see :meth:`words`)."""
-        self.text = "\n".join(segment for _, segment in view)
+        self.text = "\n".join([segment for _, segment in view])
         # ``fold``: the characters that match an ASCII letter case-insensitively, as that letter.
         self.lower = self.text.translate(fold).lower()
         # Positions in ``lower`` are positions in ``text`` when lower-casing kept every length.
         self.aligned = len(self.lower) == len(self.text)
-        self.starts = [0, *itertools.accumulate([len(segment) + 1 for _, segment in view[:-1]])]
+        self._view = view
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
         self._has: dict[str, bool] = {}
@@ -531,6 +531,12 @@ class Probe:
         if text not in self._vocabulary:
             return False
         return whole or plain(needle) in self.lower
+
+    @functools.cached_property
+    def starts(self) -> list[int]:
+        """Where each line of the view starts in :attr:`text` (worked out only when a rule
+        has somewhere to look: most texts turn every rule down first)."""
+        return [0, *itertools.accumulate([len(segment) + 1 for _, segment in self._view[:-1]])]
 
     def line_of(self, offset: int) -> int:
         """The index of the line ``offset`` falls in."""
