@@ -17,6 +17,7 @@ import enum
 import functools
 import hashlib
 import importlib
+import itertools
 import json
 import re
 import string
@@ -818,12 +819,28 @@ def decoded_blobs(text: str) -> list[str]:
 def _decode(matches: list[re.Match[str]]) -> list[str]:
     found: list[str] = []
     for match in matches:
-        blob = match.group(0)[:_MAX_BLOB]
-        data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
-        decoded = _readable(data) if data else None
+        decoded = _decoded_one(match.group(0))
         if decoded:
             found.append(decoded)
     return found
+
+
+def _decoded_one(blob: str) -> str | None:
+    """The readable text ``blob`` (or its first ``_MAX_BLOB`` characters) decodes to, if any."""
+    blob = blob[:_MAX_BLOB]
+    return _decoded_short(blob) if len(blob) <= _SHORT_BLOB else _decoded(blob)
+
+
+def _decoded(blob: str) -> str | None:
+    """The readable text ``blob`` decodes to, if any."""
+    data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
+    return _readable(data) if data else None
+
+
+# Short blobs are mostly paths and names (``references/guide``) that come back line after line
+# and file after file: each is decoded once.
+_SHORT_BLOB = 128
+_decoded_short = functools.lru_cache(maxsize=4096)(_decoded)
 
 
 def _unbase64(blob: str) -> bytes | None:
@@ -955,11 +972,12 @@ def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     hexes = _hex_blobs(whole)
     if not hexes and not _may_hold_base64(whole):
         return []
-    starts = [0]
-    for text in texts[:-1]:
-        starts.append(starts[-1] + len(text) + 1)
+    base64s = list(_base64_blobs(whole))
+    if not any(map(_decoded_one, {m.group(0) for m in (*base64s, *hexes)})):
+        return []  # no blob reads as text (most texts: their blobs are paths and names)
+    starts = [0, *itertools.accumulate([len(text) + 1 for text in texts[:-1]])]
     by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
-    for kind, matches in enumerate((_base64_blobs(whole), hexes)):
+    for kind, matches in enumerate((base64s, hexes)):
         for match in matches:
             by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
     found = []
