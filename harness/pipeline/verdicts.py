@@ -1,6 +1,6 @@
 """Market scan verdicts kept across restarts, so a process does not rescan what it scanned before.
 
-The ingest scan costs about half a millisecond a SKILL.md; a restart over 10,000 market skills
+The ingest scan costs CPU for every file it reads; a restart over 10,000 market skills
 would pay it all again. :class:`VerdictStore` keeps one verdict per scanned file (a skill's
 SKILL.md and each of its other text files) in ``.scan-verdicts.json`` of a
 machine-owned folder of the workspace (the pipeline uses ``.skills-cache/``, beside the staging
