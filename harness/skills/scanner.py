@@ -690,7 +690,7 @@ class Scanner:
 
 # Files looked at together by :meth:`Scanner.scan_each`: the more, the fewer lookups per file,
 # until the group holds most needles anyway.
-_GROUP = 16
+_GROUP = 32
 
 
 def _outcome(call: Callable[..., ScanVerdict], *args: Any) -> ScanVerdict | Exception:
