@@ -577,8 +577,12 @@ class Probe:
             return set(self._words_before(promise.char))
         if not promise.needles:
             return set(self.starts)
-        # The lines holding the rarest-looking needles, then each other set checked there.
-        first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+        # The lines holding the rarest-looking needles, then each other set checked there; only
+        # the needles the text holds at all are looked for line by line.
+        first, *others = (
+            [n for n in needles if self.has(n)]
+            for needles in sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+        )
         positions = set()
         for line in frozenset().union(*(self._lines_with(n) for n in first)):
             text = self._line(line)
