@@ -1,6 +1,6 @@
 """Market scan verdicts kept across restarts, so a process does not rescan what it scanned before.
 
-The ingest scan costs about half a millisecond a SKILL.md; a restart over 10,000 market skills
+The ingest scan costs CPU for every file it reads; a restart over 10,000 market skills
 would pay it all again. :class:`VerdictStore` keeps one verdict per scanned file (a skill's
 SKILL.md and each of its other text files) in ``.scan-verdicts.json`` of a
 machine-owned folder of the workspace (the pipeline uses ``.skills-cache/``, beside the staging
@@ -41,13 +41,6 @@ _FILE = ".scan-verdicts.json"
 _KEY = ".scan.key"
 _FORMAT = 1
 _MAX_RECORDS = 100_000
-
-
-def _scan_one(scanner: Scanner, name: str, data: bytes) -> ScanVerdict | Exception:
-    try:
-        return scanner.scan({name: data})
-    except Exception as exc:  # a broken custom rule: that skill's scan failed, not the batch
-        return exc
 
 
 def content_key(name: str, data: bytes) -> str:
@@ -114,7 +107,7 @@ class VerdictStore:
             if key not in wanted and self.get(key) is None:
                 wanted[key] = (name, data)
         pairs = list(wanted.values())
-        outcomes = scan(pairs) if scan is not None else [_scan_one(self.scanner, n, d) for n, d in pairs]
+        outcomes = scan(pairs) if scan is not None else self.scanner.scan_each(pairs)
         fresh: dict[str, ScanVerdict | Exception] = {}
         for key, outcome in zip(wanted, outcomes, strict=True):
             fresh[key] = outcome

@@ -18,13 +18,27 @@ case-insensitive occurrence.
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib
+import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["LineStart", "LiteralStart", "Probe", "Promise", "Starts", "WordBefore", "best", "required_sets", "starts"]
+__all__ = [
+    "EDGE",
+    "LineStart",
+    "LiteralStart",
+    "Probe",
+    "Promise",
+    "Starts",
+    "WordBefore",
+    "best",
+    "plain",
+    "required_sets",
+    "starts",
+]
 
 # The standard library's regular-expression parser and its opcodes (no typed public names).
 _parser: Any = importlib.import_module("re._parser")
@@ -40,6 +54,8 @@ _MAX_CHARS = 4  # nor more single characters (a match may start at any letter)
 
 # Below this many characters finding the candidates costs more than trying every position.
 _SMALL = 1024
+# ASCII word characters as themselves, every other byte (UTF-8 sequences too) as a space.
+_WORD_BYTES = bytes(b if chr(b).isascii() and (chr(b).isalnum() or chr(b) == "_") else 32 for b in range(256))
 
 Item = tuple[Any, Any]
 
@@ -74,6 +90,8 @@ class WordBefore:
 
 
 Promise = LineStart | LiteralStart | WordBefore
+Needles = frozenset[str] | tuple[str, ...]
+"""Strings one of which a text must hold (a rule's needles, a set an alternative needs)."""
 Starts = tuple[Promise, ...]
 
 
@@ -125,12 +143,12 @@ def _branch_starts(seq: list[Item], dotall: bool) -> list[tuple[Promise, list[It
                     return None
                 promises.extend(promise)
             return promises
-        return [(LineStart(tuple(_in_first_line(rest, dotall)), tuple(required_sets(seq))), seq)]
+        return [(LineStart(tuple(_in_first_line(rest, dotall)), _selective_first(required_sets(seq))), seq)]
     first = _first_strings(seq)
     if first is not None:
-        return [(LiteralStart(first, tuple(required_sets(seq))), seq)]
+        return [(LiteralStart(first, _selective_first(required_sets(seq))), seq)]
     word = _word_before(seq)
-    return None if word is None else [(WordBefore(word, tuple(required_sets(seq))), seq)]
+    return None if word is None else [(WordBefore(word, _selective_first(required_sets(seq))), seq)]
 
 
 def _word_before(seq: Sequence[Item]) -> str | None:
@@ -166,7 +184,7 @@ def _in_first_line(seq: Sequence[Item], dotall: bool) -> list[frozenset[str]]:
         if _line_local((op, arg), dotall):
             prefix.append((op, arg))
             continue
-        found = required_sets(prefix)
+        found = required_sets(prefix, right=_starts_word((op, arg)))
         if op is _c.SUBPATTERN:
             _, add, remove, body = arg
             found += _in_first_line(list(body), (dotall or bool(add & re.DOTALL)) and not remove & re.DOTALL)
@@ -287,44 +305,132 @@ def _class_has_newline(members: list[Item]) -> bool:
     return holds != negate
 
 
-def required_sets(items: Sequence[Item]) -> list[frozenset[str]]:
+def required_sets(items: Sequence[Item], left: bool = False, right: bool = False) -> list[frozenset[str]]:
     """Sets of lower-case strings such that every match of ``items`` holds one string of each:
     runs of literals, and what groups, repeats of at least one, lookaheads and alternations (each
-    branch promising one) require."""
+    branch promising one) require.
+
+    A string's end that the pattern puts at a word's edge (``\\bcurl\\b``, ``rm\\s``, after
+    ``(?<![\\w.-])``) is marked with :data:`EDGE`: the text holds it as a whole word, or as a
+    word's start or end (see :func:`plain`). ``left`` and ``right`` say whether what comes
+    before and after ``items`` puts such an edge there."""
     found: list[frozenset[str]] = []
     run: list[str] = []
+    run_left = left
 
-    def flush() -> None:
+    def flush(edge: bool) -> None:
         if run:
-            found.append(frozenset({"".join(run)}))
+            found.append(frozenset({_edged("".join(run), run_left, edge)}))
             run.clear()
 
-    before = ""  # the run of literals right before the current item
-    for op, arg in items:
+    before, before_left = "", False  # the run of literals right before the current item
+    last = len(items) - 1
+    for index, (op, arg) in enumerate(items):
+        edge_before = _ends_word(items[index - 1]) if index else left
+        edge_after = _starts_word(items[index + 1]) if index < last else right
         if op is _c.LITERAL and arg < 128:
+            if not run:
+                run_left = edge_before
             run.append(chr(arg).lower())
             continue
-        before = "".join(run)
-        flush()
+        before, before_left = "".join(run), run_left
+        flush(_starts_word((op, arg)))
         if op is _c.SUBPATTERN:
-            found.extend(required_sets(list(arg[-1])))
+            found.extend(required_sets(list(arg[-1]), edge_before, edge_after))
         elif op is _c.ATOMIC_GROUP:
-            found.extend(required_sets(list(arg)))
-        elif op in _REPEATS and arg[0] >= 1:
-            found.extend(required_sets(list(arg[2])))
+            found.extend(required_sets(list(arg), edge_before, edge_after))
+        elif op in _REPEATS and arg[0] >= 1:  # the first repetition: what follows it may be another
+            found.extend(required_sets(list(arg[2]), edge_before, edge_after and arg[1] == 1))
         elif op is _c.ASSERT and arg[0] == 1:  # a lookahead: the text holds it too
-            found.extend(required_sets(list(arg[1])))
+            found.extend(required_sets(list(arg[1]), edge_before))
         elif op is _c.BRANCH:
-            branches = [best(required_sets(list(branch))) for branch in arg[1]]
+            branches = [best(required_sets(list(branch), edge_before, edge_after)) for branch in arg[1]]
             if all(branches):
                 found.append(frozenset().union(*(b for b in branches if b)))
             if before:  # ``n(?:c|cat)``, as the parser factors ``nc|ncat``: the whole words too
                 heads = _union([_first_strings(list(branch)) for branch in arg[1]])
+                whole = all(all(o is _c.LITERAL and a < 128 for o, a in branch) for branch in arg[1])
                 if heads:
-                    found.append(frozenset(before + head for head in heads))
+                    found.append(frozenset(_edged(before + head, before_left, whole and edge_after) for head in heads))
         before = ""
-    flush()
+    flush(right)
     return found
+
+
+EDGE = "\x00"
+"""Marks a needle's end that lies at a word's edge: no ASCII letter, digit or underscore is next
+to it there in the lower-cased text (see :func:`required_sets`)."""
+
+
+def plain(needle: str) -> str:
+    """``needle`` without its :data:`EDGE` marks: the text holds this string."""
+    return needle.replace(EDGE, "")
+
+
+def _edged(text: str, left: bool, right: bool) -> str:
+    """``text`` marked at each end that ``left``/``right`` put at a word's edge, where its own
+    character there is a word character (only then is the edge outside it)."""
+    if left and _is_word(text[0]):
+        text = EDGE + text
+    if right and _is_word(text[-1]):
+        text += EDGE
+    return text
+
+
+def _is_word(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
+def _ends_word(item: Item) -> bool:
+    """Whether the character before what follows ``item`` is never a word character (or there
+    is none): a word boundary, a lookbehind refusing word characters, a line start, a class
+    of non-word characters (or a repeat of one, at least once)."""
+    op, arg = item
+    if op is _c.ASSERT_NOT and arg[0] == -1:
+        body = list(arg[1])
+        return len(body) == 1 and (body[0] == (_c.NOT_LITERAL, _NEWLINE) or _has_word_class(body[0]))
+    return _word_boundary_or_wordless(item)
+
+
+def _starts_word(item: Item) -> bool:
+    """Whether the character after what precedes ``item`` is never a word character (or there
+    is none): :func:`_ends_word`'s mirror."""
+    op, arg = item
+    if op is _c.ASSERT_NOT and arg[0] == 1:
+        body = list(arg[1])
+        return len(body) == 1 and _has_word_class(body[0])
+    return _word_boundary_or_wordless(item)
+
+
+def _word_boundary_or_wordless(item: Item) -> bool:
+    op, arg = item
+    if op is _c.AT:
+        return bool(arg is _c.AT_BOUNDARY)
+    if op in _REPEATS and arg[0] >= 1:
+        body = list(arg[2])
+        return len(body) == 1 and _wordless(body[0])
+    return _wordless(item)
+
+
+def _wordless(item: Item) -> bool:
+    """Whether ``item`` is a class that holds no word character (``\\s``, ``[;&|]``)."""
+    op, arg = item
+    if op is not _c.IN:
+        return False
+    return all(
+        (kind is _c.LITERAL and not chr(value).isalnum() and chr(value) != "_")
+        or (kind is _c.CATEGORY and value in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_WORD))
+        for kind, value in arg
+    )
+
+
+def _has_word_class(item: Item) -> bool:
+    """Whether ``item`` is a class holding every word character (``[\\w.-]``)."""
+    op, arg = item
+    if op is not _c.IN:
+        return False
+    members = list(arg)
+    return (_c.CATEGORY, _c.CATEGORY_WORD) in members and (_c.NEGATE, None) not in members
 
 
 def best(sets: list[frozenset[str]]) -> frozenset[str] | None:
@@ -332,30 +438,105 @@ def best(sets: list[frozenset[str]]) -> frozenset[str] | None:
     return max(sets, key=lambda s: (min(map(len, s)), -len(s))) if sets else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _key(needle: str) -> tuple[bytes, bool, bool] | None:
+    """What to look for in a text's vocabulary (its words, each between two spaces) for
+    ``needle``: its longest run of ASCII word characters, with a space at each end that lies at
+    a word's edge (an :data:`EDGE` mark, or another character of the needle); whether that
+    answers for the whole needle; and whether it is one whole word (then it is looked up in the
+    set of words). ``None``: the needle holds no word character."""
+    runs = list(re.finditer(r"[a-z0-9_]+", needle, re.ASCII | re.IGNORECASE))
+    if not runs:
+        return None
+    run = max(runs, key=lambda m: len(m.group()))
+    start, end = run.span()
+    key = (" " if start > 0 else "") + run.group().lower() + (" " if end < len(needle) else "")
+    whole = len(plain(needle)) == end - start
+    return key.encode("ascii"), whole, whole and needle == EDGE + run.group() + EDGE
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(needles: Needles) -> tuple[frozenset[bytes], tuple[str, ...]]:
+    """``needles`` as the whole words among them (bytes, unmarked) and the others."""
+    words = frozenset(key[0][1:-1] for key in map(_key, needles) if key is not None and key[2])
+    others = tuple(n for n in needles if (key := _key(n)) is None or not key[2])
+    return words, others
+
+
+def _selective_first(sets: list[frozenset[str]]) -> tuple[frozenset[str], ...]:
+    """``sets`` with the likeliest to be missing from a text first (whole words, long strings;
+    a lone ``|`` or ``-`` last): a text that lacks one is then turned down after fewer lookups."""
+
+    def rarity(needle: str) -> int:
+        return len(needle) + 3 * needle.count(EDGE)
+
+    return tuple(sorted(sets, key=lambda s: (-min(map(rarity, s)), len(s))))
+
+
 class Probe:
     """One view's text joined by newlines, its lower-cased copy, and where needles and prefixes
     occur in it (each looked up once per view, whichever rules ask)."""
 
-    def __init__(self, view: Sequence[tuple[int, str]], fold: Mapping[int, str]) -> None:
-        self.text = "\n".join(segment for _, segment in view)
+    def __init__(
+        self, view: Sequence[tuple[int, str]], fold: Mapping[int, str], *, words: set[bytes] | None = None
+    ) -> None:
+        """``words``: the text's words when the caller has them already (see :meth:`words`)."""
+        self.text = "\n".join([segment for _, segment in view])
         # ``fold``: the characters that match an ASCII letter case-insensitively, as that letter.
         self.lower = self.text.translate(fold).lower()
         # Positions in ``lower`` are positions in ``text`` when lower-casing kept every length.
         self.aligned = len(self.lower) == len(self.text)
-        self.starts = [0]
-        for _, segment in view[:-1]:
-            self.starts.append(self.starts[-1] + len(segment) + 1)
+        self._view = view
         self._lines: dict[str, frozenset[int]] = {}
         self._at: dict[str, list[int]] = {}
         self._has: dict[str, bool] = {}
+        self._words = words
+        self._vocabulary = b""
+
+    def has_any(self, needles: Needles) -> bool:
+        """Whether one of ``needles`` is in the text (see :meth:`has`): the whole words among
+        them are looked up together, as one intersection with the text's words."""
+        words, others = _split(needles)
+        return bool(words and words & self.words()) or any(map(self.has, others))
+
+    def words(self) -> set[bytes]:
+        """The text's words: its runs of ASCII letters, digits and underscores, lower-cased."""
+        if self._words is None:
+            self._words = set(self.lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split())
+        return self._words
 
     def has(self, needle: str) -> bool:
-        """Whether ``needle`` occurs in the lower-cased text (asked once per view, whichever
-        rules share the needle)."""
+        """Whether ``needle`` occurs in the lower-cased text, as a word's start or end where it
+        is marked with :data:`EDGE` (asked once per view, whichever rules share the needle)."""
         found = self._has.get(needle)
         if found is None:
-            found = self._has[needle] = needle in self.lower
+            found = self._has[needle] = self._holds(needle)
         return found
+
+    def _holds(self, needle: str) -> bool:
+        """:meth:`has`, answered from the text's vocabulary where it can be: every occurrence of
+        a run of word characters lies inside one word of the text, so a needle whose longest run
+        is in no word is not in the text, and a needle that is such a run is in the text exactly
+        when it is in a word (a whole word: exactly when it is one of the words). The words of a
+        text are a fraction of its length (prose repeats them), so most needles, which are
+        absent, cost little."""
+        key = _key(needle)
+        if key is None:
+            return plain(needle) in self.lower
+        text, whole, word = key
+        if word:
+            return text[1:-1] in self.words()
+        if not self._vocabulary:
+            self._vocabulary = b" %s " % b" ".join(self.words())
+        if text not in self._vocabulary:
+            return False
+        return whole or plain(needle) in self.lower
+
+    @functools.cached_property
+    def starts(self) -> list[int]:
+        """Where each line of the view starts in :attr:`text` (worked out only when a rule
+        has somewhere to look: most texts turn every rule down first)."""
+        return [0, *itertools.accumulate([len(segment) + 1 for _, segment in self._view[:-1]])]
 
     def line_of(self, offset: int) -> int:
         """The index of the line ``offset`` falls in."""
@@ -382,7 +563,7 @@ class Probe:
         """Each position where a match can start, with the alternatives that can start there."""
         found: dict[int, set[int]] = {}
         for index, promise in enumerate(starts):
-            if not all(any(map(self.has, needles)) for needles in promise.anywhere):
+            if not all(map(self.has_any, promise.anywhere)):
                 continue  # the text lacks something every match of this alternative holds
             for position in self._promised(promise):
                 found.setdefault(position, set()).add(index)
@@ -396,12 +577,16 @@ class Probe:
             return set(self._words_before(promise.char))
         if not promise.needles:
             return set(self.starts)
-        # The lines holding the rarest-looking needles, then each other set checked there.
-        first, *others = sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+        # The lines holding the rarest-looking needles, then each other set checked there; only
+        # the needles the text holds at all are looked for line by line.
+        first, *others = (
+            [n for n in needles if self.has(n)]
+            for needles in sorted(promise.needles, key=lambda s: (-min(map(len, s)), len(s)))
+        )
         positions = set()
         for line in frozenset().union(*(self._lines_with(n) for n in first)):
             text = self._line(line)
-            if all(any(n in text for n in needles) for needles in others):
+            if all(any(plain(n) in text for n in needles) for needles in others):
                 positions.add(self.starts[line])
         return positions
 
@@ -436,11 +621,19 @@ class Probe:
         lines = self._lines.get(needle)
         if lines is None:
             found = []
-            at = self.lower.find(needle)
+            text, lower = plain(needle), self.lower
+            left, right = needle.startswith(EDGE), needle.endswith(EDGE)
+            at = lower.find(text)
             while at >= 0:
+                end = at + len(text)
+                if (left and at > 0 and _is_word(lower[at - 1])) or (
+                    right and end < len(lower) and _is_word(lower[end])
+                ):
+                    at = lower.find(text, at + 1)  # inside a word: not where the pattern has it
+                    continue
                 line = self.line_of(at)
                 found.append(line)
                 # A needle never holds a newline: the rest of its line need not be searched.
-                at = self.lower.find(needle, self.starts[line + 1]) if line + 1 < len(self.starts) else -1
+                at = lower.find(text, self.starts[line + 1]) if line + 1 < len(self.starts) else -1
             lines = self._lines[needle] = frozenset(found)
         return lines

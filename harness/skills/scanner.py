@@ -17,17 +17,18 @@ import enum
 import functools
 import hashlib
 import importlib
+import itertools
 import json
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from harness.skills._rule_starts import Starts
+    from harness.skills._rule_starts import Probe, Starts
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -596,32 +597,78 @@ class Scanner:
         for rule in self.rules:
             flags = 0 if rule.case_sensitive else re.IGNORECASE
             compiled.append(
-                _Compiled(rule, re.compile(rule.pattern, flags), needles(rule.pattern), starts(rule.pattern, flags))
+                _Compiled(
+                    rule, re.compile(rule.pattern, flags), _edged_needles(rule.pattern), starts(rule.pattern, flags)
+                )
             )
         return tuple(compiled)
 
     def scan(self, files: Mapping[str, str | bytes]) -> ScanVerdict:
         """Scan ``{path: content}``; findings come sorted by path and line."""
+        from harness.skills._rule_starts import Probe
+
         findings: list[Finding] = []
         for path in sorted(files):
             text = _as_text(path, files[path])
             if text is not None:
-                findings.extend(self._scan_text(path, text))
+                lines = text.splitlines()
+                probed = [(view, Probe(view, _FOLD_TO_ASCII)) for view in _views(lines)]
+                findings.extend(self._findings(path, lines, probed, self._compiled))
+        return self._verdict(findings)
+
+    def scan_each(self, files: Sequence[tuple[str, str | bytes]]) -> list[ScanVerdict | Exception]:
+        """``scan({path: content})`` of each file, in order, or the exception that file's scan
+        raised. The same verdicts as one call per file, for less: the files are looked at
+        together first, and a rule that none of them can match (most rules, in most groups of
+        files) is not tried on any. A subclass that overrides :meth:`scan` has it called per file."""
+        if type(self).scan is not Scanner.scan:
+            return [_outcome(self.scan, {path: content}) for path, content in files]
+        from harness.skills._rule_starts import Probe
+
+        outcomes: list[ScanVerdict | Exception] = []
+        for start in range(0, len(files), _GROUP):
+            group = []
+            for path, content in files[start : start + _GROUP]:
+                text = _as_text(path, content)
+                lines = [] if text is None else text.splitlines()
+                views = [] if text is None else _views(lines)
+                group.append((path, lines, views, [Probe(view, _FOLD_TO_ASCII) for view in views]))
+            rules = self._possible(
+                [(view, probe) for _, _, views, probes in group for view, probe in zip(views, probes)]
+            )
+            for path, lines, views, probes in group:
+                outcomes.append(_outcome(self._scan_file, path, lines, list(zip(views, probes)), rules))
+        return outcomes
+
+    def _scan_file(self, path: str, lines: list[str], views: list[_Probed], rules: Iterable[_Compiled]) -> ScanVerdict:
+        return self._verdict(self._findings(path, lines, views, rules))
+
+    def _verdict(self, findings: list[Finding]) -> ScanVerdict:
         threshold = _SEVERITY_RANK[self.block_at]
         dangerous = any(_SEVERITY_RANK[f.severity] >= threshold for f in findings)
         return ScanVerdict(dangerous=dangerous, findings=tuple(findings))
 
-    def _scan_text(self, path: str, text: str) -> list[Finding]:
-        """Run every rule over every view of ``text`` (see :func:`_views`); one finding per
-        rule and line, whichever view found it."""
-        lines = text.splitlines()
-        seen: dict[tuple[int, str], Finding] = {}
+    def _possible(self, views: list[_Probed]) -> tuple[_Compiled, ...]:
+        """The rules that can match one of ``views``: those whose needles, and everything one of
+        their alternatives needs, are in the views joined (what a view holds, they hold)."""
         from harness.skills._rule_starts import Probe
 
-        for view in _views(lines):
-            probe = Probe(view, _FOLD_TO_ASCII)
-            for compiled in self._compiled:
-                if compiled.needles is not None and not any(map(probe.has, compiled.needles)):
+        words = set().union(*(probe.words() for _, probe in views))
+        probe = Probe([segment for view, _ in views for segment in view], _FOLD_TO_ASCII, words=words)
+        return tuple(
+            compiled
+            for compiled in self._compiled
+            if (compiled.needles is None or probe.has_any(compiled.needles))
+            and (compiled.starts is None or any(all(map(probe.has_any, p.anywhere)) for p in compiled.starts))
+        )
+
+    def _findings(self, path: str, lines: list[str], views: list[_Probed], rules: Iterable[_Compiled]) -> list[Finding]:
+        """Run ``rules`` over every view of a file (see :func:`_views`), each with its probe; one
+        finding per rule and line, whichever view found it."""
+        seen: dict[tuple[int, str], Finding] = {}
+        for view, probe in views:
+            for compiled in rules:
+                if compiled.needles is not None and not probe.has_any(compiled.needles):
                     continue  # no match is possible without one of them
                 for match in probe.matches(compiled.regex, compiled.starts):
                     number = view[probe.line_of(match.start())][0]
@@ -641,6 +688,18 @@ class Scanner:
         return sorted(seen.values(), key=lambda f: (f.line, f.rule))
 
 
+# Files looked at together by :meth:`Scanner.scan_each`: the more, the fewer lookups per file,
+# until the group holds most needles anyway.
+_GROUP = 32
+
+
+def _outcome(call: Callable[..., ScanVerdict], *args: Any) -> ScanVerdict | Exception:
+    try:
+        return call(*args)
+    except Exception as exc:  # a broken custom rule costs its file's verdict, nothing more
+        return exc
+
+
 # The non-ASCII characters a case-insensitive ``re`` match treats as an ASCII letter (checked
 # against every code point by the tests): folding them first keeps ``probe.lower()`` a superset.
 _FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
@@ -653,18 +712,23 @@ def needles(pattern: str) -> tuple[str, ...] | None:
     Read off the parsed pattern: a run of literal characters, a group, a repeat of at least one,
     a lookahead, or an alternation whose every branch promises one; the most selective promise of
     a sequence wins. Rules use it to skip texts that cannot match."""
+    found = _edged_needles(pattern)
+    from harness.skills._rule_starts import plain  # loaded with the rules, on the first scan
+
+    return None if found is None else tuple(sorted({plain(needle) for needle in found}))
+
+
+def _edged_needles(pattern: str) -> tuple[str, ...] | None:
+    """:func:`needles` with the ends that lie at a word's edge marked (see
+    :func:`harness.skills._rule_starts.required_sets`): what the scanner filters with."""
+    from harness.skills._rule_starts import best, required_sets  # loaded with the rules, on the first scan
+
     try:
         parsed = _sre_parser.parse(pattern)
     except re.error:
         return None
-    found = _required(list(parsed))
+    found = best(required_sets(list(parsed)))
     return tuple(sorted(found)) if found else None
-
-
-def _required(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
-    from harness.skills._rule_starts import best, required_sets  # loaded with the rules, on the first scan
-
-    return best(required_sets(items))
 
 
 def _rules_version(rules: Iterable[ScanRule], block_at: str) -> str:
@@ -701,11 +765,17 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0
 _HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
 _BLANK = r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
 # The runs of blanks that collapsing changes: a lone space is left alone (most of any text).
-_BLANKS = re.compile(rf" {_BLANK}+|(?! ){_BLANK}+")
+# Written to begin with the blank itself, so the engine skips every other character in C.
+_BLANKS = re.compile(rf"{_BLANK}(?:{_BLANK}+|(?<! ))")
+# An ASCII text needs collapsing only where it holds one of these (indented code does).
+_ASCII_BLANKS = ("  ", "\t", "\f", "\v")
+# Bytes of the base64 alphabet (and nothing else) as ``a``: a base64 blob needs 16 in a row.
+_BASE64_LETTERS = bytes(97 if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else 32 for b in range(256))
+_BASE64_RUN = b"a" * 16
 # Bytes of hex digits (and nothing else) as ``0``: a hex blob needs 16 of them in a row.
 _HEX_DIGITS = bytes(48 if chr(b) in string.hexdigits else 32 for b in range(256))
-# ASCII letters and digits as ``a``, the separators of spaced-out words as themselves.
-_SPACING = bytes(97 if chr(b).isalnum() and b < 128 else b if chr(b) in " ._*~-" else 32 for b in range(256))
+# ASCII letters and digits as ``a``, the separators of spaced-out words as a space, the rest as ``#``.
+_SPACING = bytes(97 if chr(b).isalnum() and b < 128 else 32 if chr(b) in " ._*~-" else 35 for b in range(256))
 _MAX_BLOBS = 64
 _MAX_BLOB = 64 * 1024
 _MAX_DEPTH = 2
@@ -726,15 +796,17 @@ def _fold(text: str) -> str:
 
 
 def _collapse(text: str) -> str:
+    if text.isascii() and not any(blank in text for blank in _ASCII_BLANKS):
+        return text
     return _BLANKS.sub(" ", text)
 
 
 def despace(text: str) -> str:
     """``text`` with spaced-out words joined (``i g n o r e`` → ``ignore``, ``i.g.n.o.r.e`` too)."""
     if text.isascii():
-        # A spaced-out word is four letters or more, each alone between one separator.
-        shape = text.encode("ascii").translate(_SPACING)
-        if not any(b"a%ca%ca%ca" % (sep, sep, sep) in shape for sep in b" ._*~-"):
+        # A spaced-out word is four letters or more, each alone between one separator (any
+        # separator here: one search instead of one per separator).
+        if b"a a a a" not in text.encode("ascii").translate(_SPACING):
             return text
     return _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
 
@@ -747,12 +819,28 @@ def decoded_blobs(text: str) -> list[str]:
 def _decode(matches: list[re.Match[str]]) -> list[str]:
     found: list[str] = []
     for match in matches:
-        blob = match.group(0)[:_MAX_BLOB]
-        data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
-        decoded = _readable(data) if data else None
+        decoded = _decoded_one(match.group(0))
         if decoded:
             found.append(decoded)
     return found
+
+
+def _decoded_one(blob: str) -> str | None:
+    """The readable text ``blob`` (or its first ``_MAX_BLOB`` characters) decodes to, if any."""
+    blob = blob[:_MAX_BLOB]
+    return _decoded_short(blob) if len(blob) <= _SHORT_BLOB else _decoded(blob)
+
+
+def _decoded(blob: str) -> str | None:
+    """The readable text ``blob`` decodes to, if any."""
+    data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
+    return _readable(data) if data else None
+
+
+# Short blobs are mostly paths and names (``references/guide``) that come back line after line
+# and file after file: each is decoded once.
+_SHORT_BLOB = 128
+_decoded_short = functools.lru_cache(maxsize=4096)(_decoded)
 
 
 def _unbase64(blob: str) -> bytes | None:
@@ -803,6 +891,7 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
 
 
 View = list[tuple[int, str]]
+_Probed = tuple[View, "Probe"]
 
 
 def _views(lines: list[str], depth: int = 0) -> list[View]:
@@ -832,10 +921,15 @@ def _per_line(transform: Callable[[str], str], texts: list[str]) -> list[str]:
     """``transform`` of each text, computed once over the texts joined by newlines: no step of
     the normalisation matches, makes or removes a newline, or joins characters across one (a
     newline is a starter that never composes), so the pieces are the per-line results. The
-    count is checked all the same; on a mismatch each text is transformed alone."""
+    count is checked all the same; on a mismatch each text is transformed alone. A step that
+    changes nothing (most steps, over most texts) returns ``texts`` itself."""
     if len(texts) < 2:
         return [transform(text) for text in texts]
-    pieces = transform("\n".join(texts)).split("\n")
+    joined = "\n".join(texts)
+    changed = transform(joined)
+    if changed == joined:
+        return texts
+    pieces = changed.split("\n")
     return pieces if len(pieces) == len(texts) else [transform(text) for text in texts]
 
 
@@ -847,19 +941,43 @@ def _hex_blobs(text: str) -> list[re.Match[str]]:
     return list(_HEX.finditer(text))
 
 
+def _may_hold_base64(text: str) -> bool:
+    """Whether ``text`` holds 16 base64 letters in a row, as every ``_BASE64`` match does (a
+    translation and one search, where the pattern itself is slow over prose)."""
+    return _BASE64_RUN in text.encode("utf-8", "surrogatepass").translate(_BASE64_LETTERS)
+
+
+def _base64_blobs(text: str) -> Iterable[re.Match[str]]:
+    """``_BASE64``'s matches in ``text``: in an ASCII text, tried only where a run of 16 base64
+    letters starts (a match starts nowhere else, and finds the same there as ``finditer``)."""
+    if not text.isascii():
+        return _BASE64.finditer(text)
+    shape = text.encode("ascii").translate(_BASE64_LETTERS)
+    found = []
+    at = shape.find(_BASE64_RUN)
+    while at >= 0:
+        match = _BASE64.match(text, at)
+        if match is not None:
+            found.append(match)
+        end = shape.find(b" ", at)
+        at = shape.find(_BASE64_RUN, end) if end >= 0 else -1
+    return found
+
+
 def _blobs_by_line(texts: list[str]) -> list[tuple[int, list[str]]]:
     """What :func:`decoded_blobs` finds in each text, as ``(index, decoded)`` for the texts with
     any: the blob patterns run once over the joined texts (no blob spans a newline) and the
     matches are grouped back by line, each line keeping its own limit."""
     whole = "\n".join(texts)
     hexes = _hex_blobs(whole)
-    if not hexes and _BASE64.search(whole) is None:
+    if not hexes and not _may_hold_base64(whole):
         return []
-    starts = [0]
-    for text in texts[:-1]:
-        starts.append(starts[-1] + len(text) + 1)
+    base64s = list(_base64_blobs(whole))
+    if not any(map(_decoded_one, {m.group(0) for m in (*base64s, *hexes)})):
+        return []  # no blob reads as text (most texts: their blobs are paths and names)
+    starts = [0, *itertools.accumulate([len(text) + 1 for text in texts[:-1]])]
     by_line: dict[int, tuple[list[re.Match[str]], list[re.Match[str]]]] = {}
-    for kind, matches in enumerate((_BASE64.finditer(whole), hexes)):
+    for kind, matches in enumerate((base64s, hexes)):
         for match in matches:
             by_line.setdefault(_index_of(starts, match.start()), ([], []))[kind].append(match)
     found = []

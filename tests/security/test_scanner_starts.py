@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.learning import Scanner
 from harness.skills import _rule_starts, scanner
-from harness.skills._rule_starts import LineStart, LiteralStart, Starts, WordBefore, starts
+from harness.skills._rule_starts import EDGE, LineStart, LiteralStart, Starts, WordBefore, starts
 from harness.skills.scanner import DEFAULT_RULES
 from tests.security.test_scanner_categories import BENIGN, CATEGORY_EVASIONS
 from tests.security.test_scanner_evasions import _BAD, EVASIONS
@@ -107,6 +107,32 @@ def test_every_hostile_text_is_still_caught_alone_and_inside_prose(text: str) ->
     assert _FAST.scan({"run.sh": f"#!/bin/sh\n{text}\n"}).findings
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_files_scanned_together_get_each_the_verdict_of_the_plain_scan(seed: int) -> None:
+    """:meth:`Scanner.scan_each` skips the rules no file of a group can match: each file still
+    gets what the plain scan finds in it alone, hostile files mixed among many benign ones."""
+    rng = random.Random(seed)
+    files = []
+    for index in range(sized(40, full=400)):
+        hostile = rng.random() < 0.15
+        text = _skill_text(rng, hostile, (3, 40)) if rng.random() < 0.8 else rng.choice(_HOSTILE)
+        files.append((f"skill-{index}/{rng.choice(['SKILL.md', 'run.sh', 'data.json'])}", text.encode()))
+    files.append(("logo.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256))))
+    assert _FAST.scan_each(files) == [_PLAIN.scan({name: data}) for name, data in files]
+
+
+@pytest.mark.parametrize("text", _HOSTILE)
+def test_words_glued_to_others_get_the_same_verdict(text: str) -> None:
+    """A word a rule wants whole (``nc``, ``sh``, ``rm``) with a letter, a digit, an underscore
+    or a non-ASCII letter glued to either side: the prefilter's word edges decide as the
+    pattern's own boundaries do."""
+    for word in list(re.finditer(r"[A-Za-z]+", text))[: sized(6, full=60)]:
+        start, end = word.span()
+        for glue in ("x", "7", "_", "\u00e9"):
+            _same(text[:start] + glue + text[start:])
+            _same(text[:end] + glue + text[end:])
+
+
 @pytest.mark.parametrize("text", BENIGN)
 def test_benign_texts_get_the_same_verdict(text: str) -> None:
     _same(text)
@@ -141,7 +167,10 @@ def test_generated_mixtures_get_the_same_verdict(parts: list[str]) -> None:
 # -- the views' fast paths, each against the plain regex it stands for --------------------------
 
 _PLAIN_BLANKS = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
-_VIEW_PARTS = [*_EXTRA, *_VOCABULARY[-40:], " ", "  ", "\t ", " \t", "\u3000", "\u0130", "\uff43url"]
+_VIEW_PARTS = [
+    *_EXTRA, *_VOCABULARY[-40:], " ", "  ", "\t ", " \t", "\u3000", "\u0130", "\uff43url",
+    "references/report-3", "QUJDREVGR0hJSktMTU5PUA", "=", "==", "===", "+/", "_-", "aaaaaaaa",
+]  # fmt: skip
 
 
 @settings(max_examples=sized(100, full=1000), deadline=None)
@@ -154,6 +183,7 @@ def test_the_view_steps_equal_their_plain_regexes(parts: list[str]) -> None:
     spaced = scanner._SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
     assert scanner.despace(text) == spaced
     assert [m.span() for m in scanner._hex_blobs(text)] == [m.span() for m in scanner._HEX.finditer(text)]
+    assert [m.span() for m in scanner._base64_blobs(text)] == [m.span() for m in scanner._BASE64.finditer(text)]
 
 
 # -- where rules can start ----------------------------------------------------------------------
@@ -187,12 +217,39 @@ def _where(found: Starts | None) -> Starts | None:
 
 def test_an_alternative_needs_its_literals_somewhere_in_the_text() -> None:
     (promise,) = starts(r"\bcurl\b[^\n]*\|\s*sh") or ()
-    assert promise.anywhere == (frozenset({"curl"}), frozenset({"|"}), frozenset({"sh"}))
+    assert set(promise.anywhere) == {frozenset({f"{EDGE}curl{EDGE}"}), frozenset({"|"}), frozenset({"sh"})}
+    assert promise.anywhere[0] == frozenset({f"{EDGE}curl{EDGE}"})  # the rarest first
 
 
 def test_a_line_start_promise_only_counts_what_stays_on_the_first_line() -> None:
     found = starts(r"(?<![^\n])(?>[^\n]*?curl)\s+(?:[^\n]*\n)?[^\n]*secret")
-    assert _where(found) == (LineStart((frozenset({"curl"}),)),)
+    assert _where(found) == (LineStart((frozenset({f"curl{EDGE}"}),)),)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"\bcurl\b", "\0curl\0"),
+        (r"\brm\s+-", "\0rm\0"),  # a space after it, at least one
+        (r"\brm\s*x", "\0rm"),  # maybe nothing after it
+        (r"(?<![\w.-])sh\s", "\0sh\0"),
+        (r"(?<![^\n])node(?![\w.-])", "\0node\0"),
+        (r"(?<![^\w])sh\b", "sh\0"),  # a negated class: the lookbehind refuses non-word characters
+        (r"\b--post\b", "--post\0"),  # a boundary before a dash lies inside a word
+        (r"-\bcurl", "\0curl"),  # a boundary after a dash: a word starts there
+        (r"\b(?:nc|ncat|netcat)\b", "\0nc\0"),
+        (r"\b(?:ab)+\b", "\0ab"),  # another repetition may follow
+    ],
+)
+def test_a_word_edge_is_marked_only_where_the_pattern_puts_one(pattern: str, expected: str) -> None:
+    assert any(expected in needles for needles in _rule_starts.required_sets(list(re._parser.parse(pattern))))
+
+
+def test_a_needle_at_a_word_edge_is_not_found_inside_a_word() -> None:
+    text = "publish the finished fresh english text\n" * 40  # ``sh`` everywhere, never a word
+    probe = _rule_starts.Probe([(n, line) for n, line in enumerate(text.splitlines(), 1)], {})
+    assert probe.has("sh") and not probe.has(f"{EDGE}sh{EDGE}") and probe.has(f"sh{EDGE}")
+    assert probe._lines_with(f"{EDGE}sh{EDGE}") == frozenset()
 
 
 def test_a_custom_rule_without_a_known_start_still_runs() -> None:
