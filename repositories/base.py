@@ -94,6 +94,9 @@ class SkillBundle:
       is read (and verified by the market) with ``read_files(key, [skill_md_name])`` when the
       skill is loaded or run, and the harness stages the skill only then, under
       ``<source slug>.<sub_source>/<folder>`` so same-named skills at different paths stay apart.
+      Unless the bundle is dynamic, its ``digest`` then covers every file (the real main file
+      included) and the market refuses any file that does not match it when it is read, so a
+      lock names the skill by its listing (``digest`` and stand-in) without reading a file.
     - ``origin``: where the skill lives at its origin, for markets that address skills by URI
       (an MCP server's ``skill://…/SKILL.md``); shown with the skill wherever it is listed or loaded.
     """

@@ -311,6 +311,13 @@ class McpRepository(SkillRepository):
         except RepositoryError:
             raise
         except Exception as exc:
+            # Without a kept connection the work runs inside the SDK's task group, which wraps
+            # what it raised (a refused file's ContentMismatch) in a group of one.
+            leaf: Exception = exc
+            while isinstance(leaf, ExceptionGroup) and len(leaf.exceptions) == 1:
+                leaf = leaf.exceptions[0]
+            if isinstance(leaf, RepositoryError):
+                raise leaf from None
             raise RepositoryUnavailable(f"{self.where}: {_describe(exc)}") from exc
 
     async def _request(self, client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:

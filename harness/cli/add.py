@@ -1,4 +1,11 @@
-"""``harness skills add SOURCE NAME``: copy one skill from a market into a workspace or a user's area."""
+"""``harness skills add SOURCE NAME``: copy one skill from a market into a workspace or a user's area.
+
+Every file is copied as the market serves it on use: an MCP server's skill is fetched whole (its
+real ``SKILL.md``, not the stand-in its listing makes), each file verified against its listed
+digest. A dynamic MCP skill has no digests: it is copied with every file its server's directory
+reads show (only its ``SKILL.md`` when the server offers none), as made on this read, and the
+output marks it unverified.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +34,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "add",
         parents=[WORKSPACE_OPTIONS, JSON_OPTION],
         help="copy a skill from a market into the workspace's (or --user's) skills/",
-        description="Copy skill NAME from the market SOURCE (git+file://..., dir:..., pkg:..., mysql://...) into "
-        "the workspace's skills/ folder, or --user's. The skill is validated first (strict); an existing "
-        "skill of that name is kept unless --force.",
+        description="Copy skill NAME from the market SOURCE (git+file://..., dir:..., pkg:..., mysql://..., "
+        "mcp+https://...) into the workspace's skills/ folder, or --user's. The skill is validated first (strict); "
+        "an existing skill of that name is kept unless --force. An MCP server's dynamic skill, which has no "
+        "digests to verify, is copied as served now and reported as unverified.",
     )
     add.add_argument("source", metavar="SOURCE", help="market URL")
     add.add_argument("name", metavar="NAME", help="the skill's folder or name in the market")
@@ -45,7 +53,7 @@ def _add(args: argparse.Namespace) -> int:
     except (RepositoryError, ValueError) as exc:
         raise ConfigError(f"skills add: {exc}") from None
 
-    async def main() -> str:
+    async def main() -> tuple[str, SkillBundle, dict[str, tuple[bytes, int]]]:
         filesystem = filesystem_from_args(args)
         async with filesystem, repository:
             try:
@@ -54,18 +62,41 @@ def _add(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--user: {exc}") from None
             bundle, files = await _fetch(repository, args.name)
             _validate(args.name, bundle, files)
-            return await _write(target, f"{SKILLS_DIR}/{args.name}", files, force=args.force)
+            return await _write(target, f"{SKILLS_DIR}/{args.name}", files, force=args.force), bundle, files
 
-    where = anyio.run(main)
+    where, bundle, files = anyio.run(main)
+    unverified = _unverified(bundle, len(files), repository.source) if bundle.dynamic else None
     if args.json:
-        print_json({"added": args.name, "to": where, "source": redact_url(args.source)})
+        print_json(
+            {
+                "added": args.name,
+                "to": where,
+                "source": redact_url(args.source),
+                "files": sorted(files),
+                "unverified": unverified,
+            }
+        )
     else:
         print(f"added {escape_control(args.name)} to {escape_control(where)}")
+        if unverified is not None:
+            print(escape_control(unverified))
     return 0
 
 
+def _unverified(bundle: SkillBundle, count: int, source: str) -> str:
+    """What the output says of a dynamic skill: nothing of it could be verified."""
+    return (
+        f"unverified: {bundle.folder!r} is a dynamic skill of {source!r} ({bundle.origin or bundle.location}): "
+        f"its server publishes no digests, so its {count} file(s) were copied as made on this read, unchecked "
+        "(the files its server's directory reads show; only the SKILL.md of a server that offers none); "
+        "review them before use"
+    )
+
+
 async def _fetch(repository: SkillRepository, name: str) -> tuple[SkillBundle, dict[str, tuple[bytes, int]]]:
-    """The bundle called ``name`` (its folder, else its frontmatter name) with every file's bytes and mode."""
+    """The bundle called ``name`` (its folder, else its frontmatter name) with every file's bytes
+    and mode: its real main file and every file of its whole listing (for a dynamic MCP skill,
+    what its server's directory reads find), read and verified as the market reads them on use."""
     snapshot = await repository.snapshot()
     if snapshot.error is not None:
         raise snapshot.error
@@ -77,9 +108,11 @@ async def _fetch(repository: SkillRepository, name: str) -> tuple[SkillBundle, d
         raise SkillError(f"{repository.source!r} has no skill {name!r}; it offers: {offered}")
     if bundle.link is not None:
         raise SkillError(f"skill {name!r} in {repository.source!r} is a link to {bundle.link!r}; links are not copied")
-    data = await repository.read_files(bundle.key, [f.path for f in bundle.files])
-    files = {bundle.skill_md_name: (bundle.skill_md, 0o644)}
-    for file in bundle.files:
+    listed = (await repository.list_files(bundle.key)).files
+    main = [bundle.skill_md_name] if bundle.on_demand else []
+    data = await repository.read_files(bundle.key, [*main, *(f.path for f in listed)])
+    files = {bundle.skill_md_name: (data.get(bundle.skill_md_name, bundle.skill_md), 0o644)}
+    for file in listed:
         files[file.path] = (
             data[file.path],
             staged_mode(file.path, data[file.path], file.mode),
@@ -99,7 +132,7 @@ def _validate(name: str, bundle: SkillBundle, files: dict[str, tuple[bytes, int]
     with tempfile.TemporaryDirectory() as temp:
         folder = Path(temp, name)
         folder.mkdir()
-        (folder / bundle.skill_md_name).write_bytes(bundle.skill_md)
+        (folder / bundle.skill_md_name).write_bytes(files[bundle.skill_md_name][0])
         report = validate_skill_dir(folder, strict=True)
     if not report.ok:
         problems = "; ".join(report.errors)

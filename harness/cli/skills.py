@@ -22,7 +22,7 @@ from harness.cli.common import (
     print_json,
 )
 from harness.diagnostics import Diagnostic
-from harness.pipeline.lock import DYNAMIC, content_digest
+from harness.pipeline.lock import DYNAMIC, by_listing, content_digest, listing_digest
 from harness.pipeline.merge import Shadowing
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.pipeline.staging import StageItem
@@ -290,10 +290,12 @@ async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
 
 async def _origin(found: ResolvedSkill) -> dict[str, str | None]:
     """Where a skill comes from, its source's version (a git market's commit) and its digest
-    (as ``harness.lock`` records it: ``dynamic`` for a dynamic skill, whose files are not read
-    for it)."""
+    (as ``harness.lock`` records it: ``dynamic`` for a dynamic skill, the listing digest of a
+    listed MCP skill; the files of neither are read for it)."""
     if found.entry.dynamic:
         digest = DYNAMIC
+    elif by_listing(found.entry):
+        digest = listing_digest(found.entry.digest, found.entry.skill.raw)
     else:
         paths = [found.entry.skill.skill_md_name, *await found.list_files()]
         digest = content_digest(await found.source.read_files(found.entry, paths))

@@ -3,9 +3,15 @@
 A lockfile records, for every market (by its slug), what kind of market it is, where it is
 (credentials masked), its exact version — the commit of a git market, and for every market a
 content hash over its skills — and every served skill's digest. A skill's digest is
-``sha256:`` over its files' paths and bytes (``SKILL.md`` included — for an MCP server's skill
-the real one, not the listed frontmatter —, modes left out, so one checkout reads the same on
-every machine): it names the content whatever market served it. A dynamic skill (an MCP server's
+``sha256:`` over its files' paths and bytes (``SKILL.md`` included, modes left out, so one
+checkout reads the same on every machine): it names the content whatever market served it. A
+skill of a market that serves files only on use and verifies each one against its listing (an
+MCP server's listed skill, ``SkillBundle.on_demand``) is identified by its listing instead, so
+that locking it and serving it under the lock read none of its files: its digest is ``sha256:``
+over the market's digest of its listed files (every ``{uri, digest}``, ``SKILL.md``'s included)
+and the listed frontmatter the catalog shows until the skill is used
+(:func:`listing_digest`). A file that does not match its listed digest is refused when it is
+fetched, so a server that lies is caught there. A dynamic skill (an MCP server's
 ``"resources": "dynamic"``, made afresh on each read) has no digest: it is recorded as
 ``"dynamic": true`` and nothing of it is read.
 
@@ -54,6 +60,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.diagnostics import Diagnostic
 from harness.errors import HarnessError
@@ -70,8 +77,10 @@ __all__ = [
     "LockedMarket",
     "LockedSkill",
     "Lockfile",
+    "by_listing",
     "content_digest",
     "diff_locks",
+    "listing_digest",
     "lock_market",
     "read_bundle_files",
     "read_skills_lock",
@@ -224,6 +233,33 @@ def content_digest(files: Mapping[str, bytes]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def listing_digest(digest: str, stand_in: bytes) -> str:
+    """The digest of an on-demand skill that needs none of its files: ``sha256:`` over the
+    market's ``digest`` of its listed files and the SHA-256 of the ``stand_in`` main file the
+    catalog is built from (its listed frontmatter). Any file the listing changes, ``SKILL.md``
+    included, and any listed frontmatter field change it."""
+    text = f"{digest}\0{hashlib.sha256(stand_in).hexdigest()}\n"
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Served(Protocol):
+    """What :func:`by_listing` asks of a bundle or a layer entry."""
+
+    @property
+    def on_demand(self) -> bool: ...
+    @property
+    def listed(self) -> bool: ...
+    @property
+    def dynamic(self) -> bool: ...
+
+
+def by_listing(skill: _Served) -> bool:
+    """Whether the lock names ``skill`` (a bundle or a layer entry) by its listing
+    (:func:`listing_digest`), reading nothing: a skill of an on-demand market that lists every
+    file's digest and verifies each file against it on fetch."""
+    return skill.on_demand and skill.listed and not skill.dynamic
+
+
 def skills_cli_hashes(files: Mapping[str, bytes]) -> frozenset[str]:
     """The ``skills`` CLI's ``computedHash`` of a folder: SHA-256 over each file's relative
     path then its bytes, in path order. That CLI orders paths the way its locale compares
@@ -263,16 +299,17 @@ async def lock_market(
     repository: SkillRepository, *, source: str, names: Mapping[str, str] | None = None
 ) -> LockedMarket:
     """``repository`` as it serves now, locked. ``names`` maps folder keys to skill names
-    (default: the folder). A dynamic skill is recorded as such, unread. Raises when the market
-    cannot be read whole."""
+    (default: the folder). A dynamic skill is recorded as such, and a skill named by its listing
+    (:func:`by_listing`) by its listing digest, both unread. Raises when the market cannot be
+    read whole."""
     snapshot = await repository.snapshot()
     if snapshot.error is not None:
         raise snapshot.error
-    files = await read_bundle_files(repository, snapshot.bundles)
+    files = await read_bundle_files(repository, [b for b in snapshot.bundles if not by_listing(b)])
     skills = {
         bundle.key: LockedSkill(
             name=(names or {}).get(bundle.key, bundle.folder),
-            digest=None if bundle.dynamic else content_digest(files[bundle.key]),
+            digest=None if bundle.dynamic else _digest(bundle, files.get(bundle.key)),
         )
         for bundle in snapshot.bundles
     }
@@ -285,6 +322,14 @@ async def lock_market(
         commit=snapshot.version if isinstance(repository, GitRepository) else None,
         skills=skills,
     )
+
+
+def _digest(bundle: SkillBundle, files: Mapping[str, bytes] | None) -> str | None:
+    """A bundle's digest as the lock records it: its listing digest when :func:`by_listing`,
+    else its files' :func:`content_digest` (``None`` when they could not be read)."""
+    if by_listing(bundle):
+        return listing_digest(bundle.digest, bundle.skill_md)
+    return content_digest(files) if files is not None else None
 
 
 def _skill_record(skill: LockedSkill) -> dict[str, object]:
@@ -345,8 +390,12 @@ class LayerPins:
         self.pins = dict(pins)
 
     def wanted(self, bundle: SkillBundle) -> bool:
-        """Whether the bundle's files must be hashed to check it (never a dynamic one's)."""
-        return (self.is_market or bundle.folder in self.pins) and not bundle.dynamic
+        """Whether the bundle's files must be read to check it: a market's skill unless the lock
+        names it by its listing (:func:`by_listing`), a skill the ``skills`` CLI pinned; never a
+        dynamic one."""
+        if bundle.dynamic:
+            return False
+        return (self.is_market and not by_listing(bundle)) or bundle.folder in self.pins
 
     def judge(self, bundle: SkillBundle, files: Mapping[str, bytes] | None) -> tuple[bool, Diagnostic | None]:
         """Whether the bundle may be served under the lock, and what to report about it: a
@@ -356,9 +405,9 @@ class LayerPins:
         if bundle.dynamic:
             said = self._dynamic(bundle.key, bundle.folder)
             return said is None or said.severity != "error", said
-        if not self.wanted(bundle):
+        if not self.is_market and bundle.folder not in self.pins:
             return True, None
-        drift = self.check(bundle.key, bundle.folder, files)
+        drift = self.check(bundle, files)
         return drift is None, drift
 
     def _dynamic(self, key: str, folder: str) -> Diagnostic | None:
@@ -390,15 +439,17 @@ class LayerPins:
             location=self.source,
         )
 
-    def check(self, key: str, folder: str, files: Mapping[str, bytes] | None) -> Diagnostic | None:
-        """Why the bundle must not be served (a ``lock-drift`` error), or ``None``."""
-        if files is None:
-            return self._drift(f"skill {folder!r}: its files could not be read to check them against the lock")
+    def check(self, bundle: SkillBundle, files: Mapping[str, bytes] | None) -> Diagnostic | None:
+        """Why the bundle must not be served (a ``lock-drift`` error), or ``None``. ``files``
+        are its files, ``None`` when they could not be read (or were not, see :meth:`wanted`)."""
+        key, folder = bundle.key, bundle.folder
         if self.is_market:
             if self.market is None:
                 return self._unknown_market(folder)
+            now = _digest(bundle, files)
+            if now is None:
+                return self._unreadable(folder)
             locked = self.market.skills.get(key)
-            now = content_digest(files)
             if locked is None:
                 return self._drift(f"skill {folder!r} (now {now}) is not in the lock: not served")
             if locked.digest != now:
@@ -408,7 +459,11 @@ class LayerPins:
                     "to accept the change)"
                 )
         pin = self.pins.get(folder)
-        if pin is not None and pin not in skills_cli_hashes(files):
+        if pin is None:
+            return None
+        if files is None:
+            return self._unreadable(folder)
+        if pin not in skills_cli_hashes(files):
             return self._drift(
                 f"skill {folder!r} does not match its pin in {SKILLS_LOCK_NAME} (computedHash {pin}): not served"
             )
@@ -424,6 +479,9 @@ class LayerPins:
             for key, skill in sorted(self.market.skills.items())
             if key not in seen
         ]
+
+    def _unreadable(self, folder: str) -> Diagnostic:
+        return self._drift(f"skill {folder!r}: its files could not be read to check them against the lock")
 
     def _unknown_market(self, folder: str) -> Diagnostic:
         return self._drift(

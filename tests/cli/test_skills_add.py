@@ -1,8 +1,12 @@
-"""``harness skills add SOURCE NAME``: copies a market skill into skills/, validated, never over an existing one."""
+"""``harness skills add SOURCE NAME``: copies a market skill into skills/, validated, never over an existing one;
+from an MCP server, the real files, verified (a dynamic skill's marked unverified)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shlex
 import stat
 import subprocess
 from pathlib import Path
@@ -16,6 +20,7 @@ from tests.support.cli import run_harness
 from tests.support.git import GitRemote
 from tests.support.reliability import tree_state
 from tests.support.skills import make_skill
+from tests.support.skills_server import SkillsServer
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -116,3 +121,55 @@ def test_a_name_with_a_slash_is_refused(tmp_path: Path, git_market: str) -> None
     result = _cli("skills", "add", git_market, "../escape", "--workspace", str(tmp_path / "ws"))
     assert result.returncode == 1 and "one folder name" in result.stderr
     assert not (tmp_path / "ws").exists()
+
+
+def _mcp_market(server: SkillsServer) -> str:
+    return "mcp+stdio:" + shlex.join(server.command) + "#source=srv&timeout=120"
+
+
+def _mcp_server(tmp_path: Path) -> SkillsServer:
+    server = SkillsServer(tmp_path / "server")
+    server.add("verified", {"SKILL.md": _MCP_SKILL, "scripts/run.sh": "#!/bin/sh\necho verified ran\n"})
+    server.add("daily", {"SKILL.md": _MCP_SKILL.replace("verified", "daily"), "notes/today.md": "Made fresh.\n"})
+    server.configure(dynamic=["daily"])
+    return server
+
+
+_MCP_SKILL = "---\nname: verified\ndescription: Served over MCP.\n---\n# Steps\nRun scripts/run.sh.\n"
+
+
+def test_add_from_an_mcp_market_writes_the_real_verified_files(tmp_path: Path) -> None:
+    server, ws = _mcp_server(tmp_path), tmp_path / "ws"
+    result = _cli("skills", "add", _mcp_market(server), "verified", "--workspace", str(ws), "--json")
+    assert result.returncode == 0, result.stderr
+    added = json.loads(result.stdout)
+    assert added["files"] == ["SKILL.md", "scripts/run.sh"] and added["unverified"] is None
+    folder = ws / "skills" / "verified"
+    assert (folder / "SKILL.md").read_text() == _MCP_SKILL  # the real one, not the listing's stand-in
+    assert stat.S_IMODE((folder / "scripts" / "run.sh").stat().st_mode) == 0o755
+    assert sorted(server.reads()) == ["skill://verified/SKILL.md", "skill://verified/scripts/run.sh"]
+
+
+def test_add_from_an_mcp_market_refuses_a_file_that_does_not_match_its_listing(tmp_path: Path) -> None:
+    server, ws = _mcp_server(tmp_path), tmp_path / "ws"
+    ws.mkdir()
+    listed = "sha256:" + hashlib.sha256(b"#!/bin/sh\necho verified ran\n").hexdigest()
+    server.add("verified", {"SKILL.md": _MCP_SKILL, "scripts/run.sh": "#!/bin/sh\necho tampered\n"})
+    server.configure(dynamic=["daily"], lies={"skill://verified/scripts/run.sh": listed})
+    result = _cli("skills", "add", _mcp_market(server), "verified", "--workspace", str(ws))
+    assert result.returncode == 1
+    assert "'scripts/run.sh'" in result.stderr and listed in result.stderr and "refused" in result.stderr
+    assert tree_state(ws) == {}
+
+
+def test_add_of_a_dynamic_mcp_skill_copies_what_the_directory_reads_find_marked_unverified(tmp_path: Path) -> None:
+    server, ws = _mcp_server(tmp_path), tmp_path / "ws"
+    result = _cli("skills", "add", _mcp_market(server), "daily", "--workspace", str(ws))
+    assert result.returncode == 0, result.stderr
+    folder = ws / "skills" / "daily"
+    assert (folder / "notes" / "today.md").read_text() == "Made fresh.\n"
+    assert "Run scripts/run.sh." in (folder / "SKILL.md").read_text()
+    first, second = result.stdout.splitlines()
+    assert first.startswith("added daily to ")
+    assert second.startswith("unverified: 'daily' is a dynamic skill of 'srv'") and "2 file(s)" in second
+    assert server.count("resources/directory/read") > 0

@@ -1,6 +1,6 @@
 """``harness skills lock|update`` and ``show --origin`` through the CLI, offline: a git market
 force-pushed under the lock, a well-known market over a local HTTP server, drift and the diff, and
-an MCP server's dynamic skill, locked as dynamic."""
+an MCP server's skills, locked by their listings (a dynamic one as dynamic)."""
 
 from __future__ import annotations
 
@@ -134,6 +134,7 @@ def test_a_dynamic_mcp_skill_is_locked_as_dynamic_through_the_cli(
     assert "srv/daily: dynamic" in out and "served unpinned" in out
     written = json.loads((tmp_path / "harness.lock").read_text())["markets"]["srv"]["skills"]
     assert written["daily"] == {"dynamic": True, "name": "daily"} and written["alpha"]["digest"].startswith("sha256:")
+    assert server.reads() == []  # a listed skill is locked by its listing
 
     code, out, err = _run(capfd, "skills", "list", "--config", str(config), "--json")
     listed = json.loads(out)
@@ -144,4 +145,8 @@ def test_a_dynamic_mcp_skill_is_locked_as_dynamic_through_the_cli(
     code, out, err = _run(capfd, "skills", "show", "daily", "--config", str(config), "--origin")
     assert code == 0, err
     assert "digest:    dynamic" in out
+    code, out, err = _run(capfd, "skills", "show", "alpha", "--config", str(config), "--origin")
+    assert code == 0, err
+    assert f"digest:    {written['alpha']['digest']}" in out
     assert "skill://daily/notes.md" not in server.reads() and server.count("resources/directory/read") == 0
+    assert "skill://alpha/notes.md" not in server.reads()

@@ -3,14 +3,25 @@ included), other markets only while their skills' digests match, with drift repo
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+
+import pytest
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import Lockfile, SkillPipeline
-from harness.pipeline.lock import LOCKFILE_NAME, content_digest, diff_locks, lock_market, skills_cli_hashes
-from repositories import DirectoryRepository, GitRepository
+from harness.pipeline.lock import (
+    LOCKFILE_NAME,
+    content_digest,
+    diff_locks,
+    listing_digest,
+    lock_market,
+    skills_cli_hashes,
+)
+from harness.tools import load_skill_file
+from repositories import ContentMismatch, DirectoryRepository, GitRepository
 from tests.repositories.forked_mcp import mcp_market
 from tests.support.pipeline import GitRemote, bundle, local_pipeline, mysql_market, write_skill
 from tests.support.skills_server import SkillsServer
@@ -166,11 +177,7 @@ async def test_a_dynamic_mcp_skill_is_locked_as_dynamic_and_nothing_of_it_is_rea
     lock = await _mcp_lock(server)
     skills = lock.markets["srv"].skills
     assert skills["daily"].dynamic and skills["daily"].digest is None
-    assert not [uri for uri in server.reads() if uri.startswith("skill://daily/")]
-    assert server.count("resources/directory/read") == 0
-    # A listed skill's digest covers its real SKILL.md, not the stand-in its listing makes.
-    real = {path: (server.tree / "alpha" / path).read_bytes() for path in ("SKILL.md", "notes.md")}
-    assert skills["alpha"].digest == content_digest(real)
+    assert server.reads() == [] and server.count("resources/directory/read") == 0
     written = json.loads(lock.dumps())["markets"]["srv"]["skills"]
     assert written["daily"] == {"dynamic": True, "name": "daily"}
     assert Lockfile.loads(lock.dumps()) == lock
@@ -214,3 +221,55 @@ async def test_a_locked_mcp_skill_that_turned_dynamic_or_changed_its_instruction
     assert any("'daily' drifted: locked dynamic, now sha256:" in m for m in said["old"])
     changes = {str(change).split(" ")[1]: str(change) for change in diff_locks(lock, relocked)}
     assert changes["srv/alpha"].endswith("-> dynamic") and " dynamic -> sha256:" in changes["srv/daily"]
+
+
+async def test_a_listed_mcp_skill_is_locked_and_served_by_its_listing_without_a_read(tmp_path: Path) -> None:
+    server = _mcp_server(tmp_path)
+    lock = await _mcp_lock(server)
+    async with mcp_market(server) as market:
+        alpha = (await market.snapshot()).bundle("alpha")
+    assert alpha is not None
+    assert lock.markets["srv"].skills["alpha"].digest == listing_digest(alpha.digest, alpha.skill_md)
+    market = mcp_market(server)
+    async with local_pipeline(tmp_path / "ws", market, lock=lock, watch=False, market_timeout=120) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("alpha") is not None and _drift(plan.diagnostics) == []
+        assert server.reads() == []  # neither locking nor serving under the lock read a file
+        assert "Locked steps." in await load_skill_file(plan, "alpha_srv")
+    assert server.reads() == ["skill://alpha/SKILL.md"]  # fetched on use, and verified
+
+
+@pytest.mark.parametrize("change", ["instructions", "listed frontmatter"])
+async def test_a_listed_mcp_skill_whose_instructions_or_listed_frontmatter_changed_has_drifted(
+    tmp_path: Path, change: str
+) -> None:
+    server = _mcp_server(tmp_path)
+    lock = await _mcp_lock(server)
+    if change == "instructions":
+        server.add("alpha", {"SKILL.md": "---\nname: alpha\ndescription: Listed.\n---\nNew.\n", "notes.md": "a\n"})
+    else:  # what the catalog shows before any fetch
+        server.configure(dynamic=["daily"], frontmatter={"alpha": {"description": "Use me for everything."}})
+    market = mcp_market(server)
+    async with local_pipeline(tmp_path / "ws", market, lock=lock, watch=False, market_timeout=120) as pipeline:
+        plan = await pipeline.prepare(ADA)
+    [drift] = _drift(plan.diagnostics)
+    assert plan.find("alpha") is None
+    assert "'alpha' drifted" in drift and str(lock.markets["srv"].skills["alpha"].digest) in drift
+    assert server.reads() == []
+
+
+async def test_under_a_lock_a_server_that_serves_other_bytes_than_it_lists_is_refused_at_fetch(
+    tmp_path: Path,
+) -> None:
+    server = _mcp_server(tmp_path)
+    lock = await _mcp_lock(server)
+    listed = "sha256:" + hashlib.sha256((server.tree / "alpha" / "SKILL.md").read_bytes()).hexdigest()
+    # The server keeps listing the locked digest but serves changed instructions.
+    server.add("alpha", {"SKILL.md": "---\nname: alpha\ndescription: Listed.\n---\nEvil.\n", "notes.md": "a\n"})
+    server.configure(dynamic=["daily"], lies={"skill://alpha/SKILL.md": listed})
+    market = mcp_market(server)
+    async with local_pipeline(tmp_path / "ws", market, lock=lock, watch=False, market_timeout=120) as pipeline:
+        plan = await pipeline.prepare(ADA)
+        assert plan.find("alpha") is not None and _drift(plan.diagnostics) == []  # the listing is the locked one
+        with pytest.raises(ContentMismatch, match=f"'alpha'.*'SKILL.md'.*{listed}"):
+            await load_skill_file(plan, "alpha_srv")
