@@ -204,7 +204,7 @@ async def test_entries_that_break_the_rules_lose_only_themselves(tmp_path: Path)
 
 
 async def test_a_refused_file_is_a_content_mismatch_without_a_kept_connection(server: SkillsServer) -> None:
-    market = McpRepository(command=server.command, source="srv")  # not entered: a connection per call
+    market = mcp_market(server)  # not entered: a connection per call
     await market.snapshot()
     with pytest.raises(ContentMismatch, match="'liar'.*'data.txt'"):
         await market.read_file("liar", "data.txt")
