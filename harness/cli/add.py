@@ -40,14 +40,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "digests to verify, is copied as served now and reported as unverified.",
     )
     add.add_argument("source", metavar="SOURCE", help="market URL")
-    add.add_argument("name", metavar="NAME", help="the skill's folder or name in the market")
+    add.add_argument(
+        "name",
+        metavar="NAME",
+        help="the skill's folder or name in the market, or its path there (team-a/dupe) when several share a name",
+    )
     add.add_argument("--force", action="store_true", help="replace an existing skill of that name")
     add.set_defaults(handler=_add)
 
 
 def _add(args: argparse.Namespace) -> int:
-    if not args.name or "/" in args.name or args.name.startswith("."):
-        raise SkillError(f"skill name {args.name!r} must be one folder name (no '/', not starting with '.')")
+    segments = args.name.split("/")
+    if not all(segment and not segment.startswith(".") for segment in segments):
+        raise SkillError(
+            f"skill name {args.name!r} must be one folder name, or the skill's path in the market "
+            "(folder names joined by '/', none empty or starting with '.')"
+        )
+    folder = segments[-1]
     try:
         repository = open_repository(args.source)
     except (RepositoryError, ValueError) as exc:
@@ -61,15 +70,15 @@ def _add(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise ConfigError(f"--user: {exc}") from None
             bundle, files = await _fetch(repository, args.name)
-            _validate(args.name, bundle, files)
-            return await _write(target, f"{SKILLS_DIR}/{args.name}", files, force=args.force), bundle, files
+            _validate(folder, bundle, files)
+            return await _write(target, f"{SKILLS_DIR}/{folder}", files, force=args.force), bundle, files
 
     where, bundle, files = anyio.run(main)
     unverified = _unverified(bundle, len(files), repository.source) if bundle.dynamic else None
     if args.json:
         print_json(
             {
-                "added": args.name,
+                "added": folder,
                 "to": where,
                 "source": redact_url(args.source),
                 "files": sorted(files),
@@ -77,7 +86,7 @@ def _add(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"added {escape_control(args.name)} to {escape_control(where)}")
+        print(f"added {escape_control(folder)} to {escape_control(where)}")
         if unverified is not None:
             print(escape_control(unverified))
     return 0
@@ -94,18 +103,28 @@ def _unverified(bundle: SkillBundle, count: int, source: str) -> str:
 
 
 async def _fetch(repository: SkillRepository, name: str) -> tuple[SkillBundle, dict[str, tuple[bytes, int]]]:
-    """The bundle called ``name`` (its folder, else its frontmatter name) with every file's bytes
-    and mode: its real main file and every file of its whole listing (for a dynamic MCP skill,
-    what its server's directory reads find), read and verified as the market reads them on use."""
+    """The bundle called ``name`` (its path in the market, its folder, else its frontmatter name;
+    several of one name are refused, naming their paths) with every file's bytes and mode: its
+    real main file and every file of its whole listing (for a dynamic MCP skill, what its server's
+    directory reads find), read and verified as the market reads them on use."""
     snapshot = await repository.snapshot()
     if snapshot.error is not None:
         raise snapshot.error
-    bundle = next((b for b in snapshot.bundles if b.folder == name), None) or next(
-        (b for b in snapshot.bundles if _declared_name(b) == name), None
+    bundles = snapshot.bundles
+    found = (
+        [b for b in bundles if b.key == name]
+        if "/" in name
+        else [b for b in bundles if b.folder == name] or [b for b in bundles if _declared_name(b) == name]
     )
-    if bundle is None:
-        offered = ", ".join(sorted(b.folder for b in snapshot.bundles)) or "none"
+    if not found:
+        offered = ", ".join(sorted(b.key for b in bundles)) or "none"
         raise SkillError(f"{repository.source!r} has no skill {name!r}; it offers: {offered}")
+    if len(found) > 1:
+        paths = ", ".join(sorted(b.key for b in found))
+        raise SkillError(
+            f"{repository.source!r} has {len(found)} skills named {name!r} ({paths}); name one by its path"
+        )
+    bundle = found[0]
     if bundle.link is not None:
         raise SkillError(f"skill {name!r} in {repository.source!r} is a link to {bundle.link!r}; links are not copied")
     listed = (await repository.list_files(bundle.key)).files

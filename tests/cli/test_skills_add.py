@@ -117,10 +117,25 @@ def test_a_linked_skill_folder_is_not_copied(tmp_path: Path) -> None:
     assert not (ws / "skills" / "secret").exists()
 
 
-def test_a_name_with_a_slash_is_refused(tmp_path: Path, git_market: str) -> None:
-    result = _cli("skills", "add", git_market, "../escape", "--workspace", str(tmp_path / "ws"))
+@pytest.mark.parametrize("name", ["../escape", "a/../b", "a//b", ".hidden", "team/.git"])
+def test_a_name_that_is_not_a_path_of_folder_names_is_refused(tmp_path: Path, git_market: str, name: str) -> None:
+    result = _cli("skills", "add", git_market, name, "--workspace", str(tmp_path / "ws"))
     assert result.returncode == 1 and "one folder name" in result.stderr
     assert not (tmp_path / "ws").exists()
+
+
+def test_same_named_mcp_skills_are_refused_by_name_and_added_by_path(tmp_path: Path) -> None:
+    server, ws = SkillsServer(tmp_path / "server"), tmp_path / "ws"
+    for team in ("team-a", "team-b"):
+        server.add(f"{team}/dupe", {"SKILL.md": f"---\nname: dupe\ndescription: From {team}.\n---\nBody of {team}.\n"})
+    ambiguous = _cli("skills", "add", _mcp_market(server), "dupe", "--workspace", str(ws))
+    assert ambiguous.returncode == 1
+    assert "2 skills named 'dupe' (team-a/dupe, team-b/dupe)" in ambiguous.stderr
+    assert not (ws / "skills").exists()
+    chosen = _cli("skills", "add", _mcp_market(server), "team-b/dupe", "--workspace", str(ws))
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.startswith("added dupe to ")
+    assert "Body of team-b." in (ws / "skills" / "dupe" / "SKILL.md").read_text()
 
 
 def _mcp_market(server: SkillsServer) -> str:
