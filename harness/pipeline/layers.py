@@ -9,6 +9,7 @@ serves its last good skills when its repository fails.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -373,7 +374,11 @@ class SkillLayer:
     def _check_size(self, entry: LayerEntry | SkillBundle, path: str) -> None:
         if self.max_file_size is None:
             return
-        size = next((f.size for f in entry.files if f.path == path), 0)
+        size = 0
+        for file in entry.files:
+            if file.path == path:
+                size = file.size
+                break
         if size > self.max_file_size:
             raise OSError(
                 errno.EFBIG,
@@ -478,7 +483,7 @@ class SkillLayer:
         files: list[BundleFile] = []
         found: list[Diagnostic] = []
         for file in listed:
-            problem = relative_path_problem(file.path)
+            problem = _path_problem(file.path)
             if problem is None:
                 files.append(file)
                 continue
@@ -586,22 +591,26 @@ class SkillLayer:
         file too large to scan. A failed scan is a diagnostic too (blocking sources keep the
         skill out then, as they do when a file could not be judged)."""
         policy = self.scan_policy
-        if policy is None or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        trust = policy.trust_of(self.source) if policy is not None else TrustLevel.TRUSTED
+        if policy is None or trust is TrustLevel.TRUSTED:
             return True, ()
-        blocking = policy.trust_of(self.source) is TrustLevel.ENFORCE
-        where = f"market {self.source!r}, skill {bundle.folder!r}"
+        blocking = trust is TrustLevel.ENFORCE
         if scanned is None or scanned.verdict is None:
             reason = describe_error(scanned.error) if scanned is not None and scanned.error else "not scanned"
             return not blocking, (
                 Diagnostic(
                     severity="error" if blocking else "warning",
                     code="market-scan-failed",
-                    message=f"{where}: the scan failed ({reason})" + ("; skill hidden" if blocking else ""),
+                    message=f"market {self.source!r}, skill {bundle.folder!r}: the scan failed ({reason})"
+                    + ("; skill hidden" if blocking else ""),
                     location=bundle.location,
                 ),
             )
         ingest = policy.check(self.source, {}, known=scanned.verdict)  # the files were scanned above
         admitted = ingest.admitted and not (blocking and scanned.too_large)
+        if not ingest.verdict.findings and not scanned.too_large:
+            return admitted, ()  # nothing to say (most skills)
+        where = f"market {self.source!r}, skill {bundle.folder!r}"
         hidden = "" if admitted else "; skill hidden"
         findings = tuple(
             Diagnostic(
@@ -648,6 +657,13 @@ def _combined(scanner: Scanner, files: dict[str, bytes], scan: ScanMany | None) 
     outcomes = scan(list(files.items()))
     failed = next((o for o in outcomes if isinstance(o, Exception)), None)
     return failed or ScanVerdict.combined(o for o in outcomes if isinstance(o, ScanVerdict))
+
+
+@functools.lru_cache(maxsize=4096)
+def _path_problem(path: str) -> str | None:
+    """``relative_path_problem`` of a market file's path: the same few paths (``scripts/run.py``,
+    ``LICENSE``) recur in every skill of a market, so each is judged once."""
+    return relative_path_problem(path)
 
 
 def _suffix(path: str) -> str:

@@ -86,7 +86,8 @@ class VerdictStore:
         if record is None:
             return None
         try:
-            verdict = ScanVerdict.from_dict(record)
+            clean = record.get("dangerous") is False and record.get("findings") == []
+            verdict = _CLEAN if clean else ScanVerdict.from_dict(record)
         except (KeyError, TypeError, ValueError):
             return None
         self._used.add(key)
@@ -109,22 +110,26 @@ class VerdictStore:
         each out; default: this store's scanner, inline). A skill one of whose files raised gets
         that exception instead of a verdict."""
         keys = [[(content_key(name, data), name, data) for name, data in files.items()] for files in batch]
+        known: dict[str, ScanVerdict | Exception] = {}
         wanted: dict[str, tuple[str, bytes]] = {}
         for key, name, data in (item for items in keys for item in items):
-            if key not in wanted and self.get(key) is None:
-                wanted[key] = (name, data)
+            if key not in wanted and key not in known:
+                stored = self.get(key)
+                if stored is None:
+                    wanted[key] = (name, data)
+                else:
+                    known[key] = stored
         pairs = list(wanted.values())
         outcomes = scan(pairs) if scan is not None else [_scan_one(self.scanner, n, d) for n, d in pairs]
-        fresh: dict[str, ScanVerdict | Exception] = {}
         for key, outcome in zip(wanted, outcomes, strict=True):
-            fresh[key] = outcome
+            known[key] = outcome
             if isinstance(outcome, ScanVerdict):
                 self.put(key, outcome)
         results: list[ScanVerdict | Exception] = []
         for items in keys:
-            found = [fresh.get(key) or self.get(key) for key, _, _ in items]
+            found = [known[key] for key, _, _ in items]
             failed = next((f for f in found if isinstance(f, Exception)), None)
-            results.append(failed or ScanVerdict.combined(f for f in found if isinstance(f, ScanVerdict)))
+            results.append(failed or _combined([f for f in found if isinstance(f, ScanVerdict)]))
         return results
 
     def put(self, key: str, verdict: ScanVerdict) -> None:
@@ -225,6 +230,14 @@ class VerdictStore:
         except FileExistsError:
             pass  # another process made it first; use theirs
         return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
+
+
+_CLEAN = ScanVerdict(dangerous=False)
+
+
+def _combined(verdicts: list[ScanVerdict]) -> ScanVerdict:
+    """``ScanVerdict.combined``; files without findings (most) share one verdict."""
+    return _CLEAN if all(v is _CLEAN for v in verdicts) else ScanVerdict.combined(verdicts)
 
 
 def _mac(secret: bytes, body: dict[str, Any]) -> str:
