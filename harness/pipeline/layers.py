@@ -108,6 +108,7 @@ class LayerResult:
 
 
 _NOTHING_YET = LayerResult(entries=())
+_UNREAD: dict[str, bytes] = {}
 
 
 def _stale(last: LayerResult, problem: Diagnostic) -> LayerResult:
@@ -320,11 +321,11 @@ class SkillLayer:
                 for path in paths:
                     self._check_size(entry, path)
                 asks.append(index)
-                results.append({})
+                results.append(_UNREAD)  # replaced by the answer below
             except OSError as exc:
                 results.append(exc)
         try:
-            answers = await self.repository.read_files_batch([(requests[i][0].key, list(requests[i][1])) for i in asks])
+            answers = await self.repository.read_files_batch([(requests[i][0].key, requests[i][1]) for i in asks])
         except Exception as exc:  # the whole batch failed: every request reports it
             answers = [exc] * len(asks)
         for index, answer in zip(asks, answers, strict=True):
@@ -480,6 +481,8 @@ class SkillLayer:
         self, listed: Sequence[BundleFile], folder: str, location: str
     ) -> tuple[tuple[BundleFile, ...], list[Diagnostic]]:
         """The files of a listing whose paths are safe, and a warning for each one refused."""
+        if isinstance(listed, tuple) and all(_path_problem(file.path) is None for file in listed):
+            return listed, []  # the listing itself: a 10,000-skill market keeps no copies
         files: list[BundleFile] = []
         found: list[Diagnostic] = []
         for file in listed:
@@ -534,13 +537,17 @@ class SkillLayer:
             except Exception as exc:
                 scanned[bundle.key] = _Scanned(error=exc, retry=True)
                 continue
-            limit = policy.scan_limit
-            if self.max_file_size is not None:  # a larger file is neither staged nor read
-                files = tuple(f for f in files if f.size <= self.max_file_size)
-            readable = [f.path for f in files if f.size <= limit]
-            too_large = tuple(f for f in files if f.size > limit and _suffix(f.path) not in BINARY_SUFFIXES)
+            limit, largest = policy.scan_limit, self.max_file_size  # a file over largest is neither staged nor read
+            readable = [f.path for f in files if f.size <= limit and (largest is None or f.size <= largest)]
+            too_large = tuple(
+                f
+                for f in files
+                if f.size > limit and (largest is None or f.size <= largest) and _suffix(f.path) not in BINARY_SUFFIXES
+            )
             batch.append((bundle, readable, too_large))
-            size += len(bundle.skill_md) + sum(f.size for f in files if f.size <= limit)
+            size += len(bundle.skill_md) + sum(
+                f.size for f in files if f.size <= limit and (largest is None or f.size <= largest)
+            )
             if size >= _SCAN_BATCH_BYTES:
                 scanned.update(await self._scan_batch(policy, batch))
                 batch, size = [], 0

@@ -86,8 +86,7 @@ class VerdictStore:
         if record is None:
             return None
         try:
-            clean = record.get("dangerous") is False and record.get("findings") == []
-            verdict = _CLEAN if clean else ScanVerdict.from_dict(record)
+            verdict = _CLEAN if record is _CLEAN_RECORD else ScanVerdict.from_dict(record)
         except (KeyError, TypeError, ValueError):
             return None
         self._used.add(key)
@@ -109,16 +108,17 @@ class VerdictStore:
         scanned in one call of ``scan`` (``(name, bytes)`` pairs in, one verdict or exception
         each out; default: this store's scanner, inline). A skill one of whose files raised gets
         that exception instead of a verdict."""
-        keys = [[(content_key(name, data), name, data) for name, data in files.items()] for files in batch]
+        keys = [[content_key(name, data) for name, data in files.items()] for files in batch]
         known: dict[str, ScanVerdict | Exception] = {}
         wanted: dict[str, tuple[str, bytes]] = {}
-        for key, name, data in (item for items in keys for item in items):
-            if key not in wanted and key not in known:
-                stored = self.get(key)
-                if stored is None:
-                    wanted[key] = (name, data)
-                else:
-                    known[key] = stored
+        for files, names in zip(batch, keys, strict=True):
+            for key, item in zip(names, files.items(), strict=True):
+                if key not in wanted and key not in known:
+                    stored = self.get(key)
+                    if stored is None:
+                        wanted[key] = item
+                    else:
+                        known[key] = stored
         pairs = list(wanted.values())
         outcomes = scan(pairs) if scan is not None else [_scan_one(self.scanner, n, d) for n, d in pairs]
         for key, outcome in zip(wanted, outcomes, strict=True):
@@ -126,15 +126,15 @@ class VerdictStore:
             if isinstance(outcome, ScanVerdict):
                 self.put(key, outcome)
         results: list[ScanVerdict | Exception] = []
-        for items in keys:
-            found = [known[key] for key, _, _ in items]
+        for names in keys:
+            found = [known[key] for key in names]
             failed = next((f for f in found if isinstance(f, Exception)), None)
             results.append(failed or _combined([f for f in found if isinstance(f, ScanVerdict)]))
         return results
 
     def put(self, key: str, verdict: ScanVerdict) -> None:
         """Remember a fresh verdict (saved by the next :meth:`save`)."""
-        self._verdicts[key] = verdict.as_dict()
+        self._verdicts[key] = _shared_clean(verdict.as_dict())
         self._used.add(key)
         self._dirty = True
 
@@ -199,7 +199,7 @@ class VerdictStore:
         """The records of ``raw`` when its MAC verifies and they are this scanner's, else ``None``
         (a file of other rules is not an integrity failure: an empty dict)."""
         try:
-            document = json.loads(raw)
+            document = json.loads(raw, object_hook=_shared_clean)
         except ValueError:
             return None
         if not isinstance(document, dict) or self._secret is None:
@@ -233,6 +233,13 @@ class VerdictStore:
 
 
 _CLEAN = ScanVerdict(dangerous=False)
+# The stored record of a file without findings: most records, read as this one shared object.
+_CLEAN_RECORD: dict[str, Any] = _CLEAN.as_dict()
+
+
+def _shared_clean(record: dict[str, Any]) -> dict[str, Any]:
+    """A decoded JSON object, the shared clean record when it is one (``json.loads``' hook)."""
+    return _CLEAN_RECORD if record == _CLEAN_RECORD and record["dangerous"] is False else record
 
 
 def _combined(verdicts: list[ScanVerdict]) -> ScanVerdict:
