@@ -91,8 +91,13 @@ class _Scanned:
     too_large: tuple[BundleFile, ...] = ()
 
 
+# What a layer's last parse made of one bundle: the entry alone when it gave a skill and nothing
+# to report (most bundles: one object less each for the garbage collector), else the bundle's
+# token (``_token``), the entry or ``None`` and the diagnostics.
+_Parsed = LayerEntry | tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]
+
 # One bundle of a scan batch: the bundle, the paths read for the scan, the files too large to read.
-_ScanItem = tuple[SkillBundle, list[str], tuple[BundleFile, ...]]
+_ScanItem = tuple[SkillBundle, tuple[str, ...], tuple[BundleFile, ...]]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -174,7 +179,7 @@ class SkillLayer:
         self._version: str | None = None
         self._rescan = False  # a bundle's files could not be read for the scan: load again
         self._last_good: LastGood[LayerResult] = LastGood()
-        self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        self._parsed: dict[str, _Parsed] = {}
         self.pins: LayerPins | None = None
         """What a lock says about this layer's skills (:mod:`harness.pipeline.lock`), or ``None``."""
         self._locked_files: dict[str, dict[str, bytes] | None] = {}
@@ -388,25 +393,35 @@ class SkillLayer:
             )
 
     def _unparsed(self, bundle: SkillBundle) -> bool:
+        return self._cached(bundle) is None
+
+    def _cached(self, bundle: SkillBundle) -> tuple[LayerEntry | None, tuple[Diagnostic, ...]] | None:
+        """What the last parse made of ``bundle``'s content (entry, diagnostics), or ``None``."""
         cached = self._parsed.get(bundle.key)
-        return cached is None or cached[0] != _token(bundle)
+        if isinstance(cached, LayerEntry):
+            return (cached, ()) if cached.digest == bundle.digest and cached.plugin == bundle.sub_source else None
+        return (cached[1], cached[2]) if cached is not None and cached[0] == _token(bundle) else None
 
     def _parse(self, snapshot: Snapshot, scanned: dict[str, _Scanned]) -> LayerResult:
         entries: list[LayerEntry] = []
         diagnostics = [self._problem(problem, problem in snapshot.failures) for problem in snapshot.problems]
-        parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        parsed: dict[str, _Parsed] = {}
         rescan = False
         for bundle in snapshot.bundles:
-            token = _token(bundle)
-            cached = self._parsed.get(bundle.key)
-            if cached is not None and cached[0] == token:
-                entry, found = cached[1], cached[2]
+            cached = self._cached(bundle)
+            if cached is not None:
+                entry, found = cached
+                parsed[bundle.key] = self._parsed[bundle.key]
             else:
                 scan = scanned.get(bundle.key)
                 entry, found = self._parse_bundle(bundle, scan)
-                if scan is not None and scan.retry:
-                    token, rescan = "", True  # parsed again on the next load
-            parsed[bundle.key] = (token, entry, found)
+                retry = scan is not None and scan.retry
+                rescan = rescan or retry
+                # Parsed again on the next load after a retry (no token matches "").
+                if entry is not None and not found and not retry:
+                    parsed[bundle.key] = entry
+                else:
+                    parsed[bundle.key] = ("" if retry else _token(bundle), entry, found)
             diagnostics.extend(found)
             if entry is not None:
                 entries.append(entry)
@@ -538,7 +553,7 @@ class SkillLayer:
                 scanned[bundle.key] = _Scanned(error=exc, retry=True)
                 continue
             limit, largest = policy.scan_limit, self.max_file_size  # a file over largest is neither staged nor read
-            readable = [f.path for f in files if f.size <= limit and (largest is None or f.size <= largest)]
+            readable = tuple(f.path for f in files if f.size <= limit and (largest is None or f.size <= largest))
             too_large = tuple(
                 f
                 for f in files
@@ -562,35 +577,47 @@ class SkillLayer:
 
     async def _scan_batch(self, policy: MarketScanPolicy, batch: list[_ScanItem]) -> dict[str, _Scanned]:
         answers = await self.read_files_batch([(bundle, paths) for bundle, paths, _ in batch])
-        return await anyio.to_thread.run_sync(self._scan_read, policy, list(zip(batch, answers, strict=True)))
+        return await anyio.to_thread.run_sync(self._scan_read, policy, batch, answers)
 
     def _scan_read(
-        self, policy: MarketScanPolicy, read: list[tuple[_ScanItem, dict[str, bytes] | Exception]]
+        self, policy: MarketScanPolicy, batch: list[_ScanItem], answers: list[dict[str, bytes] | Exception]
     ) -> dict[str, _Scanned]:
         """The verdicts of bundles whose files were read (in a worker thread): per file from the
         verdict store when there is one, else by the policy's scanner."""
         scanner = policy.scanner
         scanned: dict[str, _Scanned] = {}
-        ready: list[tuple[SkillBundle, tuple[BundleFile, ...], dict[str, bytes]]] = []
-        for (bundle, _, too_large), answer in read:
+        # The bundles read (their index in ``batch``) and their files, in two lists: a batch of
+        # 10,000 skills makes no pair objects for the garbage collector to walk.
+        ready: list[int] = []
+        contents: list[dict[str, bytes]] = []
+        for index, ((bundle, _, _), answer) in enumerate(zip(batch, answers, strict=True)):
             if isinstance(answer, Exception):
                 scanned[bundle.key] = _Scanned(error=answer, retry=True)
             else:
-                ready.append((bundle, too_large, {bundle.skill_md_name: bundle.skill_md, **answer}))
+                ready.append(index)
+                contents.append({bundle.skill_md_name: bundle.skill_md, **answer})
         pool = self.scan_pool
         scan = (lambda pairs: pool.scan(scanner, pairs)) if pool is not None else None
         try:
             if self.verdicts is not None:
-                outcomes = self.verdicts.verdicts([files for _, _, files in ready], scan)
+                outcomes = self.verdicts.verdicts(contents, scan)
             else:
-                outcomes = [_combined(scanner, files, scan) for _, _, files in ready]
+                outcomes = [_combined(scanner, files, scan) for files in contents]
         except Exception as exc:  # a broken custom scanner must not fail the turn
             outcomes = [exc] * len(ready)
-        for (bundle, too_large, _), outcome in zip(ready, outcomes, strict=True):
+        del contents
+        alike: dict[int, _Scanned] = {}  # skills with one verdict (most share the clean one) share its record
+        for index, outcome in zip(ready, outcomes, strict=True):
+            bundle, _, too_large = batch[index]
             if isinstance(outcome, Exception):
                 scanned[bundle.key] = _Scanned(error=outcome)
-            else:
+            elif too_large:
                 scanned[bundle.key] = _Scanned(verdict=outcome, too_large=too_large)
+            else:
+                shared = alike.get(id(outcome))
+                if shared is None:
+                    shared = alike[id(outcome)] = _Scanned(verdict=outcome)
+                scanned[bundle.key] = shared
         return scanned
 
     def _admit(self, bundle: SkillBundle, scanned: _Scanned | None) -> tuple[bool, tuple[Diagnostic, ...]]:
