@@ -120,7 +120,8 @@ def entry_for(
 ) -> CatalogEntry:
     """The catalog entry of one skill (``source`` defaults to the skill's own); a
     ``when_to_use`` field follows the description (and counts against the budget with it)."""
-    when = " ".join(when_to_use(skill).split())
+    when = when_to_use(skill)
+    when = " ".join(when.split()) if when else ""
     return CatalogEntry(
         name=skill.name,
         description=f"{skill.description} When to use: {when}" if when else skill.description,
@@ -290,8 +291,9 @@ def escape(text: str, entities: Mapping[str, str] | None = None) -> str:
     (the same as ``xml.sax.saxutils.escape``, whose import loads ``urllib.request``, ``http`` and
     ``email``: most of a fresh process's first turn)."""
     text = text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
-    for char, entity in (entities or {}).items():
-        text = text.replace(char, entity)
+    if entities:
+        for char, entity in entities.items():
+            text = text.replace(char, entity)
     return text
 
 
@@ -317,7 +319,8 @@ def render_entry(entry: CatalogEntry) -> str:
 
 
 def _attr(text: str) -> str:
-    return escape(text, {'"': "&quot;"})
+    """``text`` escaped for a double-quoted attribute (``escape`` with ``"`` as ``&quot;``)."""
+    return escape(text).replace('"', "&quot;")
 
 
 class _Piece(NamedTuple):

@@ -9,6 +9,7 @@ serves its last good skills when its repository fails.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,8 +100,13 @@ class _Scanned:
     too_large: tuple[BundleFile, ...] = ()
 
 
+# What a layer's last parse made of one bundle: the entry alone when it gave a skill and nothing
+# to report (most bundles: one object less each for the garbage collector), else the bundle's
+# token (``_token``), the entry or ``None`` and the diagnostics.
+_Parsed = LayerEntry | tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]
+
 # One bundle of a scan batch: the bundle, the paths read for the scan, the files too large to read.
-_ScanItem = tuple[SkillBundle, list[str], tuple[BundleFile, ...]]
+_ScanItem = tuple[SkillBundle, tuple[str, ...], tuple[BundleFile, ...]]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,6 +122,7 @@ class LayerResult:
 
 
 _NOTHING_YET = LayerResult(entries=())
+_UNREAD: dict[str, bytes] = {}
 
 
 def _stale(last: LayerResult, problem: Diagnostic) -> LayerResult:
@@ -181,7 +188,7 @@ class SkillLayer:
         self._version: str | None = None
         self._rescan = False  # a bundle's files could not be read for the scan: load again
         self._last_good: LastGood[LayerResult] = LastGood()
-        self._parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        self._parsed: dict[str, _Parsed] = {}
         self.pins: LayerPins | None = None
         """What a lock says about this layer's skills (:mod:`harness.pipeline.lock`), or ``None``."""
         self._locked_files: dict[str, dict[str, bytes] | None] = {}
@@ -337,11 +344,11 @@ class SkillLayer:
                 for path in paths:
                     self._check_size(entry, path)
                 asks.append(index)
-                results.append({})
+                results.append(_UNREAD)  # replaced by the answer below
             except OSError as exc:
                 results.append(exc)
         try:
-            answers = await self.repository.read_files_batch([(requests[i][0].key, list(requests[i][1])) for i in asks])
+            answers = await self.repository.read_files_batch([(requests[i][0].key, requests[i][1]) for i in asks])
         except Exception as exc:  # the whole batch failed: every request reports it
             answers = [exc] * len(asks)
         for index, answer in zip(asks, answers, strict=True):
@@ -376,7 +383,11 @@ class SkillLayer:
     def _check_size(self, entry: LayerEntry | SkillBundle, path: str) -> None:
         if self.max_file_size is None:
             return
-        size = next((f.size for f in entry.files if f.path == path), 0)
+        size = 0
+        for file in entry.files:
+            if file.path == path:
+                size = file.size
+                break
         if size > self.max_file_size:
             raise OSError(
                 errno.EFBIG,
@@ -385,25 +396,35 @@ class SkillLayer:
             )
 
     def _unparsed(self, bundle: SkillBundle) -> bool:
+        return self._cached(bundle) is None
+
+    def _cached(self, bundle: SkillBundle) -> tuple[LayerEntry | None, tuple[Diagnostic, ...]] | None:
+        """What the last parse made of ``bundle``'s content (entry, diagnostics), or ``None``."""
         cached = self._parsed.get(bundle.key)
-        return cached is None or cached[0] != _token(bundle)
+        if isinstance(cached, LayerEntry):
+            return (cached, ()) if cached.digest == bundle.digest and cached.plugin == bundle.sub_source else None
+        return (cached[1], cached[2]) if cached is not None and cached[0] == _token(bundle) else None
 
     def _parse(self, snapshot: Snapshot, scanned: dict[str, _Scanned]) -> LayerResult:
         entries: list[LayerEntry] = []
         diagnostics = [self._problem(problem, problem in snapshot.failures) for problem in snapshot.problems]
-        parsed: dict[str, tuple[str, LayerEntry | None, tuple[Diagnostic, ...]]] = {}
+        parsed: dict[str, _Parsed] = {}
         rescan = False
         for bundle in snapshot.bundles:
-            token = _token(bundle)
-            cached = self._parsed.get(bundle.key)
-            if cached is not None and cached[0] == token:
-                entry, found = cached[1], cached[2]
+            cached = self._cached(bundle)
+            if cached is not None:
+                entry, found = cached
+                parsed[bundle.key] = self._parsed[bundle.key]
             else:
                 scan = scanned.get(bundle.key)
                 entry, found = self._parse_bundle(bundle, scan)
-                if scan is not None and scan.retry:
-                    token, rescan = "", True  # parsed again on the next load
-            parsed[bundle.key] = (token, entry, found)
+                retry = scan is not None and scan.retry
+                rescan = rescan or retry
+                # Parsed again on the next load after a retry (no token matches "").
+                if entry is not None and not found and not retry:
+                    parsed[bundle.key] = entry
+                else:
+                    parsed[bundle.key] = ("" if retry else _token(bundle), entry, found)
             diagnostics.extend(found)
             if entry is not None:
                 entries.append(entry)
@@ -477,10 +498,12 @@ class SkillLayer:
         self, listed: Sequence[BundleFile], folder: str, location: str
     ) -> tuple[tuple[BundleFile, ...], list[Diagnostic]]:
         """The files of a listing whose paths are safe, and a warning for each one refused."""
+        if isinstance(listed, tuple) and all(_path_problem(file.path) is None for file in listed):
+            return listed, []  # the listing itself: a 10,000-skill market keeps no copies
         files: list[BundleFile] = []
         found: list[Diagnostic] = []
         for file in listed:
-            problem = relative_path_problem(file.path)
+            problem = _path_problem(file.path)
             if problem is None:
                 files.append(file)
                 continue
@@ -531,13 +554,17 @@ class SkillLayer:
             except Exception as exc:
                 scanned[bundle.key] = _Scanned(error=exc, retry=True)
                 continue
-            limit = policy.scan_limit
-            if self.max_file_size is not None:  # a larger file is neither staged nor read
-                files = tuple(f for f in files if f.size <= self.max_file_size)
-            readable = [f.path for f in files if f.size <= limit]
-            too_large = tuple(f for f in files if f.size > limit and _suffix(f.path) not in BINARY_SUFFIXES)
+            limit, largest = policy.scan_limit, self.max_file_size  # a file over largest is neither staged nor read
+            readable = tuple(f.path for f in files if f.size <= limit and (largest is None or f.size <= largest))
+            too_large = tuple(
+                f
+                for f in files
+                if f.size > limit and (largest is None or f.size <= largest) and _suffix(f.path) not in BINARY_SUFFIXES
+            )
             batch.append((bundle, readable, too_large))
-            size += len(bundle.skill_md) + sum(f.size for f in files if f.size <= limit)
+            size += len(bundle.skill_md) + sum(
+                f.size for f in files if f.size <= limit and (largest is None or f.size <= largest)
+            )
             if size >= _SCAN_BATCH_BYTES:
                 scanned.update(await self._scan_batch(policy, batch))
                 batch, size = [], 0
@@ -552,35 +579,47 @@ class SkillLayer:
 
     async def _scan_batch(self, policy: MarketScanPolicy, batch: list[_ScanItem]) -> dict[str, _Scanned]:
         answers = await self.read_files_batch([(bundle, paths) for bundle, paths, _ in batch])
-        return await anyio.to_thread.run_sync(self._scan_read, policy, list(zip(batch, answers, strict=True)))
+        return await anyio.to_thread.run_sync(self._scan_read, policy, batch, answers)
 
     def _scan_read(
-        self, policy: MarketScanPolicy, read: list[tuple[_ScanItem, dict[str, bytes] | Exception]]
+        self, policy: MarketScanPolicy, batch: list[_ScanItem], answers: list[dict[str, bytes] | Exception]
     ) -> dict[str, _Scanned]:
         """The verdicts of bundles whose files were read (in a worker thread): per file from the
         verdict store when there is one, else by the policy's scanner."""
         scanner = policy.scanner
         scanned: dict[str, _Scanned] = {}
-        ready: list[tuple[SkillBundle, tuple[BundleFile, ...], dict[str, bytes]]] = []
-        for (bundle, _, too_large), answer in read:
+        # The bundles read (their index in ``batch``) and their files, in two lists: a batch of
+        # 10,000 skills makes no pair objects for the garbage collector to walk.
+        ready: list[int] = []
+        contents: list[dict[str, bytes]] = []
+        for index, ((bundle, _, _), answer) in enumerate(zip(batch, answers, strict=True)):
             if isinstance(answer, Exception):
                 scanned[bundle.key] = _Scanned(error=answer, retry=True)
             else:
-                ready.append((bundle, too_large, {bundle.skill_md_name: bundle.skill_md, **answer}))
+                ready.append(index)
+                contents.append({bundle.skill_md_name: bundle.skill_md, **answer})
         pool = self.scan_pool
         scan = (lambda pairs: pool.scan(scanner, pairs)) if pool is not None else None
         try:
             if self.verdicts is not None:
-                outcomes = self.verdicts.verdicts([files for _, _, files in ready], scan)
+                outcomes = self.verdicts.verdicts(contents, scan)
             else:
-                outcomes = [_combined(scanner, files, scan) for _, _, files in ready]
+                outcomes = [_combined(scanner, files, scan) for files in contents]
         except Exception as exc:  # a broken custom scanner must not fail the turn
             outcomes = [exc] * len(ready)
-        for (bundle, too_large, _), outcome in zip(ready, outcomes, strict=True):
+        del contents
+        alike: dict[int, _Scanned] = {}  # skills with one verdict (most share the clean one) share its record
+        for index, outcome in zip(ready, outcomes, strict=True):
+            bundle, _, too_large = batch[index]
             if isinstance(outcome, Exception):
                 scanned[bundle.key] = _Scanned(error=outcome)
-            else:
+            elif too_large:
                 scanned[bundle.key] = _Scanned(verdict=outcome, too_large=too_large)
+            else:
+                shared = alike.get(id(outcome))
+                if shared is None:
+                    shared = alike[id(outcome)] = _Scanned(verdict=outcome)
+                scanned[bundle.key] = shared
         return scanned
 
     def _admit(self, bundle: SkillBundle, scanned: _Scanned | None) -> tuple[bool, tuple[Diagnostic, ...]]:
@@ -671,6 +710,8 @@ def _judged(
         ]
     ingest = policy.check(source, {}, known=scanned.verdict)  # the files were scanned by the caller
     admitted = ingest.admitted and not (blocking and scanned.too_large)
+    if not ingest.verdict.findings and not scanned.too_large:
+        return admitted, []  # nothing to say (most skills)
     refused = "" if admitted else f"; {refusal}"
     severity: Severity = "warning" if admitted else "error"
     findings = [
@@ -729,6 +770,13 @@ def _combined(scanner: Scanner, files: dict[str, bytes], scan: ScanMany | None) 
     outcomes = scan(list(files.items()))
     failed = next((o for o in outcomes if isinstance(o, Exception)), None)
     return failed or ScanVerdict.combined(o for o in outcomes if isinstance(o, ScanVerdict))
+
+
+@functools.lru_cache(maxsize=4096)
+def _path_problem(path: str) -> str | None:
+    """``relative_path_problem`` of a market file's path: the same few paths (``scripts/run.py``,
+    ``LICENSE``) recur in every skill of a market, so each is judged once."""
+    return relative_path_problem(path)
 
 
 def _suffix(path: str) -> str:

@@ -79,7 +79,7 @@ class VerdictStore:
         if record is None:
             return None
         try:
-            verdict = ScanVerdict.from_dict(record)
+            verdict = _CLEAN if record is _CLEAN_RECORD else ScanVerdict.from_dict(record)
         except (KeyError, TypeError, ValueError):
             return None
         self._used.add(key)
@@ -101,28 +101,33 @@ class VerdictStore:
         scanned in one call of ``scan`` (``(name, bytes)`` pairs in, one verdict or exception
         each out; default: this store's scanner, inline). A skill one of whose files raised gets
         that exception instead of a verdict."""
-        keys = [[(content_key(name, data), name, data) for name, data in files.items()] for files in batch]
+        keys = [[content_key(name, data) for name, data in files.items()] for files in batch]
+        known: dict[str, ScanVerdict | Exception] = {}
         wanted: dict[str, tuple[str, bytes]] = {}
-        for key, name, data in (item for items in keys for item in items):
-            if key not in wanted and self.get(key) is None:
-                wanted[key] = (name, data)
+        for files, names in zip(batch, keys, strict=True):
+            for key, item in zip(names, files.items(), strict=True):
+                if key not in wanted and key not in known:
+                    stored = self.get(key)
+                    if stored is None:
+                        wanted[key] = item
+                    else:
+                        known[key] = stored
         pairs = list(wanted.values())
         outcomes = scan(pairs) if scan is not None else self.scanner.scan_each(pairs)
-        fresh: dict[str, ScanVerdict | Exception] = {}
         for key, outcome in zip(wanted, outcomes, strict=True):
-            fresh[key] = outcome
+            known[key] = outcome
             if isinstance(outcome, ScanVerdict):
                 self.put(key, outcome)
         results: list[ScanVerdict | Exception] = []
-        for items in keys:
-            found = [fresh.get(key) or self.get(key) for key, _, _ in items]
+        for names in keys:
+            found = [known[key] for key in names]
             failed = next((f for f in found if isinstance(f, Exception)), None)
-            results.append(failed or ScanVerdict.combined(f for f in found if isinstance(f, ScanVerdict)))
+            results.append(failed or _combined([f for f in found if isinstance(f, ScanVerdict)]))
         return results
 
     def put(self, key: str, verdict: ScanVerdict) -> None:
         """Remember a fresh verdict (saved by the next :meth:`save`)."""
-        self._verdicts[key] = verdict.as_dict()
+        self._verdicts[key] = _shared_clean(verdict.as_dict())
         self._used.add(key)
         self._dirty = True
 
@@ -187,7 +192,7 @@ class VerdictStore:
         """The records of ``raw`` when its MAC verifies and they are this scanner's, else ``None``
         (a file of other rules is not an integrity failure: an empty dict)."""
         try:
-            document = json.loads(raw)
+            document = json.loads(raw, object_hook=_shared_clean)
         except ValueError:
             return None
         if not isinstance(document, dict) or self._secret is None:
@@ -218,6 +223,21 @@ class VerdictStore:
         except FileExistsError:
             pass  # another process made it first; use theirs
         return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
+
+
+_CLEAN = ScanVerdict(dangerous=False)
+# The stored record of a file without findings: most records, read as this one shared object.
+_CLEAN_RECORD: dict[str, Any] = _CLEAN.as_dict()
+
+
+def _shared_clean(record: dict[str, Any]) -> dict[str, Any]:
+    """A decoded JSON object, the shared clean record when it is one (``json.loads``' hook)."""
+    return _CLEAN_RECORD if record == _CLEAN_RECORD and record["dangerous"] is False else record
+
+
+def _combined(verdicts: list[ScanVerdict]) -> ScanVerdict:
+    """``ScanVerdict.combined``; files without findings (most) share one verdict."""
+    return _CLEAN if all(v is _CLEAN for v in verdicts) else ScanVerdict.combined(verdicts)
 
 
 def _mac(secret: bytes, body: dict[str, Any]) -> str:

@@ -97,17 +97,18 @@ def split_frontmatter(data: bytes) -> Frontmatter:
 
 def _closing_line(text: str, start: int) -> tuple[int, int]:
     """Offset of the closing ``---`` line and of the text after it, or (-1, -1)."""
-    pos = start
+    # ``start`` follows the opening line's newline: each line starting with ``---`` is looked at.
+    newline = start - 1
     while True:
-        if text.startswith("---", pos):
-            line_end = text.find("\n", pos)
-            line_end = len(text) if line_end < 0 else line_end
-            if text[pos:line_end].strip() == "---":
-                return pos, min(line_end + 1, len(text))
-        nl = text.find("\n", pos)
-        if nl < 0:
+        newline = text.find("\n---", newline)
+        if newline < 0:
             return -1, -1
-        pos = nl + 1
+        pos = newline + 1
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end < 0 else line_end
+        if text[pos:line_end].strip() == "---":
+            return pos, min(line_end + 1, len(text))
+        newline = pos
 
 
 def _load_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -203,7 +204,8 @@ _FIRST_LINE = 2
 # line breaks or refuses, ...) returns None and goes to the YAML path. The differential
 # property test in tests/skills/test_frontmatter_fast_path.py holds the two together.
 
-_LINE = re.compile(r"(?P<indent> *)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*):(?:[ ]+(?P<value>.*?))?[ ]*")
+# Indent, key and value (trailing blanks included: one greedy match costs less than a lazy one).
+_LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_.-]*):(?: +(.*))?")
 # What the fast path reads: printable characters that YAML takes as-is (no NEL, LS, PS, BOM).
 _FAST_TEXT = re.compile("[\t\n -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
@@ -225,12 +227,13 @@ def _simple_mapping(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
     nested_key = ""
     nested_indent = 0
     for line in text.split("\n"):
-        if not line.strip(" ") or line.lstrip(" ").startswith("#"):
-            continue
         match = _LINE.fullmatch(line)
         if match is None:
+            if not line.strip(" ") or line.lstrip(" ").startswith("#"):
+                continue  # a blank line or a comment
             return None
-        indent, key, raw = len(match["indent"]), match["key"], match["value"] or None
+        spaces, key, written = match.groups()
+        indent, raw = len(spaces), (written.rstrip(" ") or None) if written else None
         if not (indent and nested_key == "metadata") and not _plain_key(key):
             return None
         if indent:
@@ -239,7 +242,7 @@ def _simple_mapping(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
             nested_indent = indent
             target, as_text, prefix = nested, nested_key == "metadata", nested_key + "."
         else:
-            if nested == {}:
+            if nested is not None and not nested:
                 return None  # "key:" with nothing under it is null in YAML, not an empty map
             nested = None
             target, as_text, prefix = result, key in TEXT_FIELDS, ""
@@ -255,7 +258,7 @@ def _simple_mapping(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
         if key in target and prefix + key not in duplicates:
             duplicates.append(prefix + key)
         target[key] = value
-    return None if nested == {} else (result, tuple(duplicates))
+    return None if nested is not None and not nested else (result, tuple(duplicates))
 
 
 @functools.lru_cache(maxsize=256)
