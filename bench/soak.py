@@ -1,7 +1,8 @@
 """A long-running process: users come and go and files change, for minutes on end.
 
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
-                                   [--idle-after 30] [--churn-per-second 20]
+                                   [--idle-after 30] [--churn-per-second 20] [--no-watch]
+                                   [--trace-stalls MS]
 
 One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
 skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns continuously; the
@@ -11,23 +12,33 @@ files of the workspace and of the users' areas are rewritten, and some skill fol
 removed. Each minute prints the process's resident memory, the users the pipeline holds, its
 open file descriptors and threads, the turns taken, and the worst event-loop stall (how late a
 10 ms timer fired at most).
+
+``--no-watch`` runs the same soak without the workspace watcher (every turn re-reads the users'
+folders instead): the floor the watcher's own stalls are measured against. ``--trace-stalls MS``
+samples the main thread whenever the loop is late by more than ``MS`` and prints, at the end,
+the stalls grouped by the code they were found in and the garbage collections' durations.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import math
 import os
 import random
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import make_skill_tree, skill_md  # noqa: E402
+from _stalls import StallTracer  # noqa: E402
 from scale import market_bundles  # noqa: E402
 from users import process_figures  # noqa: E402
 
@@ -42,14 +53,22 @@ TICK = 0.010  # the stall monitor's timer
 class StallMonitor:
     """How late a short timer fires: the longest the event loop was kept from other tasks."""
 
-    def __init__(self) -> None:
+    def __init__(self, tracer: StallTracer | None) -> None:
         self.worst = 0.0
+        self.tracer = tracer
 
     async def run(self) -> None:
-        while True:
-            began = time.perf_counter()
-            await asyncio.sleep(TICK)
-            self.worst = max(self.worst, time.perf_counter() - began - TICK)
+        try:
+            while True:
+                began = time.perf_counter()
+                await asyncio.sleep(TICK)
+                fired = time.perf_counter()
+                self.worst = max(self.worst, fired - began - TICK)
+                if self.tracer is not None:
+                    self.tracer.beat = fired
+        finally:
+            if self.tracer is not None:
+                self.tracer.beat = math.inf
 
     def take(self) -> float:
         worst, self.worst = self.worst, 0.0
@@ -80,16 +99,20 @@ async def churn(workspace: Path, args: argparse.Namespace, stop: asyncio.Event) 
         await asyncio.sleep(step)
 
 
-async def soak(args: argparse.Namespace, workspace: Path) -> None:
+async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | None) -> None:
     market = MemoryRepository(market_bundles(args.market), name="market", writable=False)
     policy = MarketScanPolicy(default=TrustLevel.TRUSTED)
-    monitor = StallMonitor()
+    monitor = StallMonitor(tracer)
     stop = asyncio.Event()
     turns = 0
     async with (
         LocalFilesystem(workspace, shell=True) as fs,
         SkillPipeline(
-            filesystem=fs, repositories=[market], market_scan=policy, user_idle_after=args.idle_after
+            filesystem=fs,
+            repositories=[market],
+            market_scan=policy,
+            user_idle_after=args.idle_after,
+            watch=args.watch,
         ) as pipeline,
     ):
         await pipeline.prepare(RuntimeContext(user_id="startup"))
@@ -122,6 +145,27 @@ async def soak(args: argparse.Namespace, workspace: Path) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+@contextlib.contextmanager
+def _timed_watch_setups(tracer: StallTracer) -> Iterator[None]:
+    """Mark in ``tracer`` each watch set up by watchfiles (it walks the folders holding the GIL)."""
+    import watchfiles.main
+
+    original = watchfiles.main.RustNotify
+
+    def timed(*args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return original(*args)
+        finally:
+            tracer.mark("watch setup", began, time.perf_counter())
+
+    watchfiles.main.RustNotify = timed  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        watchfiles.main.RustNotify = original  # type: ignore[misc]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--minutes", type=int, default=5)
@@ -132,6 +176,8 @@ def main() -> None:
     parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
     parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
     parser.add_argument("--churn-per-second", type=int, default=20)
+    parser.add_argument("--no-watch", dest="watch", action="store_false", help="no watcher: the floor")
+    parser.add_argument("--trace-stalls", type=float, default=0.0, metavar="MS", help="sample stalls over MS")
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
@@ -140,7 +186,12 @@ def main() -> None:
         make_skill_tree(workspace / "skills", 20, prefix="team")
         for index in range(0, args.pool, 2):  # half the users have skills of their own
             make_skill_tree(workspace / user_id(index) / "skills", args.own, prefix=f"own{index}")
-        asyncio.run(soak(args, workspace))
+        if not args.trace_stalls:
+            asyncio.run(soak(args, workspace, None))
+            return
+        with StallTracer(args.trace_stalls / 1000) as tracer, _timed_watch_setups(tracer):
+            asyncio.run(soak(args, workspace, tracer))
+        print(tracer.report())
 
 
 if __name__ == "__main__":
