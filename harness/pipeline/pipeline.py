@@ -266,7 +266,11 @@ class SkillPipeline(AsyncResource):
         # recent last, and the base skills' catalog entries: both made anew for a new base.
         self._catalogs: collections.OrderedDict[Hashable, Catalog] = collections.OrderedDict()
         self._entries: dict[str, tuple[ResolvedSkill, CatalogEntry]] = {}
-        self._parts: CatalogParts | None = None
+        # The base's catalog parts, with the catalogs' generation they were made in (worker
+        # threads make them; see _forget_catalogs).
+        self._parts: tuple[int, _Resolved, CatalogParts] | None = None
+        self._catalogs_generation = 0  # counts _forget_catalogs: what was made before is not kept
+        self._resolve_lock = anyio.Lock()
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = (
             Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
@@ -374,6 +378,7 @@ class SkillPipeline(AsyncResource):
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
         base = await self._current_base(stage_early=stage)
+        await self._resolve_base(base)
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
@@ -391,7 +396,7 @@ class SkillPipeline(AsyncResource):
             view = self._build_view(context, base, user, layers)
             self._views[context.user_id] = view
         # The plan's own overlays: a turn that changes its skills changes no other turn's.
-        skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), self._view_catalog(view)
+        skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), await self._view_catalog(view)
         if self.visibility is not None:
             candidates = [s.skill for s in (*skills.values(), *shadowed.values())]
             allowed = {s.skill_id for s in await self.visibility.apply(candidates, context)}
@@ -400,7 +405,7 @@ class SkillPipeline(AsyncResource):
                     del skills[hidden]
                 for hidden in [k for k in shadowed if k not in allowed]:
                     del shadowed[hidden]
-                catalog = self._catalog(skills, shadowed)
+                catalog = await anyio.to_thread.run_sync(self._catalog, skills, shadowed)
         staged = await self._stage_base(base) if self.stager is not None and stage else None
         diagnostics = (
             *base.diagnostics,
@@ -546,7 +551,8 @@ class SkillPipeline(AsyncResource):
             results = await self._load_layers(stage_early=stage_early and self.stager is not None)
             wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
-                self._base = self._merge_base(results)
+                # Merging thousands of skills would hold every other turn: a worker thread does it.
+                self._base = await anyio.to_thread.run_sync(self._merge_base, results)
                 self._base_inputs = results
             return self._base
 
@@ -748,12 +754,17 @@ class SkillPipeline(AsyncResource):
             environments=self._environments_generation,
         )
 
-    def _view_catalog(self, view: _UserView) -> Catalog:
+    async def _view_catalog(self, view: _UserView) -> Catalog:
         """The view's catalog: rendered once for all views with its key (every user without
-        skills of their own, users whose own skills render alike), the most recent kept."""
+        skills of their own, users whose own skills render alike), the most recent kept.
+        Rendering a catalog of thousands of skills is a worker thread's job; one rendered while
+        the catalogs were forgotten (a new base) serves only the turn that asked."""
         catalog = self._catalogs.get(view.catalog_key)
         if catalog is None:
-            catalog = self._catalog(view.skills, view.shadowed_skills)
+            generation = self._catalogs_generation
+            catalog = await anyio.to_thread.run_sync(self._catalog, view.skills, view.shadowed_skills)
+            if generation != self._catalogs_generation:
+                return catalog
             self._catalogs[view.catalog_key] = catalog
             while len(self._catalogs) > _MAX_CATALOGS:
                 self._catalogs.popitem(last=False)
@@ -841,34 +852,67 @@ class SkillPipeline(AsyncResource):
     def _environments_generation(self) -> int:
         return self.environments.generation if self.environments is not None else 0
 
+    async def _resolve_base(self, base: _Base) -> None:
+        """Resolve ``base`` (see :meth:`_base_resolved`) in a worker thread, once however many
+        turns ask at the same time, with the catalog entries of its skills: for thousands of
+        skills this takes longer than any turn should wait for the event loop."""
+        if self._resolved_now(base) is not None:
+            return
+        async with self._resolve_lock:
+            if self._resolved_now(base) is None:
+                generation = self._catalogs_generation
+                resolved, parts = await anyio.to_thread.run_sync(self._resolved_with_parts, base)
+                kept = generation == self._catalogs_generation  # else the relevance changed meanwhile
+                self._set_resolved(resolved)
+                if kept:
+                    self._parts = (self._catalogs_generation, resolved, parts)
+
+    def _resolved_with_parts(self, base: _Base) -> tuple[_Resolved, CatalogParts]:
+        resolved = self._resolved_for(base, self._environments_generation)
+        return resolved, self._new_parts(resolved)
+
+    def _resolved_now(self, base: _Base) -> _Resolved | None:
+        """The resolved base when it is ``base`` with the environments' current generation."""
+        resolved = self._resolved
+        if resolved is None or resolved.base is not base or resolved.environments != self._environments_generation:
+            return None
+        return resolved
+
+    def _set_resolved(self, resolved: _Resolved) -> None:
+        self._resolved = resolved
+        self._forget_catalogs()
+
     def _base_resolved(self, base: _Base) -> _Resolved:
         """Layers 1–3 resolved once per merge (and once per change of their environments),
         shared by every user's view: the merged skills, those the merge shadowed that a full id
         still names, what no shell shows, and the search index over them."""
-        generation = self._environments_generation
-        resolved = self._resolved
-        if resolved is None or resolved.base is not base or resolved.environments != generation:
-            skills = {
-                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-                for entry in base.merged.entries.values()
-            }
-            shadowed = {
-                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-                for entry in base.merged.loadable_losers()
-            }
-            resolved = self._resolved = _Resolved(
-                base=base,
-                environments=generation,
-                skills=skills,
-                shadowed=shadowed,
-                unshown=self._unshown(skills),
-                unshown_shadowed=self._unshown(shadowed),
-                folders=self._by_folder(skills),
-                folders_shadowed=self._by_folder(shadowed),
-                search=SkillIndex(s.skill for s in skills.values()),
-            )
-            self._forget_catalogs()
+        resolved = self._resolved_now(base)
+        if resolved is None:
+            resolved = self._resolved_for(base, self._environments_generation)
+            self._set_resolved(resolved)
         return resolved
+
+    def _resolved_for(self, base: _Base, generation: int) -> _Resolved:
+        """``base`` resolved (blocking, touches no state of the pipeline but the entry cache)."""
+        skills = {
+            entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
+            for entry in base.merged.entries.values()
+        }
+        shadowed = {
+            entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
+            for entry in base.merged.loadable_losers()
+        }
+        return _Resolved(
+            base=base,
+            environments=generation,
+            skills=skills,
+            shadowed=shadowed,
+            unshown=self._unshown(skills),
+            unshown_shadowed=self._unshown(shadowed),
+            folders=self._by_folder(skills),
+            folders_shadowed=self._by_folder(shadowed),
+            search=SkillIndex(s.skill for s in skills.values()),
+        )
 
     def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
         environments = self.environments
@@ -913,16 +957,29 @@ class SkillPipeline(AsyncResource):
         }
         resolved = self._resolved
         if isinstance(skills, SkillOverlay) and resolved is not None and skills.base is resolved.skills:
-            if self._parts is None:
-                self._parts = CatalogParts(self._entry(s) for s in resolved.skills.values() if not s.skill.hidden)
-            return self._parts.build(
+            return self._catalog_parts(resolved).build(
                 without=skills.gone | skills.own.keys(),
                 extra=[self._entry(s) for s in skills.own.values() if not s.skill.hidden],
                 **options,  # type: ignore[arg-type]
             )
         return build_catalog([self._entry(s) for s in skills.values() if not s.skill.hidden], **options)  # type: ignore[arg-type]
 
+    def _catalog_parts(self, resolved: _Resolved) -> CatalogParts:
+        """The rendered parts of the resolved base's catalog, which users' catalogs are made of:
+        made once per base and relevance (a worker thread may make them while the base changes,
+        so they are kept with what they were made for)."""
+        generation, known = self._catalogs_generation, self._parts
+        if known is not None and known[0] == generation and known[1] is resolved:
+            return known[2]
+        parts = self._new_parts(resolved)
+        self._parts = (generation, resolved, parts)
+        return parts
+
+    def _new_parts(self, resolved: _Resolved) -> CatalogParts:
+        return CatalogParts(self._entry(s) for s in resolved.skills.values() if not s.skill.hidden)
+
     def _forget_catalogs(self) -> None:
+        self._catalogs_generation += 1
         self._catalogs.clear()
         self._entries.clear()
         self._parts = None
