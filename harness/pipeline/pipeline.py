@@ -271,6 +271,9 @@ class SkillPipeline(AsyncResource):
         self._parts: tuple[int, _Resolved, CatalogParts] | None = None
         self._catalogs_generation = 0  # counts _forget_catalogs: what was made before is not kept
         self._resolve_lock = anyio.Lock()
+        # Merges, resolutions and catalogs run in worker threads one at a time: they hold the
+        # GIL, and the more threads want it, the longer the event loop waits for its turn.
+        self._cpu = anyio.CapacityLimiter(1)
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = (
             Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
@@ -405,7 +408,7 @@ class SkillPipeline(AsyncResource):
                     del skills[hidden]
                 for hidden in [k for k in shadowed if k not in allowed]:
                     del shadowed[hidden]
-                catalog = await anyio.to_thread.run_sync(self._catalog, skills, shadowed)
+                catalog = await anyio.to_thread.run_sync(self._catalog, skills, shadowed, limiter=self._cpu)
         staged = await self._stage_base(base) if self.stager is not None and stage else None
         diagnostics = (
             *base.diagnostics,
@@ -552,7 +555,7 @@ class SkillPipeline(AsyncResource):
             wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
                 # Merging thousands of skills would hold every other turn: a worker thread does it.
-                self._base = await anyio.to_thread.run_sync(self._merge_base, results)
+                self._base = await anyio.to_thread.run_sync(self._merge_base, results, limiter=self._cpu)
                 self._base_inputs = results
             return self._base
 
@@ -762,7 +765,9 @@ class SkillPipeline(AsyncResource):
         catalog = self._catalogs.get(view.catalog_key)
         if catalog is None:
             generation = self._catalogs_generation
-            catalog = await anyio.to_thread.run_sync(self._catalog, view.skills, view.shadowed_skills)
+            catalog = await anyio.to_thread.run_sync(
+                self._catalog, view.skills, view.shadowed_skills, limiter=self._cpu
+            )
             if generation != self._catalogs_generation:
                 return catalog
             self._catalogs[view.catalog_key] = catalog
@@ -861,7 +866,7 @@ class SkillPipeline(AsyncResource):
         async with self._resolve_lock:
             if self._resolved_now(base) is None:
                 generation = self._catalogs_generation
-                resolved, parts = await anyio.to_thread.run_sync(self._resolved_with_parts, base)
+                resolved, parts = await anyio.to_thread.run_sync(self._resolved_with_parts, base, limiter=self._cpu)
                 kept = generation == self._catalogs_generation  # else the relevance changed meanwhile
                 self._set_resolved(resolved)
                 if kept:
