@@ -113,6 +113,7 @@ class StallTracer:
             gil = max(s.gil for s in stalls) * 1000
             lines.append(f"\n{len(stalls)} stalls, worst {worst:.0f} ms, sampler kept from the GIL up to {gil:.0f} ms:")
             lines.append(top)
+        lines.append(f"objects the collector tracks: {len(gc.get_objects())}, frozen: {gc.get_freeze_count()}")
         for generation, durations in sorted(self._gc.items()):
             durations.sort()
             lines.append(

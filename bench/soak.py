@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
                                    [--idle-after 30] [--churn-per-second 20] [--no-watch]
-                                   [--trace-stalls MS]
+                                   [--gc-freeze] [--trace-stalls MS]
 
 One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
 skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns continuously; the
@@ -11,12 +11,15 @@ window moves on by one user per turn round, so users keep arriving and going idl
 files of the workspace and of the users' areas are rewritten, and some skill folders created and
 removed. Each minute prints the process's resident memory, the users the pipeline holds, its
 open file descriptors and threads, the turns taken, and the worst event-loop stall (how late a
-10 ms timer fired at most).
+10 ms timer fired at most) with the CPU time the process used during it (see ``StallMonitor``).
 
-``--no-watch`` runs the same soak without the workspace watcher (every turn re-reads the users'
-folders instead): the floor the watcher's own stalls are measured against. ``--trace-stalls MS``
-samples the main thread whenever the loop is late by more than ``MS`` and prints, at the end,
-the stalls grouped by the code they were found in and the garbage collections' durations.
+``--active 0`` takes no turns (files still churn under the watcher) and ``--no-watch`` runs without
+the workspace watcher (every turn re-reads the users' folders instead): floors to measure the
+stalls against, on a machine whose load is printed first. ``--gc-freeze`` calls ``gc.freeze()``
+once the pipeline has started, as a long-running service would, so that garbage collections
+skip the startup heap. ``--trace-stalls MS`` samples the main thread whenever the loop is late
+by more than ``MS`` and prints, at the end, the stalls grouped by the code they were found in
+and the garbage collections' durations.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import math
 import os
 import random
@@ -51,27 +55,29 @@ TICK = 0.010  # the stall monitor's timer
 
 
 class StallMonitor:
-    """How late a short timer fires: the longest the event loop was kept from other tasks."""
+    """How late a short timer fires: the longest the event loop was kept from other tasks, and
+    the CPU time this process used meanwhile (all its threads). A stall with little CPU time in
+    it is the machine's other work keeping the process off the cores, not this process's."""
 
     def __init__(self, tracer: StallTracer | None) -> None:
-        self.worst = 0.0
+        self.worst = (0.0, 0.0)  # (stall, CPU time in it), seconds
         self.tracer = tracer
 
     async def run(self) -> None:
         try:
             while True:
-                began = time.perf_counter()
+                began, cpu = time.perf_counter(), time.process_time()
                 await asyncio.sleep(TICK)
                 fired = time.perf_counter()
-                self.worst = max(self.worst, fired - began - TICK)
+                self.worst = max(self.worst, (fired - began - TICK, time.process_time() - cpu))
                 if self.tracer is not None:
                     self.tracer.beat = fired
         finally:
             if self.tracer is not None:
                 self.tracer.beat = math.inf
 
-    def take(self) -> float:
-        worst, self.worst = self.worst, 0.0
+    def take(self) -> tuple[float, float]:
+        worst, self.worst = self.worst, (0.0, 0.0)
         return worst
 
 
@@ -116,9 +122,12 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
         ) as pipeline,
     ):
         await pipeline.prepare(RuntimeContext(user_id="startup"))
+        if args.gc_freeze:  # what a long-running service does once it has started up
+            gc.collect()
+            gc.freeze()
         tasks = [asyncio.create_task(monitor.run()), asyncio.create_task(churn(workspace, args, stop))]
-        print("| minute | RSS (MiB) | users held | fds | threads | turns | worst loop stall (ms) |")
-        print("|---|---|---|---|---|---|---|")
+        print("| minute | RSS (MiB) | users held | fds | threads | turns | worst loop stall (ms) | CPU in it (ms) |")
+        print("|---|---|---|---|---|---|---|---|")
         began = time.monotonic()
         first = 0
         minute = 1
@@ -129,12 +138,15 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
                 batch = window[index : index + args.concurrency]
                 await asyncio.gather(*(pipeline.prepare(RuntimeContext(user_id=u)) for u in batch))
                 turns += len(batch)
+            if not window:  # --active 0: the floor, files churn and no turn is taken
+                await asyncio.sleep(1)
             first += 1
             if time.monotonic() - began >= minute * 60:
                 figures = process_figures()
+                stall, cpu = monitor.take()
                 print(
                     f"| {minute} | {figures['rss_kib'] / 1024:.1f} | {pipeline.cached_users} | {figures['fds']} "
-                    f"| {figures['threads']} | {turns} | {monitor.take() * 1000:.1f} |",
+                    f"| {figures['threads']} | {turns} | {stall * 1000:.1f} | {cpu * 1000:.1f} |",
                     flush=True,
                 )
                 turns = 0
@@ -176,6 +188,9 @@ def main() -> None:
     parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
     parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
     parser.add_argument("--churn-per-second", type=int, default=20)
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="gc.freeze() once started: collections skip the startup heap"
+    )
     parser.add_argument("--no-watch", dest="watch", action="store_false", help="no watcher: the floor")
     parser.add_argument("--trace-stalls", type=float, default=0.0, metavar="MS", help="sample stalls over MS")
     args = parser.parse_args()
