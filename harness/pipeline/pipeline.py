@@ -884,8 +884,17 @@ class SkillPipeline(AsyncResource):
         return resolved
 
     def _set_resolved(self, resolved: _Resolved) -> None:
+        """Serve ``resolved`` from now on: catalogs are rendered anew, the catalog entries of
+        the skills it resolved as before are kept (a merge after one changed skill makes one
+        new entry, not thousands of objects for the garbage collector to go through)."""
         self._resolved = resolved
+        entries = self._entries
         self._forget_catalogs()
+        self._entries = {
+            skill_id: known
+            for skill_id, known in entries.items()
+            if resolved.skills.get(skill_id) is known[0] or resolved.shadowed.get(skill_id) is known[0]
+        }
 
     def _base_resolved(self, base: _Base) -> _Resolved:
         """Layers 1–3 resolved once per merge (and once per change of their environments),
@@ -898,15 +907,21 @@ class SkillPipeline(AsyncResource):
         return resolved
 
     def _resolved_for(self, base: _Base, generation: int) -> _Resolved:
-        """``base`` resolved (blocking, touches no state of the pipeline but the entry cache)."""
-        skills = {
-            entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-            for entry in base.merged.entries.values()
-        }
-        shadowed = {
-            entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-            for entry in base.merged.loadable_losers()
-        }
+        """``base`` resolved (blocking, touches no state of the pipeline but the entry cache).
+        A skill whose entry and source are the ones the resolution before had keeps its
+        resolved skill, so that its catalog entry is kept too."""
+        before = self._resolved
+        known = {} if before is None or before.environments != generation else {**before.shadowed, **before.skills}
+
+        def resolve(entry: LayerEntry) -> ResolvedSkill:
+            source = base.sources[entry.skill.skill_id]
+            same = known.get(entry.skill.skill_id)
+            if same is not None and same.entry is entry and same.source is source:
+                return same
+            return self._resolve(entry, source)
+
+        skills = {entry.skill.skill_id: resolve(entry) for entry in base.merged.entries.values()}
+        shadowed = {entry.skill.skill_id: resolve(entry) for entry in base.merged.loadable_losers()}
         return _Resolved(
             base=base,
             environments=generation,
