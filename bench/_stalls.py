@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import traceback
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 __all__ = ["StallTracer"]
@@ -42,8 +42,8 @@ class StallTracer:
         self._main = threading.main_thread().ident
         self._stop = threading.Event()
         self._stalls: dict[float, _Stall] = {}  # the heartbeat a stall began after -> the stall
-        self._gc_started = 0.0
-        self._gc: dict[int, list[float]] = defaultdict(list)  # generation -> durations (seconds)
+        self._gc_started = (0.0, 0.0)  # wall and thread CPU time
+        self._gc: dict[int, list[tuple[float, float]]] = defaultdict(list)  # generation -> (wall, CPU) (seconds)
         self._spans: list[tuple[str, float, float]] = []  # (what, began, ended): see mark()
         self._thread = threading.Thread(target=self._sample, name="stall-sampler", daemon=True)
 
@@ -59,12 +59,12 @@ class StallTracer:
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._gc_started = time.perf_counter()
+            self._gc_started = (time.perf_counter(), time.thread_time())
         else:
-            ended = time.perf_counter()
-            self._gc[info["generation"]].append(ended - self._gc_started)
+            ended, began = time.perf_counter(), self._gc_started[0]
+            self._gc[info["generation"]].append((ended - began, time.thread_time() - self._gc_started[1]))
             if info["generation"]:
-                self.mark(f"gc generation {info['generation']}", self._gc_started, ended)
+                self.mark(f"gc generation {info['generation']}", began, ended)
 
     def mark(self, what: str, began: float, ended: float) -> None:
         """Record that ``what`` ran from ``began`` to ``ended`` (``time.perf_counter()``): stalls
@@ -113,12 +113,14 @@ class StallTracer:
             gil = max(s.gil for s in stalls) * 1000
             lines.append(f"\n{len(stalls)} stalls, worst {worst:.0f} ms, sampler kept from the GIL up to {gil:.0f} ms:")
             lines.append(top)
-        lines.append(f"objects the collector tracks: {len(gc.get_objects())}, frozen: {gc.get_freeze_count()}")
+        tracked = gc.get_objects()
+        kinds = Counter(type(o).__name__ for o in tracked).most_common(8)
+        lines.append(f"objects the collector tracks: {len(tracked)}, frozen: {gc.get_freeze_count()}; most: {kinds}")
         for generation, durations in sorted(self._gc.items()):
-            durations.sort()
+            walls, cpus = sorted(d[0] for d in durations), sorted(d[1] for d in durations)
             lines.append(
-                f"gc generation {generation}: {len(durations)} collections, "
-                f"median {durations[len(durations) // 2] * 1000:.2f} ms, worst {durations[-1] * 1000:.1f} ms"
+                f"gc generation {generation}: {len(durations)} collections, median {walls[len(walls) // 2] * 1000:.2f} ms "
+                f"(CPU {cpus[len(cpus) // 2] * 1000:.2f} ms), worst {walls[-1] * 1000:.1f} ms (CPU {cpus[-1] * 1000:.1f} ms)"
             )
         return "\n".join(lines)
 

@@ -628,16 +628,29 @@ class SkillPipeline(AsyncResource):
         items: list[StageItem] = []
         on_demand: dict[str, StageItem] = {}
         unanswered: set[str] = set()
+        # The items of entries the base before had are kept: an edit in one layer would
+        # otherwise make a thousand market items anew, for the garbage collector to go through.
+        before = self._base
+        known = {id(i.entry): i for i in (*before.stage_items, *before.on_demand.values())} if before else {}
+
+        def item_for(entry: LayerEntry, layer: SkillLayer) -> StageItem:
+            item = known.get(id(entry))
+            return (
+                item
+                if item is not None and item.entry is entry and item.reader is layer
+                else StageItem(entry=entry, reader=layer)
+            )
+
         for layer, result in zip(self._layers, results, strict=True):
             if result.failed and layer.staged:
                 unanswered.add(layer.source)
             for entry in result.entries:
                 sources[entry.skill.skill_id] = layer
                 if layer.staged and entry.on_demand:
-                    item = StageItem(entry=entry, reader=layer)
+                    item = item_for(entry, layer)
                     on_demand[item.key] = item
                 elif layer.staged:
-                    items.append(StageItem(entry=entry, reader=layer))
+                    items.append(item_for(entry, layer))
         merged = merge_layers(results)
         diagnostics = (*self._global_missing, *(d for result in results for d in result.diagnostics))
         return _Base(
