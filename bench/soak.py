@@ -174,7 +174,8 @@ def _timed_watch_setups(tracer: StallTracer) -> Iterator[None]:
     """Mark in ``tracer`` each watch set up by watchfiles (it walks the folders holding the GIL)."""
     import watchfiles.main
 
-    original = watchfiles.main.RustNotify
+    module: Any = watchfiles.main  # RustNotify is replaced by a timed factory while the soak runs
+    original = module.RustNotify
 
     def timed(*args: Any) -> Any:
         began = time.perf_counter()
@@ -183,11 +184,11 @@ def _timed_watch_setups(tracer: StallTracer) -> Iterator[None]:
         finally:
             tracer.mark("watch setup", began, time.perf_counter())
 
-    watchfiles.main.RustNotify = timed  # type: ignore[misc]
+    module.RustNotify = timed
     try:
         yield
     finally:
-        watchfiles.main.RustNotify = original  # type: ignore[misc]
+        module.RustNotify = original
 
 
 def main() -> None:
