@@ -391,11 +391,11 @@ class SkillPipeline(AsyncResource):
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
         base = await self._current_base(stage_early=stage)
-        await self._resolve_base(base)
+        resolved = await self._resolve_base(base)
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
             if self.environments is not None:  # builds in the background; the same base costs nothing
-                resolved = self._base_resolved(base)  # a shadowed skill still runs by its id
+                # A shadowed skill still runs by its id.
                 self.environments.track(base, [*resolved.skills.values(), *resolved.shadowed.values()])
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
@@ -406,7 +406,9 @@ class SkillPipeline(AsyncResource):
             or view.environments != self._environments_generation
             or any(a is not b for a, b in zip(view.user, user, strict=True))
         ):
-            view = self._build_view(context, base, user, layers)
+            # A new base means a new view for every user: twenty turns at once built theirs on
+            # the event loop one after the other.
+            view = await self._off_loop(self._build_view, context, base, resolved, user, layers)
             self._views[context.user_id] = view
         # The plan's own overlays: a turn that changes its skills changes no other turn's.
         skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), await self._view_catalog(view)
@@ -720,16 +722,20 @@ class SkillPipeline(AsyncResource):
         return len(self._users)
 
     def _build_view(
-        self, context: RuntimeContext, base: _Base, user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
+        self,
+        context: RuntimeContext,
+        base: _Base,
+        resolved: _Resolved,
+        user: tuple[LayerResult, ...],
+        layers: tuple[SkillLayer, ...],
     ) -> _UserView:
         """The merged skills of one user: the base's layer 1–3 skills, shared by every user, with
         the user's own skills over them. Users without skills or folders of their own share one
         view whole; the others hold only what differs (their skills, the base skills those
         replace, the files-roots their folders cover)."""
-        resolved = self._base_resolved(base)
         if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
-            if shared is None or shared.base is not base or shared.environments != self._environments_generation:
+            if shared is None or shared.base is not base or shared.environments != resolved.environments:
                 shared = _UserView(
                     base=base,
                     user=user,
@@ -739,7 +745,7 @@ class SkillPipeline(AsyncResource):
                     catalog_key=(),
                     search=resolved.search,
                     diagnostics=_hidden_diagnostics(resolved.unshown, "workspace"),
-                    environments=self._environments_generation,
+                    environments=resolved.environments,
                 )
                 self._shared_view = shared
             return dataclasses.replace(shared, user=user)
@@ -777,7 +783,7 @@ class SkillPipeline(AsyncResource):
             catalog_key=(own_entries, skills.gone, frozenset(shadowed.own), shadowed.gone),
             search=SkillIndex([s.skill for s in own.values()], base=resolved.search, fts=False),
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
-            environments=self._environments_generation,
+            environments=resolved.environments,
         )
 
     async def _view_catalog(self, view: _UserView) -> Catalog:
@@ -878,20 +884,27 @@ class SkillPipeline(AsyncResource):
     def _environments_generation(self) -> int:
         return self.environments.generation if self.environments is not None else 0
 
-    async def _resolve_base(self, base: _Base) -> None:
-        """Resolve ``base`` (see :meth:`_base_resolved`) in a worker thread, once however many
-        turns ask at the same time, with the catalog entries of its skills: for thousands of
-        skills this takes longer than any turn should wait for the event loop."""
-        if self._resolved_now(base) is not None:
-            return
+    async def _resolve_base(self, base: _Base) -> _Resolved:
+        """Layers 1–3 resolved once per merge (and once per change of their environments),
+        shared by every user's view: the merged skills, those the merge shadowed that a full id
+        still names, what no shell shows, and the search index over them. Resolved in the
+        worker thread, once however many turns ask at the same time, with the catalog entries
+        of its skills: for thousands of skills this takes longer than any turn should wait for
+        the event loop."""
+        known = self._resolved_now(base)
+        if known is not None:
+            return known
         async with self._resolve_lock:
-            if self._resolved_now(base) is None:
-                generation = self._catalogs_generation
-                resolved, parts = await self._off_loop(self._resolved_with_parts, base)
-                kept = generation == self._catalogs_generation  # else the relevance changed meanwhile
-                self._set_resolved(resolved)
-                if kept:
-                    self._parts = (self._catalogs_generation, resolved, parts)
+            known = self._resolved_now(base)
+            if known is not None:
+                return known
+            generation = self._catalogs_generation
+            resolved, parts = await self._off_loop(self._resolved_with_parts, base)
+            kept = generation == self._catalogs_generation  # else the relevance changed meanwhile
+            self._set_resolved(resolved)
+            if kept:
+                self._parts = (self._catalogs_generation, resolved, parts)
+            return resolved
 
     def _resolved_with_parts(self, base: _Base) -> tuple[_Resolved, CatalogParts]:
         resolved = self._resolved_for(base, self._environments_generation)
@@ -916,16 +929,6 @@ class SkillPipeline(AsyncResource):
             for skill_id, known in entries.items()
             if resolved.skills.get(skill_id) is known[0] or resolved.shadowed.get(skill_id) is known[0]
         }
-
-    def _base_resolved(self, base: _Base) -> _Resolved:
-        """Layers 1–3 resolved once per merge (and once per change of their environments),
-        shared by every user's view: the merged skills, those the merge shadowed that a full id
-        still names, what no shell shows, and the search index over them."""
-        resolved = self._resolved_now(base)
-        if resolved is None:
-            resolved = self._resolved_for(base, self._environments_generation)
-            self._set_resolved(resolved)
-        return resolved
 
     def _resolved_for(self, base: _Base, generation: int) -> _Resolved:
         """``base`` resolved (blocking, touches no state of the pipeline but the entry cache).
