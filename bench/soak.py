@@ -1,7 +1,8 @@
 """A long-running process: users come and go and files change, for minutes on end.
 
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
-                                   [--idle-after 30] [--churn-per-second 20]
+                                   [--idle-after 30] [--churn-per-second 20] [--no-watch]
+                                   [--gc-freeze] [--trace-stalls MS]
 
 One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
 skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns continuously; the
@@ -10,24 +11,39 @@ window moves on by one user per turn round, so users keep arriving and going idl
 files of the workspace and of the users' areas are rewritten, and some skill folders created and
 removed. Each minute prints the process's resident memory, the users the pipeline holds, its
 open file descriptors and threads, the turns taken, and the worst event-loop stall (how late a
-10 ms timer fired at most).
+10 ms timer fired at most) with the CPU time the event loop's thread used in it, and the worst
+stall the loop's own work accounts for (see ``StallMonitor``).
+
+``--active 0`` takes no turns (files still churn under the watcher) and ``--no-watch`` runs without
+the workspace watcher (every turn re-reads the users' folders instead): floors to measure the
+stalls against, on a machine whose load is printed first. ``--gc-freeze`` calls ``gc.freeze()``
+once the pipeline has started, as a long-running service would, so that garbage collections
+skip the startup heap. ``--trace-stalls MS`` samples the main thread whenever the loop is late
+by more than ``MS`` and prints, at the end, the stalls grouped by the code they were found in
+and the garbage collections' durations.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
+import math
 import os
 import random
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import make_skill_tree, skill_md  # noqa: E402
+from _stalls import StallTracer  # noqa: E402
 from scale import market_bundles  # noqa: E402
 from users import process_figures  # noqa: E402
 
@@ -40,20 +56,38 @@ TICK = 0.010  # the stall monitor's timer
 
 
 class StallMonitor:
-    """How late a short timer fires: the longest the event loop was kept from other tasks."""
+    """How late a short timer fires: the longest the event loop was kept from other tasks.
 
-    def __init__(self) -> None:
-        self.worst = 0.0
+    On a shared machine most of a long stall can be the other processes keeping this one off
+    the cores, so each tick also reads the CPU time the event loop's own thread used: the
+    loop's own part of a stall is at most that (``min(late, CPU)``), and the worst of those is
+    reported beside the worst stall."""
+
+    def __init__(self, tracer: StallTracer | None) -> None:
+        self.worst = (0.0, 0.0)  # (stall, the loop thread's CPU time in it), seconds
+        self.own = 0.0  # the worst min(stall, the loop thread's CPU time in it)
+        self.tracer = tracer
 
     async def run(self) -> None:
-        while True:
-            began = time.perf_counter()
-            await asyncio.sleep(TICK)
-            self.worst = max(self.worst, time.perf_counter() - began - TICK)
+        try:
+            while True:
+                began, cpu = time.perf_counter(), time.thread_time()
+                await asyncio.sleep(TICK)
+                fired = time.perf_counter()
+                late, used = fired - began - TICK, time.thread_time() - cpu
+                self.worst = max(self.worst, (late, used))
+                self.own = max(self.own, min(late, used))
+                if self.tracer is not None:
+                    self.tracer.beat = fired
+        finally:
+            if self.tracer is not None:
+                self.tracer.beat = math.inf
 
-    def take(self) -> float:
-        worst, self.worst = self.worst, 0.0
-        return worst
+    def take(self) -> tuple[float, float, float]:
+        """The worst stall, the loop's CPU time in it, and the worst own part of a stall."""
+        taken = (*self.worst, self.own)
+        self.worst, self.own = (0.0, 0.0), 0.0
+        return taken
 
 
 def user_id(index: int) -> str:
@@ -80,22 +114,32 @@ async def churn(workspace: Path, args: argparse.Namespace, stop: asyncio.Event) 
         await asyncio.sleep(step)
 
 
-async def soak(args: argparse.Namespace, workspace: Path) -> None:
+async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | None) -> None:
     market = MemoryRepository(market_bundles(args.market), name="market", writable=False)
     policy = MarketScanPolicy(default=TrustLevel.TRUSTED)
-    monitor = StallMonitor()
+    monitor = StallMonitor(tracer)
     stop = asyncio.Event()
     turns = 0
     async with (
         LocalFilesystem(workspace, shell=True) as fs,
         SkillPipeline(
-            filesystem=fs, repositories=[market], market_scan=policy, user_idle_after=args.idle_after
+            filesystem=fs,
+            repositories=[market],
+            market_scan=policy,
+            user_idle_after=args.idle_after,
+            watch=args.watch,
         ) as pipeline,
     ):
         await pipeline.prepare(RuntimeContext(user_id="startup"))
+        if args.gc_freeze:  # what a long-running service does once it has started up
+            gc.collect()
+            gc.freeze()
         tasks = [asyncio.create_task(monitor.run()), asyncio.create_task(churn(workspace, args, stop))]
-        print("| minute | RSS (MiB) | users held | fds | threads | turns | worst loop stall (ms) |")
-        print("|---|---|---|---|---|---|---|")
+        print(
+            "| minute | RSS (MiB) | users held | fds | threads | turns | worst loop stall (ms) "
+            "| loop CPU in it (ms) | worst own stall (ms) |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
         began = time.monotonic()
         first = 0
         minute = 1
@@ -106,12 +150,15 @@ async def soak(args: argparse.Namespace, workspace: Path) -> None:
                 batch = window[index : index + args.concurrency]
                 await asyncio.gather(*(pipeline.prepare(RuntimeContext(user_id=u)) for u in batch))
                 turns += len(batch)
+            if not window:  # --active 0: the floor, files churn and no turn is taken
+                await asyncio.sleep(1)
             first += 1
             if time.monotonic() - began >= minute * 60:
                 figures = process_figures()
+                stall, cpu, own = monitor.take()
                 print(
                     f"| {minute} | {figures['rss_kib'] / 1024:.1f} | {pipeline.cached_users} | {figures['fds']} "
-                    f"| {figures['threads']} | {turns} | {monitor.take() * 1000:.1f} |",
+                    f"| {figures['threads']} | {turns} | {stall * 1000:.1f} | {cpu * 1000:.1f} | {own * 1000:.1f} |",
                     flush=True,
                 )
                 turns = 0
@@ -120,6 +167,28 @@ async def soak(args: argparse.Namespace, workspace: Path) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def _timed_watch_setups(tracer: StallTracer) -> Iterator[None]:
+    """Mark in ``tracer`` each watch set up by watchfiles (it walks the folders holding the GIL)."""
+    import watchfiles.main
+
+    module: Any = watchfiles.main  # RustNotify is replaced by a timed factory while the soak runs
+    original = module.RustNotify
+
+    def timed(*args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return original(*args)
+        finally:
+            tracer.mark("watch setup", began, time.perf_counter())
+
+    module.RustNotify = timed
+    try:
+        yield
+    finally:
+        module.RustNotify = original
 
 
 def main() -> None:
@@ -132,6 +201,11 @@ def main() -> None:
     parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
     parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
     parser.add_argument("--churn-per-second", type=int, default=20)
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="gc.freeze() once started: collections skip the startup heap"
+    )
+    parser.add_argument("--no-watch", dest="watch", action="store_false", help="no watcher: the floor")
+    parser.add_argument("--trace-stalls", type=float, default=0.0, metavar="MS", help="sample stalls over MS")
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
@@ -140,7 +214,12 @@ def main() -> None:
         make_skill_tree(workspace / "skills", 20, prefix="team")
         for index in range(0, args.pool, 2):  # half the users have skills of their own
             make_skill_tree(workspace / user_id(index) / "skills", args.own, prefix=f"own{index}")
-        asyncio.run(soak(args, workspace))
+        if not args.trace_stalls:
+            asyncio.run(soak(args, workspace, None))
+            return
+        with StallTracer(args.trace_stalls / 1000) as tracer, _timed_watch_setups(tracer):
+            asyncio.run(soak(args, workspace, tracer))
+        print(tracer.report())
 
 
 if __name__ == "__main__":

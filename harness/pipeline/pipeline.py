@@ -14,10 +14,11 @@ import logging
 import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, TypeVar
 
 import anyio
 
@@ -75,6 +76,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 SKILLS_DIR = "skills"
 #: The folders of a workspace (and of a user's area) read as skills, the first winning a name
 #: clash: the harness's own, then those of other agents (Codex & co, Claude Code).
@@ -267,7 +269,17 @@ class SkillPipeline(AsyncResource):
         # recent last, and the base skills' catalog entries: both made anew for a new base.
         self._catalogs: collections.OrderedDict[Hashable, Catalog] = collections.OrderedDict()
         self._entries: dict[str, tuple[ResolvedSkill, CatalogEntry]] = {}
-        self._parts: CatalogParts | None = None
+        # The base's catalog parts, with the catalogs' generation they were made in (worker
+        # threads make them; see _forget_catalogs).
+        self._parts: tuple[int, _Resolved, CatalogParts] | None = None
+        self._catalogs_generation = 0  # counts _forget_catalogs: what was made before is not kept
+        self._resolve_lock = anyio.Lock()
+        # Merges, resolutions and catalogs run in one thread of the pipeline's own, one at a
+        # time: they hold the GIL, and the more threads want it, the longer the event loop waits
+        # for its turn; and each thread that allocates gets a malloc arena of its own (resident
+        # memory grew by 35 MiB in the soak while anyio's many threads took turns at them).
+        self._cpu = anyio.CapacityLimiter(1)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-pipeline")
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
         self.stager = (
             Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
@@ -356,6 +368,11 @@ class SkillPipeline(AsyncResource):
                 await anyio.to_thread.run_sync(self._scan_pool.close)
             if self.stager is not None:
                 await self.stager.aclose()
+            self._worker.shutdown(wait=False)
+
+    async def _off_loop(self, func: Callable[..., _T], *args: object) -> _T:
+        """``func(*args)`` in the pipeline's worker thread (see ``_worker``), one call at a time."""
+        return await anyio.to_thread.run_sync(self._worker.submit(func, *args).result, limiter=self._cpu)
 
     @property
     def relevance(self) -> Mapping[str, float] | None:
@@ -377,9 +394,10 @@ class SkillPipeline(AsyncResource):
         files-roots still name where staged folders are or will be, ``plan.staged`` is ``None``.
         """
         base = await self._current_base(stage_early=stage)
+        resolved = await self._resolve_base(base)
         if stage:
             await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
-            self._track_environments(base)
+            self._track_environments(base, resolved)
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
         view = self._views.get(context.user_id)
@@ -389,10 +407,12 @@ class SkillPipeline(AsyncResource):
             or view.environments != self._environments_generation
             or any(a is not b for a, b in zip(view.user, user, strict=True))
         ):
-            view = self._build_view(context, base, user, layers)
+            # A new base means a new view for every user: twenty turns at once built theirs on
+            # the event loop one after the other.
+            view = await self._off_loop(self._build_view, context, base, resolved, user, layers)
             self._views[context.user_id] = view
         # The plan's own overlays: a turn that changes its skills changes no other turn's.
-        skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), self._view_catalog(view)
+        skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), await self._view_catalog(view)
         if self.visibility is not None:
             candidates = [s.skill for s in (*skills.values(), *shadowed.values())]
             allowed = {s.skill_id for s in await self.visibility.apply(candidates, context)}
@@ -401,7 +421,7 @@ class SkillPipeline(AsyncResource):
                     del skills[hidden]
                 for hidden in [k for k in shadowed if k not in allowed]:
                     del shadowed[hidden]
-                catalog = self._catalog(skills, shadowed)
+                catalog = await self._off_loop(self._catalog, skills, shadowed)
         staged = await self._stage_base(base) if self.stager is not None and stage else None
         diagnostics = (
             *base.diagnostics,
@@ -467,9 +487,9 @@ class SkillPipeline(AsyncResource):
         failed = [d for d in result.diagnostics if d.severity == "error" and item.key in d.message]
         if failed:
             raise RepositoryUnavailable(f"{entry.skill.skill_id} could not be staged: {failed[0].message}")
-        self._track_environments(base)
+        self._track_environments(base, await self._resolve_base(base))
 
-    def _track_environments(self, base: _Base) -> None:
+    def _track_environments(self, base: _Base, resolved: _Resolved) -> None:
         """Hand the environments worker the skills that may run (it reads their files and
         builds in the background; the same base and activations cost nothing): every skill of
         layers 1–3, shadowed ones included (a full id still runs them), but of an on-demand
@@ -482,7 +502,6 @@ class SkillPipeline(AsyncResource):
         tracked = self._tracked
         if tracked is None or tracked[0] is not base or tracked[1] != activated:
             tracked = self._tracked = (base, activated)
-        resolved = self._base_resolved(base)
         environments.track(  # a generator: walked only when the key is new to the manager
             tracked,
             (
@@ -570,7 +589,8 @@ class SkillPipeline(AsyncResource):
             results = await self._load_layers(stage_early=stage_early and self.stager is not None)
             wave.done = True
             if self._base is None or any(a is not b for a, b in zip(results, self._base_inputs, strict=True)):
-                self._base = self._merge_base(results)
+                # Merging thousands of skills would hold every other turn: a worker thread does it.
+                self._base = await self._off_loop(self._merge_base, results)
                 self._base_inputs = results
             return self._base
 
@@ -643,16 +663,29 @@ class SkillPipeline(AsyncResource):
         items: list[StageItem] = []
         on_demand: dict[str, StageItem] = {}
         unanswered: set[str] = set()
+        # The items of entries the base before had are kept: an edit in one layer would
+        # otherwise make a thousand market items anew, for the garbage collector to go through.
+        before = self._base
+        known = {id(i.entry): i for i in (*before.stage_items, *before.on_demand.values())} if before else {}
+
+        def item_for(entry: LayerEntry, layer: SkillLayer) -> StageItem:
+            item = known.get(id(entry))
+            return (
+                item
+                if item is not None and item.entry is entry and item.reader is layer
+                else StageItem(entry=entry, reader=layer)
+            )
+
         for layer, result in zip(self._layers, results, strict=True):
             if result.failed and layer.staged:
                 unanswered.add(layer.source)
             for entry in result.entries:
                 sources[entry.skill.skill_id] = layer
                 if layer.staged and entry.on_demand:
-                    item = StageItem(entry=entry, reader=layer)
+                    item = item_for(entry, layer)
                     on_demand[item.key] = item
                 elif layer.staged:
-                    items.append(StageItem(entry=entry, reader=layer))
+                    items.append(item_for(entry, layer))
         merged = merge_layers(results)
         diagnostics = (*self._global_missing, *(d for result in results for d in result.diagnostics))
         return _Base(
@@ -713,16 +746,20 @@ class SkillPipeline(AsyncResource):
         return len(self._users)
 
     def _build_view(
-        self, context: RuntimeContext, base: _Base, user: tuple[LayerResult, ...], layers: tuple[SkillLayer, ...]
+        self,
+        context: RuntimeContext,
+        base: _Base,
+        resolved: _Resolved,
+        user: tuple[LayerResult, ...],
+        layers: tuple[SkillLayer, ...],
     ) -> _UserView:
         """The merged skills of one user: the base's layer 1–3 skills, shared by every user, with
         the user's own skills over them. Users without skills or folders of their own share one
         view whole; the others hold only what differs (their skills, the base skills those
         replace, the files-roots their folders cover)."""
-        resolved = self._base_resolved(base)
         if not any(result.entries or result.top_level for result in user):
             shared = self._shared_view
-            if shared is None or shared.base is not base or shared.environments != self._environments_generation:
+            if shared is None or shared.base is not base or shared.environments != resolved.environments:
                 shared = _UserView(
                     base=base,
                     user=user,
@@ -732,7 +769,7 @@ class SkillPipeline(AsyncResource):
                     catalog_key=(),
                     search=resolved.search,
                     diagnostics=_hidden_diagnostics(resolved.unshown, "workspace"),
-                    environments=self._environments_generation,
+                    environments=resolved.environments,
                 )
                 self._shared_view = shared
             return dataclasses.replace(shared, user=user)
@@ -770,15 +807,20 @@ class SkillPipeline(AsyncResource):
             catalog_key=(own_entries, skills.gone, frozenset(shadowed.own), shadowed.gone),
             search=SkillIndex([s.skill for s in own.values()], base=resolved.search, fts=False),
             diagnostics=_hidden_diagnostics(hidden, context.user_id or ""),
-            environments=self._environments_generation,
+            environments=resolved.environments,
         )
 
-    def _view_catalog(self, view: _UserView) -> Catalog:
+    async def _view_catalog(self, view: _UserView) -> Catalog:
         """The view's catalog: rendered once for all views with its key (every user without
-        skills of their own, users whose own skills render alike), the most recent kept."""
+        skills of their own, users whose own skills render alike), the most recent kept.
+        Rendering a catalog of thousands of skills is a worker thread's job; one rendered while
+        the catalogs were forgotten (a new base) serves only the turn that asked."""
         catalog = self._catalogs.get(view.catalog_key)
         if catalog is None:
-            catalog = self._catalog(view.skills, view.shadowed_skills)
+            generation = self._catalogs_generation
+            catalog = await self._off_loop(self._catalog, view.skills, view.shadowed_skills)
+            if generation != self._catalogs_generation:
+                return catalog
             self._catalogs[view.catalog_key] = catalog
             while len(self._catalogs) > _MAX_CATALOGS:
                 self._catalogs.popitem(last=False)
@@ -866,34 +908,79 @@ class SkillPipeline(AsyncResource):
     def _environments_generation(self) -> int:
         return self.environments.generation if self.environments is not None else 0
 
-    def _base_resolved(self, base: _Base) -> _Resolved:
+    async def _resolve_base(self, base: _Base) -> _Resolved:
         """Layers 1–3 resolved once per merge (and once per change of their environments),
         shared by every user's view: the merged skills, those the merge shadowed that a full id
-        still names, what no shell shows, and the search index over them."""
-        generation = self._environments_generation
+        still names, what no shell shows, and the search index over them. Resolved in the
+        worker thread, once however many turns ask at the same time, with the catalog entries
+        of its skills: for thousands of skills this takes longer than any turn should wait for
+        the event loop."""
+        known = self._resolved_now(base)
+        if known is not None:
+            return known
+        async with self._resolve_lock:
+            known = self._resolved_now(base)
+            if known is not None:
+                return known
+            generation = self._catalogs_generation
+            resolved, parts = await self._off_loop(self._resolved_with_parts, base)
+            kept = generation == self._catalogs_generation  # else the relevance changed meanwhile
+            self._set_resolved(resolved)
+            if kept:
+                self._parts = (self._catalogs_generation, resolved, parts)
+            return resolved
+
+    def _resolved_with_parts(self, base: _Base) -> tuple[_Resolved, CatalogParts]:
+        resolved = self._resolved_for(base, self._environments_generation)
+        return resolved, self._new_parts(resolved)
+
+    def _resolved_now(self, base: _Base) -> _Resolved | None:
+        """The resolved base when it is ``base`` with the environments' current generation."""
         resolved = self._resolved
-        if resolved is None or resolved.base is not base or resolved.environments != generation:
-            skills = {
-                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-                for entry in base.merged.entries.values()
-            }
-            shadowed = {
-                entry.skill.skill_id: self._resolve(entry, base.sources[entry.skill.skill_id])
-                for entry in base.merged.loadable_losers()
-            }
-            resolved = self._resolved = _Resolved(
-                base=base,
-                environments=generation,
-                skills=skills,
-                shadowed=shadowed,
-                unshown=self._unshown(skills),
-                unshown_shadowed=self._unshown(shadowed),
-                folders=self._by_folder(skills),
-                folders_shadowed=self._by_folder(shadowed),
-                search=SkillIndex(s.skill for s in skills.values()),
-            )
-            self._forget_catalogs()
+        if resolved is None or resolved.base is not base or resolved.environments != self._environments_generation:
+            return None
         return resolved
+
+    def _set_resolved(self, resolved: _Resolved) -> None:
+        """Serve ``resolved`` from now on: catalogs are rendered anew, the catalog entries of
+        the skills it resolved as before are kept (a merge after one changed skill makes one
+        new entry, not thousands of objects for the garbage collector to go through)."""
+        self._resolved = resolved
+        entries = self._entries
+        self._forget_catalogs()
+        self._entries = {
+            skill_id: known
+            for skill_id, known in entries.items()
+            if resolved.skills.get(skill_id) is known[0] or resolved.shadowed.get(skill_id) is known[0]
+        }
+
+    def _resolved_for(self, base: _Base, generation: int) -> _Resolved:
+        """``base`` resolved (blocking, touches no state of the pipeline but the entry cache).
+        A skill whose entry and source are the ones the resolution before had keeps its
+        resolved skill, so that its catalog entry is kept too."""
+        before = self._resolved
+        known = {} if before is None or before.environments != generation else {**before.shadowed, **before.skills}
+
+        def resolve(entry: LayerEntry) -> ResolvedSkill:
+            source = base.sources[entry.skill.skill_id]
+            same = known.get(entry.skill.skill_id)
+            if same is not None and same.entry is entry and same.source is source:
+                return same
+            return self._resolve(entry, source)
+
+        skills = {entry.skill.skill_id: resolve(entry) for entry in base.merged.entries.values()}
+        shadowed = {entry.skill.skill_id: resolve(entry) for entry in base.merged.loadable_losers()}
+        return _Resolved(
+            base=base,
+            environments=generation,
+            skills=skills,
+            shadowed=shadowed,
+            unshown=self._unshown(skills),
+            unshown_shadowed=self._unshown(shadowed),
+            folders=self._by_folder(skills),
+            folders_shadowed=self._by_folder(shadowed),
+            search=SkillIndex(s.skill for s in skills.values()),
+        )
 
     def _resolve(self, entry: LayerEntry, source: SkillLayer) -> ResolvedSkill:
         environments = self.environments
@@ -938,16 +1025,29 @@ class SkillPipeline(AsyncResource):
         }
         resolved = self._resolved
         if isinstance(skills, SkillOverlay) and resolved is not None and skills.base is resolved.skills:
-            if self._parts is None:
-                self._parts = CatalogParts(self._entry(s) for s in resolved.skills.values() if not s.skill.hidden)
-            return self._parts.build(
+            return self._catalog_parts(resolved).build(
                 without=skills.gone | skills.own.keys(),
                 extra=[self._entry(s) for s in skills.own.values() if not s.skill.hidden],
                 **options,  # type: ignore[arg-type]
             )
         return build_catalog([self._entry(s) for s in skills.values() if not s.skill.hidden], **options)  # type: ignore[arg-type]
 
+    def _catalog_parts(self, resolved: _Resolved) -> CatalogParts:
+        """The rendered parts of the resolved base's catalog, which users' catalogs are made of:
+        made once per base and relevance (a worker thread may make them while the base changes,
+        so they are kept with what they were made for)."""
+        generation, known = self._catalogs_generation, self._parts
+        if known is not None and known[0] == generation and known[1] is resolved:
+            return known[2]
+        parts = self._new_parts(resolved)
+        self._parts = (generation, resolved, parts)
+        return parts
+
+    def _new_parts(self, resolved: _Resolved) -> CatalogParts:
+        return CatalogParts(self._entry(s) for s in resolved.skills.values() if not s.skill.hidden)
+
     def _forget_catalogs(self) -> None:
+        self._catalogs_generation += 1
         self._catalogs.clear()
         self._entries.clear()
         self._parts = None

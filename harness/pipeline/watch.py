@@ -226,7 +226,9 @@ class WorkspaceWatcher:
         self.on_failure = on_failure
         self._stop = anyio.Event()
         self._moved = anyio.Event()  # the top level changed: watch the new set
-        self.folders: frozenset[Path] = frozenset()
+        self.folders: frozenset[str] = frozenset()
+        """The names of the top-level folders watched (names, not paths: comparing thousands of
+        paths on every new folder kept the event loop for tens of milliseconds)."""
 
     def stop(self) -> None:
         """Ask the watcher to finish."""
@@ -244,7 +246,7 @@ class WorkspaceWatcher:
             # are merged only when the newer one holds about as many folders as the one before
             # it: a folder is walked again O(log n) times, and a long walk happens only when the
             # folders watched have grown by half.
-            tiers: list[tuple[frozenset[Path], TreeWatcher]] = []
+            tiers: list[tuple[frozenset[str], TreeWatcher]] = []
             started = False
             while not self._stop.is_set():
                 folders = await anyio.to_thread.run_sync(self._top_folders)
@@ -259,7 +261,7 @@ class WorkspaceWatcher:
                         first.stop()
                         second.stop()
                     if started:
-                        self.on_change(set(added))
+                        self.on_change({self.root / name for name in added})
                 if not started:
                     task_status.started()
                     started = True
@@ -270,9 +272,10 @@ class WorkspaceWatcher:
             for _, watcher in tiers:
                 watcher.stop()
 
-    async def _watch(self, group: TaskGroup, folders: frozenset[Path]) -> TreeWatcher:
-        """A started recursive watch over ``folders``."""
-        watcher = TreeWatcher(sorted(folders), self.on_change, self.on_failure)
+    async def _watch(self, group: TaskGroup, folders: frozenset[str]) -> TreeWatcher:
+        """A started recursive watch over the top-level ``folders``."""
+        roots = await anyio.to_thread.run_sync(lambda: [self.root / name for name in sorted(folders)])
+        watcher = TreeWatcher(roots, self.on_change, self.on_failure)
         await group.start(watcher.run)
         return watcher
 
@@ -281,11 +284,11 @@ class WorkspaceWatcher:
         if any(path.parent == self.root and path.name not in _IGNORED_FOLDERS for path in paths):
             self._moved.set()
 
-    def _top_folders(self) -> frozenset[Path]:
+    def _top_folders(self) -> frozenset[str]:
         try:
             with os.scandir(self.root) as entries:
                 return frozenset(
-                    Path(entry.path)
+                    entry.name
                     for entry in entries
                     if entry.name not in _IGNORED_FOLDERS and entry.is_dir(follow_symlinks=False)
                 )
