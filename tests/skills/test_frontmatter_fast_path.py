@@ -9,13 +9,15 @@ keys without values.
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.skills.frontmatter import FrontmatterError, _simple_mapping, split_frontmatter
+from harness.skills.frontmatter import _NOT_FAST, FrontmatterError, _simple_mapping, split_frontmatter
 from harness.skills.frontmatter_yaml import yaml_mapping
 from tests.support.sizing import sized
 
@@ -169,3 +171,20 @@ def test_a_duplicate_key_keeps_the_last_value_on_both_paths() -> None:
 def test_characters_yaml_reads_as_line_breaks_go_to_the_yaml_path() -> None:
     assert _simple_mapping("name: a\x85b\n") is None
     assert _simple_mapping("name: a\u2028b\n") is None
+
+
+# The characters the fast path reads, as the ranges YAML takes as-is: tab, line feed, printable
+# ASCII, then everything from NBSP up but NEL's C1 block, LS, PS, surrogates, BOM and U+FFFE/FFFF.
+_READABLE = re.compile("[\t\n -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+
+
+def test_the_fast_path_refuses_exactly_the_characters_yaml_does_not_take_as_is() -> None:
+    # Every code point, one at a time: both checks look at single characters, so agreeing on each
+    # is agreeing on every text.
+    differ = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if (_NOT_FAST.search(chr(code)) is None) != (_READABLE.fullmatch(chr(code)) is not None)
+    ]
+    assert differ == []
+    assert _simple_mapping("name: a\ufeffb\n") is None and _simple_mapping("name: a\ufefdb\n") is not None
