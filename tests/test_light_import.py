@@ -147,3 +147,13 @@ def test_pyyaml_loads_only_for_frontmatter_the_fast_path_leaves_to_it(frontmatte
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == str(needs_yaml)
+
+
+def test_a_skill_index_names_its_database_without_loading_uuid() -> None:
+    # uuid loads platform: a first turn that builds a search index needs neither.
+    code = (
+        "import sys\nfrom harness.pipeline.search import SkillIndex\n"
+        "SkillIndex([])\nprint([m for m in ('uuid', 'platform') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
