@@ -19,6 +19,7 @@ EDGES = [
     *_BOOLEANS,
     *("yes ", "Yes.", "yES", "tRUE", "oN", "y", "Y", "n", "N", "ON ", "offf", "nO"),
     *("", "~", "null", "Null", "NULL", "nULL", "nul", "None", "~~"),
+    *("0_7", "0_", "-0_1", "0_8", "1_", "1__0", "0b_", "0x_", "0b", "0x", "+_1", "1:_0", "1_:20", "1.0e5_"),
     *("0", "-0", "+0", "00", "07", "08", "0o7", "0b101", "-0b1_0", "0b2", "0x1F", "+0x_f", "0xg", "0X1"),
     *("1", "12_345", "1__", "_1", "-1", "+-1", "1:20", "1:60", "1:5:59", "01:20", "0:20", "190:20:30", "1:2:"),
     *("1.0", "1.", ".5", "-.5", "+.5", "1e5", "1.0e5", "1.0e+5", "1.0E-05", "1.e+5", "._5", "1_0.0_1", "1:20.5"),
@@ -29,6 +30,7 @@ EDGES = [
     *("<<", "<", "<<<", "=", "==", "!", "&", "*", "!!", "a", "text", "٣", "١٢", "1٢", "²", "1.5 kg", "v1.0"),
 ]
 
+_NUMERIC = st.sampled_from(list("0123456789_.:+-eExXbaf"))
 _CHARS = st.sampled_from(list("0123456789+-._:eExXbBoO ntyfaiNTYFAIlrsuL~<=!&*Zz\t"))
 
 
@@ -44,6 +46,7 @@ def test_a_scalar_gets_the_tag_pyyaml_gives_it(value: str) -> None:
 @settings(max_examples=sized(1500, full=20000), deadline=None)
 @given(
     st.text(_CHARS, max_size=14)
+    | st.text(_NUMERIC, min_size=1, max_size=10)
     | st.sampled_from(EDGES).flatmap(lambda e: st.just(e) | st.text(_CHARS, max_size=3).map(e.__add__))
 )
 def test_any_scalar_gets_the_tag_pyyaml_gives_it(value: str) -> None:
@@ -51,7 +54,7 @@ def test_any_scalar_gets_the_tag_pyyaml_gives_it(value: str) -> None:
 
 
 @settings(max_examples=sized(1000, full=20000), deadline=None)
-@given(st.sampled_from(EDGES) | st.text(_CHARS, max_size=12))
+@given(st.sampled_from(EDGES) | st.text(_CHARS, max_size=12) | st.text(_NUMERIC, min_size=1, max_size=10))
 def test_every_value_the_fast_path_types_is_what_safe_load_gives(value: str) -> None:
     text = f"k: {value}\n"
     fast = _simple_mapping(text)
