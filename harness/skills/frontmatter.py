@@ -123,10 +123,10 @@ def _load_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
 # -- fast path -----------------------------------------------------------------------------
 #
 # Most frontmatter is a handful of ``key: plain text`` lines plus a one-level ``metadata`` map.
-# Such text is read here directly, giving exactly what the YAML path (``frontmatter_yaml``) gives (values,
-# types, order and duplicate keys); anything else (quotes with escapes, flow collections, block
-# scalars, anchors, numbers outside text fields, multi-line values, characters YAML treats as
-# line breaks or refuses, ...) returns None and goes to the YAML path. The differential
+# Such text is read here directly, giving exactly what the YAML path (``frontmatter_yaml``)
+# gives (values, types, order and duplicate keys); anything else (quotes with escapes, flow
+# collections, block scalars, anchors, numbers outside text fields, multi-line values, characters
+# YAML treats as line breaks or refuses, ...) returns None and goes to the YAML path. The differential
 # property test in tests/skills/test_frontmatter_fast_path.py holds the two together.
 
 # Indent, key and value (trailing blanks included: one greedy match costs less than a lazy one).
