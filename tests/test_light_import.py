@@ -126,3 +126,34 @@ def test_import_harness_builds_no_scan_rule() -> None:
     code = "import harness\nfrom harness.skills import scanner\nprint(scanner._default_rules.cache_info().currsize)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "0"
+
+
+@pytest.mark.parametrize("statement", list(PINNED_MODULES))
+def test_importing_the_core_loads_no_yaml_parser(statement: str) -> None:
+    assert [m for m in _loaded(statement) if _within(m, ("yaml", "_yaml"))] == []
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "needs_yaml"),
+    [
+        ("name: a\\ndescription: Plain text.\\nmetadata:\\n  version: 1.0\\n", False),
+        ("name: a\\ndescription: |\\n  Block.\\n", True),
+    ],
+)
+def test_pyyaml_loads_only_for_frontmatter_the_fast_path_leaves_to_it(frontmatter: str, needs_yaml: bool) -> None:
+    code = (
+        "import sys\nfrom harness.skills.frontmatter import split_frontmatter\n"
+        f"split_frontmatter(b'---\\n{frontmatter}---\\nbody\\n')\nprint('yaml' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == str(needs_yaml)
+
+
+def test_a_skill_index_names_its_database_without_loading_uuid() -> None:
+    # uuid loads platform: a first turn that builds a search index needs neither.
+    code = (
+        "import sys\nfrom harness.pipeline.search import SkillIndex\n"
+        "SkillIndex([])\nprint([m for m in ('uuid', 'platform') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

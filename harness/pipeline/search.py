@@ -12,6 +12,7 @@ connection, so one user's search never waits for another's.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Collection, Iterable
@@ -86,10 +87,9 @@ class SkillIndex:
         self._docs: list[tuple[str, str, str, str]] = []
         self._lock = threading.Lock()  # held only while the index is built
         # A named in-memory database in shared-cache mode: the builder's connection keeps it
-        # alive, each search reads it through a connection of its own.
-        import uuid
-
-        self._uri = f"file:harness-skill-index-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        # alive, each search reads it through a connection of its own. The name is random bytes,
+        # not a uuid: importing uuid loads platform, which a first turn otherwise never needs.
+        self._uri = f"file:harness-skill-index-{os.urandom(16).hex()}?mode=memory&cache=shared"
         self._db: sqlite3.Connection | None = None
         self._fts = fts
 

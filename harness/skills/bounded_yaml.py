@@ -5,26 +5,34 @@ here with PyYAML's ``CSafeLoader`` (falling back to the pure-Python ``SafeLoader
 loader that builds Python objects from tags. Deep ``[[[[...`` flow nesting is refused before the
 parser recurses into it; the composed node tree is then checked for aliases (a node reached
 twice) and nesting depth before any value is constructed, so an alias bomb never expands.
+PyYAML itself is imported on the first document parsed: most SKILL.md frontmatter never needs it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = ["MAX_ALIASES", "MAX_DEPTH", "YAMLLimitExceeded", "load_bounded_yaml"]
 
 MAX_ALIASES = 64
 MAX_DEPTH = 32
 
-try:
-    _Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+
+@functools.cache
+def _loader() -> type[yaml.CSafeLoader] | type[yaml.SafeLoader]:
+    import yaml
+
+    try:
+        return yaml.CSafeLoader
+    except AttributeError:  # PyYAML built without libyaml
+        return yaml.SafeLoader
 
 
 class YAMLLimitExceeded(HarnessError, ValueError):
@@ -50,7 +58,7 @@ def load_bounded_yaml(
     top level is 1), and ``yaml.YAMLError`` for text that is not YAML.
     """
     _check_flow_depth(text, max_depth)
-    loader = _Loader(text)
+    loader = _loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -83,6 +91,8 @@ def _check_flow_depth(text: str, max_depth: int) -> None:
 
 def _check_node(root: yaml.Node, max_aliases: int, max_depth: int) -> None:
     """Count aliases and nesting depth without expanding anything."""
+    import yaml
+
     seen: set[int] = set()
     aliases = 0
     stack: list[tuple[yaml.Node, int]] = [(root, 1)]

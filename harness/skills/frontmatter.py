@@ -21,10 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from harness.errors import SkillError
-from harness.skills.bounded_yaml import MAX_ALIASES, MAX_DEPTH, YAMLLimitExceeded, load_bounded_yaml
+from harness.skills.bounded_yaml import MAX_ALIASES, MAX_DEPTH
 
 __all__ = [
     "MAX_ALIASES",
@@ -117,109 +115,33 @@ def _load_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     simple = _simple_mapping(yaml_text)
     if simple is not None:
         return simple
-    return _yaml_mapping(yaml_text)
+    from harness.skills.frontmatter_yaml import yaml_mapping  # PyYAML, imported when first needed
 
-
-def _yaml_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The reference path: PyYAML within limits, spec text fields read as text."""
-    duplicates: list[str] = []
-
-    def prepare(node: yaml.Node) -> None:
-        if isinstance(node, yaml.MappingNode):
-            duplicates.extend(_mark_text_fields(node))
-
-    try:
-        value = load_bounded_yaml(yaml_text, prepare=prepare)
-    except YAMLLimitExceeded as exc:
-        raise FrontmatterError(exc.code, f"frontmatter {exc}") from None
-    except yaml.YAMLError as exc:
-        raise FrontmatterError("invalid-yaml", f"Invalid YAML in frontmatter: {_describe(exc)}") from None
-    if not isinstance(value, dict):
-        raise FrontmatterError("frontmatter-not-mapping", "SKILL.md frontmatter must be a YAML mapping")
-    return {str(key): val for key, val in value.items()}, tuple(duplicates)
-
-
-def _mark_text_fields(root: yaml.MappingNode) -> list[str]:
-    """Tag the spec's text fields and ``metadata`` scalars as strings; list duplicate keys.
-
-    Duplicates are looked for in the top-level mapping and the mappings directly under it, and
-    listed in file order.
-    """
-    duplicates: list[str] = []
-    seen: set[str] = set()
-    for key, value in root.value:
-        if not isinstance(key, yaml.ScalarNode):
-            continue
-        if isinstance(value, yaml.MappingNode):
-            _duplicates(value, f"{key.value}.", duplicates)
-        _add_duplicate(key.value, "", seen, duplicates)
-        if key.value in TEXT_FIELDS:
-            _as_text(value)
-        elif key.value == "metadata" and isinstance(value, yaml.MappingNode):
-            for meta_key, meta_value in value.value:
-                _as_text(meta_key)
-                _as_text(meta_value)
-    return duplicates
-
-
-def _duplicates(mapping: yaml.MappingNode, prefix: str, found: list[str]) -> None:
-    seen: set[str] = set()
-    for key, _ in mapping.value:
-        if isinstance(key, yaml.ScalarNode):
-            _add_duplicate(key.value, prefix, seen, found)
-
-
-def _add_duplicate(key: str, prefix: str, seen: set[str], found: list[str]) -> None:
-    if key in seen and prefix + key not in found:
-        found.append(prefix + key)
-    seen.add(key)
-
-
-def _as_text(node: yaml.Node) -> None:
-    """A scalar with a standard YAML type (bool, int, null, ...) becomes its source text."""
-    if isinstance(node, yaml.ScalarNode) and node.tag.startswith(_YAML_TAGS):
-        node.tag = _STR_TAG
-
-
-def _describe(exc: yaml.YAMLError) -> str:
-    """The problem and where it is, as a line number in the SKILL.md file."""
-    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
-        return " ".join(str(exc).split())
-    mark = exc.problem_mark
-    # +1 for 1-based lines, +1 for the opening "---" line the YAML text starts after.
-    where = f"line {mark.line + _FIRST_LINE}, column {mark.column + 1}"
-    parts = [str(part) for part in (exc.context, exc.problem) if part]
-    return f"{where}: " + " ".join(" ".join(parts).split())
-
-
-_FIRST_LINE = 2
+    return yaml_mapping(yaml_text)
 
 
 # -- fast path -----------------------------------------------------------------------------
 #
 # Most frontmatter is a handful of ``key: plain text`` lines plus a one-level ``metadata`` map.
-# Such text is read here directly, giving exactly what the YAML path above gives (values,
-# types, order and duplicate keys); anything else (quotes with escapes, flow collections, block
-# scalars, anchors, numbers outside text fields, multi-line values, characters YAML treats as
-# line breaks or refuses, ...) returns None and goes to the YAML path. The differential
+# Such text is read here directly, giving exactly what the YAML path (``frontmatter_yaml``)
+# gives (values, types, order and duplicate keys); anything else (quotes with escapes, flow
+# collections, block scalars, anchors, numbers outside text fields, multi-line values, characters
+# YAML treats as line breaks or refuses, ...) returns None and goes to the YAML path. The differential
 # property test in tests/skills/test_frontmatter_fast_path.py holds the two together.
 
 # Indent, key and value (trailing blanks included: one greedy match costs less than a lazy one).
 _LINE = re.compile(r"( *)([A-Za-z_][A-Za-z0-9_.-]*):(?: +(.*))?")
-# What the fast path reads: printable characters that YAML takes as-is (no NEL, LS, PS, BOM).
-_FAST_TEXT = re.compile("[\t\n -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*")
+# What the fast path does not read: any character but the printable ones YAML takes as-is
+# (control characters, NEL, LS, PS, surrogates, BOM and the two non-characters). Written as the
+# few excluded ranges, as that compiles in a fraction of the time the allowed ranges take.
+_NOT_FAST = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_YAML_TAGS = "tag:yaml.org,2002:"
-_STR_TAG = "tag:yaml.org,2002:str"
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-_NULL_TAG = "tag:yaml.org,2002:null"
-_resolvers = yaml.resolver.Resolver.yaml_implicit_resolvers
 _MISSING = object()
 
 
 def _simple_mapping(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
-    """``(fields, duplicate keys)`` exactly as :func:`_yaml_mapping` gives them, or ``None``."""
-    if not _FAST_TEXT.fullmatch(text):
+    """``(fields, duplicate keys)`` exactly as :func:`~harness.skills.frontmatter_yaml.yaml_mapping` gives them, or ``None``."""
+    if _NOT_FAST.search(text):
         return None
     result: dict[str, Any] = {}
     duplicates: list[str] = []
@@ -280,14 +202,79 @@ def _scalar(raw: str, *, as_text: bool) -> Any:
     if tag == _STR_TAG:
         return raw
     if tag == _BOOL_TAG:
-        return yaml.constructor.SafeConstructor.bool_values[raw.lower()]
+        return _BOOLEANS[raw]
     if tag == _NULL_TAG:
         return None
     return _MISSING
 
 
+# -- YAML 1.1 plain scalar types -----------------------------------------------------------
+#
+# The fast path needs to know whether a plain (unquoted) value is text, a boolean, null or
+# something else (a number, a date, ``<<``, ...) that it leaves to PyYAML. Importing PyYAML costs
+# more than a first turn over many skills, so the resolution PyYAML's ``SafeLoader`` applies is
+# written out here; tests/skills/test_yaml_types.py compares the two over many scalars.
+
+_YAML_TAGS = "tag:yaml.org,2002:"
+_STR_TAG = _YAML_TAGS + "str"
+_BOOL_TAG = _YAML_TAGS + "bool"
+_NULL_TAG = _YAML_TAGS + "null"
+_INT_TAG = _YAML_TAGS + "int"
+_FLOAT_TAG = _YAML_TAGS + "float"
+_TIMESTAMP_TAG = _YAML_TAGS + "timestamp"
+
+# The YAML 1.1 booleans: each word in lower case, capitalised or upper case.
+_BOOLEANS: dict[str, bool] = {
+    spelling: truth
+    for truth, words in ((True, ("yes", "true", "on")), (False, ("no", "false", "off")))
+    for word in words
+    for spelling in (word, word.capitalize(), word.upper())
+}
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+# Single-word scalars with a tag of their own: the merge key, the value key and the three
+# indicators PyYAML lists for documentation (a plain scalar cannot be one of those).
+_OTHERS = {
+    "<<": _YAML_TAGS + "merge",
+    "=": _YAML_TAGS + "value",
+    "!": _YAML_TAGS + "yaml",
+    "&": _YAML_TAGS + "yaml",
+    "*": _YAML_TAGS + "yaml",
+}
+# Numbers and dates start with one of these; their patterns compile when one is first seen.
+_NUMERIC_START = frozenset("-+.0123456789")
+
+
 def _implicit_tag(value: str) -> str:
-    for tag, pattern in _resolvers.get(value[0], []):
-        if pattern.match(value):
-            return str(tag)
-    return _STR_TAG
+    """The tag YAML 1.1 gives the one-line plain scalar ``value`` (``Yes`` is a bool, ``yess``
+    text), as PyYAML's resolver gives it."""
+    if value in _BOOLEANS:
+        return _BOOL_TAG
+    if value in _NULLS:
+        return _NULL_TAG
+    if value[:1] in _NUMERIC_START:
+        for tag, pattern in _numeric_patterns():
+            if pattern.fullmatch(value):
+                return tag
+    return _OTHERS.get(value, _STR_TAG)
+
+
+@functools.cache
+def _numeric_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    # The three languages are disjoint: every float holds a ".", no int does, and a date has a
+    # "-" after its first digit, which no number has.
+    sexagesimal = r"[0-9][0-9_]*(?::[0-5]?[0-9])+"
+    exponent = r"(?:[eE][-+][0-9]+)?"
+    floats = (
+        rf"[-+]?(?:[0-9][0-9_]*\.[0-9_]*{exponent}|{sexagesimal}\.[0-9_]*|\.(?:inf|Inf|INF))"
+        rf"|\.[0-9][0-9_]*{exponent}|\.(?:nan|NaN|NAN)"
+    )
+    ints = r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+|0|[1-9][0-9_]*(?::[0-5]?[0-9])*)"
+    date = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    timestamps = (
+        rf"{date}|[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}(?:[Tt]|[ \t]+)[0-9]{{1,2}}:[0-9]{{2}}:[0-9]{{2}}"
+        r"(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?"
+    )
+    return tuple(
+        (tag, re.compile(pattern))
+        for tag, pattern in ((_FLOAT_TAG, floats), (_INT_TAG, ints), (_TIMESTAMP_TAG, timestamps))
+    )

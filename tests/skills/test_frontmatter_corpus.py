@@ -19,9 +19,9 @@ from harness.skills.frontmatter import (
     FrontmatterError,
     _closing_line,
     _simple_mapping,
-    _yaml_mapping,
     split_frontmatter,
 )
+from harness.skills.frontmatter_yaml import yaml_mapping
 
 CORPUS = [
     "name: pdf\ndescription: Reads PDFs.\n",
@@ -106,7 +106,7 @@ FAST = [
 
 def _reference(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
     try:
-        return _yaml_mapping(text)
+        return yaml_mapping(text)
     except FrontmatterError:
         return None
 

@@ -9,13 +9,16 @@ keys without values.
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.skills.frontmatter import FrontmatterError, _simple_mapping, _yaml_mapping, split_frontmatter
+from harness.skills.frontmatter import _NOT_FAST, FrontmatterError, _simple_mapping, split_frontmatter
+from harness.skills.frontmatter_yaml import yaml_mapping
 from tests.support.sizing import sized
 
 _VALUE_CHARS = st.sampled_from(
@@ -101,7 +104,7 @@ def _documents(draw: st.DrawFn) -> str:
 
 def _reference(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
     try:
-        return _yaml_mapping(text)
+        return yaml_mapping(text)
     except FrontmatterError:
         return None
 
@@ -143,28 +146,45 @@ def test_crlf_and_lf_frontmatter_parse_the_same(text: str) -> None:
 
 def test_typical_frontmatter_takes_the_fast_path() -> None:
     text = 'name: pdf\ndescription: Use when reading PDFs, e.g. forms & scans.\nlicense: MIT\nmetadata:\n  author: docs-team\n  version: "2.1"\n'
-    assert _simple_mapping(text) == _yaml_mapping(text)
+    assert _simple_mapping(text) == yaml_mapping(text)
     assert _simple_mapping(text) is not None
 
 
 def test_an_empty_value_with_a_trailing_space_never_raises() -> None:
     text = "name: demo\ndescription: \n"
     assert _simple_mapping(text) is None
-    assert _yaml_mapping(text) == ({"name": "demo", "description": ""}, ())
+    assert yaml_mapping(text) == ({"name": "demo", "description": ""}, ())
 
 
 def test_text_fields_that_look_like_numbers_or_booleans_stay_text_on_the_fast_path() -> None:
     text = "name: no\ndescription: 2048\nmetadata:\n  version: 1.0\n  beta: yes\n"
     fast = _simple_mapping(text)
     assert fast == ({"name": "no", "description": "2048", "metadata": {"version": "1.0", "beta": "yes"}}, ())
-    assert fast == _yaml_mapping(text)
+    assert fast == yaml_mapping(text)
 
 
 def test_a_duplicate_key_keeps_the_last_value_on_both_paths() -> None:
     text = "name: a\ndescription: first\ndescription: second\n"
-    assert _simple_mapping(text) == _yaml_mapping(text) == ({"name": "a", "description": "second"}, ("description",))
+    assert _simple_mapping(text) == yaml_mapping(text) == ({"name": "a", "description": "second"}, ("description",))
 
 
 def test_characters_yaml_reads_as_line_breaks_go_to_the_yaml_path() -> None:
     assert _simple_mapping("name: a\x85b\n") is None
     assert _simple_mapping("name: a\u2028b\n") is None
+
+
+# The characters the fast path reads, as the ranges YAML takes as-is: tab, line feed, printable
+# ASCII, then everything from NBSP up but NEL's C1 block, LS, PS, surrogates, BOM and U+FFFE/FFFF.
+_READABLE = re.compile("[\t\n -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+
+
+def test_the_fast_path_refuses_exactly_the_characters_yaml_does_not_take_as_is() -> None:
+    # Every code point, one at a time: both checks look at single characters, so agreeing on each
+    # is agreeing on every text.
+    differ = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if (_NOT_FAST.search(chr(code)) is None) != (_READABLE.fullmatch(chr(code)) is not None)
+    ]
+    assert differ == []
+    assert _simple_mapping("name: a\ufeffb\n") is None and _simple_mapping("name: a\ufefdb\n") is not None
