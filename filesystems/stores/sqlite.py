@@ -50,10 +50,27 @@ def open_database(path: pathlib.Path, schema: str) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-    connection.execute("PRAGMA journal_mode = WAL")
+    _use_wal(connection)
     connection.execute("PRAGMA synchronous = NORMAL")
     connection.executescript(schema)
     return connection
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Switch ``connection``'s file to the WAL journal. Processes opening a new file at once
+    each try the switch; SQLite answers all but one "database is locked" at once, without
+    waiting (waiting could deadlock them), so the switch is tried again until the busy timeout."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _entry(row: tuple[bytes, int, float, int, int]) -> StoreEntry:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -129,3 +133,42 @@ async def test_two_sqlite_stores_on_one_file_see_each_other(tmp_path: Path) -> N
         record = await two.get("k")
         assert record is not None and record.data == b"from one"
         assert await one.generation() == await two.generation()
+
+
+_OPEN_AT_ONCE = """
+import pathlib, sys, time
+from filesystems.stores.sqlite import open_database
+path, start, ready = map(pathlib.Path, sys.argv[1:4])
+ready.touch()
+while not start.exists():
+    time.sleep(0.0005)
+connection = open_database(path, "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY);")
+connection.execute("BEGIN IMMEDIATE")
+connection.execute("INSERT INTO t DEFAULT VALUES")
+connection.execute("COMMIT")
+"""
+
+
+def test_processes_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path: Path) -> None:
+    """Each opener switches a new file to WAL; SQLite refuses all but one of simultaneous
+    switches at once (no busy wait), which must not fail the others: every one opens the file
+    and writes its row."""
+    for round_ in range(5):
+        path, start = tmp_path / f"new{round_}.db", tmp_path / f"start{round_}"
+        ready = [tmp_path / f"ready{round_}-{i}" for i in range(8)]
+        openers = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT_ONCE, str(path), str(start), str(flag)],
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=Path(__file__).resolve().parents[2],
+            )
+            for flag in ready
+        ]
+        while not all(flag.exists() for flag in ready) and all(o.poll() is None for o in openers):
+            time.sleep(0.005)
+        start.touch()
+        errors = [err for opener in openers if (err := opener.communicate(timeout=120)[1]) and opener.returncode]
+        assert errors == []
+        with sqlite3.connect(path) as check:
+            assert check.execute("SELECT count(*) FROM t").fetchone() == (8,)
