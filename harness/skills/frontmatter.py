@@ -19,10 +19,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import SkillError
-from harness.skills.bounded_yaml import MAX_ALIASES, MAX_DEPTH
+from harness.skills.bounded_yaml import MAX_ALIASES, MAX_DEPTH, YAMLLimitExceeded, load_bounded_yaml
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "MAX_ALIASES",
@@ -115,15 +118,104 @@ def _load_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     simple = _simple_mapping(yaml_text)
     if simple is not None:
         return simple
-    from harness.skills.frontmatter_yaml import yaml_mapping  # PyYAML, imported when first needed
-
     return yaml_mapping(yaml_text)
+
+
+# -- the YAML path ---------------------------------------------------------------------------
+#
+# The reference reading, for frontmatter the fast path leaves aside: PyYAML within limits, the
+# specification's text fields and ``metadata`` read as the text the author wrote, duplicate keys
+# listed, YAML errors placed on the SKILL.md line. PyYAML is imported on first use, so a process
+# whose frontmatter is all plain ``key: value`` lines never imports it. Nodes are told apart by
+# their ``id`` (``"scalar"``, ``"mapping"``, ``"sequence"``) for the same reason.
+
+
+def yaml_mapping(yaml_text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The reference path: PyYAML within limits, spec text fields read as text."""
+    import yaml  # PyYAML only for what the fast path leaves aside
+
+    duplicates: list[str] = []
+
+    def prepare(node: yaml.Node) -> None:
+        if _is(node, "mapping"):
+            duplicates.extend(_mark_text_fields(node))
+
+    try:
+        value = load_bounded_yaml(yaml_text, prepare=prepare)
+    except YAMLLimitExceeded as exc:
+        raise FrontmatterError(exc.code, f"frontmatter {exc}") from None
+    except yaml.YAMLError as exc:
+        raise FrontmatterError("invalid-yaml", f"Invalid YAML in frontmatter: {_describe(exc)}") from None
+    if not isinstance(value, dict):
+        raise FrontmatterError("frontmatter-not-mapping", "SKILL.md frontmatter must be a YAML mapping")
+    return {str(key): val for key, val in value.items()}, tuple(duplicates)
+
+
+def _mark_text_fields(root: yaml.Node) -> list[str]:
+    """Tag the spec's text fields and ``metadata`` scalars as strings; list duplicate keys.
+
+    Duplicates are looked for in the top-level mapping and the mappings directly under it, and
+    listed in file order.
+    """
+    duplicates: list[str] = []
+    seen: set[str] = set()
+    for key, value in root.value:
+        if not _is(key, "scalar"):
+            continue
+        if _is(value, "mapping"):
+            _duplicates(value, f"{key.value}.", duplicates)
+        _add_duplicate(key.value, "", seen, duplicates)
+        if key.value in TEXT_FIELDS:
+            _as_text(value)
+        elif key.value == "metadata" and _is(value, "mapping"):
+            for meta_key, meta_value in value.value:
+                _as_text(meta_key)
+                _as_text(meta_value)
+    return duplicates
+
+
+def _duplicates(mapping: yaml.Node, prefix: str, found: list[str]) -> None:
+    seen: set[str] = set()
+    for key, _ in mapping.value:
+        if _is(key, "scalar"):
+            _add_duplicate(key.value, prefix, seen, found)
+
+
+def _is(node: yaml.Node, kind: str) -> bool:
+    """Whether ``node`` is a ``"scalar"``, ``"mapping"`` or ``"sequence"`` node (PyYAML's ``id``)."""
+    return getattr(node, "id", None) == kind
+
+
+def _add_duplicate(key: str, prefix: str, seen: set[str], found: list[str]) -> None:
+    if key in seen and prefix + key not in found:
+        found.append(prefix + key)
+    seen.add(key)
+
+
+def _as_text(node: yaml.Node) -> None:
+    """A scalar with a standard YAML type (bool, int, null, ...) becomes its source text."""
+    if _is(node, "scalar") and node.tag.startswith(_YAML_TAGS):
+        node.tag = _STR_TAG
+
+
+def _describe(exc: yaml.YAMLError) -> str:
+    """The problem and where it is, as a line number in the SKILL.md file."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return " ".join(str(exc).split())
+    # +1 for 1-based lines, +1 for the opening "---" line the YAML text starts after.
+    where = f"line {mark.line + _FIRST_LINE}, column {mark.column + 1}"
+    parts = [str(part) for part in (getattr(exc, "context", None), getattr(exc, "problem", None)) if part]
+    return f"{where}: " + " ".join(" ".join(parts).split())
+
+
+_FIRST_LINE = 2
 
 
 # -- fast path -----------------------------------------------------------------------------
 #
 # Most frontmatter is a handful of ``key: plain text`` lines plus a one-level ``metadata`` map.
-# Such text is read here directly, giving exactly what the YAML path (``frontmatter_yaml``)
+# Such text is read here directly, giving exactly what the YAML path (:func:`yaml_mapping`)
 # gives (values, types, order and duplicate keys); anything else (quotes with escapes, flow
 # collections, block scalars, anchors, numbers outside text fields, multi-line values, characters
 # YAML treats as line breaks or refuses, ...) returns None and goes to the YAML path. The differential
@@ -140,7 +232,7 @@ _MISSING = object()
 
 
 def _simple_mapping(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
-    """``(fields, duplicate keys)`` exactly as :func:`~harness.skills.frontmatter_yaml.yaml_mapping` gives them, or ``None``."""
+    """``(fields, duplicate keys)`` exactly as :func:`yaml_mapping` gives them, or ``None``."""
     if _NOT_FAST.search(text):
         return None
     result: dict[str, Any] = {}

@@ -20,8 +20,8 @@ from harness.skills.frontmatter import (
     _closing_line,
     _simple_mapping,
     split_frontmatter,
+    yaml_mapping,
 )
-from harness.skills.frontmatter_yaml import yaml_mapping
 
 CORPUS = [
     "name: pdf\ndescription: Reads PDFs.\n",

@@ -17,8 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.skills.frontmatter import _NOT_FAST, FrontmatterError, _simple_mapping, split_frontmatter
-from harness.skills.frontmatter_yaml import yaml_mapping
+from harness.skills.frontmatter import _NOT_FAST, FrontmatterError, _simple_mapping, split_frontmatter, yaml_mapping
 from tests.support.sizing import sized
 
 _VALUE_CHARS = st.sampled_from(
