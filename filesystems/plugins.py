@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -153,21 +153,47 @@ class Registry(Generic[F]):
         return f"{message}: pip install '{distribution}[{','.join(entry.extras)}]'"
 
 
-def _type_checking_imports(source: Path, package: str) -> dict[str, tuple[str, str]]:
-    """Name -> (defining module, its name there) of every ``from ... import`` under
-    ``if TYPE_CHECKING:``."""
-    import ast  # only when a lazy name is first looked up
+_FROM_IMPORT = re.compile(r"from\s+(\.*)([\w.]*)\s+import\s+\(?([^()]*?)\)?")
 
-    found: dict[str, tuple[str, str]] = {}
-    for node in ast.parse(source.read_text(encoding="utf-8")).body:
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+
+def _statements(source: str) -> Iterator[str]:
+    """The statements of the top-level ``if TYPE_CHECKING:`` blocks of ``source``, each joined
+    onto one line without its comments."""
+    within, statement = False, ""
+    for line in source.splitlines():
+        code = line.split("#", 1)[0].rstrip()  # an import statement holds no string
+        if code and not code[0].isspace() and not statement:
+            within = code == "if TYPE_CHECKING:"
             continue
-        for inner in node.body:
-            if isinstance(inner, ast.ImportFrom) and inner.module is not None:
-                base = package.split(".")[: len(package.split(".")) - max(inner.level - 1, 0)]
-                module = inner.module if not inner.level else ".".join([*base, inner.module])
-                for alias in inner.names:
-                    found[alias.asname or alias.name] = (module, alias.name)
+        if not within:
+            continue
+        continued = code.endswith("\\")
+        statement = " ".join(filter(None, (statement, code.strip().removesuffix("\\").strip())))
+        if statement and not continued and statement.count("(") == statement.count(")"):
+            yield statement
+            statement = ""
+
+
+def _type_checking_imports(source: str, package: str) -> dict[str, tuple[str, str]]:
+    """Name -> (defining module, its name there) of every ``from ... import`` under
+    ``if TYPE_CHECKING:``.
+
+    Reads the lines rather than parsing the module (importing :mod:`ast` and parsing cost more
+    than the rest of a package's import); the package ``__init__`` files keep the plain shape
+    this reads, which a test checks against the parsed module for each of them.
+    """
+    found: dict[str, tuple[str, str]] = {}
+    for statement in _statements(source):
+        match = _FROM_IMPORT.fullmatch(statement)
+        if match is None or not match[2]:
+            continue
+        dots, module, names = match.groups()
+        if dots:
+            parts = package.split(".")
+            module = ".".join([*parts[: len(parts) - (len(dots) - 1)], module])
+        for alias in filter(None, (name.strip() for name in names.split(","))):
+            original, _, asname = (part.strip() for part in alias.partition(" as "))
+            found[asname or original] = (module, original)
     return found
 
 
@@ -180,7 +206,7 @@ def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[
         nonlocal targets
         if targets is None:
             module = sys.modules[package]
-            targets = _type_checking_imports(Path(str(module.__file__)), package)
+            targets = _type_checking_imports(Path(str(module.__file__)).read_text(encoding="utf-8"), package)
         return targets
 
     def __getattr__(name: str) -> Any:
