@@ -153,47 +153,47 @@ class Registry(Generic[F]):
         return f"{message}: pip install '{distribution}[{','.join(entry.extras)}]'"
 
 
-_FROM_IMPORT = re.compile(r"from\s+(\.*)([\w.]*)\s+import\s+\(?([^()]*?)\)?")
-
-
 def _statements(source: str) -> Iterator[str]:
     """The statements of the top-level ``if TYPE_CHECKING:`` blocks of ``source``, each joined
     onto one line without its comments."""
-    within, statement = False, ""
-    for line in source.splitlines():
-        code = line.split("#", 1)[0].rstrip()  # an import statement holds no string
-        if code and not code[0].isspace() and not statement:
-            within = code == "if TYPE_CHECKING:"
-            continue
-        if not within:
-            continue
-        continued = code.endswith("\\")
-        statement = " ".join(filter(None, (statement, code.strip().removesuffix("\\").strip())))
-        if statement and not continued and statement.count("(") == statement.count(")"):
-            yield statement
-            statement = ""
+    for block in f"\n{source}".split("\nif TYPE_CHECKING:")[1:]:
+        head, *lines = block.splitlines()
+        if head.strip() and not head.lstrip().startswith("#"):
+            continue  # a statement on the ``if`` line: a shape the package files do not use
+        statement = ""
+        for line in lines:
+            code = line.split("#", 1)[0].rstrip()  # an import statement holds no string
+            if code and not code[0].isspace() and not statement:
+                break  # the block ends
+            continued = code.endswith("\\")
+            statement = " ".join(filter(None, (statement, code.removesuffix("\\").strip())))
+            if statement and not continued and statement.count("(") == statement.count(")"):
+                yield statement
+                statement = ""
 
 
 def _type_checking_imports(source: str, package: str) -> dict[str, tuple[str, str]]:
     """Name -> (defining module, its name there) of every ``from ... import`` under
     ``if TYPE_CHECKING:``.
 
-    Reads the lines rather than parsing the module (importing :mod:`ast` and parsing cost more
-    than the rest of a package's import); the package ``__init__`` files keep the plain shape
-    this reads, which a test checks against the parsed module for each of them.
+    Reads the lines rather than parsing the module, which costs more than the rest of a small
+    package's import; the package ``__init__`` files keep the plain shape this reads, which a
+    test checks against the parsed module for each of them.
     """
     found: dict[str, tuple[str, str]] = {}
     for statement in _statements(source):
-        match = _FROM_IMPORT.fullmatch(statement)
-        if match is None or not match[2]:
+        head, imports, names = statement.partition(" import ")
+        module = head.removeprefix("from ").strip()
+        absolute = module.lstrip(".")
+        if not imports or not head.startswith("from ") or not absolute:
             continue
-        dots, module, names = match.groups()
-        if dots:
+        if level := len(module) - len(absolute):
             parts = package.split(".")
-            module = ".".join([*parts[: len(parts) - (len(dots) - 1)], module])
-        for alias in filter(None, (name.strip() for name in names.split(","))):
+            absolute = ".".join([*parts[: len(parts) - (level - 1)], absolute])
+        for alias in names.strip().removeprefix("(").removesuffix(")").split(","):
             original, _, asname = (part.strip() for part in alias.partition(" as "))
-            found[asname or original] = (module, original)
+            if original:
+                found[asname or original] = (absolute, original)
     return found
 
 
