@@ -37,7 +37,7 @@ _DISTRIBUTION = "agent-skill-harness"  # whose extras built-in targets name
 
 F = TypeVar("F")
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_NAME = r"[A-Za-z][A-Za-z0-9+.-]*"  # compiled by ``re`` on the first registration
 
 ErrorFactory = Callable[[str], Exception]
 
@@ -92,7 +92,7 @@ class Registry(Generic[F]):
         advertised) unless ``replace``.
         """
         name = name.lower()
-        if not _NAME.fullmatch(name):
+        if not re.fullmatch(_NAME, name):
             raise self._error(f"invalid {self.what} {name!r}")
         if not replace and name in self.known():
             raise self._error(f"{self.what} {name!r} is already registered; pass replace=True to override it")
