@@ -550,6 +550,8 @@ def rules_from_data(items: Iterable[Mapping[str, Any]]) -> tuple[ScanRule, ...]:
 
 @dataclass(frozen=True)
 class _Compiled:
+    """A rule ready to run: its pattern compiled, and where and for what to look first."""
+
     rule: ScanRule
     regex: re.Pattern[str]
     # Lower-case strings one of which every match contains (``None``: no such set is known, the
