@@ -26,20 +26,20 @@ __all__ = ["MASK", "redact_secrets", "redact_url", "url_credentials"]
 
 MASK = "***"
 
+# The patterns are strings that ``re`` compiles (and caches) on first use: most programs never
+# redact anything, and compiling them all costs about a millisecond of every import.
 # Schemes whose user name is an account name, not a credential.
-_KEEP_USER = re.compile(r"^(?:mysql|mariadb|(?:git\+)?ssh|sftp|postgres(?:ql)?)(?:\+\w+)?$", re.IGNORECASE)
-_CREDENTIAL_KEYS = re.compile(
-    r"(?P<key>(?:^|(?<=[?&#;]))(?:password|passwd|pwd|pass|token|access_token|auth_token|api_key|apikey"
-    r"|secret|client_secret|private_token)=)(?P<value>[^&#;\s]*)",
-    re.IGNORECASE,
+_KEEP_USER = r"(?i)^(?:mysql|mariadb|(?:git\+)?ssh|sftp|postgres(?:ql)?)(?:\+\w+)?$"
+_CREDENTIAL_KEYS = (
+    r"(?i)(?P<key>(?:^|(?<=[?&#;]))(?:password|passwd|pwd|pass|token|access_token|auth_token|api_key|apikey"
+    r"|secret|client_secret|private_token)=)(?P<value>[^&#;\s]*)"
 )
-_SCP_LIKE = re.compile(r"(?P<user>[^@/:\s]+):[^@/\s]*@(?=[^/:\s]+:)")
+_SCP_LIKE = r"(?P<user>[^@/:\s]+):[^@/\s]*@(?=[^/:\s]+:)"
 # A URL in free text: scheme://… up to whitespace, a quote or a closing bracket.
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s'\"<>()\[\]{}`]+")
+_URL_IN_TEXT = r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s'\"<>()\[\]{}`]+"
 # ``name=value`` credentials outside URLs (``password=…`` in a command line or error).
-_BARE_CREDENTIAL = re.compile(
-    r"(?P<key>\b(?:password|passwd|token|access_token|api_key|client_secret)\s*[=:]\s*)(?P<value>[^\s&,;'\"]+)",
-    re.IGNORECASE,
+_BARE_CREDENTIAL = (
+    r"(?i)(?P<key>\b(?:password|passwd|token|access_token|api_key|client_secret)\s*[=:]\s*)(?P<value>[^\s&,;'\"]+)"
 )
 
 
@@ -50,10 +50,10 @@ def redact_url(url: str) -> str:
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
-        scp = _SCP_LIKE.match(url)
+        scp = re.match(_SCP_LIKE, url)
         if scp:  # git's ``user:secret@host:path`` form
             url = f"{scp.group('user')}:{MASK}@{url[scp.end() :]}"
-        return _CREDENTIAL_KEYS.sub(_mask_value, url)
+        return re.sub(_CREDENTIAL_KEYS, _mask_value, url)
     end = len(rest)
     for stop in "/?#":
         index = rest.find(stop)
@@ -63,7 +63,7 @@ def redact_url(url: str) -> str:
     userinfo, at, host = netloc.rpartition("@")
     if at:
         user, colon, _password = userinfo.partition(":")
-        if _KEEP_USER.match(scheme):
+        if re.match(_KEEP_USER, scheme):
             userinfo = f"{user}:{MASK}" if colon else user
         else:
             userinfo = MASK
@@ -73,7 +73,7 @@ def redact_url(url: str) -> str:
         host, _, port = netloc.partition(":")
         if port and not port.isdigit():
             netloc = f"{host}:{MASK}"
-    return f"{scheme}://{netloc}{_CREDENTIAL_KEYS.sub(_mask_value, tail)}"
+    return f"{scheme}://{netloc}{re.sub(_CREDENTIAL_KEYS, _mask_value, tail)}"
 
 
 def url_credentials(url: str) -> tuple[str, ...]:
@@ -81,14 +81,14 @@ def url_credentials(url: str) -> tuple[str, ...]:
     :func:`redact_url` masks), raw and percent-decoded, for :func:`redact_secrets`."""
     scheme, sep, rest = url.partition("://")
     userinfo, at, _ = rest.split("/", 1)[0].rpartition("@")
-    scp = None if sep else _SCP_LIKE.match(url)
+    scp = None if sep else re.match(_SCP_LIKE, url)
     if scp:
         return (url[: scp.end() - 1].partition(":")[2],)
     if not (sep and at):
         return ()
     user, colon, password = userinfo.partition(":")
     found = [password] if colon else []
-    if not _KEEP_USER.match(scheme):
+    if not re.match(_KEEP_USER, scheme):
         found.append(user)
     return tuple({*found, *(urllib.parse.unquote(part) for part in found)} - {""})
 
@@ -96,8 +96,8 @@ def url_credentials(url: str) -> tuple[str, ...]:
 def redact_secrets(text: str, *secrets: str) -> str:
     """``text`` with every URL in it passed through :func:`redact_url`, ``password=…``-style
     values masked, and each of ``secrets`` (e.g. a password known to the caller) replaced."""
-    text = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
-    text = _BARE_CREDENTIAL.sub(_mask_bare_value, text)
+    text = re.sub(_URL_IN_TEXT, lambda m: redact_url(m.group(0)), text)
+    text = re.sub(_BARE_CREDENTIAL, _mask_bare_value, text)
     for secret in secrets:
         if secret and len(secret) >= 3:
             text = text.replace(secret, MASK)
@@ -109,14 +109,14 @@ def _mask_value(match: re.Match[str]) -> str:
 
 
 # What stands for a value in a hint rather than being one: three dots or an ellipsis.
-_PLACEHOLDER = re.compile(r"\.{3,}|\u2026")
+_PLACEHOLDER = r"\.{3,}|\u2026"
 
 
 def _mask_bare_value(match: re.Match[str]) -> str:
     """Mask a ``password=…`` value found in free text, keeping a placeholder (it is a hint,
     not a secret) and the closing brackets the text around it opened, not the value."""
     value = match.group("value")
-    if _PLACEHOLDER.fullmatch(value):
+    if re.fullmatch(_PLACEHOLDER, value):
         return match.group(0)
     kept = ""
     while value and value[-1] in ")]}" and value.count(value[-1]) > value.count(_OPENING[value[-1]]):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -37,7 +37,7 @@ _DISTRIBUTION = "agent-skill-harness"  # whose extras built-in targets name
 
 F = TypeVar("F")
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_NAME = r"[A-Za-z][A-Za-z0-9+.-]*"  # compiled by ``re`` on the first registration
 
 ErrorFactory = Callable[[str], Exception]
 
@@ -92,7 +92,7 @@ class Registry(Generic[F]):
         advertised) unless ``replace``.
         """
         name = name.lower()
-        if not _NAME.fullmatch(name):
+        if not re.fullmatch(_NAME, name):
             raise self._error(f"invalid {self.what} {name!r}")
         if not replace and name in self.known():
             raise self._error(f"{self.what} {name!r} is already registered; pass replace=True to override it")
@@ -153,21 +153,47 @@ class Registry(Generic[F]):
         return f"{message}: pip install '{distribution}[{','.join(entry.extras)}]'"
 
 
-def _type_checking_imports(source: Path, package: str) -> dict[str, tuple[str, str]]:
-    """Name -> (defining module, its name there) of every ``from ... import`` under
-    ``if TYPE_CHECKING:``."""
-    import ast  # only when a lazy name is first looked up
+def _statements(source: str) -> Iterator[str]:
+    """The statements of the top-level ``if TYPE_CHECKING:`` blocks of ``source``, each joined
+    onto one line without its comments."""
+    for block in f"\n{source}".split("\nif TYPE_CHECKING:")[1:]:
+        head, *lines = block.splitlines()
+        if head.strip() and not head.lstrip().startswith("#"):
+            continue  # a statement on the ``if`` line: a shape the package files do not use
+        statement = ""
+        for line in lines:
+            code = line.split("#", 1)[0].rstrip()  # an import statement holds no string
+            if code and not code[0].isspace() and not statement:
+                break  # the block ends
+            continued = code.endswith("\\")
+            statement = " ".join(filter(None, (statement, code.removesuffix("\\").strip())))
+            if statement and not continued and statement.count("(") == statement.count(")"):
+                yield statement
+                statement = ""
 
+
+def _type_checking_imports(source: str, package: str) -> dict[str, tuple[str, str]]:
+    """Name -> (defining module, its name there) of every ``from ... import`` under
+    ``if TYPE_CHECKING:``.
+
+    Reads the lines rather than parsing the module, which costs more than the rest of a small
+    package's import; the package ``__init__`` files keep the plain shape this reads, which a
+    test checks against the parsed module for each of them.
+    """
     found: dict[str, tuple[str, str]] = {}
-    for node in ast.parse(source.read_text(encoding="utf-8")).body:
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+    for statement in _statements(source):
+        head, imports, names = statement.partition(" import ")
+        module = head.removeprefix("from ").strip()
+        absolute = module.lstrip(".")
+        if not imports or not head.startswith("from ") or not absolute:
             continue
-        for inner in node.body:
-            if isinstance(inner, ast.ImportFrom) and inner.module is not None:
-                base = package.split(".")[: len(package.split(".")) - max(inner.level - 1, 0)]
-                module = inner.module if not inner.level else ".".join([*base, inner.module])
-                for alias in inner.names:
-                    found[alias.asname or alias.name] = (module, alias.name)
+        if level := len(module) - len(absolute):
+            parts = package.split(".")
+            absolute = ".".join([*parts[: len(parts) - (level - 1)], absolute])
+        for alias in names.strip().removeprefix("(").removesuffix(")").split(","):
+            original, _, asname = (part.strip() for part in alias.partition(" as "))
+            if original:
+                found[asname or original] = (absolute, original)
     return found
 
 
@@ -180,7 +206,7 @@ def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[
         nonlocal targets
         if targets is None:
             module = sys.modules[package]
-            targets = _type_checking_imports(Path(str(module.__file__)), package)
+            targets = _type_checking_imports(Path(str(module.__file__)).read_text(encoding="utf-8"), package)
         return targets
 
     def __getattr__(name: str) -> Any:

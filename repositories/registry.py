@@ -63,7 +63,7 @@ SCHEME_ENTRY_POINT_GROUP = "harness.repositories"
 RepositoryFactory = Callable[[str], SkillRepository]
 """Builds a repository from its full URL."""
 
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_SCHEME = r"([A-Za-z][A-Za-z0-9+.-]*):"  # compiled by ``re`` when a URL is first opened
 
 _GIT = "repositories.git:GitRepository.from_url"
 _PLUGINS = "repositories.plugins:PluginMarketplaceRepository.from_url"
@@ -132,7 +132,7 @@ def open_repository(url: str) -> SkillRepository:
     if not isinstance(url, str) or not url.strip():
         raise InvalidRepositoryConfig("an empty repository URL")
     url = url.strip()
-    match = _SCHEME.match(url)
+    match = re.match(_SCHEME, url)
     scheme = "dir" if match is None or url.startswith(("/", ".", "~")) else match.group(1)
     repo = _REPOSITORIES.factory(scheme)(url)
     if not isinstance(repo, SkillRepository):

@@ -36,7 +36,8 @@ _SLICE = 256
 # Deep watches a WorkspaceWatcher keeps at most (each waits in a worker thread).
 _MAX_TIERS = 6
 _IGNORED_FOLDERS = (CACHE_DIR, MACHINE_DIR, "__pycache__", ".git")
-_IGNORED_PART = re.compile(rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)")
+# Compiled by ``re`` when a watcher first sees a change, not at import.
+_IGNORED_PART = rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)"
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
@@ -203,7 +204,7 @@ def _ancestors(folder: str) -> Iterable[str]:
 def _relevant(start: int, path: str) -> bool:
     """Not below an ignored folder (looked for from ``start``, the watched folder's length); a
     plain string scan, as staging makes thousands of events."""
-    return _IGNORED_PART.search(path, start) is None
+    return re.compile(_IGNORED_PART).search(path, start) is None
 
 
 class WorkspaceWatcher:

@@ -550,6 +550,8 @@ def rules_from_data(items: Iterable[Mapping[str, Any]]) -> tuple[ScanRule, ...]:
 
 @dataclass(frozen=True)
 class _Compiled:
+    """A rule ready to run: its pattern compiled, and where and for what to look first."""
+
     rule: ScanRule
     regex: re.Pattern[str]
     # Lower-case strings one of which every match contains (``None``: no such set is known, the
@@ -760,13 +762,14 @@ _CONFUSABLES = str.maketrans(
     "аеорсухіјѕԁһԛԝӏɑονιυκτχεραАВЕКМНОРСТХУІЈЅԌԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧıℓ",
     "aeopcyxijsdhqwlaovinktxepaABEKMHOPCTXYIJSGQWABEZHIKMNOPTYXil",
 )
-_SPACED = re.compile(r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])")
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
-_HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
+# The patterns below are strings that ``re`` compiles (and caches) on the first scan, not at import.
+_SPACED = r"(?<![^\W_])[^\W_](?P<sep>[ ._*~-])[^\W_](?:(?P=sep)[^\W_]){2,}(?![^\W_])"
+_BASE64 = r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])"
+_HEX = r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])"
 _BLANK = r"[ \t\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
 # The runs of blanks that collapsing changes: a lone space is left alone (most of any text).
 # Written to begin with the blank itself, so the engine skips every other character in C.
-_BLANKS = re.compile(rf"{_BLANK}(?:{_BLANK}+|(?<! ))")
+_BLANKS = rf"{_BLANK}(?:{_BLANK}+|(?<! ))"
 # An ASCII text needs collapsing only where it holds one of these (indented code does).
 _ASCII_BLANKS = ("  ", "\t", "\f", "\v")
 # Bytes of the base64 alphabet (and nothing else) as ``a``: a base64 blob needs 16 in a row.
@@ -798,7 +801,7 @@ def _fold(text: str) -> str:
 def _collapse(text: str) -> str:
     if text.isascii() and not any(blank in text for blank in _ASCII_BLANKS):
         return text
-    return _BLANKS.sub(" ", text)
+    return re.sub(_BLANKS, " ", text)
 
 
 def despace(text: str) -> str:
@@ -808,12 +811,12 @@ def despace(text: str) -> str:
         # separator here: one search instead of one per separator).
         if b"a a a a" not in text.encode("ascii").translate(_SPACING):
             return text
-    return _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    return re.sub(_SPACED, lambda m: m.group(0).replace(m.group("sep"), ""), text)
 
 
 def decoded_blobs(text: str) -> list[str]:
     """The readable text hidden in ``text``'s base64 and hex blobs (at most a few dozen)."""
-    return _decode([*_BASE64.finditer(text), *_HEX.finditer(text)][:_MAX_BLOBS])
+    return _decode([*re.finditer(_BASE64, text), *re.finditer(_HEX, text)][:_MAX_BLOBS])
 
 
 def _decode(matches: list[re.Match[str]]) -> list[str]:
@@ -833,7 +836,7 @@ def _decoded_one(blob: str) -> str | None:
 
 def _decoded(blob: str) -> str | None:
     """The readable text ``blob`` decodes to, if any."""
-    data = _unhex(blob) if blob.startswith("\\x") or _HEX.fullmatch(blob) else _unbase64(blob)
+    data = _unhex(blob) if blob.startswith("\\x") or re.fullmatch(_HEX, blob) else _unbase64(blob)
     return _readable(data) if data else None
 
 
@@ -938,7 +941,7 @@ def _hex_blobs(text: str) -> list[re.Match[str]]:
     ``\\x`` nor 16 hex digits in a row (most texts: the pattern is slow over prose)."""
     if "\\x" not in text and b"0" * 16 not in text.encode("utf-8", "surrogatepass").translate(_HEX_DIGITS):
         return []
-    return list(_HEX.finditer(text))
+    return list(re.finditer(_HEX, text))
 
 
 def _may_hold_base64(text: str) -> bool:
@@ -951,12 +954,13 @@ def _base64_blobs(text: str) -> Iterable[re.Match[str]]:
     """``_BASE64``'s matches in ``text``: in an ASCII text, tried only where a run of 16 base64
     letters starts (a match starts nowhere else, and finds the same there as ``finditer``)."""
     if not text.isascii():
-        return _BASE64.finditer(text)
+        return re.finditer(_BASE64, text)
+    pattern = re.compile(_BASE64)
     shape = text.encode("ascii").translate(_BASE64_LETTERS)
     found = []
     at = shape.find(_BASE64_RUN)
     while at >= 0:
-        match = _BASE64.match(text, at)
+        match = pattern.match(text, at)
         if match is not None:
             found.append(match)
         end = shape.find(b" ", at)

@@ -3,6 +3,7 @@ providers: lazy built-ins, registration, entry points, and what its errors say."
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from filesystems import Registry
+from filesystems.plugins import _type_checking_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -174,3 +176,66 @@ def test_an_advertised_entry_points_missing_extra_names_its_own_distribution(on_
     registry: Registry[Widget] = Registry("widget", group, {}, unavailable=WidgetUnavailable)
     with pytest.raises(WidgetUnavailable, match=r"pip install 'acme-widgets\[turbo\]'"):
         registry.factory("spanner")
+
+
+def _parsed_type_checking_imports(source: str, package: str) -> dict[str, tuple[str, str]]:
+    """What ``lazy_exports`` must find, read off the parsed module."""
+    found: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            continue
+        for inner in node.body:
+            if isinstance(inner, ast.ImportFrom) and inner.module is not None:
+                parts = package.split(".")
+                base = parts[: len(parts) - max(inner.level - 1, 0)]
+                module = inner.module if not inner.level else ".".join([*base, inner.module])
+                for alias in inner.names:
+                    found[alias.asname or alias.name] = (module, alias.name)
+    return found
+
+
+def _package_inits() -> list[Path]:
+    return sorted(p for top in ("harness", "repositories", "filesystems") for p in (ROOT / top).rglob("__init__.py"))
+
+
+@pytest.mark.parametrize("init", _package_inits(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_lazy_exports_reads_each_package_as_the_parser_does(init: Path) -> None:
+    package = ".".join(init.parent.relative_to(ROOT).parts)
+    source = init.read_text(encoding="utf-8")
+    assert _type_checking_imports(source, package) == _parsed_type_checking_imports(source, package)
+
+
+def test_lazy_exports_reads_aliases_relative_imports_comments_and_continued_lines() -> None:
+    source = textwrap.dedent(
+        """\
+        from typing import TYPE_CHECKING
+        from a.b import NotLazy
+
+        if TYPE_CHECKING:  # a comment
+            # another
+            from .c import (  # open
+                One,
+                Two as Deux,  # renamed
+            )
+            from ..d import Three
+            from e.f import Four, \\
+                Five as Cinq
+            import g
+            from . import h
+
+        def after() -> None:
+            from x import Nope
+        if TYPE_CHECKING:
+            from z import Last
+        """
+    )
+    expected = {
+        "One": ("pkg.sub.c", "One"),
+        "Deux": ("pkg.sub.c", "Two"),
+        "Three": ("pkg.d", "Three"),
+        "Four": ("e.f", "Four"),
+        "Cinq": ("e.f", "Five"),
+        "Last": ("z", "Last"),
+    }
+    assert _parsed_type_checking_imports(source, "pkg.sub") == expected
+    assert _type_checking_imports(source, "pkg.sub") == expected

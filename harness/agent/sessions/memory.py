@@ -27,6 +27,8 @@ Key = tuple[str, str]
 
 @dataclass(kw_only=True)
 class _Stored:
+    """One session as the store keeps it."""
+
     messages: list[Message] = field(default_factory=list)
     loaded: set[str] = field(default_factory=set)
     updated: float = 0.0
