@@ -9,8 +9,6 @@ anchors and aliases, booleans, dates, numbers, lists, comments, tags, duplicate 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,8 +18,8 @@ from harness.skills.frontmatter import (
     _closing_line,
     _simple_mapping,
     split_frontmatter,
-    yaml_mapping,
 )
+from tests.skills.test_frontmatter_fast_path import assert_agrees_or_defers
 
 CORPUS = [
     "name: pdf\ndescription: Reads PDFs.\n",
@@ -104,28 +102,9 @@ FAST = [
 ]
 
 
-def _reference(text: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
-    try:
-        return yaml_mapping(text)
-    except FrontmatterError:
-        return None
-
-
-def _types(value: Any) -> Any:
-    if isinstance(value, dict):
-        return [(key, _types(item)) for key, item in value.items()]
-    return type(value)
-
-
 @pytest.mark.parametrize("text", CORPUS)
 def test_the_fast_path_agrees_with_yaml_or_defers(text: str) -> None:
-    fast = _simple_mapping(text)
-    if fast is None:
-        return
-    expected = _reference(text)
-    assert expected is not None, "the fast path accepted frontmatter the YAML path refuses"
-    assert fast == expected
-    assert _types(fast[0]) == _types(expected[0])
+    assert_agrees_or_defers(text)
 
 
 @pytest.mark.parametrize("text", FAST)
