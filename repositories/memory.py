@@ -71,12 +71,7 @@ class MemoryRepository(SkillRepository):
         bundle = self._bundles.get(folder)
         if bundle is None:
             raise BundleNotFound(f"{self.source}: no skill folder {folder!r}")
-        contents = {f.path: f.data for f in bundle.files}
-        contents[bundle.skill_md_name] = bundle.skill_md
-        missing = [path for path in paths if path not in contents]
-        if missing:
-            raise BundleNotFound(f"{self.source}: {folder}/{missing[0]} does not exist")
-        return {path: contents[path] for path in paths}
+        return bundle.read(paths, where=f"{self.source}: {folder}")
 
     async def _save(self, bundle: SkillBundleContents) -> None:
         self._bundles[bundle.folder] = bundle
