@@ -23,6 +23,17 @@ from tests.repositories.forked_mcp import mcp_market
 from tests.support.skills_server import SkillsServer
 
 
+def serve_v2(server: SkillsServer) -> None:
+    """The server changes the skill's script: its content, and so its digest, is new."""
+    server.add(
+        "team-a/tool",
+        {
+            "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
+            "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
+        },
+    )
+
+
 async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
     server = tool_server(tmp_path)
     asked: list[ToolRequest] = []
@@ -47,13 +58,7 @@ async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
         control=ControlOptions(approver=approver),
     ) as agent:
         first = await agent.run("go", context=ALICE)
-        server.add(
-            "team-a/tool",
-            {
-                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
-                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
-            },
-        )
+        serve_v2(server)
         second = await agent.run("again", context=ALICE)
     assert "ran v1" in results_by_id(first.events)["r1"].content
     refused = results_by_id(second.events)["r2"]
@@ -177,13 +182,7 @@ async def test_a_file_swapped_while_a_run_waits_is_not_run_on_the_old_approval(t
         paused = await agent.run("go", context=ALICE)
         [waiting] = paused.approvals
         assert "sha256:" in waiting.activations[0]
-        server.add(
-            "team-a/tool",
-            {
-                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
-                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
-            },
-        )
+        serve_v2(server)
         await agent.resolve_approval(waiting.approval_id, approved=True, context=ALICE)
         resumed = await agent.resume(context=ALICE)
     refused = results_by_id(resumed.events)["r1"]
@@ -258,13 +257,7 @@ async def test_a_skill_staged_for_one_user_stays_out_of_another_users_sandbox(
         assert not (sandbox_dir / "bob" / "ran").exists()
         approving.add("bob")
         approved = await agent.run("run it", context=BOB)
-        server.add(
-            "team-a/tool",
-            {
-                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
-                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
-            },
-        )
+        serve_v2(server)
         changed = await agent.run("run it again", context=BOB)
     assert "ran v1" in results_by_id(first.events)["alice"].content
     assert (sandbox_dir / STAGED / "scripts" / "go.sh").is_file()
@@ -333,13 +326,7 @@ async def test_a_skill_that_moves_during_a_turn_is_hidden_from_that_turn(
         plan = await agent.prepare(BOB)
         shell = next(t for t in agent.tools_for(plan) if t.name == SHELL)
         before = await shell.call({"command": f"cat {STAGED}/scripts/go.sh"})
-        server.add(
-            "team-a/tool",
-            {
-                "SKILL.md": "---\nname: tool\ndescription: Runs a tool.\n---\nRun scripts/go.sh.\n",
-                "scripts/go.sh": '#!/bin/sh\necho v2 > "$OUTPUT_DIR/ran"\necho ran v2\n',
-            },
-        )
+        serve_v2(server)
         carol = await agent.run("go", context=RuntimeContext(user_id="carol", session_id="s1"))
         after = await shell.call({"command": f"cat {STAGED}/scripts/go.sh"})
     assert "ran v2" in results_by_id(carol.events)["carol"].content
