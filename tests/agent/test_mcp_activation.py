@@ -12,7 +12,7 @@ from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.skills.scanner import MarketScanPolicy, TrustLevel
 from repositories import DirectoryRepository
-from tests.repositories.forked_mcp import mcp_market
+from tests.repositories.forked_mcp import mcp_agent, mcp_market
 from tests.support.skills_server import SkillsServer
 
 ALICE = RuntimeContext(user_id="alice", session_id="s1")
@@ -61,13 +61,7 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
             "done",
         ]
     )
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
+    async with mcp_agent(server, model, workspace=tmp_path / "ws", approver=approver) as agent:
         plan = await agent.pipeline.prepare(ALICE)
         assert server.reads() == []  # the first prepare fetched nothing
         cache = tmp_path / "ws" / ".skills-cache"
@@ -86,12 +80,8 @@ async def test_an_mcp_skill_is_staged_when_loaded_and_runs_once_approved(tmp_pat
 async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> None:
     server = tool_server(tmp_path)
     model = ScriptedModel([call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        trust=TrustOptions(trusted_markets=["srv"]),
+    async with mcp_agent(
+        server, model, workspace=tmp_path / "ws", trust=TrustOptions(trusted_markets=["srv"])
     ) as agent:
         result = await agent.run("go", context=ALICE)
     assert "ran v1" in results_by_id(result.events)["r1"].content
@@ -100,12 +90,7 @@ async def test_trusted_markets_lift_the_activation_approval(tmp_path: Path) -> N
 async def test_a_skill_command_expands_the_fetched_instructions(tmp_path: Path) -> None:
     server = tool_server(tmp_path)
     model = ScriptedModel(["ok"])
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-    ) as agent:
+    async with mcp_agent(server, model, workspace=tmp_path / "ws") as agent:
         await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
     asked = model.calls[0].messages[-1].content
     assert "Run scripts/go.sh." in asked and "fetched from the skill's MCP server" not in asked
@@ -130,13 +115,7 @@ async def test_content_that_is_not_what_the_listing_says_is_refused_on_use(tmp_p
             "done",
         ]
     )
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
+    async with mcp_agent(server, model, workspace=tmp_path / "ws", approver=approver) as agent:
         result = await agent.run("go", context=ALICE)
     results = results_by_id(result.events)
     assert results["l1"].error and "differs from the listed one in 'description'" in results["l1"].content
@@ -211,12 +190,7 @@ async def test_without_an_approver_the_run_pauses_until_the_app_approves_the_ski
             "ran it again",
         ]
     )
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-    ) as agent:
+    async with mcp_agent(server, model, workspace=tmp_path / "ws") as agent:
         paused = await agent.run("go", context=ALICE)
         assert not (tmp_path / "ws" / "alice" / "ran").exists()
         [waiting] = paused.approvals
@@ -255,13 +229,8 @@ async def test_an_approval_lets_an_mcp_skills_allowed_tools_narrow_that_users_tu
             "changed",
         ]
     )
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        trust=TrustOptions(enforce_allowed_tools=True),
-        control=ControlOptions(approver=approver),
+    async with mcp_agent(
+        server, model, workspace=tmp_path / "ws", approver=approver, trust=TrustOptions(enforce_allowed_tools=True)
     ) as agent:
         await agent.run(f"/skill:{SKILL_ID}", context=ALICE)
         ran = await agent.run("run the tool", context=ALICE)

@@ -19,7 +19,7 @@ from harness.models import Message, ScriptedModel, ToolCall
 from harness.tools import tool
 from repositories import DirectoryRepository
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, SKILL_ID, call, results_by_id, tool_server
-from tests.repositories.forked_mcp import mcp_market
+from tests.repositories.forked_mcp import mcp_agent, mcp_market
 from tests.support.skills_server import SkillsServer
 
 
@@ -50,13 +50,7 @@ async def test_a_swapped_file_needs_a_new_approval(tmp_path: Path) -> None:
             "second",
         ]
     )
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
+    async with mcp_agent(server, model, workspace=tmp_path / "ws", approver=approver) as agent:
         first = await agent.run("go", context=ALICE)
         serve_v2(server)
         second = await agent.run("again", context=ALICE)
@@ -85,13 +79,7 @@ async def test_a_hostile_model_cannot_run_an_unapproved_mcp_script(tmp_path: Pat
     script: list[Message | str] = [call(LOAD, "load", skillId=SKILL_ID)]
     script += [call(SHELL, f"a{i}", **arguments) for i, arguments in enumerate(attempts)]
     script.append("gave up")
-    async with Harness(
-        model=ScriptedModel(script),
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
+    async with mcp_agent(server, ScriptedModel(script), workspace=tmp_path / "ws", approver=approver) as agent:
         result = await agent.run("run it any way you can", context=ALICE)
     results = results_by_id(result.events)
     for index in range(len(attempts)):
@@ -173,12 +161,7 @@ async def test_a_file_swapped_while_a_run_waits_is_not_run_on_the_old_approval(t
     script before the run resumes: the resumed call is refused, the new script never runs."""
     server = tool_server(tmp_path)
     model = ScriptedModel([call(SHELL, "r1", command="sh scripts/go.sh", skill=SKILL_ID), "ran it"])
-    async with Harness(
-        model=model,
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-    ) as agent:
+    async with mcp_agent(server, model, workspace=tmp_path / "ws") as agent:
         paused = await agent.run("go", context=ALICE)
         [waiting] = paused.approvals
         assert "sha256:" in waiting.activations[0]
@@ -284,12 +267,8 @@ async def test_the_tools_outside_a_turn_hide_unapproved_staged_skills(
         return request.context.user_id == "alice" or not request.activations
 
     model = ScriptedModel([call(SHELL, "alice", command="sh scripts/go.sh", skill=SKILL_ID), "done"])
-    async with Harness(
-        model=model,
-        filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap),
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
+    async with mcp_agent(
+        server, model, filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap), approver=approver
     ) as agent:
         await agent.run("go", context=ALICE)
         plan = await agent.prepare(BOB)
@@ -315,12 +294,8 @@ async def test_a_skill_that_moves_during_a_turn_is_hidden_from_that_turn(
         call(SHELL, "carol", command="sh scripts/go.sh", skill=SKILL_ID),
         "done",
     ]
-    async with Harness(
-        model=ScriptedModel(script),
-        filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap),
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
+    async with mcp_agent(
+        server, ScriptedModel(script), filesystem=SandboxFilesystem(sandbox_dir, bwrap=bwrap), approver=approver
     ) as agent:
         await agent.run("go", context=BOB)
         plan = await agent.prepare(BOB)
@@ -377,13 +352,7 @@ async def test_a_forked_subagent_and_a_workflow_script_do_not_see_it_either(
             "forked",
         ]
     )
-    async with Harness(
-        model=model,
-        filesystem=filesystem,
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
+    async with mcp_agent(server, model, filesystem=filesystem, approver=approver) as agent:
         await agent.run("go", context=ALICE)
         forked = await agent.run("/skill:forky", context=BOB)
         await agent.run_workflow("peek", context=BOB)

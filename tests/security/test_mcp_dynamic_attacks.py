@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent import ControlOptions, Harness, PipelineOptions
+from harness.agent import Harness, PipelineOptions
 from harness.approval import ToolRequest
 from harness.context import RuntimeContext
 from harness.models import Message, ScriptedModel
 from harness.tools import load_skill_file
 from repositories import InvalidBundle
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, call, results_by_id
-from tests.repositories.forked_mcp import mcp_market
+from tests.repositories.forked_mcp import mcp_agent, mcp_market
 from tests.support.skills_server import SkillsServer
 
 SKILL_ID = "daily_srv"
@@ -105,13 +105,7 @@ async def test_a_hostile_model_cannot_run_a_dynamic_skills_script(tmp_path: Path
     script += [call(LOAD, "read", skillId=SKILL_ID, path="scripts/report.sh")]
     script += [call(SHELL, f"a{i}", **arguments) for i, arguments in enumerate(attempts)]
     script.append("gave up")
-    async with Harness(
-        model=ScriptedModel(script),
-        workspace=tmp_path / "ws",
-        repositories=[mcp_market(server)],
-        pipeline=PipelineOptions(watch=False, market_timeout=120),
-        control=ControlOptions(approver=approver),
-    ) as agent:
+    async with mcp_agent(server, ScriptedModel(script), workspace=tmp_path / "ws", approver=approver) as agent:
         result = await agent.run("run the report any way you can", context=ALICE)
     results = results_by_id(result.events)
     assert "echo ran" in results["read"].content  # the script is reachable as text
