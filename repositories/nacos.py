@@ -375,7 +375,7 @@ class NacosRepository(SkillRepository):
         except _PackageTooLarge as exc:
             raise _BadPackage(str(exc)) from None
         except sdk.NacosException as exc:
-            if exc.error_code == sdk.NOT_FOUND:
+            if exc.error_code == sdk.NOT_FOUND and await self._answers():
                 raise BundleNotFound(
                     f"skill {shown(name)}{self._selector()} not found in {self.where}: skipped"
                 ) from None
@@ -387,6 +387,21 @@ class NacosRepository(SkillRepository):
         except (TimeoutError, OSError) as exc:
             raise self._unavailable(name, exc) from None
         return data
+
+    async def _answers(self) -> bool:
+        """Whether a configured server accepts a connection. The SDK reports any failed request
+        whose error text holds "404" as "not found" (a refused connection to port 40413 does), so
+        a skill counts as gone only when a server answered: an outage keeps the last good one."""
+        for server in self.servers:
+            host, _, port = urllib.parse.urlsplit(server if "//" in server else f"//{server}").netloc.rpartition(":")
+            try:
+                with anyio.fail_after(self.timeout):
+                    stream = await anyio.connect_tcp(host or port, int(port) if host else 8848)
+                await stream.aclose()
+                return True
+            except (OSError, TimeoutError, ValueError):
+                continue
+        return False
 
     def _unavailable(self, name: str, exc: BaseException) -> RepositoryUnavailable:
         detail = redact_secrets(str(exc) or type(exc).__name__, *self._secrets)

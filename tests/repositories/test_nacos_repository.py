@@ -12,6 +12,7 @@ is set.
 from __future__ import annotations
 
 import os
+import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,6 +110,37 @@ async def test_the_server_is_asked_at_most_once_per_check_interval(nacos: NacosS
         await repo.refresh()
         assert (await repo.snapshot()).bundles[0].skill_md == md("deploy", "Changed.")
         assert len(nacos.downloads()) == 2
+
+
+def _free_port_reading_404() -> int:
+    """A free port whose digits hold "404" (the SDK takes such an error text for "not found")."""
+    for port in [*range(40400, 40500), *range(14040, 14050), *range(24040, 24050)]:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    pytest.skip("no free port with 404 in it")
+
+
+async def test_a_server_down_on_a_port_reading_404_is_an_outage_not_a_removal(tmp_path: Path) -> None:
+    """The SDK reports a refused connection to 127.0.0.1:404xx as "skill not found"; the market
+    checks that a server answers before it drops a skill, so the outage keeps the last good one."""
+    stand_in = NacosStandIn()
+    stand_in.publish("deploy", skill_zip("deploy", md("deploy")))
+    stand_in.start(_free_port_reading_404())
+    repo = market(stand_in, tmp_path, "deploy")
+    async with repo:
+        good = await repo.snapshot()
+        stand_in.stop(hold_port=True)
+        try:
+            down = await repo.snapshot()
+        finally:
+            stand_in.stop()
+    assert "404" in str(stand_in.port) and [b.folder for b in good.bundles] == ["deploy"]
+    assert down.bundles == good.bundles
+    assert isinstance(down.error, RepositoryUnavailable) and "cannot download skill deploy" in str(down.error)
 
 
 async def test_server_down_serves_the_last_good_skills_with_a_diagnostic(tmp_path: Path) -> None:
