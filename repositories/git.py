@@ -776,9 +776,11 @@ class GitRepository(SkillRepository):
         from repositories._git_blobs import BlobReadError, read_blobs  # loaded by the first read
 
         known = self._blobs if self._blobs_of == commit else {}
-        ids = {path: known.get(folder, {}).get(path) for folder, _, paths in asks for path in paths}
+        # Every skill's own ids: the same path (``SKILL.md``, ``scripts/run.sh``) names another
+        # blob in each skill.
+        ids = [blob for folder, _, paths in asks for path in paths if (blob := known.get(folder, {}).get(path))]
         try:
-            data = read_blobs(self.clone_path, [i for i in ids.values() if i], env=self._env(), timeout=self.timeout)
+            data = read_blobs(self.clone_path, ids, env=self._env(), timeout=self.timeout)
         except BlobReadError as exc:
             error = RepositoryUnavailable(f"{self.shown_url}@{commit}: cannot read the commit's objects: {exc}")
             return [error] * len(asks)

@@ -579,7 +579,11 @@ class SkillLayer:
 
     async def _scan_batch(self, policy: MarketScanPolicy, batch: list[_ScanItem]) -> dict[str, _Scanned]:
         answers = await self.read_files_batch([(bundle, paths) for bundle, paths, _ in batch])
-        return await anyio.to_thread.run_sync(self._scan_read, policy, batch, answers)
+        # A scan holds the GIL: the markets sharing a pool scan one batch at a time, in the order
+        # they came, so the first market is scanned (and staged) while the next one waits,
+        # instead of every market finishing its scan together at the end.
+        turns = self.scan_pool.turns if self.scan_pool is not None else None
+        return await anyio.to_thread.run_sync(self._scan_read, policy, batch, answers, limiter=turns)
 
     def _scan_read(
         self, policy: MarketScanPolicy, batch: list[_ScanItem], answers: list[dict[str, bytes] | Exception]

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
+import anyio
+
 from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ class ScanPool:
         self._broken = False
         self._closed = False
         self._lock = threading.Lock()
+        self.turns = anyio.CapacityLimiter(1)
+        """Where the layers sharing this pool queue their scans (see ``SkillLayer._scan_batch``)."""
 
     def scan(self, scanner: Scanner, files: Sequence[tuple[str, bytes]]) -> list[Outcome]:
         """One verdict (or the exception raised) per ``(name, bytes)`` of ``files``, in order."""

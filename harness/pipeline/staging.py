@@ -58,7 +58,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -141,9 +141,16 @@ def staged_mode(path: str, data: bytes, given: int) -> int:
     source's bits alone would make a skill runnable from one market and not another.
     Setuid/setgid/sticky and group/world write bits are never kept (the cache is shared; the
     shell may run as another uid). The staging cache drops the write bits as well."""
-    if given & 0o111 or data.startswith(b"#!") or PurePosixPath(path).suffix in EXEC_SUFFIXES:
+    if given & 0o111 or data.startswith(b"#!") or _suffix(path) in EXEC_SUFFIXES:
         return 0o755
     return 0o644
+
+
+def _suffix(path: str) -> str:
+    """``PurePosixPath(path).suffix`` without building the path (once per staged file)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -990,15 +997,21 @@ def _abandoned(incoming: Path) -> list[Path]:
 def _atomic_write(target: Path, data: bytes, mode: int, *, parents: bool = True) -> None:
     if parents:
         target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    tmp = f"{target.parent}/.{target.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
+        # A plain descriptor, not a buffered file object: one is opened per staged file.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp)
         raise
 
 

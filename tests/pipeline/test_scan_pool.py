@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 
+import anyio
+
+from harness.pipeline.layers import SkillLayer
 from harness.pipeline.scan_pool import ScanPool, scan_files
-from harness.skills.scanner import Scanner, ScanVerdict
+from harness.skills.scanner import MarketScanPolicy, Scanner, ScanVerdict
+from repositories import MemoryRepository
+from tests.support.pipeline import bundle
 
 _FILES = [
     ("SKILL.md", b"# Deploy\n\nRun the checks, then publish the report.\n" * 200),
@@ -61,3 +68,45 @@ class _Fragile(Scanner):
 def test_a_scanner_that_raises_costs_only_that_files_verdict() -> None:
     outcomes = scan_files(_Fragile(), _FILES[:4])
     assert [type(o).__name__ for o in outcomes] == ["ScanVerdict", "ValueError", "ScanVerdict", "ScanVerdict"]
+
+
+class _Watched(Scanner):
+    """Counts the scans running at once and notes which market each scanned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = self.most = 0
+        self.order: list[str] = []
+        self._lock = threading.Lock()
+
+    def scan_each(self, files):  # type: ignore[no-untyped-def]
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.05)  # long enough for another market's scan to start beside it, if it could
+        self.order.append(files[0][1].decode().split("name: ", 1)[1].split("-", 1)[0])
+        with self._lock:
+            self.running -= 1
+        return super().scan_each(files)
+
+
+async def test_markets_sharing_a_pool_scan_one_at_a_time_in_the_order_they_asked() -> None:
+    scanner = _Watched()
+    pool = ScanPool(workers=1)
+    policy = MarketScanPolicy(scanner=scanner)
+    layers = [
+        SkillLayer(
+            MemoryRepository([bundle(f"{name}-{i}") for i in range(3)], name=name), scan_policy=policy, scan_pool=pool
+        )
+        for name in ("first", "second", "third")
+    ]
+    try:
+        async with anyio.create_task_group() as group:
+            for layer in layers:
+                group.start_soon(layer.load)
+                await anyio.sleep(0.01)  # each market asks after the one before
+    finally:
+        pool.close()
+    assert [len(layer.result.entries) for layer in layers] == [3, 3, 3]
+    assert scanner.most == 1
+    assert scanner.order == ["first"] * 3 + ["second"] * 3 + ["third"] * 3  # each skill of a market, then the next

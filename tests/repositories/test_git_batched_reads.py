@@ -36,6 +36,25 @@ async def test_many_skills_are_read_in_one_batch_with_their_exact_bytes(remote: 
     assert isinstance(answers[12], BundleNotFound)
 
 
+async def test_files_at_the_same_paths_in_many_skills_all_come_from_the_stream(
+    remote: GitRemote, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _market(remote, 6)
+    remote.commit()
+    async with GitRepository(remote.url, cache_dir=cache_dir) as repo:
+        await repo.snapshot()
+        walked: list[str] = []
+        lookup = repo._lookup
+        monkeypatch.setattr(
+            repo, "_lookup", lambda tree, path, commit: walked.append(path) or lookup(tree, path, commit)
+        )
+        answers = await repo.read_files_batch([(f"s{i}", ["SKILL.md", "scripts/run.sh"]) for i in range(6)])
+    assert [a["scripts/run.sh"] for a in answers if isinstance(a, dict)] == [
+        f"#!/bin/sh\necho {i}\n".encode() for i in range(6)
+    ]
+    assert walked == []  # each skill's blobs by the ids its listing found, no tree walked per path
+
+
 async def test_paths_the_listing_did_not_name_are_refused_as_before(remote: GitRemote, cache_dir: Path) -> None:
     remote.skill("skills/alpha")
     os.symlink("/etc/passwd", remote.work / "skills/alpha/link")
