@@ -260,9 +260,8 @@ def _assemble(
     bundles = tuple(by_root[layout.root] for layout in layouts)
     deferred = {rules.key(layout): layout for layout in layouts if not layout.listed}
     problems = sorted(found.problems)
-    token = hashlib.sha256()
-    for bundle in bundles:
-        token.update(f"{bundle.location}\0{bundle.digest}\n".encode())
+    listed = "".join([f"{bundle.location}\0{bundle.digest}\n" for bundle in bundles])
+    token = hashlib.sha256(listed.encode())
     token.update("\n".join([*problems, "", *found.top_level]).encode())
     return FolderScan(
         version=token.hexdigest(),

@@ -173,12 +173,9 @@ class SkillLayout(Generic[N]):
 
     def digest(self) -> str:
         """A token over every entry's path and token: changes when any file changes."""
-        digest = hashlib.sha256()
-        for entry in [self.main, *self.files]:
-            digest.update(f"{entry.path}\0{entry.token}\0{entry.size}\0{entry.mode}\n".encode())
-        for path, _, _ in self.deferred:  # not entered: only the folder's name counts
-            digest.update(f"{path}/\n".encode())
-        return digest.hexdigest()
+        lines = [f"{entry.path}\0{entry.token}\0{entry.size}\0{entry.mode}\n" for entry in (self.main, *self.files)]
+        lines += [f"{path}/\n" for path, _, _ in self.deferred]  # not entered: only the folder's name counts
+        return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
 def shown(path: str) -> str:
@@ -250,7 +247,9 @@ def discover(
     """
     walker = _Walker(list_dir, read, follow_links)
     if defer:
-        walker.wanted = frozenset(p.rsplit("/", 1)[0] for p in look_for if "/" in p)
+        wanted = [p.rsplit("/", 1)[0].split("/") for p in look_for if "/" in p]
+        # Each folder holding a look_for path and every folder on the way to it.
+        walker.wanted = frozenset("/".join(parts[:depth]) for parts in wanted for depth in range(1, len(parts) + 1))
         walker.defer = True
     walker.run(root, root_name)
     skills = walker.unique(by_folder)
@@ -276,14 +275,15 @@ class _Walker(Generic[N]):
         self.top_level: tuple[str, ...] = ()
         self.links: list[str] = []  # folders entered through a followed link
         self.defer = False
-        self.wanted: frozenset[str] = frozenset()  # skill-relative folders listed even when deferring
+        # Skill-relative folders listed even when deferring (and the folders above them).
+        self.wanted: frozenset[str] = frozenset()
 
     def fail(self, problem: str) -> None:
         self.problems.append(problem)
         self.failures.append(problem)
 
     def linked(self, path: str) -> bool:
-        return any(path == link or path.startswith(link + "/") for link in self.links)
+        return bool(self.links) and any(path == link or path.startswith(link + "/") for link in self.links)
 
     def run(self, root: N, root_name: str) -> None:
         # The root itself must be listable: a tree that cannot be read at all is unavailable
@@ -455,9 +455,7 @@ class _Walker(Generic[N]):
                 elif child.kind == DIR:
                     if child.name in SKIPPED_FOLDERS:
                         continue
-                    if self.defer and not any(
-                        w == path[start:] or w.startswith(path[start:] + "/") for w in self.wanted
-                    ):
+                    if self.defer and path[start:] not in self.wanted:
                         layout.deferred.append((path, child.node, inherited))
                         continue
                     listed = self.listing(path + "/", child.node, inherited)

@@ -39,9 +39,34 @@ HEAVY_STDLIB = ("importlib.metadata", "email", "http", "urllib.request", "xml", 
 IMPORT_HARNESS = "import harness"
 A_PIPELINE = "from harness import RuntimeContext, SkillPipeline"
 AN_AGENT = "from harness import Harness, RuntimeContext"
-PINNED_MODULES = {IMPORT_HARNESS: 16, A_PIPELINE: 44, AN_AGENT: 75}
+PINNED_MODULES = {IMPORT_HARNESS: 16, A_PIPELINE: 41, AN_AGENT: 72}
 # The agent's parts, which a program that only runs a pipeline never loads.
 AGENT_PARTS = ("harness.agent", "harness.approval", "harness.events", "harness.models", "harness.tools")
+# What only markets (the ingest scan and its stored verdicts) or a shell (staging) need.
+MARKET_PARTS = ("harness.skills.scanner", "harness.pipeline.verdicts", "harness.pipeline.scan_pool")
+SHELL_PARTS = ("harness.pipeline.staging",)
+# A first turn over a workspace's folder skills, with or without a shell and a market.
+FIRST_TURN = """
+import asyncio, pathlib, tempfile
+from filesystems import LocalFilesystem
+from harness import RuntimeContext, SkillPipeline
+from repositories import MemoryRepository, SkillBundleContents
+
+async def turn(root, shell, markets):
+    skill = pathlib.Path(root, "skills", "a")
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text("---\\nname: a\\ndescription: A skill.\\n---\\nBody.\\n")
+    market = SkillBundleContents(folder="b", skill_md=b"---\\nname: b\\ndescription: A market skill.\\n---\\n")
+    repositories = [MemoryRepository([market])] if markets else []
+    async with LocalFilesystem(root, shell=shell) as fs, SkillPipeline(
+        filesystem=fs, repositories=repositories, watch=False
+    ) as pipeline:
+        plan = await pipeline.prepare(RuntimeContext(user_id="alice"))
+        assert "a" in plan.catalog
+
+with tempfile.TemporaryDirectory() as root:
+    asyncio.run(turn(root, {shell}, {markets}))
+"""
 
 
 @functools.cache
@@ -82,6 +107,26 @@ def test_importing_the_core_loads_a_pinned_number_of_modules(statement: str, pin
 def test_a_pipeline_alone_loads_nothing_of_the_agent() -> None:
     loaded = _loaded(A_PIPELINE)
     assert [m for m in loaded if _within(m, AGENT_PARTS)] == []
+
+
+@pytest.mark.parametrize("statement", list(PINNED_MODULES))
+def test_importing_the_core_loads_neither_the_ingest_scan_nor_staging(statement: str) -> None:
+    assert [m for m in _loaded(statement) if _within(m, MARKET_PARTS + SHELL_PARTS)] == []
+
+
+@pytest.mark.parametrize(
+    ("shell", "markets", "loads"),
+    [
+        (False, False, ()),
+        (True, False, SHELL_PARTS),
+        (False, True, (*MARKET_PARTS, *SHELL_PARTS)),  # a market's skills are stage items even without a shell
+    ],
+)
+def test_a_first_turn_over_folder_skills_loads_the_scan_only_with_a_market_and_staging_only_with_one_or_a_shell(
+    shell: bool, markets: bool, loads: tuple[str, ...]
+) -> None:
+    loaded = _loaded(FIRST_TURN.format(shell=shell, markets=markets))
+    assert sorted(m for m in loaded if _within(m, MARKET_PARTS + SHELL_PARTS)) == sorted(loads)
 
 
 def test_an_agent_loads_no_approval_module_until_it_gates_calls() -> None:

@@ -23,10 +23,9 @@ from harness.agent.queues import QueueLimits
 from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
 from harness.models import Model
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
+from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS, SkillPipeline
 from harness.pipeline.plan import VisibilityPolicy
-from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE
-from harness.skills.scanner import MarketScanPolicy
 from harness.tools.skills import UsageHooks
 from repositories import SkillRepository
 
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from harness.learning import CuratorConfig, SelfLearning
     from harness.pipeline.environments import EnvironmentOptions
     from harness.pipeline.lock import Lockfile
+    from harness.skills.scanner import MarketScanPolicy
 
 __all__ = [
     "ControlOptions",

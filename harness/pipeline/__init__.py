@@ -14,6 +14,7 @@ from harness.pipeline.catalog import (
 )
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import (
+    DEFAULT_MAX_FILE_SIZE,
     LayerEntry,
     LayerResult,
     SkillLayer,
@@ -23,12 +24,12 @@ from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.pipeline import SkillPipeline
 from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
-from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult, staged_mode
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
-if TYPE_CHECKING:  # skills' Python environments and the lockfile load on first use
+if TYPE_CHECKING:  # skills' Python environments, the lockfile and staging (a shell's) load on first use
     from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
     from harness.pipeline.lock import LockChange, LockError, Lockfile
+    from harness.pipeline.staging import StageItem, Stager, StageResult, staged_mode
     from harness.pipeline.uv import EnvironmentBuildError
 
 __all__ = [

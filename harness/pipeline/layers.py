@@ -20,13 +20,13 @@ import anyio
 
 from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic, Severity
-from harness.pipeline.verdicts import ScanMany, VerdictStore
 from harness.skills.rules import unsafe_segment_reason
-from harness.skills.scanner import BINARY_SUFFIXES, MarketScanPolicy, Scanner, ScanVerdict, TrustLevel
 from harness.skills.skill import Layer, Skill, load_skill
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ingest scan's modules load with a market's scan policy, never for folders
     from harness.pipeline.scan_pool import ScanPool
+    from harness.pipeline.verdicts import ScanMany, VerdictStore
+    from harness.skills.scanner import MarketScanPolicy, Scanner, ScanVerdict
 
 from repositories import (
     BundleFile,
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
+"""The largest market file staged or read by default (``max_file_size``)."""
+
 # The ingest scan reads a changed market's files in batches of about this many bytes (one
 # batched read and one worker-thread hop each), so a huge market never sits in memory whole.
 _SCAN_BATCH_BYTES = 16 * 1024 * 1024
@@ -53,6 +56,7 @@ _SCAN_BATCH_BYTES = 16 * 1024 * 1024
 _CHUNK = 1 << 20
 
 __all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
     "LayerEntry",
     "LayerResult",
     "SkillLayer",
@@ -540,7 +544,11 @@ class SkillLayer:
         :meth:`read_files_batch` in batches of about ``_SCAN_BATCH_BYTES``, each batch scanned in
         one worker-thread hop. Never raises: a failure is the bundle's ``error``."""
         policy = self.scan_policy
-        if policy is None or not bundles or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        if policy is None or not bundles:
+            return {}
+        from harness.skills.scanner import BINARY_SUFFIXES, TrustLevel
+
+        if policy.trust_of(self.source) is TrustLevel.TRUSTED:
             return {}
         scanned: dict[str, _Scanned] = {}
         batch: list[_ScanItem] = []
@@ -631,7 +639,11 @@ class SkillLayer:
         file too large to scan. A failed scan is a diagnostic too (blocking sources keep the
         skill out then, as they do when a file could not be judged)."""
         policy = self.scan_policy
-        if policy is None or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        if policy is None:
+            return True, ()
+        from harness.skills.scanner import TrustLevel
+
+        if policy.trust_of(self.source) is TrustLevel.TRUSTED:
             return True, ()
         admitted, found = _judged(policy, self.source, bundle.folder, bundle.location, scanned, "skill hidden")
         return admitted, tuple(d for _, d in found)
@@ -654,7 +666,11 @@ class SkillLayer:
         market, the skill, the file and the rule, the bytes never delivered. Otherwise the
         findings are logged and kept as warnings (:attr:`fetch_diagnostics`)."""
         policy = self.scan_policy
-        if policy is None or not files or policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        if policy is None or not files:
+            return
+        from harness.skills.scanner import BINARY_SUFFIXES, TrustLevel
+
+        if policy.trust_of(self.source) is TrustLevel.TRUSTED:
             return
         limit = policy.scan_limit
         readable = {path: data for path, data in files.items() if len(data) <= limit}
@@ -697,6 +713,8 @@ def _judged(
     """What ``source``'s trust level makes of one skill's scan: whether its content may be
     served, and a diagnostic per finding and per file too large to judge (with the file's path;
     ``""`` for a failed scan). Errors, each ending in ``refusal``, when it may not."""
+    from harness.skills.scanner import TrustLevel
+
     blocking = policy.trust_of(source) is TrustLevel.ENFORCE
     where = f"market {source!r}, skill {skill!r}"
     if scanned is None or scanned.verdict is None:
@@ -769,6 +787,8 @@ def _token(bundle: SkillBundle) -> str:
 
 def _combined(scanner: Scanner, files: dict[str, bytes], scan: ScanMany | None) -> ScanVerdict | Exception:
     """One skill's verdict without a verdict store: its files scanned alone, then combined."""
+    from harness.skills.scanner import ScanVerdict
+
     if scan is None:
         return scanner.scan(files)
     outcomes = scan(list(files.items()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -45,14 +46,11 @@ from harness.pipeline.catalog import (
     entry_for,
 )
 from harness.pipeline.labels import SourceLabels
-from harness.pipeline.layers import LayerEntry, LayerResult, SkillLayer
+from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, LayerResult, SkillLayer
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import ResolvedSkill, SkillOverlay, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
-from harness.pipeline.staging import DEFAULT_MAX_FILE_SIZE, StageItem, Stager, StageResult
-from harness.pipeline.verdicts import VerdictStore
 from harness.pipeline.watch import ChangeIndex, TreeWatcher, WorkspaceWatcher
-from harness.skills.scanner import MarketScanPolicy
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import (
     DirectoryRepository,
@@ -66,6 +64,9 @@ if TYPE_CHECKING:
     from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions
     from harness.pipeline.lock import Lockfile
     from harness.pipeline.scan_pool import ScanPool
+    from harness.pipeline.staging import StageItem, Stager, StageResult
+    from harness.pipeline.verdicts import VerdictStore
+    from harness.skills.scanner import MarketScanPolicy
 
 __all__ = [
     "DEFAULT_MARKET_TIMEOUT",
@@ -233,16 +234,16 @@ class SkillPipeline(AsyncResource):
         self.labels = SourceLabels.for_markets(slugs)
         """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
-        scan_policy = market_scan or MarketScanPolicy()
-        # Scan verdicts kept across restarts, in machine-owned state: beside the staging manifest.
-        verdict_folder = CACHE_DIR if filesystem.has_shell else MACHINE_DIR
-        self.verdicts = VerdictStore(filesystem, scan_policy.scanner, folder=verdict_folder)
+        # Only market skills are scanned on ingest: without a market the scanner, its policy and
+        # the stored verdicts are never made (nor their modules loaded).
+        self._scan_policy = market_scan
+        self._verdicts: VerdictStore | None = None
         self._scan_pool = _scan_pool() if repositories else None
         markets = [
             SkillLayer(
                 repo,
                 source=slug,
-                scan_policy=scan_policy,
+                scan_policy=self._market_scan(),
                 verdicts=self.verdicts,
                 max_file_size=max_file_size,
                 scan_pool=self._scan_pool,
@@ -281,11 +282,11 @@ class SkillPipeline(AsyncResource):
         self._cpu = anyio.CapacityLimiter(1)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-pipeline")
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
-        self.stager = (
-            Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
-            if cache is not None
-            else None
-        )
+        self.stager: Stager | None = None
+        if cache is not None:  # without a shell nothing is staged: the stager's module never loads
+            from harness.pipeline.staging import Stager
+
+            self.stager = Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
         self.environments: EnvironmentManager | None = None
         if environments is not None:  # its module (requirements, uv) loads only when environments are on
             from harness.pipeline.environments import EnvironmentManager
@@ -385,6 +386,30 @@ class SkillPipeline(AsyncResource):
         self._relevance = scores
         self._forget_catalogs()
 
+    @property
+    def verdicts(self) -> VerdictStore:
+        """The market scan's verdicts kept across restarts, in machine-owned state (beside the
+        staging manifest when there is a shell), made on first use."""
+        if self._verdicts is None:
+            from harness.pipeline.verdicts import VerdictStore
+
+            folder = CACHE_DIR if self.filesystem.has_shell else MACHINE_DIR
+            self._verdicts = VerdictStore(self.filesystem, self._market_scan().scanner, folder=folder)
+        return self._verdicts
+
+    def _market_scan(self) -> MarketScanPolicy:
+        """The policy market skills are scanned with (``market_scan``, else report-only)."""
+        if self._scan_policy is None:
+            from harness.skills.scanner import MarketScanPolicy
+
+            self._scan_policy = MarketScanPolicy()
+        return self._scan_policy
+
+    async def _save_verdicts(self) -> None:
+        """Save new scan verdicts; a pipeline that never scanned has none."""
+        if self._verdicts is not None:
+            await self._verdicts.save()
+
     # -- the turn ----------------------------------------------------------------------------
 
     async def prepare(self, context: RuntimeContext, *, stage: bool = True) -> TurnPlan:
@@ -396,7 +421,7 @@ class SkillPipeline(AsyncResource):
         base = await self._current_base(stage_early=stage)
         resolved = await self._resolve_base(base)
         if stage:
-            await self.verdicts.save()  # new scan verdicts, if any (read-only plans write nothing)
+            await self._save_verdicts()  # new scan verdicts, if any (read-only plans write nothing)
             self._track_environments(base, resolved)
         layers = self._user(context.user_id)
         user = tuple([await self._load(layer) for layer in layers])
@@ -459,7 +484,7 @@ class SkillPipeline(AsyncResource):
         A skill of an on-demand market is activated first (see :meth:`_activate`)."""
         await self._activate(skill)
         if self.stager is not None and skill.source.staged:
-            await self.stager.check(StageItem(entry=skill.entry, reader=skill.source).key)
+            await self.stager.check(_stage_item(skill.entry, skill.source).key)
 
     async def _activate(self, skill: ResolvedSkill) -> None:
         """A skill of an on-demand market (an MCP server) is loaded or about to run: fetch every
@@ -472,7 +497,7 @@ class SkillPipeline(AsyncResource):
         entry = skill.entry
         if not entry.on_demand or not skill.source.staged or entry.dynamic:
             return
-        item = StageItem(entry=entry, reader=skill.source)
+        item = _stage_item(entry, skill.source)
         staged = self._staging[2] if self._staging is not None else ()
         if any(s.key == item.key and s.entry.digest == entry.digest for s in staged):
             return
@@ -507,7 +532,7 @@ class SkillPipeline(AsyncResource):
             (
                 s
                 for s in (*resolved.skills.values(), *resolved.shadowed.values())
-                if not s.entry.on_demand or StageItem(entry=s.entry, reader=s.source).key in activated
+                if not s.entry.on_demand or _stage_item(s.entry, s.source).key in activated
             ),
         )
 
@@ -528,7 +553,7 @@ class SkillPipeline(AsyncResource):
         if self.stager is None:
             raise ShellUnavailable("staging needs a filesystem with a shell on this host")
         base = await self._current_base(stage_early=True)
-        await self.verdicts.save()
+        await self._save_verdicts()
         result = await self._stage_base(base, verify=verify)
         return dataclasses.replace(result, diagnostics=(*base.diagnostics, *result.diagnostics))
 
@@ -622,11 +647,7 @@ class SkillPipeline(AsyncResource):
         if self.stager is None or result.failed:
             return
         # An on-demand market's skills (an MCP server's) are staged when first loaded or run.
-        items = [
-            StageItem(entry=entry, reader=layer)
-            for entry in _one_per_folder(result, layer).entries
-            if not entry.on_demand
-        ]
+        items = [_stage_item(entry, layer) for entry in _one_per_folder(result, layer).entries if not entry.on_demand]
         try:  # partial: it only writes; removing what is no longer served is the turn's pass
             self._staged_early.append(await self.stager.stage(items, partial=True))
         except Exception as exc:  # the turn's own staging pass tries again and reports
@@ -671,9 +692,7 @@ class SkillPipeline(AsyncResource):
         def item_for(entry: LayerEntry, layer: SkillLayer) -> StageItem:
             item = known.get(id(entry))
             return (
-                item
-                if item is not None and item.entry is entry and item.reader is layer
-                else StageItem(entry=entry, reader=layer)
+                item if item is not None and item.entry is entry and item.reader is layer else _stage_item(entry, layer)
             )
 
         for layer, result in zip(self._layers, results, strict=True):
@@ -999,7 +1018,7 @@ class SkillPipeline(AsyncResource):
         if not self.filesystem.has_shell:
             return None
         if source.staged:
-            return self.filesystem.shell_path(f"{CACHE_DIR}/{StageItem(entry=entry, reader=source).key}")
+            return self.filesystem.shell_path(f"{CACHE_DIR}/{_stage_item(entry, source).key}")
         in_place_elsewhere = source.layer is Layer.WORKSPACE and source.prefix != SKILLS_DIR
         if (entry.link is not None or in_place_elsewhere) and not self._link_shown(entry):
             return None
@@ -1116,6 +1135,20 @@ class _Wave:
     done: bool = False
 
 
+def _stage_item(entry: LayerEntry, layer: SkillLayer) -> StageItem:
+    """The staging item of a staged layer's ``entry`` (or of a skill a shell runs)."""
+    return _stage_item_type()(entry=entry, reader=layer)
+
+
+@functools.cache
+def _stage_item_type() -> type[StageItem]:
+    """``StageItem``, its module loaded with the first staged layer or shell: a pipeline over
+    folders without a shell stages nothing."""
+    from harness.pipeline.staging import StageItem
+
+    return StageItem
+
+
 def _one_per_folder(result: LayerResult, layer: SkillLayer) -> LayerResult:
     """A staged skill lives in ``.skills-cache/<source>/<folder>``, so of two nested folders with
     one name only the first in path order is kept (as a market does), the other reported. (An
@@ -1124,7 +1157,7 @@ def _one_per_folder(result: LayerResult, layer: SkillLayer) -> LayerResult:
     diagnostics = list(result.diagnostics)
     source = layer.source
     for entry in sorted(result.entries, key=lambda e: e.path):
-        key = StageItem(entry=entry, reader=layer).key
+        key = _stage_item(entry, layer).key
         folder = key.partition("/")[2]
         if key in kept:
             diagnostics.append(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, ValuesView
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
@@ -19,11 +19,13 @@ from harness.errors import SkillNotFound
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
-from harness.pipeline.search import SkillIndex
-from harness.pipeline.staging import StageItem, StageResult
 from harness.skills.frontmatter import FrontmatterError, split_frontmatter
 from harness.skills.skill import Skill
 from repositories import ContentMismatch
+
+if TYPE_CHECKING:  # annotations only: staging loads with a shell or a staged layer
+    from harness.pipeline.search import SkillIndex
+    from harness.pipeline.staging import StageItem, StageResult
 
 __all__ = ["ResolvedSkill", "SkillOverlay", "TurnPlan", "VisibilityPolicy"]
 

@@ -65,7 +65,7 @@ import anyio
 
 from filesystems import AsyncResource, has_dot_segment, relative_path_problem
 from harness.diagnostics import Diagnostic
-from harness.pipeline.layers import LayerEntry, SkillLayer, describe_error
+from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, SkillLayer, describe_error
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback, ProgressReporter
@@ -73,8 +73,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_MAX_FILE_SIZE", "INCOMING_DIR", "StageItem", "StageResult", "Stager", "staged_mode"]
-
-DEFAULT_MAX_FILE_SIZE = 50 * 1024 * 1024
 
 EXEC_SUFFIXES = frozenset({".sh", ".bash", ".py", ".rb", ".pl", ".js", ".mjs"})
 _READ_ONLY = ~0o222  # staged files and folders: nobody writes them but the stager
