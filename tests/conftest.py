@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--large"):
         # Through the environment, so that the tests' subprocesses run at the full size too.
         os.environ[LARGE_ENV] = "1"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The tests collected run commands forked from the CLI fork server: start it now, so that
+    # it imports the CLI on the other core while the first tests run.
+    cli = sys.modules.get("tests.support.cli")
+    if cli is not None and session.items and not session.config.option.collectonly:
+        cli.start_server()
 
 
 def _missing(what: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from filesystems import (
     StoreUnavailable,
     VersionConflict,
 )
+from tests.support.cli import python_command
 from tests.support.mysql import STORE_TABLES, drop_tables, unique_table
 
 
@@ -153,12 +153,16 @@ def test_processes_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path: Path)
     """Each opener switches a new file to WAL; SQLite refuses all but one of simultaneous
     switches at once (no busy wait), which must not fail the others: every one opens the file
     and writes its row."""
+    # Processes of their own, forked from the test session's preloaded one: the race is between
+    # processes, not interpreter starts.
+    opener = tmp_path / "open_at_once.py"
+    opener.write_text(_OPEN_AT_ONCE)
     for round_ in range(5):
         path, start = tmp_path / f"new{round_}.db", tmp_path / f"start{round_}"
         ready = [tmp_path / f"ready{round_}-{i}" for i in range(8)]
         openers = [
             subprocess.Popen(
-                [sys.executable, "-c", _OPEN_AT_ONCE, str(path), str(start), str(flag)],
+                [*python_command(opener), str(path), str(start), str(flag)],
                 stderr=subprocess.PIPE,
                 text=True,
                 cwd=Path(__file__).resolve().parents[2],

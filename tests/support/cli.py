@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HARNESS", "REAL_CLI_ENV", "harness_command", "python_command", "run_harness", "run_python"]
+__all__ = ["HARNESS", "REAL_CLI_ENV", "harness_command", "python_command", "run_harness", "run_python", "start_server"]
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 REAL_CLI_ENV = "HARNESS_TEST_REAL_CLI"
@@ -131,13 +131,15 @@ def run_python(
 
 
 class _Server:
-    """The server process and its two launchers; stopped when this process exits."""
+    """The server process and its two launchers; stopped when this process exits. It starts
+    importing at once; :meth:`wait_ready` waits until it has."""
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="harness-cli-")
         address = os.path.join(self.folder, "socket")
         self.harness = self._launcher("harness", address, script="None", first=1)
         self.python = self._launcher("python", address, script="sys.argv[1]", first=2)
+        self.ready = self.stopped = False
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.cli", address],
             cwd=_ROOT,
@@ -145,12 +147,18 @@ class _Server:
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")])},
         )
-        assert self.process.stdout is not None
-        ready = self.process.stdout.readline()
-        if ready != b"ready\n":
-            self.stop()
-            raise RuntimeError(f"the CLI fork server did not start (it said {ready!r})")
         atexit.register(self.stop)
+
+    def wait_ready(self) -> None:
+        """Wait until the server has imported the CLI and listens."""
+        if self.ready:
+            return
+        assert self.process.stdout is not None
+        said = self.process.stdout.readline()
+        if said != b"ready\n":
+            self.stop()
+            raise RuntimeError(f"the CLI fork server did not start (it said {said!r})")
+        self.ready = True
 
     def _launcher(self, name: str, address: str, *, script: str, first: int) -> str:
         path = os.path.join(self.folder, name)
@@ -160,6 +168,12 @@ class _Server:
         return path
 
     def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.process.poll() is None and not self.ready:
+            self.process.kill()  # still importing, and no command ran: nothing to wind down
+            self.process.wait()
         if self.process.poll() is None:
             assert self.process.stdin is not None
             self.process.stdin.close()  # the server stops when its stdin closes
@@ -184,10 +198,21 @@ _SITE_PATH: list[str] = []
 _lock = threading.Lock()
 
 
+def start_server() -> None:
+    """Start the server in the background, so that it has imported the CLI by the time the
+    first command needs it (``tests/conftest.py`` calls this once the collected tests use this
+    module); nothing with ``HARNESS_TEST_REAL_CLI=1``."""
+    if not _real():
+        with _lock:
+            if not _started:
+                _started[:] = [_Server()]
+
+
 def _server() -> _Server:
     with _lock:
         if not _started or _started[0].process.poll() is not None:
             _started[:] = [_Server()]
+        _started[0].wait_ready()
         return _started[0]
 
 
