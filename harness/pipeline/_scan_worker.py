@@ -1,10 +1,13 @@
 """A scan worker process (see :mod:`harness.pipeline.scan_pool`): reads ``(rules, block_at,
 files)`` requests from stdin and writes one list of verdicts per request to stdout, until stdin
-ends. An exception a rule raised comes back as a ``RuntimeError`` with its message (a custom
-exception type may not survive pickling)."""
+ends or no request came for the seconds given as its argument. An exception a rule raised comes
+back as a ``RuntimeError`` with its message (a custom exception type may not survive pickling).
+The pool sends the next request only after reading the answer to the last, so nothing waits in
+stdin's buffer while the worker waits on its descriptor."""
 
 from __future__ import annotations
 
+import select
 import sys
 
 from harness.pipeline.scan_pool import read_frame, scan_files, write_frame
@@ -12,10 +15,17 @@ from harness.skills.scanner import Scanner, ScanVerdict
 
 
 def main() -> None:
-    scanners: dict[str, Scanner] = {}  # by rule-set version: compiled once per worker
+    # By rule-set version, compiled once per worker; the built-in rules, which most requests
+    # carry, at start.
+    default = Scanner()
+    default.scan_each([("SKILL.md", b"# warm\n")])
+    scanners: dict[str, Scanner] = {default.version: default}
+    idle = float(sys.argv[1]) if len(sys.argv) > 1 else None
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # whatever a rule prints must not land between the frames
     while True:
+        if not select.select([stdin], [], [], idle)[0]:
+            return  # idle too long: the pool starts another worker when a large batch comes
         try:
             rules, block_at, files = read_frame(stdin)
         except EOFError:

@@ -2,9 +2,9 @@
 
 Scanning is pure Python and holds the GIL: the markets of a cold start would scan one after
 another however many threads ask. :class:`ScanPool` hands large batches to worker processes
-(``python -m harness.pipeline._scan_worker``, started on first use and kept) and scans small
-ones inline (a warm turn, a changed skill, most tests), so it costs nothing until a cold start
-needs it. Workers are plain subprocesses talking over their pipes: nothing is forked from a
+(``python -m harness.pipeline._scan_worker``, started on first use and kept while used) and
+scans small ones inline (a warm turn, a changed skill, most tests), so it costs nothing until a
+cold start needs it. Workers are plain subprocesses talking over their pipes: nothing is forked from a
 process with threads, and the application's main module is never imported again.
 """
 
@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
@@ -28,12 +29,19 @@ from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_POOL_THRESHOLD", "ScanPool", "read_frame", "scan_files", "write_frame"]
+__all__ = ["DEFAULT_POOL_THRESHOLD", "IDLE_EXIT", "ScanPool", "read_frame", "scan_files", "write_frame"]
 
-DEFAULT_POOL_THRESHOLD = 8 * 1024 * 1024
-"""The bytes a batch must hold before its scan goes to worker processes: starting one costs
-about a quarter of a second of CPU (the interpreter, the harness's imports, the rules compiled),
-what scanning a few MiB of ordinary skill text costs, so a smaller batch is scanned here."""
+DEFAULT_POOL_THRESHOLD = 512 * 1024
+"""The bytes a batch must hold before its scan goes to worker processes. Starting a worker costs
+a few tenths of a second of CPU (the interpreter, the harness's imports, the rules compiled) and
+about 35 MB while it runs. Workers stay while batches keep coming, so a cold start of several
+markets pays that once and scans each market's batch on every core while this process clones
+and stages the others; a worker left idle for :data:`IDLE_EXIT` seconds exits. A smaller batch
+(a warm turn, a changed skill) is scanned here."""
+IDLE_EXIT = 60.0
+"""Seconds a worker waits for its next batch before it exits (see ``_scan_worker``)."""
+# A worker idle for longer than this is stopped rather than handed a batch it may never read.
+_IDLE_REUSE = IDLE_EXIT - 15.0
 _CHUNK = 96 * 1024  # about this much text per task: enough to outweigh sending it
 _LENGTH = struct.Struct(">Q")
 
@@ -96,6 +104,7 @@ class ScanPool:
             log.warning("a scan worker failed (%s); scanning its part in this process", exc)
             self._drop(worker)
             return scan_files(scanner, chunk)
+        worker.idle_since = time.monotonic()
         self._idle.put(worker)
         return outcomes
 
@@ -103,9 +112,14 @@ class ScanPool:
         """An idle worker, a new one while fewer than ``workers`` run, or ``None`` (inline)."""
         while True:
             try:
-                return self._idle.get_nowait()
+                worker = self._idle.get_nowait()
             except queue.Empty:
                 pass
+            else:
+                if worker.usable():
+                    return worker
+                self._drop(worker)  # it exited, or is about to, after idling
+                continue
             with self._lock:
                 if self._broken or self._closed:
                     return None
@@ -119,9 +133,12 @@ class ScanPool:
                     self._started.append(worker)
                     return worker
             try:  # every worker is busy: wait for one (and look again, in case one was dropped)
-                return self._idle.get(timeout=0.5)
+                worker = self._idle.get(timeout=0.5)
             except queue.Empty:
                 continue
+            if worker.usable():
+                return worker
+            self._drop(worker)
 
     def _drop(self, worker: _Worker) -> None:
         worker.stop()
@@ -137,11 +154,16 @@ class _Worker:
         # The child finds the harness where this process did, however it was put on the path.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.pipeline._scan_worker"],
+            [sys.executable, "-m", "harness.pipeline._scan_worker", str(IDLE_EXIT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
         )
+        self.idle_since = time.monotonic()
+
+    def usable(self) -> bool:
+        """Whether the worker still runs and has not idled long enough to be exiting."""
+        return self.process.poll() is None and time.monotonic() - self.idle_since < _IDLE_REUSE
 
     def call(self, request: tuple[Any, ...]) -> list[Outcome]:
         assert self.process.stdin is not None and self.process.stdout is not None

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
 import anyio
+import pytest
 
 from harness.pipeline.layers import SkillLayer
-from harness.pipeline.scan_pool import ScanPool, scan_files
+from harness.pipeline.scan_pool import IDLE_EXIT, ScanPool, scan_files
 from harness.skills.scanner import MarketScanPolicy, Scanner, ScanVerdict
 from repositories import MemoryRepository
 from tests.support.pipeline import bundle
@@ -110,3 +113,32 @@ async def test_markets_sharing_a_pool_scan_one_at_a_time_in_the_order_they_asked
     assert [len(layer.result.entries) for layer in layers] == [3, 3, 3]
     assert scanner.most == 1
     assert scanner.order == ["first"] * 3 + ["second"] * 3 + ["third"] * 3  # each skill of a market, then the next
+
+
+def test_a_worker_that_idled_out_is_replaced_by_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanner = Scanner()
+    pool = ScanPool(workers=2, threshold=0)
+    try:
+        pool.scan(scanner, _FILES)
+        first = list(pool._started)
+        for worker in first:  # as if each had waited out IDLE_EXIT: one exited, one about to
+            worker.idle_since -= IDLE_EXIT
+        first[0].stop()
+        assert pool.scan(scanner, _FILES) == scan_files(scanner, _FILES)
+        assert pool._started and not set(pool._started) & set(first)
+        assert all(worker.process.poll() is not None for worker in first)
+    finally:
+        pool.close()
+
+
+def test_an_idle_worker_exits_by_itself() -> None:
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "harness.pipeline._scan_worker", "0.2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert worker.wait(timeout=30) == 0  # its stdin still open: it left on its own
+    finally:
+        worker.kill()
+        for stream in (worker.stdin, worker.stdout):
+            assert stream is not None
+            stream.close()
