@@ -6,6 +6,8 @@
 #   scripts/test.sh --fast [PYTEST ARGS]   the inner loop: ruff and the tests not marked slow;
 #                                          no mypy, docs build or release check
 #   scripts/test.sh --large [PYTEST ARGS]  the scale tests at their full size (pytest's --large)
+# pytest runs in one worker process per core (pytest-xdist); HARNESS_TEST_WORKERS sets how many
+# (0: all in this process, as `-n 0` among the arguments does).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fast=0
@@ -21,9 +23,10 @@ if [ "$(id -u)" = 0 ]; then chmod o+x . 2>/dev/null || true; fi
 echo "== ruff format --check, ruff check"
 .venv/bin/python -m ruff format --check --quiet .
 .venv/bin/python -m ruff check --quiet .
+workers=(-n "${HARNESS_TEST_WORKERS:-auto}" --dist worksteal)
 if [ $fast = 1 ]; then
     echo "== pytest --fast: the tests not marked slow; no mypy, docs build or release check"
-    exec .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" "$@"
+    exec .venv/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" -m "not slow" "$@"
 fi
 # mypy, the strict docs build and the release check run beside pytest, one after the other, at a
 # lower priority: pytest is the longest part and much of its time is spent waiting on the
@@ -50,9 +53,9 @@ checks_log=$(mktemp)
     echo "   (the release check took $((SECONDS - start))s)"
 ) >"$checks_log" 2>&1 &
 checks=$!
-echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none)); mypy, docs and release checks beside it"
+echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none), workers: ${HARNESS_TEST_WORKERS:-auto}); mypy, docs and release checks beside it"
 set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" "$@"
 rc=$?
 wait "$checks"
 checks_rc=$?
