@@ -26,7 +26,6 @@ from .errors import (
     StoreUnavailable,
     VersionConflict,
 )
-from .local import LocalFilesystem
 from .paths import (
     CACHE_DIR,
     MACHINE_DIR,
@@ -43,10 +42,12 @@ from .paths import (
 )
 from .plugins import Registry, lazy_exports
 from .resource import AsyncResource
-from .tasks import BackgroundTasks
 
 if TYPE_CHECKING:  # imported on first use: a program pays only for the modes and stores it opens
+    # (``import harness`` names only the paths and the errors: the local filesystem, the first
+    # use of asyncio, comes with the first filesystem)
     from .composite import CompositeFilesystem
+    from .local import LocalFilesystem
     from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
     from .registry import (
         known_filesystem_modes,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # imported on first use: a program pays only for the modes an
     from .sandbox import SandboxFilesystem, SandboxLimits
     from .stores import KeyValueStore, MemoryKeyValueStore, SQLiteKeyValueStore, StoreEntry, StoreRecord
     from .stores.mysql import MySQLKeyValueStore
+    from .tasks import BackgroundTasks
 
 __all__ = [
     "CACHE_DIR",

@@ -39,7 +39,7 @@ HEAVY_STDLIB = ("importlib.metadata", "email", "http", "urllib.request", "xml", 
 IMPORT_HARNESS = "import harness"
 A_PIPELINE = "from harness import RuntimeContext, SkillPipeline"
 AN_AGENT = "from harness import Harness, RuntimeContext"
-PINNED_MODULES = {IMPORT_HARNESS: 16, A_PIPELINE: 41, AN_AGENT: 72}
+PINNED_MODULES = {IMPORT_HARNESS: 12, A_PIPELINE: 38, AN_AGENT: 72}
 # The agent's parts, which a program that only runs a pipeline never loads.
 AGENT_PARTS = ("harness.agent", "harness.approval", "harness.events", "harness.models", "harness.tools")
 # What only markets (the ingest scan and its stored verdicts) or a shell (staging) need.
@@ -102,6 +102,13 @@ def test_importing_the_core_loads_no_heavy_standard_library_part_a_first_turn_do
 def test_importing_the_core_loads_a_pinned_number_of_modules(statement: str, pinned: int) -> None:
     ours = _ours(_loaded(statement))
     assert len(ours) <= pinned, f"{statement!r} now loads {len(ours)} of our modules: {ours}"
+
+
+def test_import_harness_loads_no_filesystem_and_not_asyncio() -> None:
+    # The context validates user ids with the filesystems' path rules; the local filesystem (and
+    # with it asyncio, subprocess and file locks) comes with the first filesystem a program opens.
+    loaded = _loaded(IMPORT_HARNESS)
+    assert [m for m in loaded if _within(m, ("asyncio", "filesystems.local", "filesystems.tasks", "subprocess"))] == []
 
 
 def test_a_pipeline_alone_loads_nothing_of_the_agent() -> None:
