@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -229,9 +230,10 @@ def _build(
             workflows=workflows,
         )
 
-    text = layout.render(header(False), {i: None for i in range(layout.count)})
-    if budget is None or len(text) <= budget:
-        return Catalog(text=text, complete=True)
+    full = header(False)
+    if budget is None or layout.whole_size(full) <= budget:
+        return Catalog(text=layout.render(full, dict.fromkeys(range(layout.count))), complete=True)
+    # Too large whole (a large market): cut it without rendering the whole catalog first.
     return Catalog(text=layout.fit(budget, header, search_tool), complete=False)
 
 
@@ -337,6 +339,10 @@ class _Piece(NamedTuple):
     # token with ", " (or its line).
     fixed: int
     named: int
+    rank: int
+    length: int  # of the description
+    whole: int  # described whole: fixed + length
+    brief: int  # described at the shortest cap: fixed + min(length, _MIN_DESCRIPTION)
 
     @classmethod
     def of(cls, entry: CatalogEntry) -> _Piece:
@@ -344,21 +350,35 @@ class _Piece(NamedTuple):
         named = f'name="{_attr(entry.name)}"' + (f' folder="{_attr(folder)}"' if folder != entry.name else "")
         opening = f"<skill {named}" + (' workflow="true">' if entry.workflow else ">")
         token = escape(entry.name) if folder == entry.name else f"<skill {named}/>\n"
+        description = escape(entry.description)
+        fixed = len(opening) + len("</skill>\n")
         return cls(
             skill_id=entry.skill_id,
             order=(-entry.rank, -entry.relevance, entry.name),
             group=(-entry.rank, entry.source, posixpath.dirname(entry.files_root) if entry.files_root else ""),
             open=opening,
-            description=escape(entry.description),
+            description=description,
             token=token,
             workflow=entry.workflow,
-            fixed=len(opening) + len("</skill>\n"),
+            fixed=fixed,
             named=len(token) if token.endswith("\n") else len(token) + 2,
+            rank=entry.rank,
+            length=len(description),
+            whole=fixed + len(description),
+            brief=fixed + min(len(description), _MIN_DESCRIPTION),
         )
 
 
 def _order(piece: _Piece) -> tuple[int, float, str]:
     return piece.order
+
+
+_RANK, _WORKFLOW, _OPEN, _DESCRIPTION, _TOKEN = (
+    operator.attrgetter(f) for f in ("rank", "workflow", "open", "description", "token")
+)
+_FIXED, _LENGTH, _BRIEF, _WHOLE, _NAMED = (
+    operator.attrgetter(f) for f in ("fixed", "length", "brief", "whole", "named")
+)
 
 
 class CatalogParts:
@@ -404,10 +424,12 @@ class _Layout:
 
     def __init__(self, order: list[_Piece], shadowed: Sequence[str]) -> None:
         # ``order`` is in priority order: layer rank, relevance, name.
+        # The per-item lists are read off the pieces with C-level getters: a layout is built for
+        # every user's catalog, over every shared skill.
         self.count = len(order)
-        ranks = [-p.order[0] for p in order]
+        ranks = list(map(_RANK, order))
         self.roots = any(p.group[2] for p in order)
-        self.workflows = any(p.workflow for p in order)
+        self.workflows = any(map(_WORKFLOW, order))
         groups: dict[tuple[int, str, str], list[int]] = {}
         for index, piece in enumerate(order):
             members = groups.get(piece.group)
@@ -421,21 +443,19 @@ class _Layout:
             _, source, root = key
             shown_root = f' root="{_attr(root)}"' if root else ""
             self.groups.append((f'<skills source="{_attr(source)}"{shown_root}>\n', groups[key]))
-        self.opens = [p.open for p in order]
-        self.descriptions = [p.description for p in order]
-        self.tokens = [p.token for p in order]
+        self.opens = list(map(_OPEN, order))
+        self.descriptions = list(map(_DESCRIPTION, order))
+        self.tokens = list(map(_TOKEN, order))
         self.shadowed = f"<shadowed>{escape(', '.join(shadowed))}</shadowed>\n" if shadowed else ""
         # Sizes (see ``_Piece``); a group its tags, plus <skill-names> (a bound).
-        self.fixed = [p.fixed for p in order]
-        self.lengths = [len(p.description) for p in order]
-        self.described_sums = [
-            0,
-            *itertools.accumulate(p.fixed + min(len(p.description), _MIN_DESCRIPTION) for p in order),
-        ]
-        self.whole_sums = [0, *itertools.accumulate(p.fixed + len(p.description) for p in order)]
-        # Where each layer (rank) begins in priority order: the first ``w`` items are whole layers.
-        self.tiers = [i for i in range(self.count) if i == 0 or ranks[i] != ranks[i - 1]]
-        self.named_sums = [0, *itertools.accumulate(p.named for p in order)]
+        self.fixed = list(map(_FIXED, order))
+        self.lengths = list(map(_LENGTH, order))
+        self.described_sums = [0, *itertools.accumulate(map(_BRIEF, order))]
+        self.whole_sums = [0, *itertools.accumulate(map(_WHOLE, order))]
+        # Where each layer (rank) begins in priority order: the first ``w`` items are whole layers
+        # (ranks fall along the order, so each begins where the run of the one before ends).
+        self.tiers = [0, *itertools.accumulate(len(list(run)) for _, run in itertools.groupby(ranks))][:-1]
+        self.named_sums = [0, *itertools.accumulate(map(_NAMED, order))]
         # Groups shown when the first ``m`` items are: their sizes counted at their first item.
         names = len(_NAMES[0]) + len(_NAMES[1])
         first = [0] * self.count
@@ -451,8 +471,11 @@ class _Layout:
         shown = len(caps) + named
         parts = [header, _FRAME[0]]
         for opening, members in self.groups:
+            if members[0] >= shown:
+                continue  # a group's members are in index order: none of them is shown
+            members = members[: bisect.bisect_left(members, shown)]
             described = [i for i in members if i in caps]
-            listed = [i for i in members if i not in caps and i < shown]
+            listed = [i for i in members if i not in caps]
             if not described and not listed:
                 continue
             parts.append(opening)
@@ -485,6 +508,11 @@ class _Layout:
 
     def _frame(self, header: str) -> int:
         return len(header) + len(_FRAME[0]) + len(_FRAME[1])
+
+    def whole_size(self, header: str) -> int:
+        """The length of :meth:`render` with every item described whole (and no names)."""
+        names = len(self.groups) * (len(_NAMES[0]) + len(_NAMES[1]))
+        return self._frame(header) + self.group_sums[-1] - names + self.whole_sums[-1] + len(self.shadowed)
 
     def _describe_all(self, budget: int, header: str) -> str | None:
         """Step 1: every item described; the top ``kept`` layers whole, the rest cut to one cap."""

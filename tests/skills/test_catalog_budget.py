@@ -213,3 +213,37 @@ def test_the_catalog_never_exceeds_the_budget_and_accounts_for_every_skill(
         described, named = len(read.described), len(read.named)
         assert set(read.described) == set(priority[:described])
         assert set(read.named) == set(priority[described : described + named])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(min_value=1, max_value=60),
+    ranks=st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=60),
+    text=st.sampled_from(["d", "a&b", '<"x">', "é ", "&&&&"]),
+    shadowed=st.lists(st.sampled_from(["a_b", "c&d_e"]), max_size=3),
+    roots=st.booleans(),
+    slack=st.integers(min_value=-3, max_value=3),
+)
+def test_the_whole_catalog_is_given_exactly_when_it_fits_the_budget(
+    count: int, ranks: list[int], text: str, shadowed: list[str], roots: bool, slack: int
+) -> None:
+    # The budget is checked against the whole catalog's size summed from its parts, not rendered:
+    # a budget of exactly its length keeps it whole, one less cuts it.
+    entries = [_entry(f"s-{i:03d}", ranks[i % len(ranks)], text * (1 + i % 5)) for i in range(count)]
+    if not roots:
+        entries = [
+            CatalogEntry(name=e.name, description=e.description, source=e.source, files_root=None) for e in entries
+        ]
+    whole = build_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=None, shadowed=tuple(shadowed))
+    budget = len(whole.text) + slack
+    kept = build_catalog(
+        entries,
+        load_tool=LOAD_TOOL,
+        shell_tool=SHELL_TOOL,
+        budget=budget,
+        search_tool=SEARCH_TOOL,
+        shadowed=tuple(shadowed),
+    )
+    assert kept.complete == (slack >= 0)
+    assert (kept.text == whole.text) == (slack >= 0)
+    assert len(kept.text) <= budget
