@@ -25,7 +25,7 @@ import operator
 import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.search import when_to_use
@@ -376,6 +376,7 @@ def _order(piece: _Piece) -> tuple[int, float, str]:
 _RANK, _WORKFLOW, _OPEN, _DESCRIPTION, _TOKEN = (
     operator.attrgetter(f) for f in ("rank", "workflow", "open", "description", "token")
 )
+_SKILL_ID = operator.attrgetter("skill_id")
 _FIXED, _LENGTH, _BRIEF, _WHOLE, _NAMED = (
     operator.attrgetter(f) for f in ("fixed", "length", "brief", "whole", "named")
 )
@@ -391,6 +392,15 @@ class CatalogParts:
 
     def __init__(self, entries: Iterable[CatalogEntry]) -> None:
         self._pieces = sorted((_Piece.of(entry) for entry in entries), key=_order)
+        self._ids = frozenset(map(_SKILL_ID, self._pieces))
+        self._layout: tuple[tuple[str, ...], _Layout] | None = None  # of every piece, by shadowed ids
+
+    def _whole_layout(self, shadowed: Sequence[str]) -> _Layout:
+        """The layout of every piece, kept for the last ``shadowed`` asked for."""
+        key = tuple(shadowed)
+        if self._layout is None or self._layout[0] != key:
+            self._layout = (key, _Layout(self._pieces, shadowed))
+        return self._layout[1]
 
     def build(
         self,
@@ -405,11 +415,20 @@ class CatalogParts:
     ) -> Catalog:
         """The catalog of these entries except those whose id is in ``without``, plus ``extra``
         (see :func:`build_catalog` for the other arguments)."""
-        pieces = [p for p in self._pieces if p.skill_id not in without] if without else list(self._pieces)
-        for entry in extra:
-            bisect.insort(pieces, _Piece.of(entry), key=_order)
+        added = sorted((_Piece.of(entry) for entry in extra), key=_order)
+        without = self._ids.intersection(without)  # a user's own skills are named here too
+        if not without and self._pieces and (not added or min(map(_RANK, added)) > self._pieces[0].rank):
+            # A user's own skills, of a layer above all of these: their layout goes before the
+            # shared one, which is built once (shifting its sums costs far less than summing them).
+            whole = self._whole_layout(shadowed)
+            layout = _Layout.joined(_Layout(added, shadowed), whole) if added else whole
+        else:
+            pieces = [p for p in self._pieces if p.skill_id not in without] if without else list(self._pieces)
+            for piece in added:
+                bisect.insort(pieces, piece, key=_order)
+            layout = _Layout(pieces, shadowed)
         return _build(
-            _Layout(pieces, shadowed),
+            layout,
             load_tool=load_tool,
             shell_tool=shell_tool,
             budget=budget,
@@ -450,18 +469,63 @@ class _Layout:
         # Sizes (see ``_Piece``); a group its tags, plus <skill-names> (a bound).
         self.fixed = list(map(_FIXED, order))
         self.lengths = list(map(_LENGTH, order))
-        self.described_sums = [0, *itertools.accumulate(map(_BRIEF, order))]
-        self.whole_sums = [0, *itertools.accumulate(map(_WHOLE, order))]
+        self.described_sums: Sequence[int] = [0, *itertools.accumulate(map(_BRIEF, order))]
+        self.whole_sums: Sequence[int] = [0, *itertools.accumulate(map(_WHOLE, order))]
         # Where each layer (rank) begins in priority order: the first ``w`` items are whole layers
         # (ranks fall along the order, so each begins where the run of the one before ends).
         self.tiers = [0, *itertools.accumulate(len(list(run)) for _, run in itertools.groupby(ranks))][:-1]
-        self.named_sums = [0, *itertools.accumulate(map(_NAMED, order))]
+        self.named_sums: Sequence[int] = [0, *itertools.accumulate(map(_NAMED, order))]
         # Groups shown when the first ``m`` items are: their sizes counted at their first item.
         names = len(_NAMES[0]) + len(_NAMES[1])
         first = [0] * self.count
         for opening, members in self.groups:
             first[members[0]] = len(opening) + len("</skills>\n") + names
-        self.group_sums = [0, *itertools.accumulate(first)]
+        self.group_sums: Sequence[int] = [0, *itertools.accumulate(first)]
+        # The descriptions' lengths from each tier on, sorted (see ``_DescriptionLengths``), and
+        # for a joined layout the shared one after its own items (see ``joined``).
+        self._suffixes: dict[int, _DescriptionLengths] = {}
+        self._then: tuple[int, _Layout] | None = None
+
+    @classmethod
+    def joined(cls, first: _Layout, then: _Layout) -> _Layout:
+        """The layout of ``first``'s items followed by ``then``'s, as if built from both, when
+        every group of ``first`` sorts before every group of ``then`` (a higher layer's) and both
+        have the same shadowed line."""
+        layout = cls.__new__(cls)
+        shift = first.count
+        layout.count = first.count + then.count
+        layout.roots = first.roots or then.roots
+        layout.workflows = first.workflows or then.workflows
+        layout.groups = [
+            *first.groups,
+            *((opening, [*map(shift.__add__, members)]) for opening, members in then.groups),
+        ]
+        layout.opens = first.opens + then.opens
+        layout.descriptions = first.descriptions + then.descriptions
+        layout.tokens = first.tokens + then.tokens
+        layout.shadowed = first.shadowed
+        layout.fixed = first.fixed + then.fixed
+        layout.lengths = first.lengths + then.lengths
+        layout.tiers = [*first.tiers, *map(shift.__add__, then.tiers)]
+        layout.described_sums = _Joined(first.described_sums, then.described_sums)
+        layout.whole_sums = _Joined(first.whole_sums, then.whole_sums)
+        layout.named_sums = _Joined(first.named_sums, then.named_sums)
+        layout.group_sums = _Joined(first.group_sums, then.group_sums)
+        layout._suffixes = {}
+        layout._then = (shift, then)
+        return layout
+
+    def suffix(self, start: int) -> _DescriptionLengths:
+        """The lengths of the descriptions from item ``start`` on, sorted, with their sums (kept:
+        a shared layout answers for every user's catalog built on it)."""
+        known = self._suffixes.get(start)
+        if known is None:
+            if self._then is not None and start >= self._then[0]:
+                known = self._then[1].suffix(start - self._then[0])
+            else:
+                known = _DescriptionLengths(self.lengths[start:])
+            self._suffixes[start] = known
+        return known
 
     # -- rendering ---------------------------------------------------------------------------
 
@@ -519,7 +583,7 @@ class _Layout:
         names = len(self.groups) * (len(_NAMES[0]) + len(_NAMES[1]))
         base = self._frame(header) + self.group_sums[-1] - names + len(self.shadowed) + sum(self.fixed)
         for whole in reversed(self.tiers):
-            size = _CappedSize(base + self.whole_sums[whole] - sum(self.fixed[:whole]), self.lengths[whole:])
+            size = _CappedSize(base + self.whole_sums[whole] - sum(self.fixed[:whole]), self.suffix(whole))
             if size(_MIN_DESCRIPTION) <= budget:
                 break
         else:
@@ -570,15 +634,47 @@ class _Layout:
         return _smallest(self.count, budget, search_tool)
 
 
-class _CappedSize:
-    """The size of a catalog whose ``lengths`` descriptions are cut to a cap, plus ``fixed``:
-    a sum over sorted lengths, so each cap costs a bisection."""
+class _Joined(Sequence[int]):
+    """The prefix sums of two layouts' items one after the other, read off theirs: ``head``'s,
+    then ``tail``'s past its leading 0 shifted by ``head``'s total (none is copied)."""
 
-    def __init__(self, fixed: int, lengths: list[int]) -> None:
-        self.fixed = fixed
+    def __init__(self, head: Sequence[int], tail: Sequence[int]) -> None:
+        self.head, self.tail = head, tail
+        self.split, self.shift = len(head) - 1, head[-1]
+
+    def __len__(self) -> int:
+        return self.split + len(self.tail)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if index <= self.split:
+            return self.head[index]
+        return self.shift + self.tail[index - self.split]
+
+
+class _DescriptionLengths:
+    """Description lengths sorted, with their prefix sums: what a catalog's size at a cap needs."""
+
+    def __init__(self, lengths: list[int]) -> None:
         self.lengths = sorted(lengths)
         self.sums = [0, *itertools.accumulate(self.lengths)]
         self.longest = self.lengths[-1] if self.lengths else 0
+
+
+class _CappedSize:
+    """The size of a catalog whose descriptions are cut to a cap, plus ``fixed``: a sum over
+    sorted lengths, so each cap costs a bisection."""
+
+    def __init__(self, fixed: int, lengths: _DescriptionLengths) -> None:
+        self.fixed = fixed
+        self.lengths, self.sums, self.longest = lengths.lengths, lengths.sums, lengths.longest
 
     def __call__(self, cap: int) -> int:
         below = bisect.bisect_right(self.lengths, cap)

@@ -11,6 +11,7 @@ from harness.pipeline.catalog import (
     SEARCH_TOOL,
     SHELL_TOOL,
     CatalogEntry,
+    CatalogParts,
     build_catalog,
     render_catalog,
 )
@@ -247,3 +248,41 @@ def test_the_whole_catalog_is_given_exactly_when_it_fits_the_budget(
     assert kept.complete == (slack >= 0)
     assert (kept.text == whole.text) == (slack >= 0)
     assert len(kept.text) <= budget
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    count=st.integers(min_value=1, max_value=150),
+    ranks=st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=10),
+    # Mostly a layer above the shared ones (the user's), sometimes one among them.
+    own=st.lists(st.sampled_from([4, 4, 4, 5, 5, 2]), max_size=6),
+    text=st.sampled_from(["d", "a&b", '<"x">', "é "]),
+    shadowed=st.lists(st.sampled_from(["a_b", "c&d_e"]), max_size=2),
+    share=st.one_of(st.none(), st.floats(min_value=0.0, max_value=1.1)),
+    longer=st.integers(min_value=1, max_value=8),
+)
+def test_a_users_catalog_built_on_the_shared_parts_is_the_catalog_of_all_its_skills(
+    count: int, ranks: list[int], own: list[int], text: str, shadowed: list[str], share: float | None, longer: int
+) -> None:
+    # A user's own skills (usually of a layer above every shared one) are laid out before the
+    # shared layout, which is built once; the text must be what one catalog of everything gives,
+    # whole or cut to any share of its length.
+    base = [_entry(f"s-{i:03d}", ranks[i % len(ranks)], text * (1 + i % 9) * longer) for i in range(count)]
+    extra = [
+        CatalogEntry(
+            name=f"own-{i}",
+            description=text * (2 + i) * longer * 3,
+            source="user",
+            files_root=f"/u/{i}/own-{i}",
+            rank=rank,
+            workflow=i == 1,
+        )
+        for i, rank in enumerate(own)
+    ]
+    whole = build_catalog([*base, *extra], load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, shadowed=tuple(shadowed))
+    budget = None if share is None else int(len(whole.text) * share)
+    options = {"load_tool": LOAD_TOOL, "shell_tool": SHELL_TOOL, "budget": budget, "search_tool": SEARCH_TOOL}
+    parts = CatalogParts(base)
+    for _ in range(2):  # the second build reuses the shared layout
+        built = parts.build(**options, shadowed=tuple(shadowed), extra=extra)
+        assert built == build_catalog([*base, *extra], **options, shadowed=tuple(shadowed))
