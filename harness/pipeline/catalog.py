@@ -573,15 +573,19 @@ class _Layout:
     def _frame(self, header: str) -> int:
         return len(header) + len(_FRAME[0]) + len(_FRAME[1])
 
-    def whole_size(self, header: str) -> int:
-        """The length of :meth:`render` with every item described whole (and no names)."""
+    def _described_frame(self, header: str) -> int:
+        """The size of a catalog with every item described, but for the items themselves: the
+        frame, every group's tags (no ``<skill-names>``) and the shadowed line."""
         names = len(self.groups) * (len(_NAMES[0]) + len(_NAMES[1]))
-        return self._frame(header) + self.group_sums[-1] - names + self.whole_sums[-1] + len(self.shadowed)
+        return self._frame(header) + self.group_sums[-1] - names + len(self.shadowed)
+
+    def whole_size(self, header: str) -> int:
+        """The length of :meth:`render` with every item described whole."""
+        return self._described_frame(header) + self.whole_sums[-1]
 
     def _describe_all(self, budget: int, header: str) -> str | None:
         """Step 1: every item described; the top ``kept`` layers whole, the rest cut to one cap."""
-        names = len(self.groups) * (len(_NAMES[0]) + len(_NAMES[1]))
-        base = self._frame(header) + self.group_sums[-1] - names + len(self.shadowed) + sum(self.fixed)
+        base = self._described_frame(header) + sum(self.fixed)
         for whole in reversed(self.tiers):
             size = _CappedSize(base + self.whole_sums[whole] - sum(self.fixed[:whole]), self.suffix(whole))
             if size(_MIN_DESCRIPTION) <= budget:

@@ -111,15 +111,9 @@ class ScanPool:
     def _take(self) -> _Worker | None:
         """An idle worker, a new one while fewer than ``workers`` run, or ``None`` (inline)."""
         while True:
-            try:
-                worker = self._idle.get_nowait()
-            except queue.Empty:
-                pass
-            else:
-                if worker.usable():
-                    return worker
-                self._drop(worker)  # it exited, or is about to, after idling
-                continue
+            worker = self._idle_worker()
+            if worker is not None:
+                return worker
             with self._lock:
                 if self._broken or self._closed:
                     return None
@@ -132,13 +126,23 @@ class ScanPool:
                         return None
                     self._started.append(worker)
                     return worker
-            try:  # every worker is busy: wait for one (and look again, in case one was dropped)
-                worker = self._idle.get(timeout=0.5)
+            # Every worker is busy: wait for one (and look again, in case one was dropped).
+            worker = self._idle_worker(wait=0.5)
+            if worker is not None:
+                return worker
+
+    def _idle_worker(self, wait: float = 0.0) -> _Worker | None:
+        """An idle worker fit to use, or ``None`` when none is idle (after waiting ``wait``
+        seconds for one). Workers that exited, or are about to after idling, are dropped."""
+        while True:
+            try:
+                worker = self._idle.get(timeout=wait) if wait else self._idle.get_nowait()
             except queue.Empty:
-                continue
+                return None
             if worker.usable():
                 return worker
             self._drop(worker)
+            wait = 0.0  # one may now be started in its place
 
     def _drop(self, worker: _Worker) -> None:
         worker.stop()
