@@ -6,8 +6,9 @@
 #   scripts/test.sh --fast [PYTEST ARGS]   the inner loop: ruff and the tests not marked slow;
 #                                          no mypy, docs build or release check
 #   scripts/test.sh --large [PYTEST ARGS]  the scale tests at their full size (pytest's --large)
-# pytest runs in one worker process per core (pytest-xdist); HARNESS_TEST_WORKERS sets how many
-# (0: all in this process, as `-n 0` among the arguments does).
+# pytest runs in one worker process per core and one more (pytest-xdist), since much of a test's
+# time is spent waiting on the processes it starts; HARNESS_TEST_WORKERS sets how many (0: all in
+# this process, as `-n 0` among the arguments does).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fast=0
@@ -23,7 +24,7 @@ if [ "$(id -u)" = 0 ]; then chmod o+x . 2>/dev/null || true; fi
 echo "== ruff format --check, ruff check"
 .venv/bin/python -m ruff format --check --quiet .
 .venv/bin/python -m ruff check --quiet .
-workers=(-n "${HARNESS_TEST_WORKERS:-auto}" --dist worksteal)
+workers=(-n "${HARNESS_TEST_WORKERS:-$(($(nproc) + 1))}" --dist worksteal)
 if [ $fast = 1 ]; then
     echo "== pytest --fast: the tests not marked slow; no mypy, docs build or release check"
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" -m "not slow" "$@"
@@ -31,15 +32,18 @@ fi
 # mypy, the strict docs build and the release check run beside pytest, one after the other, at a
 # lower priority: pytest is the longest part and much of its time is spent waiting on the
 # processes it starts, which the checks fill.
-# Their output, with how long each took, follows pytest's. mypy keeps its cache in the virtualenv
-# (MYPY_CACHE_DIR to move it), so a CI that keeps .venv between runs keeps a warm cache too.
+# Their output, with how long each took, follows pytest's. mypy keeps its cache beside the set-up's
+# (MYPY_CACHE_DIR to move it), so a fresh clone on a machine that ran the command before checks
+# only what differs from the last run; mypy compares each file's hash, so a stale entry is rebuilt.
+mypy_cache=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agent-skill-harness-setup/mypy-cache}
+mkdir -p "$mypy_cache" 2>/dev/null && [ -w "$mypy_cache" ] || mypy_cache=.venv/mypy-cache
 checks_log=$(mktemp)
 (
     set -e
     renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
     echo "== mypy --strict"
     start=$SECONDS
-    .venv/bin/python -m mypy --cache-dir "${MYPY_CACHE_DIR:-.venv/mypy-cache}" harness repositories filesystems
+    .venv/bin/python -m mypy --cache-dir "$mypy_cache" harness repositories filesystems
     echo "   (mypy took $((SECONDS - start))s)"
     echo "== mkdocs build --strict (the documentation site)"
     site=$(mktemp -d)
@@ -53,7 +57,7 @@ checks_log=$(mktemp)
     echo "   (the release check took $((SECONDS - start))s)"
 ) >"$checks_log" 2>&1 &
 checks=$!
-echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none), workers: ${HARNESS_TEST_WORKERS:-auto}); mypy, docs and release checks beside it"
+echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none), workers: ${workers[1]}); mypy, docs and release checks beside it"
 set +e
 .venv/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" "$@"
 rc=$?

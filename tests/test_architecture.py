@@ -22,6 +22,7 @@ functions and under ``if TYPE_CHECKING:``. The rules:
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -151,8 +152,17 @@ def _imports(module: str, path: Path) -> Iterator[Import]:
                 yield Import(module, target, names, type_checking, node.lineno)
 
 
-ALL_IMPORTS = [imp for module, path in MODULES.items() for imp in _imports(module, path)]
-OURS = [imp for imp in ALL_IMPORTS if imp.target.split(".")[0] in PACKAGES]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import statement of the packages (parsed once, by the first test that asks: the
+    other test workers then collect this module without parsing every source)."""
+    return [imp for module, path in MODULES.items() for imp in _imports(module, path)]
+
+
+@functools.cache
+def ours() -> list[Import]:
+    """The imports of the packages' own modules."""
+    return [imp for imp in all_imports() if imp.target.split(".")[0] in PACKAGES]
 
 
 def _within(name: str, prefix: str) -> bool:
@@ -182,7 +192,7 @@ def _part(module: str) -> str:
 
 def _part_imports() -> Iterator[tuple[str, str, Import]]:
     """(importer part, target part, import) of every import that runs between two parts."""
-    for imp in OURS:
+    for imp in ours():
         if imp.type_checking:  # annotations may name a higher part's types; they never run
             continue
         importer, target = _part(imp.importer), _part(imp.target)
@@ -213,12 +223,12 @@ def test_no_import_cycles_between_parts() -> None:
 def test_the_mcp_sdk_stays_behind_its_extra() -> None:
     sdk = [
         _where(imp)
-        for imp in ALL_IMPORTS
+        for imp in all_imports()
         if imp.target.split(".")[0] in MCP_SDK and not any(_within(imp.importer, u) for u in MCP_SDK_USERS)
     ]
     server = [
         _where(imp)
-        for imp in OURS
+        for imp in ours()
         if _within(imp.target, "harness.mcp") and not any(_within(imp.importer, u) for u in HARNESS_MCP_USERS)
     ]
     assert sdk == [] and server == []
@@ -227,7 +237,7 @@ def test_the_mcp_sdk_stays_behind_its_extra() -> None:
 def test_gated_tools_are_put_together_in_one_place() -> None:
     builders = [
         _where(imp)
-        for imp in OURS
+        for imp in ours()
         if GATED_BUILDERS & set(imp.names) and imp.importer not in GATE_ASSEMBLY and not imp.type_checking
     ]
     assert builders == []
@@ -235,7 +245,7 @@ def test_gated_tools_are_put_together_in_one_place() -> None:
 
 def test_no_private_module_is_imported_from_another_package() -> None:
     broken = []
-    for imp in OURS:
+    for imp in ours():
         private = [i for i, part in enumerate(imp.target.split(".")) if part.startswith("_") and part != "__init__"]
         if private:
             owner = ".".join(imp.target.split(".")[: private[0]])
@@ -261,7 +271,7 @@ def _defined_in(module: str, name: str) -> bool:
 def test_no_private_name_is_imported_from_another_module() -> None:
     broken = [
         _where(imp)
-        for imp in OURS
+        for imp in ours()
         for name in imp.names
         if name.startswith("_")
         and not name.startswith("__")
@@ -277,7 +287,7 @@ def _origin(module: str, name: str, seen: frozenset[str] = frozenset()) -> str:
     """The module that defines ``name`` when ``module`` is a package re-exporting it."""
     if MODULES[module].name != "__init__.py" or module in seen:
         return module
-    for imp in OURS:
+    for imp in ours():
         if imp.importer == module and name in imp.names and imp.target in MODULES:
             return _origin(imp.target, name, seen | {module})
     return module
@@ -288,7 +298,7 @@ def _graph() -> dict[str, set[str]]:
     that defines ``Name`` (a package's ``__init__`` only re-exports), so a submodule importing
     a sibling through its package is not mistaken for a cycle with the package."""
     graph: dict[str, set[str]] = {module: set() for module in MODULES}
-    for imp in OURS:
+    for imp in ours():
         if imp.type_checking:
             continue
         target = imp.target
@@ -360,7 +370,7 @@ FRAMEWORKS = {
 def test_only_the_adapters_import_the_adapters() -> None:
     broken = [
         _where(imp)
-        for imp in OURS
+        for imp in ours()
         if _within(imp.target, "harness.adapters") and not _within(imp.importer, "harness.adapters")
     ]
     assert broken == []
@@ -369,7 +379,7 @@ def test_only_the_adapters_import_the_adapters() -> None:
 def test_each_framework_is_imported_by_its_adapter_only() -> None:
     broken = [
         _where(imp)
-        for imp in ALL_IMPORTS
+        for imp in all_imports()
         if imp.target.split(".")[0] in FRAMEWORKS and imp.importer != FRAMEWORKS[imp.target.split(".")[0]]
     ]
     assert broken == []

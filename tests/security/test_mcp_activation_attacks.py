@@ -184,7 +184,8 @@ SPELLINGS = [
     "cat ../workspace/.skills-cache/srv.team-a/../srv.team-a/tool/scripts/go.sh",
     "cat /workspace/./.skills-cache/srv.team-a//tool/scripts/go.sh",
     "cat /workspace/.skills-cache/*/tool/scripts/*",
-    "find / -name go.sh -exec cat {} + 2>/dev/null",
+    # every folder the shell can see, but the host's system folders, which hold nothing of a user's
+    "find / \\( -path /usr -o -path /proc -o -path /sys \\) -prune -o -name go.sh -exec cat {} + 2>/dev/null",
     "cat $(ls -d /workspace/.skills-cache/*/tool)/scripts/go.sh",
     "sh -c \"sh /work\"'space/.skills-cache/srv.'\"team-a/to\"'ol/scripts/go.sh'",
     "a=.skills; b=-cache; sh /workspace/$a$b/srv.team-a/tool/scripts/go.sh",
