@@ -303,6 +303,13 @@ class SkillRepository(AsyncResource, ABC):
         its own. Markets whose check costs a round trip (git's ``ls-remote``) honour it; the
         default ignores it (a folder is watched, a MySQL check is one cheap query)."""
 
+    def answers_from_cache(self, version: str) -> bool:
+        """Whether :meth:`snapshot` would now return the snapshot at ``version`` it already
+        holds without asking the backend: a caller holding that snapshot may skip the call (and
+        the await). Only markets whose check has an interval can say so (git between two
+        checks); the default, ``False``, always asks."""
+        return False
+
     async def version(self) -> str:
         """The current change token; raises ``RepositoryUnavailable`` when it cannot be read."""
         self._check_open()

@@ -336,6 +336,23 @@ class GitRepository(SkillRepository):
 
     # Change detection.
 
+    def answers_from_cache(self, version: str) -> bool:
+        """True between two checks of the remote: no check is due, in flight or asked for
+        (``refresh()``, a hint), and ``version`` is the commit served."""
+        current = self._last_good.value
+        return (
+            not self._closed
+            and self.pinned is None
+            and self.auto_sync
+            and not self._stale
+            and not self._forced
+            and self._pending is None
+            and current is not None
+            and current.error is None
+            and current.version == version == self._served
+            and time.monotonic() - self._last_check < self.check_interval
+        )
+
     async def _version(self) -> str:
         if self.pinned is not None:
             return await anyio.to_thread.run_sync(self._keep_pinned, self.pinned)

@@ -147,7 +147,8 @@ class SkillLayer:
       marked stale, :meth:`load` returns the last result without asking the repository, so a
       warm turn costs nothing; :meth:`mark_stale` (watchers, ``invalidate()``, ``refresh()``)
       makes the next load ask. An unwatched layer asks every time (the repository answers
-      cheaply when unchanged: a generation counter, a change token).
+      cheaply when unchanged: a generation counter, a change token) unless its repository
+      :meth:`~repositories.SkillRepository.answers_from_cache` (git between two checks).
     - **parse once**: each bundle is parsed (and scanned, see ``scan_policy``) once per digest.
     - **last good with a diagnostic**: a repository that fails keeps serving its last good
       skills; the failure becomes one ``market-unavailable`` (markets) or ``layer-unavailable``
@@ -222,8 +223,12 @@ class SkillLayer:
 
     @property
     def fresh(self) -> bool:
-        """Whether :meth:`load` would return the last result without asking the repository."""
-        return self._watched and not self._stale and not self._rescan and self._version is not None
+        """Whether :meth:`load` would return the last result without asking the repository:
+        a watcher reports its changes, or the repository says it would answer from its cache
+        (a git market between two checks)."""
+        if self._stale or self._rescan or self._version is None:
+            return False
+        return self._watched or self.repository.answers_from_cache(self._version)
 
     def watch(self, watched: bool) -> None:
         """Say whether a watcher now reports this layer's changes; either way it reloads once."""

@@ -16,7 +16,7 @@ from filesystems import LocalFilesystem
 from harness.cli import main
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
-from repositories import GitRepository
+from repositories import GitRepository, Snapshot
 from tests.support.repositories import GitRemote
 
 ALICE = RuntimeContext(user_id="alice")
@@ -47,6 +47,34 @@ async def test_between_checks_a_turn_asks_no_remote(remote: GitRemote, tmp_path:
         for _ in range(5):
             assert await _names(pipeline) == {"alpha"}  # not checked yet: the interval holds
         assert repo.checks == checks
+
+
+class _CountedGit(GitRepository):
+    """A git market that counts the pipeline's calls for its snapshot."""
+
+    snapshots = 0
+
+    async def snapshot(self) -> Snapshot:
+        self.snapshots += 1
+        return await super().snapshot()
+
+
+async def test_between_checks_a_turn_does_not_even_ask_the_market(remote: GitRemote, tmp_path: Path) -> None:
+    repo = _CountedGit(remote.url, cache_dir=tmp_path / "cache")
+    async with (
+        LocalFilesystem(tmp_path / "ws") as fs,
+        SkillPipeline(filesystem=fs, repositories=[repo], watch=False, market_check_interval=3600) as pipeline,
+    ):
+        assert await _names(pipeline) == {"alpha"}
+        asked = repo.snapshots
+        for _ in range(5):
+            assert await _names(pipeline) == {"alpha"}
+        assert repo.snapshots == asked  # the layer knew the market would answer from its cache
+        remote.skill("skills/beta")
+        remote.commit()
+        repo.hint_changed()  # what a watcher of the remote's refs does: the next turn asks at once
+        assert await _names(pipeline) == {"alpha", "beta"}
+        assert repo.snapshots == asked + 1
 
 
 async def test_a_push_shows_once_the_interval_has_passed(remote: GitRemote, tmp_path: Path) -> None:
