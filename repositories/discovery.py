@@ -25,6 +25,7 @@ propagates), and optionally ``read(node) -> bytes`` for ignore files.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 from collections.abc import Callable, Iterable
@@ -89,6 +90,20 @@ def normalise_file_path(path: str) -> str:
     ``..`` segments, backslashes, NUL/control characters, empty paths and VCS metadata (``.git``,
     ``.hg``, ``.svn``: never delivered). Other dot-files are ordinary files of the skill.
     """
+    if type(path) is str:  # noqa: E721 - a str subclass may hash or compare its own way: not memoised
+        return _normalised(path)
+    return _normalise(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalised(path: str) -> str:
+    """:func:`normalise_file_path`, memoised: most skills of a market name the same few paths
+    (``scripts/run.py``, ``references/guide.md``), checked for every read. A refused path raises
+    each time (exceptions are not cached)."""
+    return _normalise(path)
+
+
+def _normalise(path: str) -> str:
     if not isinstance(path, str) or path.startswith("/") or "\\" in path or has_control(path):
         raise UnsafePath(f"unsafe path refused: {path!r} (absolute, backslash or control character)")
     parts = loose_path_parts(path)  # no backslash here: the parts between slashes, "." and "" dropped

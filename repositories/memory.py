@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Iterable
 
 from repositories.base import (
     BundleFile,
+    FileContents,
     SkillBundle,
     SkillBundleContents,
     SkillRepository,
@@ -20,9 +22,16 @@ __all__ = ["MemoryRepository", "bundle_digest"]
 
 def bundle_digest(bundle: SkillBundleContents) -> str:
     """SHA-256 over a bundle's main file and every file's path, mode and bytes."""
-    digest = hashlib.sha256()
-    digest.update(bundle.skill_md_name.encode() + b"\0" + bundle.skill_md + b"\0")
-    for item in sorted(bundle.files, key=lambda f: f.path):
+    return _digest(bundle, sorted(bundle.files, key=_PATH))
+
+
+_PATH = operator.attrgetter("path")
+
+
+def _digest(bundle: SkillBundleContents, files: list[FileContents]) -> str:
+    """:func:`bundle_digest` of ``bundle`` whose ``files`` are sorted by path."""
+    digest = hashlib.sha256(bundle.skill_md_name.encode() + b"\0" + bundle.skill_md + b"\0")
+    for item in files:
         digest.update(f"{item.path}\0{item.mode:o}\0{len(item.data)}\0".encode())
         digest.update(item.data)
     return digest.hexdigest()
@@ -55,16 +64,14 @@ class MemoryRepository(SkillRepository):
         return Snapshot(version=version, bundles=bundles)
 
     def _describe(self, bundle: SkillBundleContents) -> SkillBundle:
+        files = sorted(bundle.files, key=_PATH)
         return SkillBundle(
             folder=bundle.folder,
             skill_md=bundle.skill_md,
             skill_md_name=bundle.skill_md_name,
-            files=tuple(
-                BundleFile(path=f.path, size=len(f.data), mode=f.mode)
-                for f in sorted(bundle.files, key=lambda f: f.path)
-            ),
+            files=tuple([BundleFile(path=f.path, size=len(f.data), mode=f.mode) for f in files]),
             location=f"memory:{self._name}/{bundle.folder}",
-            digest=bundle_digest(bundle),
+            digest=_digest(bundle, files),
         )
 
     async def _read_files(self, folder: str, paths: tuple[str, ...]) -> dict[str, bytes]:
