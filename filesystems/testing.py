@@ -26,8 +26,6 @@ package imports this module.
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import json
 import os
 import subprocess
@@ -89,7 +87,7 @@ class FilesystemCase:
         assert self.peer is not None, "the case has no PeerSpec"
         spec = {"opener": self.peer.opener, "arguments": dict(self.peer.arguments), "user": self.peer.user}
         return subprocess.Popen(
-            [sys.executable, "-m", __name__, json.dumps(spec), action, *args],
+            [sys.executable, "-m", "filesystems._peer", json.dumps(spec), action, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -520,54 +518,3 @@ def _processes_mentioning(text: str) -> list[str]:
         except OSError:
             continue
     return found
-
-
-# -- the peer process -------------------------------------------------------------------------
-
-
-def _open_peer(opener: str, arguments: Mapping[str, str]) -> AbstractFilesystem:
-    module, _, function = opener.partition(":")
-    fs = getattr(importlib.import_module(module), function)(**arguments)
-    if not isinstance(fs, AbstractFilesystem):
-        raise SystemExit(f"{opener} returned {type(fs).__name__}, not an AbstractFilesystem")
-    return fs
-
-
-async def _peer(spec: dict[str, object], action: str, args: list[str]) -> str:
-    arguments = spec["arguments"]
-    assert isinstance(arguments, dict)
-    root = _open_peer(str(spec["opener"]), arguments)
-    async with root:
-        fs = root.scoped(str(spec["user"])) if spec["user"] else root
-        if action == "lock":
-            try:
-                async with fs.lock(args[0], timeout=float(args[1])):
-                    return "acquired"
-            except LockTimeout:
-                return "timeout"
-        if action == "increment":
-            for _ in range(int(args[1])):
-                while True:
-                    try:
-                        stat = await fs.stat(args[0])
-                        value = int(await fs.read_text(args[0]))
-                        await fs.compare_and_set(args[0], str(value + 1).encode(), stat.version)
-                        break
-                    except VersionConflict:
-                        continue
-            return "done"
-        if action == "append":
-            for i in range(int(args[2])):
-                await fs.append(args[0], f"{args[1]}:{i}:{'x' * 200}\n".encode())
-            return "done"
-        if action == "read":
-            return await fs.read_text(args[0])
-        if action == "write":
-            await fs.write_text(args[0], args[1])
-            return "done"
-    raise SystemExit(f"unknown peer action {action!r}")
-
-
-if __name__ == "__main__":
-    # ``python -m filesystems.testing SPEC ACTION [ARG...]``: one peer action, one result line.
-    print(asyncio.run(_peer(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3:])), flush=True)
