@@ -59,13 +59,16 @@ checks_log=$(mktemp)
 checks=$!
 echo "== pytest (MySQL: ${HARNESS_TEST_MYSQL_DSN:-none}, bubblewrap: $(command -v bwrap || echo none), workers: ${workers[1]}); mypy, docs and release checks beside it"
 set +e
+started=$SECONDS
 .venv/bin/python -m pytest -q -p no:cacheprovider "${workers[@]}" "$@"
 rc=$?
+echo "   (pytest, from its start to its exit, took $((SECONDS - started))s)"
 wait "$checks"
 checks_rc=$?
 set -e
 cat "$checks_log"
 rm -f "$checks_log"
+echo "== the test command took ${SECONDS}s"
 if [ $checks_rc != 0 ]; then echo "mypy, the docs build or the release check failed (above)" >&2; fi
 if [ $rc = 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi
 if [ $rc != 0 ]; then exit $rc; fi
