@@ -141,6 +141,14 @@ def test_an_agent_loads_no_approval_module_until_it_gates_calls() -> None:
     assert [m for m in _loaded(AN_AGENT) if _within(m, ("harness.approval", "harness.agent.paused"))] == []
 
 
+def test_the_command_line_reads_the_config_schema_only_for_a_file() -> None:
+    # Commands take their options as flags too: the harness.yaml schema (pydantic models) loads
+    # when a file is read, approval when a command builds an agent that gates calls.
+    loaded = _loaded("import harness.cli")
+    parts = ("pydantic", "harness.config.loader", "harness.config.schema", "harness.approval")
+    assert [m for m in loaded if _within(m, parts)] == []
+
+
 def test_every_name_of_harness_loads_on_first_use() -> None:
     code = "import harness\nmissing = [n for n in harness.__all__ if getattr(harness, n, None) is None]\nprint(missing)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import anyio
 
-from harness.approval import StdinApprover
 from harness.cli.common import (
     JSON_OPTION,
     SESSION_OPTIONS,
@@ -82,6 +81,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     async def main() -> int:
+        from harness.approval import StdinApprover  # the commands that build no agent never load approval
+
         overrides: dict[str, object] = {"model": args.model} if args.model else {}
         overrides["approver"] = StdinApprover()  # the policy's "ask" is a question on the terminal
         async with harness_from_args(args, **overrides) as agent:
@@ -104,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
+    from harness.approval import StdinApprover
     from harness.cli.chat import chat
 
     overrides: dict[str, object] = {"model": args.model} if args.model else {}

@@ -18,7 +18,7 @@ from typing import Any
 from filesystems import AbstractFilesystem, known_filesystem_modes
 from harness.agent import Harness
 from harness.cli.progress import terminal_progress
-from harness.config import HarnessConfig, load_config
+from harness.config import HarnessConfig
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.pipeline.lock import LOCKFILE_NAME
@@ -97,7 +97,12 @@ SESSION_OPTIONS = _session_options()
 
 def config_from_args(args: argparse.Namespace) -> HarnessConfig:
     """The configuration the options describe: the config file (or the defaults), options on top."""
-    config = load_config(args.config) if args.config else HarnessConfig(workspace=Path("workspace").resolve())
+    if args.config:
+        from harness.config import load_config  # the schema is built only when there is a file to read
+
+        config = load_config(args.config)
+    else:
+        config = HarnessConfig(workspace=Path("workspace").resolve())
     changes: dict[str, Any] = {}
     if args.workspace:
         changes["workspace"] = args.workspace.resolve()

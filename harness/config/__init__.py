@@ -16,10 +16,15 @@ The schema ships with the package as ``harness/harness.schema.json``; ``python -
 the file, or a URL). :func:`json_schema` returns it.
 """
 
+from typing import TYPE_CHECKING
+
+from filesystems import lazy_exports
 from harness.config.config import HarnessConfig, SessionsConfig
-from harness.config.loader import load_config
-from harness.config.problems import UnexpectedValue, UnknownKeys
-from harness.config.schema import ConfigFile, json_schema
+
+if TYPE_CHECKING:  # the reader and its schema load on first use: building an agent without a file needs neither
+    from harness.config.loader import load_config
+    from harness.config.problems import UnexpectedValue, UnknownKeys
+    from harness.config.schema import ConfigFile, json_schema
 
 __all__ = [
     "ConfigFile",
@@ -30,3 +35,5 @@ __all__ = [
     "json_schema",
     "load_config",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -7,16 +7,19 @@ import dataclasses
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_modes, open_filesystem, redact_secrets
 from filesystems.local import DEFAULT_TIMEOUT
-from harness.approval import ApprovalPolicy
 from harness.errors import ConfigError
-from harness.learning.schedule import CuratorConfig
 from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
-from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS
-from harness.skills.scanner import MarketScanPolicy
+
+if TYPE_CHECKING:  # the types of optional parts: a config that names none of them loads none of them
+    from harness.approval import ApprovalPolicy
+    from harness.learning.schedule import CuratorConfig
+    from harness.pipeline.environments import EnvironmentOptions
+    from harness.skills.scanner import MarketScanPolicy
 
 __all__ = ["HarnessConfig", "SessionsConfig"]
 
