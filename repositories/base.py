@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class BundleFile:
     """One file of a skill folder other than its SKILL.md, listed but not read.
 
@@ -52,7 +52,7 @@ class BundleFile:
     mode: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FileListing:
     """The whole listing of a bundle (``SkillRepository.list_files``): its other files, sorted by
     path, and a token that changes whenever any file of the bundle changes (the bundle's
@@ -62,7 +62,7 @@ class FileListing:
     digest: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SkillBundle:
     """A raw skill as a repository offers it; the harness parses ``skill_md`` itself.
 
@@ -125,7 +125,7 @@ class SkillBundle:
         return self.digest.startswith("dynamic:")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FileContents:
     """A file to save: relative POSIX ``path`` inside the skill folder, its bytes and mode bits."""
 
@@ -138,7 +138,7 @@ class FileContents:
             raise InvalidBundle(f"invalid mode {self.mode:o} for {self.path!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SkillBundleContents:
     """A whole skill folder with every file's bytes: what ``save()`` takes.
 
@@ -180,7 +180,7 @@ class SkillBundleContents:
             seen.add(clean)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Snapshot:
     """Everything a repository offers at one version.
 
