@@ -432,9 +432,13 @@ class SkillPipeline(AsyncResource):
             or view.environments != self._environments_generation
             or any(a is not b for a, b in zip(view.user, user, strict=True))
         ):
-            # A new base means a new view for every user: twenty turns at once built theirs on
-            # the event loop one after the other.
-            view = await self._off_loop(self._build_view, context, base, resolved, user, layers)
+            if self._shares_view(base, resolved, user):
+                # A user without skills of their own gets the shared view as it is: no hop.
+                view = self._build_view(context, base, resolved, user, layers)
+            else:
+                # A new base means a new view for every user: twenty turns at once built theirs
+                # on the event loop one after the other.
+                view = await self._off_loop(self._build_view, context, base, resolved, user, layers)
             self._views[context.user_id] = view
         # The plan's own overlays: a turn that changes its skills changes no other turn's.
         skills, shadowed, catalog = view.skills.copy(), view.shadowed_skills.copy(), await self._view_catalog(view)
@@ -763,6 +767,17 @@ class SkillPipeline(AsyncResource):
     def cached_users(self) -> int:
         """How many users' layers and views the pipeline holds now."""
         return len(self._users)
+
+    def _shares_view(self, base: _Base, resolved: _Resolved, user: tuple[LayerResult, ...]) -> bool:
+        """Whether :meth:`_build_view` would only hand out the shared view, already built for
+        ``base``: the user has no skills or folders of their own (a constant-time check)."""
+        shared = self._shared_view
+        return (
+            shared is not None
+            and shared.base is base
+            and shared.environments == resolved.environments
+            and not any(result.entries or result.top_level for result in user)
+        )
 
     def _build_view(
         self,

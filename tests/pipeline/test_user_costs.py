@@ -4,8 +4,10 @@ and come back on their next turn."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from filesystems import LocalFilesystem
@@ -37,6 +39,38 @@ async def test_users_without_own_skills_share_the_base_view_whole(tmp_path: Path
     assert not alice.skills.own and not bob.skills.own
     assert alice.catalog is bob.catalog  # rendered once
     assert sorted(alice.skills) == sorted(bob.skills) and "team_workspace" in alice.skills
+
+
+async def test_a_first_turn_without_own_skills_waits_for_no_other_users_view(tmp_path: Path) -> None:
+    """A new user without skills of their own is handed the shared view at once: their first
+    turn does not queue behind the views other users' turns are building."""
+    write_skill(tmp_path / "skills", "team")
+    write_skill(tmp_path / "carol" / "skills", "diary")
+    async with (
+        LocalFilesystem(tmp_path, shell=True) as fs,
+        SkillPipeline(filesystem=fs, repositories=[market()]) as pipeline,
+    ):
+        await pipeline.prepare(ALICE)
+        release = threading.Event()
+        busy = pipeline._worker.submit(release.wait, 30)  # the worker that builds views, held
+        carol: list[object] = []
+
+        async def carols_turn() -> None:
+            carol.append(await pipeline.prepare(CAROL))
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(carols_turn)  # her own skills: her view waits for the worker
+                with anyio.fail_after(10):
+                    bob = await pipeline.prepare(BOB)
+                assert "team_workspace" in bob.skills
+                await anyio.sleep(0.3)
+                assert carol == []
+                release.set()
+        finally:
+            release.set()
+            busy.result()
+        assert len(carol) == 1
 
 
 async def test_a_user_with_own_skills_holds_only_them_over_the_shared_base(tmp_path: Path) -> None:
