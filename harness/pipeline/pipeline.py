@@ -432,9 +432,10 @@ class SkillPipeline(AsyncResource):
             or view.environments != self._environments_generation
             or any(a is not b for a, b in zip(view.user, user, strict=True))
         ):
-            if self._shares_view(base, resolved, user):
+            shared = None if _owns_skills(user) else self._current_shared_view(base, resolved)
+            if shared is not None:
                 # A user without skills of their own gets the shared view as it is: no hop.
-                view = self._build_view(context, base, resolved, user, layers)
+                view = dataclasses.replace(shared, user=user)
             else:
                 # A new base means a new view for every user: twenty turns at once built theirs
                 # on the event loop one after the other.
@@ -768,16 +769,12 @@ class SkillPipeline(AsyncResource):
         """How many users' layers and views the pipeline holds now."""
         return len(self._users)
 
-    def _shares_view(self, base: _Base, resolved: _Resolved, user: tuple[LayerResult, ...]) -> bool:
-        """Whether :meth:`_build_view` would only hand out the shared view, already built for
-        ``base``: the user has no skills or folders of their own (a constant-time check)."""
+    def _current_shared_view(self, base: _Base, resolved: _Resolved) -> _UserView | None:
+        """The view of users without skills of their own, when it is built for ``base``."""
         shared = self._shared_view
-        return (
-            shared is not None
-            and shared.base is base
-            and shared.environments == resolved.environments
-            and not any(result.entries or result.top_level for result in user)
-        )
+        if shared is None or shared.base is not base or shared.environments != resolved.environments:
+            return None
+        return shared
 
     def _build_view(
         self,
@@ -791,9 +788,9 @@ class SkillPipeline(AsyncResource):
         the user's own skills over them. Users without skills or folders of their own share one
         view whole; the others hold only what differs (their skills, the base skills those
         replace, the files-roots their folders cover)."""
-        if not any(result.entries or result.top_level for result in user):
-            shared = self._shared_view
-            if shared is None or shared.base is not base or shared.environments != resolved.environments:
+        if not _owns_skills(user):
+            shared = self._current_shared_view(base, resolved)
+            if shared is None:
                 shared = _UserView(
                     base=base,
                     user=user,
@@ -1222,6 +1219,11 @@ def check_skill_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
     if not clean or len(set(clean)) != len(clean):
         raise ValueError(f"skill_dirs: {list(dirs)!r} must name at least one folder, each once")
     return clean
+
+
+def _owns_skills(user: tuple[LayerResult, ...]) -> bool:
+    """Whether a user's own layers hold skills or folders (else the user shares one view)."""
+    return any(result.entries or result.top_level for result in user)
 
 
 def _folder_layers(fs: AbstractFilesystem, kind: Layer, source: str, dirs: Sequence[str]) -> tuple[SkillLayer, ...]:
