@@ -4,8 +4,11 @@ market skill through each framework, and never see, load or read bob's."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator
+from importlib.util import find_spec
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -59,3 +62,19 @@ async def agent(world: dict[str, Any]) -> AsyncIterator[Harness]:
     """An open harness over :func:`world`."""
     async with Harness(**world) as harness:
         yield harness
+
+
+def require(package: str, extra: str) -> None:
+    """Skip the calling test module when ``package``, the framework of the ``extra``, is not
+    installed, without importing it."""
+    if find_spec(package) is None:
+        pytest.skip(f"the [{extra}] extra is not installed", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def kit(request: pytest.FixtureRequest) -> ModuleType:
+    """The framework side of the requesting ``test_<name>.py``: ``<name>_kit.py`` beside it,
+    imported when its first test runs. Every test worker collects every module; only the one that
+    runs these tests pays for importing the framework."""
+    name = request.module.__name__.rpartition(".")[2].removeprefix("test_")
+    return importlib.import_module(f"tests.adapters.{name}_kit")

@@ -1,6 +1,4 @@
-"""The framework side of ``test_deepagents.py``: deepagents and LangChain and the helpers over it. The test
-module imports this when its first test runs, so the test workers that only collect it (every
-worker collects every module) never import the framework."""
+"""deepagents, LangChain and the helpers over them, for ``test_deepagents.py`` (its ``kit`` fixture)."""
 
 from __future__ import annotations
 

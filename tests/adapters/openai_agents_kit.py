@@ -1,6 +1,4 @@
-"""The framework side of ``test_openai_agents.py``: the OpenAI Agents SDK and the helpers over it. The test
-module imports this when its first test runs, so the test workers that only collect it (every
-worker collects every module) never import the framework."""
+"""The OpenAI Agents SDK and the helpers over it, for ``test_openai_agents.py`` (its ``kit`` fixture)."""
 
 from __future__ import annotations
 

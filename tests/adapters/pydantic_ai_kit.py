@@ -1,6 +1,4 @@
-"""The framework side of ``test_pydantic_ai.py``: pydantic-ai and the helpers over it. The test
-module imports this when its first test runs, so the test workers that only collect it (every
-worker collects every module) never import the framework."""
+"""pydantic-ai and the helpers over it, for ``test_pydantic_ai.py`` (its ``kit`` fixture)."""
 
 from __future__ import annotations
 

@@ -4,24 +4,12 @@ chat model."""
 
 from __future__ import annotations
 
-import importlib
-from importlib.util import find_spec
 from types import ModuleType
 
-import pytest
-
 from harness import Harness
-from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL
+from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL, require
 
-if find_spec("deepagents") is None:
-    pytest.skip("the [deepagents] extra is not installed", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def kit() -> ModuleType:
-    """The framework and this module's helpers over it (``deepagents_kit``), imported when the first
-    test here runs, not when pytest collects the module."""
-    return importlib.import_module("tests.adapters.deepagents_kit")
+require("deepagents", "deepagents")
 
 
 async def test_skills_middleware_lists_and_the_agent_reads_the_market_skill(agent: Harness, kit: ModuleType) -> None:

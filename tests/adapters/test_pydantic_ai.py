@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-from importlib.util import find_spec
 from types import ModuleType
 
 import pytest
 
 from harness import Harness, RuntimeContext
 from harness.adapters import UserContextError
-from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL
+from tests.adapters.conftest import ALICE, BOB, BOB_SECRET, BOB_SKILL, FORECAST, MARKET_BODY, MARKET_SKILL, require
 from tests.support.catalog import read_catalog
 
-if find_spec("pydantic_ai") is None:
-    pytest.skip("the [pydantic-ai] extra is not installed", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def kit() -> ModuleType:
-    """The framework and this module's helpers over it (``pydantic_ai_kit``), imported when the first
-    test here runs, not when pytest collects the module."""
-    return importlib.import_module("tests.adapters.pydantic_ai_kit")
+require("pydantic_ai", "pydantic-ai")
 
 
 async def test_a_run_loads_and_runs_the_market_skill_for_its_user(agent: Harness, kit: ModuleType) -> None:
