@@ -90,7 +90,7 @@ def normalise_file_path(path: str) -> str:
     ``..`` segments, backslashes, NUL/control characters, empty paths and VCS metadata (``.git``,
     ``.hg``, ``.svn``: never delivered). Other dot-files are ordinary files of the skill.
     """
-    if type(path) is str:  # noqa: E721 - a str subclass may hash or compare its own way: not memoised
+    if type(path) is str:  # noqa: E721 - anything else (a str subclass, a list) is checked unmemoised
         return _normalised(path)
     return _normalise(path)
 
