@@ -1,6 +1,8 @@
 """Build the sdist and the wheel into a temporary folder and check them as a release would be.
 
-``python -m build`` (the wheel is built from the sdist, so a file the sdist lacks fails here),
+``python -m build`` (the wheel is built from the sdist, so a file the sdist lacks fails here;
+with the virtualenv's own setuptools and wheel, which the ``dev`` extra installs, instead of a
+fresh isolated environment per build),
 ``twine check --strict`` on both, then their contents: every package ships its ``py.typed``,
 and no tests, benchmarks, examples or scripts are packaged. Quiet on success; on failure prints
 what went wrong and exits 1. Run by ``scripts/test.sh``.
@@ -53,7 +55,7 @@ def main() -> int:
 def _check() -> list[str]:
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="harness-dist-") as out:
-        _run(sys.executable, "-m", "build", "--outdir", out, str(ROOT))
+        _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, str(ROOT))
         dist = sorted(Path(out).iterdir())
         _run(sys.executable, "-m", "twine", "check", "--strict", *map(str, dist))
         for path in dist:

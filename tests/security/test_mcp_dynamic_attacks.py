@@ -13,7 +13,7 @@ from harness.approval import ToolRequest
 from harness.context import RuntimeContext
 from harness.models import Message, ScriptedModel
 from harness.tools import load_skill_file
-from repositories import InvalidBundle
+from repositories import InvalidBundle, mcp
 from tests.agent.test_mcp_activation import ALICE, LOAD, SHELL, call, results_by_id
 from tests.repositories.forked_mcp import mcp_agent, mcp_market
 from tests.support.skills_server import SkillsServer
@@ -71,22 +71,28 @@ async def test_a_flood_of_directory_children_is_refused_at_the_extensions_limit(
     assert server.reads() == []
 
 
-async def test_a_directory_that_never_ends_is_refused_after_a_bounded_number_of_pages(tmp_path: Path) -> None:
+async def test_a_directory_that_never_ends_is_refused_after_a_bounded_number_of_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bound is the extension's file limit (512 pages, one request each); a smaller one here
+    # walks the same code in a fraction of the requests.
+    assert mcp.MAX_FILES == 512
+    monkeypatch.setattr(mcp, "MAX_FILES", 24)
     # Each page names a folder one level deeper: the walk would never end.
     deeper = {
         f"skill://daily{'/d' * depth}": [
             {"uri": f"skill://daily{'/d' * (depth + 1)}", "name": "d", "mimeType": "inode/directory"}
         ]
-        for depth in range(600)
+        for depth in range(40)
     }
     server = _server(tmp_path, children=deeper)
-    for depth in range(1, 601):
+    for depth in range(1, 41):
         (server.tree / "daily" / "/".join(["d"] * depth)).mkdir(exist_ok=True)
     async with mcp_market(server) as market:
         await market.snapshot()
-        with pytest.raises(InvalidBundle, match="more than 512 pages"):
+        with pytest.raises(InvalidBundle, match="more than 24 pages"):
             await market.list_files("daily")
-    assert server.count("resources/directory/read") == 512
+    assert server.count("resources/directory/read") == 24
 
 
 async def test_a_hostile_model_cannot_run_a_dynamic_skills_script(tmp_path: Path) -> None:
