@@ -12,9 +12,11 @@ severity). A record of other rules is never reused.
 Both folders are machine-owned (out of the model's file tools; a sandbox sees ``.skills-cache``
 read-only and ``.harness`` not at all), and the file is authenticated all the same: an
 HMAC-SHA256 over its body with a per-workspace secret (``.scan.key`` beside it, created with 32
-random bytes and mode 0600 on first use). A file whose MAC does
-not verify, or that does not parse, is ignored whole (everything is rescanned and the file is
-rewritten); a verdict is never trusted on the file's word alone.
+random bytes and mode 0600 on first use). The body is written compact with sorted keys and the
+MAC appended as the document's last key, so a reader checks the bytes as they are stored instead
+of encoding 100,000 records again. A file whose MAC does not verify, or that does not parse, is
+ignored whole (everything is rescanned and the file is rewritten); a verdict is never trusted on
+the file's word alone. A file of an earlier format is rescanned the same way, without a warning.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ ScanMany = Callable[[list[tuple[str, bytes]]], list[ScanVerdict | Exception]]
 
 _FILE = ".scan-verdicts.json"
 _KEY = ".scan.key"
-_FORMAT = 1
+_FORMAT = 2
+# The document's end: ``,"mac":"`` + 64 hex digits + ``"}``; the body is what precedes it, closed.
+_MAC_TAIL = b',"mac":"'
+_TAIL_LENGTH = len(_MAC_TAIL) + 64 + 2
 _MAX_RECORDS = 100_000
 
 
@@ -174,8 +179,7 @@ class VerdictStore:
                 self._secret = secret
                 await self._merge_stored()
                 body = {"format": _FORMAT, "rules": self.scanner.version, "verdicts": self._verdicts}
-                document = json.dumps({**body, "mac": _mac(secret, body)}).encode()
-                await self.filesystem.write_bytes(self.path, document)
+                await self.filesystem.write_bytes(self.path, _signed(secret, body))
             except Exception as exc:
                 log.warning("cannot save %s (market skills will be rescanned after a restart): %s", self.path, exc)
 
@@ -190,22 +194,28 @@ class VerdictStore:
 
     def _verified(self, raw: bytes) -> dict[str, dict[str, Any]] | None:
         """The records of ``raw`` when its MAC verifies and they are this scanner's, else ``None``
-        (a file of other rules is not an integrity failure: an empty dict)."""
-        try:
-            document = json.loads(raw, object_hook=_shared_clean)
-        except ValueError:
+        (a file of other rules or an earlier format is not an integrity failure: an empty dict)."""
+        if self._secret is None:
             return None
-        if not isinstance(document, dict) or self._secret is None:
-            return None
-        body = {k: v for k, v in document.items() if k != "mac"}
-        mac = document.get("mac")
+        signed = _split(raw)
+        if signed is None:
+            return {} if _earlier_format(raw) else None
+        body, mac = signed
         import hmac  # the stored verdicts are read and written only once a market is scanned
 
-        if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(self._secret, body)):
+        if not hmac.compare_digest(mac, _mac(self._secret, body).encode("ascii")):
             return None
-        verdicts = body.get("verdicts")
-        if body.get("format") != _FORMAT or body.get("rules") != self.scanner.version or not isinstance(verdicts, dict):
+        try:
+            document = json.loads(body, object_hook=_shared_clean)
+        except ValueError:
+            return None
+        if not isinstance(document, dict):
+            return None
+        verdicts = document.get("verdicts")
+        if document.get("format") != _FORMAT or document.get("rules") != self.scanner.version:
             return {}
+        if not isinstance(verdicts, dict):
+            return None
         return {str(k): v for k, v in verdicts.items() if isinstance(v, dict)}
 
     async def _key(self) -> bytes:
@@ -240,8 +250,32 @@ def _combined(verdicts: list[ScanVerdict]) -> ScanVerdict:
     return _CLEAN if all(v is _CLEAN for v in verdicts) else ScanVerdict.combined(verdicts)
 
 
-def _mac(secret: bytes, body: dict[str, Any]) -> str:
+def _mac(secret: bytes, body: bytes) -> str:
     import hmac
 
-    payload = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    return hmac.new(secret, payload, hashlib.sha256).hexdigest()
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _signed(secret: bytes, body: dict[str, Any]) -> bytes:
+    """``body`` as compact JSON with sorted keys, its MAC appended as the last key."""
+    encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return encoded[:-1] + _MAC_TAIL + _mac(secret, encoded).encode("ascii") + b'"}'
+
+
+def _split(raw: bytes) -> tuple[bytes, bytes] | None:
+    """The signed body of a document :func:`_signed` wrote and the MAC it ends with, else ``None``."""
+    if len(raw) < _TAIL_LENGTH + 2 or not raw.endswith(b'"}') or not raw[-_TAIL_LENGTH:].startswith(_MAC_TAIL):
+        return None
+    mac = raw[-_TAIL_LENGTH + len(_MAC_TAIL) : -2]
+    if mac.strip(b"0123456789abcdef"):
+        return None
+    return raw[:-_TAIL_LENGTH] + b"}", mac
+
+
+def _earlier_format(raw: bytes) -> bool:
+    """Whether ``raw`` is a store of an earlier format (its records are rescanned, quietly)."""
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and isinstance(document.get("format"), int) and document["format"] < _FORMAT

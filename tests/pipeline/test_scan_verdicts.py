@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.learning import MarketScanPolicy, Scanner, ScanVerdict, TrustLevel
@@ -79,12 +81,20 @@ async def test_a_tampered_verdict_is_not_trusted(tmp_path: Path) -> None:
     document = json.loads(path.read_bytes())
     for record in document["verdicts"].values():  # claim every skill is clean, keep the old MAC
         record.update(dangerous=False, findings=[])
-    path.write_text(json.dumps(document))
-    scanner = CountingScanner()
-    plan = await prepare(tmp_path, scanner, trust=TrustLevel.ENFORCE)
-    assert scanner.calls == 2
-    assert "helper" not in {r.entry.skill.name for r in plan.skills.values()}
-    assert any(d.code == "market-scan-blocked" for d in plan.diagnostics)
+    mac = document.pop("mac")
+    compact = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    forgeries = (
+        json.dumps({**document, "mac": mac}),  # re-encoded as any writer would
+        compact[:-1] + f',"mac":"{mac}"}}',  # the store's own layout, the old MAC at its end
+        compact[:-1] + f',"mac":"{"0" * 64}"}}',
+    )
+    for forged in forgeries:
+        path.write_text(forged)
+        scanner = CountingScanner()
+        plan = await prepare(tmp_path, scanner, trust=TrustLevel.ENFORCE)
+        assert scanner.calls == 2
+        assert "helper" not in {r.entry.skill.name for r in plan.skills.values()}
+        assert any(d.code == "market-scan-blocked" for d in plan.diagnostics)
 
 
 async def test_a_verdict_file_signed_with_another_key_or_garbage_is_not_trusted(tmp_path: Path) -> None:
@@ -97,6 +107,22 @@ async def test_a_verdict_file_signed_with_another_key_or_garbage_is_not_trusted(
     scanner = CountingScanner()
     assert findings(await prepare(tmp_path, scanner))
     assert scanner.calls == 2
+
+
+async def test_a_store_of_the_earlier_format_is_rescanned_quietly_and_rewritten(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await prepare(tmp_path, CountingScanner())
+    path = tmp_path / "ws" / VERDICTS
+    document = json.loads(path.read_bytes())
+    path.write_text(json.dumps({**document, "format": 1}))  # as the earlier release wrote it
+    scanner = CountingScanner()
+    assert findings(await prepare(tmp_path, scanner))
+    assert scanner.calls == 2 and "integrity" not in caplog.text
+    assert json.loads(path.read_bytes())["format"] == document["format"]
+    scanner = CountingScanner()
+    await prepare(tmp_path, scanner)
+    assert scanner.calls == 0
 
 
 async def test_changed_rules_rescan(tmp_path: Path) -> None:
