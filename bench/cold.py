@@ -126,6 +126,16 @@ print((time.perf_counter() - start) * 1000)
 """
 
 
+# The same loop run the way an asyncio program on anyio runs it (``asyncio.run``, the loop in one
+# ``anyio.to_thread`` hop): what asyncio and anyio cost any harness built on them, printed beside.
+CHILD_STACK = (
+    "import asyncio, anyio.to_thread\n\n"
+    "def naive():\n"
+    + "".join(f"    {line}\n" if line else "\n" for line in CHILD_NAIVE.strip().splitlines())
+    + "\nasync def run():\n    await anyio.to_thread.run_sync(naive)\n\nasyncio.run(run())\n"
+)
+
+
 def fresh_process_ms(child: str, workspace: Path, pycache: Path) -> tuple[float, float, float]:
     """(whole process, its CPU time, the work alone) in ms: a fresh interpreter running ``child``
     over ``workspace``, reading bytecode from ``pycache`` (filled by a first, untimed run)."""
@@ -153,10 +163,12 @@ def folder_row(root: Path, runs: int) -> Row:
     pycache = root / "pycache"
     fresh_process_ms(CHILD_FOLDER, workspace, pycache)  # compiles the bytecode both then read
     fresh_process_ms(CHILD_NAIVE, workspace, pycache)
-    ours, naive = [], []
-    for _ in range(runs):  # interleaved, so both see the same machine load
+    fresh_process_ms(CHILD_STACK, workspace, pycache)
+    ours, naive, stack = [], [], []
+    for _ in range(runs):  # interleaved, so all see the same machine load
         ours.append(fresh_process_ms(CHILD_FOLDER, workspace, pycache))
         naive.append(fresh_process_ms(CHILD_NAIVE, workspace, pycache))
+        stack.append(fresh_process_ms(CHILD_STACK, workspace, pycache))
 
     def median(samples: list[tuple[float, float, float]], index: int) -> float:
         return statistics.median(sample[index] for sample in samples)
@@ -172,7 +184,9 @@ def folder_row(root: Path, runs: int) -> Row:
         note=(
             f"interpreter + imports + first prepare, in CPU time {cpu:.1f} ms beside {floor_cpu:.1f} ms "
             f"({cpu / floor_cpu:.2f}x; the wall time also counts waiting for a core); the prepare alone "
-            f"{work:.1f} ms beside the naive loop's {floor_work:.1f} ms ({work / floor_work:.2f}x)"
+            f"{work:.1f} ms beside the naive loop's {floor_work:.1f} ms ({work / floor_work:.2f}x); the naive "
+            f"loop run through asyncio.run and anyio.to_thread, whole process: {median(stack, 0):.1f} ms "
+            f"({median(stack, 0) / median(naive, 0):.2f}x the naive loop: what asyncio and anyio cost before any work)"
         ),
     )
 

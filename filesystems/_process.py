@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -142,6 +141,8 @@ def shim_dir() -> str | None:
 def own_folder(prefix: str) -> str:
     """A new folder only this process writes (:func:`tempfile.mkdtemp`), readable by sandboxes
     (which run as another uid), removed at exit."""
+    import tempfile  # a shell's first command; an agent that runs none never loads it
+
     folder = tempfile.mkdtemp(prefix=prefix)
     atexit.register(shutil.rmtree, folder, True)
     os.chmod(folder, 0o755)

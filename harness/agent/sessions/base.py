@@ -20,12 +20,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filesystems import AsyncResource, validate_user_id
 from harness.errors import HarnessError
 from harness.models import Message, ToolCall
+
+if TYPE_CHECKING:  # an annotation: a caller passing a timedelta has datetime loaded
+    from datetime import timedelta
 
 __all__ = [
     "DEFAULT_MAX_MESSAGES",
@@ -109,7 +111,7 @@ class SessionStore(AsyncResource, ABC):
         super().__init__()
         if max_messages < 2:
             raise ValueError("max_messages must be at least 2")
-        seconds = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
+        seconds = _seconds(max_age)
         if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
             raise ValueError(f"max_age must be a positive duration, got {max_age!r}")
         self.max_messages = max_messages
@@ -165,7 +167,7 @@ class SessionStore(AsyncResource, ABC):
     async def prune(self, older_than: timedelta | float | None = None) -> int:
         """Delete conversations untouched, and paused runs kept, for longer than ``older_than``
         (default: ``max_age``; nothing without either); returns the conversations deleted."""
-        seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        seconds = _seconds(older_than)
         seconds = self.max_age if seconds is None else seconds
         if seconds is None:
             return 0
@@ -306,3 +308,10 @@ def decode_loaded(text: str) -> list[str]:
     except ValueError:
         return []
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _seconds(duration: timedelta | float | None) -> float | None:
+    """``duration`` in seconds (``None`` stays ``None``)."""
+    if duration is None or isinstance(duration, (int, float)):
+        return duration
+    return duration.total_seconds()

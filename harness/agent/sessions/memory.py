@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from harness.agent.sessions.base import (
     DEFAULT_MAX_MESSAGES,
@@ -17,6 +17,9 @@ from harness.agent.sessions.base import (
     decode_message,
 )
 from harness.models import Message
+
+if TYPE_CHECKING:
+    from datetime import timedelta
 
 __all__ = ["InMemorySessionStore"]
 

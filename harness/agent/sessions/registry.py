@@ -4,13 +4,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from filesystems import Registry, redact_url
 from harness.agent.sessions.base import SessionStore
 from harness.agent.sessions.memory import InMemorySessionStore
+
+if TYPE_CHECKING:
+    from datetime import timedelta
 
 __all__ = ["SESSION_ENTRY_POINT_GROUP", "SessionStoreFactory", "open_session_store", "register_session_store"]
 
