@@ -551,10 +551,10 @@ class SkillLayer:
         policy = self.scan_policy
         if policy is None or not bundles:
             return {}
-        from harness.skills.scanner import BINARY_SUFFIXES, TrustLevel
-
-        if policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        if policy.trusts(self.source):
             return {}
+        from harness.skills.scanner import BINARY_SUFFIXES
+
         scanned: dict[str, _Scanned] = {}
         batch: list[_ScanItem] = []
         size = 0
@@ -646,9 +646,7 @@ class SkillLayer:
         policy = self.scan_policy
         if policy is None:
             return True, ()
-        from harness.skills.scanner import TrustLevel
-
-        if policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        if policy.trusts(self.source):
             return True, ()
         admitted, found = _judged(policy, self.source, bundle.folder, bundle.location, scanned, "skill hidden")
         return admitted, tuple(d for _, d in found)
@@ -673,10 +671,10 @@ class SkillLayer:
         policy = self.scan_policy
         if policy is None or not files:
             return
-        from harness.skills.scanner import BINARY_SUFFIXES, TrustLevel
-
-        if policy.trust_of(self.source) is TrustLevel.TRUSTED:
+        if policy.trusts(self.source):
             return
+        from harness.skills.scanner import BINARY_SUFFIXES
+
         limit = policy.scan_limit
         readable = {path: data for path, data in files.items() if len(data) <= limit}
         too_large = tuple(
@@ -718,9 +716,7 @@ def _judged(
     """What ``source``'s trust level makes of one skill's scan: whether its content may be
     served, and a diagnostic per finding and per file too large to judge (with the file's path;
     ``""`` for a failed scan). Errors, each ending in ``refusal``, when it may not."""
-    from harness.skills.scanner import TrustLevel
-
-    blocking = policy.trust_of(source) is TrustLevel.ENFORCE
+    blocking = policy.blocks(source)
     where = f"market {source!r}, skill {skill!r}"
     if scanned is None or scanned.verdict is None:
         reason = describe_error(scanned.error) if scanned is not None and scanned.error else "not scanned"

@@ -1121,6 +1121,14 @@ class MarketScanPolicy:
         """The trust level configured for ``source``."""
         return self.sources.get(source, self.default)
 
+    def trusts(self, source: str) -> bool:
+        """Whether ``source``'s skills are admitted unscanned (``off``)."""
+        return self.trust_of(source) is TrustLevel.TRUSTED
+
+    def blocks(self, source: str) -> bool:
+        """Whether a dangerous verdict keeps ``source``'s skills out (``block``)."""
+        return self.trust_of(source) is TrustLevel.ENFORCE
+
     def check(
         self, source: str, files: Mapping[str, str | bytes], *, known: ScanVerdict | None = None
     ) -> IngestVerdict:

@@ -46,12 +46,12 @@ COMET_FILES = ("comet/skill.yaml", "comet/guardrails.yaml", "comet/checks.yaml")
 
 WORKFLOW_MARKERS = (NATIVE_FILES[0], COMET_FILES[0])
 """The files whose presence makes a skill folder a workflow package (what a lazy listing looks for)."""
+_MARKERS = frozenset(WORKFLOW_MARKERS)
 
 
 def is_workflow_package(paths: Iterable[str]) -> bool:
     """Whether a skill folder with these relative file paths carries a workflow definition."""
-    names = set(paths)
-    return any(marker in names for marker in WORKFLOW_MARKERS)
+    return not _MARKERS.isdisjoint(paths)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

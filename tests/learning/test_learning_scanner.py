@@ -90,6 +90,9 @@ def test_market_scan_policy_from_configuration_data() -> None:
     assert policy.default is TrustLevel.ENFORCE
     assert policy.trust_of("pkg-ours") is TrustLevel.TRUSTED  # YAML reads a bare `off` as false
     assert policy.trust_of("git-x") is TrustLevel.REPORT
+    assert policy.trusts("pkg-ours") and not policy.blocks("pkg-ours")
+    assert policy.blocks("other") and not policy.trusts("other")
+    assert not policy.blocks("git-x") and not policy.trusts("git-x")
     with pytest.raises(ValueError, match="unknown keys"):
         MarketScanPolicy.from_data({"defaults": "report"})
 
