@@ -25,6 +25,7 @@ import anyio
 from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
 from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
+from repositories.bulk import collections_paused
 from repositories.discovery import DIR, FILE, OTHER, SYMLINK, Child, SkillLayout, find_skills, normalise_file_path
 from repositories.errors import (
     BundleNotFound,
@@ -658,15 +659,16 @@ class GitRepository(SkillRepository):
         except BlobReadError:
             pass  # looked up one by one instead
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
-        layouts, problems = find_skills(
-            tree,
-            self._list_tree,
-            root_name=repo_name,
-            read=lambda blob: self._open_repo().odb.stream(bytes.fromhex(blob.sha)).read(),
-        )
-        problems = sorted({*problems, *self._problems})
-        texts: dict[str, bytes] = {}
-        bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)
+        with collections_paused(len(self._sizes)):  # a listing of thousands of files: all kept
+            layouts, problems = find_skills(
+                tree,
+                self._list_tree,
+                root_name=repo_name,
+                read=lambda blob: self._open_repo().odb.stream(bytes.fromhex(blob.sha)).read(),
+            )
+            problems = sorted({*problems, *self._problems})
+            texts: dict[str, bytes] = {}
+            bundles = tuple(self._bundle(commit, prefix, layout, texts) for layout in layouts)
         self._texts = texts
         self._roots = {layout.folder: "/".join(p for p in (prefix, layout.root) if p) for layout in layouts}
         self._blobs = {

@@ -14,6 +14,7 @@ from repositories.base import (
     SkillRepository,
     Snapshot,
 )
+from repositories.bulk import collections_paused
 from repositories.errors import BundleNotFound
 from repositories.sources import make_source
 
@@ -60,7 +61,8 @@ class MemoryRepository(SkillRepository):
         return str(self._generation)
 
     async def _load(self, version: str) -> Snapshot:
-        bundles = tuple(self._describe(self._bundles[folder]) for folder in sorted(self._bundles))
+        with collections_paused(len(self._bundles)):
+            bundles = tuple(self._describe(self._bundles[folder]) for folder in sorted(self._bundles))
         return Snapshot(version=version, bundles=bundles)
 
     def _describe(self, bundle: SkillBundleContents) -> SkillBundle:

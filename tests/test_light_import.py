@@ -39,7 +39,7 @@ HEAVY_STDLIB = ("importlib.metadata", "email", "http", "urllib.request", "xml", 
 IMPORT_HARNESS = "import harness"
 A_PIPELINE = "from harness import RuntimeContext, SkillPipeline"
 AN_AGENT = "from harness import Harness, RuntimeContext"
-PINNED_MODULES = {IMPORT_HARNESS: 12, A_PIPELINE: 38, AN_AGENT: 72}
+PINNED_MODULES = {IMPORT_HARNESS: 12, A_PIPELINE: 39, AN_AGENT: 73}
 # The agent's parts, which a program that only runs a pipeline never loads.
 AGENT_PARTS = ("harness.agent", "harness.approval", "harness.events", "harness.models", "harness.tools")
 # What only markets (the ingest scan and its stored verdicts) or a shell (staging) need.

@@ -22,6 +22,7 @@ from filesystems import AbstractFilesystem, relative_path_problem
 from harness.diagnostics import Diagnostic, Severity
 from harness.skills.rules import unsafe_segment_reason
 from harness.skills.skill import Layer, Skill, load_skill
+from repositories.bulk import collections_paused
 
 if TYPE_CHECKING:  # the ingest scan's modules load with a market's scan policy, never for folders
     from harness.pipeline.scan_pool import ScanPool
@@ -266,7 +267,7 @@ class SkillLayer:
                 # turns moving meanwhile. With nothing new to parse (an empty folder, a changed
                 # token alone) it is done inline.
                 if fresh:
-                    self._last_good.keep(await anyio.to_thread.run_sync(self._parse, snapshot, scanned))
+                    self._last_good.keep(await anyio.to_thread.run_sync(self._parse, snapshot, scanned, len(fresh)))
                 else:
                     self._last_good.keep(self._parse(snapshot, scanned))
                 self._version = snapshot.version
@@ -414,7 +415,11 @@ class SkillLayer:
             return (cached, ()) if cached.digest == bundle.digest and cached.plugin == bundle.sub_source else None
         return (cached[1], cached[2]) if cached is not None and cached[0] == _token(bundle) else None
 
-    def _parse(self, snapshot: Snapshot, scanned: dict[str, _Scanned]) -> LayerResult:
+    def _parse(self, snapshot: Snapshot, scanned: dict[str, _Scanned], fresh: int = 0) -> LayerResult:
+        with collections_paused(fresh):  # thousands of new skills, all kept: nothing to collect
+            return self._parse_all(snapshot, scanned)
+
+    def _parse_all(self, snapshot: Snapshot, scanned: dict[str, _Scanned]) -> LayerResult:
         entries: list[LayerEntry] = []
         diagnostics = [self._problem(problem, problem in snapshot.failures) for problem in snapshot.problems]
         parsed: dict[str, _Parsed] = {}
@@ -618,10 +623,11 @@ class SkillLayer:
         pool = self.scan_pool
         scan = (lambda pairs: pool.scan(scanner, pairs)) if pool is not None else None
         try:
-            if self.verdicts is not None:
-                outcomes = self.verdicts.verdicts(contents, scan)
-            else:
-                outcomes = [_combined(scanner, files, scan) for files in contents]
+            with collections_paused(len(contents)):
+                if self.verdicts is not None:
+                    outcomes = self.verdicts.verdicts(contents, scan)
+                else:
+                    outcomes = [_combined(scanner, files, scan) for files in contents]
         except Exception as exc:  # a broken custom scanner must not fail the turn
             outcomes = [exc] * len(ready)
         del contents

@@ -58,6 +58,7 @@ from repositories import (
     SkillRepository,
     disambiguate_sources,
 )
+from repositories.bulk import collections_paused
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback
@@ -962,8 +963,9 @@ class SkillPipeline(AsyncResource):
             return resolved
 
     def _resolved_with_parts(self, base: _Base) -> tuple[_Resolved, CatalogParts]:
-        resolved = self._resolved_for(base, self._environments_generation)
-        return resolved, self._new_parts(resolved)
+        with collections_paused(len(base.merged.entries)):
+            resolved = self._resolved_for(base, self._environments_generation)
+            return resolved, self._new_parts(resolved)
 
     def _resolved_now(self, base: _Base) -> _Resolved | None:
         """The resolved base when it is ``base`` with the environments' current generation."""
