@@ -546,7 +546,7 @@ async def users_rows(root: Path, skills: int, users: int) -> list[Row]:
             await pipeline.prepare(RuntimeContext(user_id=f"user-{index:04d}"))
         gc.collect()
         kept = (tracemalloc.get_traced_memory()[0] - traced_before) / users / 1024
-        catalogs = sum(sys.getsizeof(text) for text in pipeline._catalogs.values()) / users / 1024
+        catalogs = sum(sys.getsizeof(catalog.text) for catalog in pipeline._catalogs.values()) / users / 1024
     tracemalloc.stop()
     p50, p99 = percentiles(turns)
     owned = sum(p.stat().st_size for p in workspace.glob("user-*/skills/*/SKILL.md")) / users / 1024
