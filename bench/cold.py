@@ -513,7 +513,8 @@ async def users_rows(root: Path, skills: int, users: int) -> list[Row]:
             return await timed(lambda: pipeline.prepare(ALICE))
 
     first = await start()
-    restart = await start()
+    restarts = [await start() for _ in range(3)]  # one restart swings by a third on a shared machine
+    restart = statistics.median(restarts)
     floor = naive_parse_ms([b.skill_md for b in bundles])
     market = MemoryRepository(bundles, name="market", writable=False)
     async with (
@@ -564,6 +565,7 @@ async def users_rows(root: Path, skills: int, users: int) -> list[Row]:
             floor,
             "libyaml over every SKILL.md",
             "<= 1 s",
+            note="median of three restarts: " + ", ".join(f"{ms:.0f}" for ms in restarts) + " ms",
         ),
         Row(
             f"{skills:,} market skills: first turn per user (3 own skills), {users} users: p99",
