@@ -655,11 +655,12 @@ class GitRepository(SkillRepository):
         from repositories._git_blobs import BlobReadError, blob_sizes  # loaded by the first read
 
         try:  # every blob's size from one ``ls-tree``, not one object lookup per file
-            self._sizes.update(blob_sizes(self.clone_path, tree.sha, env=self._env(), timeout=self.timeout))
+            sizes = blob_sizes(self.clone_path, tree.sha, env=self._env(), timeout=self.timeout)
         except BlobReadError:
-            pass  # looked up one by one instead
+            sizes = {}  # looked up one by one instead
+        self._sizes.update(sizes)
         repo_name = prefix.rsplit("/", 1)[-1] if prefix else self._name
-        with collections_paused(len(self._sizes)):  # a listing of thousands of files: all kept
+        with collections_paused(len(sizes)):  # this tree's files: a listing of thousands is all kept
             layouts, problems = find_skills(
                 tree,
                 self._list_tree,
