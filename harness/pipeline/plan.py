@@ -234,10 +234,10 @@ class TurnPlan:
         skill = found.skill
         raw = (await found.source.read_files(found.entry, [skill.skill_md_name]))[skill.skill_md_name]
         try:
-            body = split_frontmatter(raw).body
+            split_frontmatter(raw)
         except FrontmatterError as exc:
             raise ContentMismatch(f"{skill.skill_id}: its SKILL.md cannot be parsed: {exc}") from exc
-        real = dataclasses.replace(skill, body=body, raw=raw)
+        real = dataclasses.replace(skill, raw=raw)
         fetched = dataclasses.replace(found, entry=dataclasses.replace(found.entry, skill=real))
         table = self.skills if skill.skill_id in self.skills else self.shadowed_skills
         if table is self.skills:

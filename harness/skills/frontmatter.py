@@ -34,6 +34,7 @@ __all__ = [
     "TEXT_FIELDS",
     "Frontmatter",
     "FrontmatterError",
+    "frontmatter_body",
     "split_frontmatter",
 ]
 
@@ -67,6 +68,31 @@ def split_frontmatter(data: bytes) -> Frontmatter:
     Accepts a UTF-8 BOM and CRLF line endings. The frontmatter is the YAML between a first line
     ``---`` and the next line ``---``.
     """
+    text, start, end, after = _sections(data)
+    yaml_text = text[start:end]
+    if len(yaml_text) > MAX_FRONTMATTER_BYTES:
+        raise FrontmatterError(
+            "frontmatter-too-large",
+            f"frontmatter is {len(yaml_text)} characters, over the limit of {MAX_FRONTMATTER_BYTES}",
+        )
+    fields, duplicates = _load_mapping(yaml_text)
+    return Frontmatter(fields=fields, body=_body(text, after), duplicate_keys=duplicates)
+
+
+def frontmatter_body(data: bytes) -> str:
+    """The body of SKILL.md bytes, as :func:`split_frontmatter` gives it, without parsing the
+    YAML; raises :class:`FrontmatterError` when the frontmatter is not delimited."""
+    text, _, _, after = _sections(data)
+    return _body(text, after)
+
+
+def _body(text: str, after: int) -> str:
+    return text[after:].lstrip("\n")
+
+
+def _sections(data: bytes) -> tuple[str, int, int, int]:
+    """The decoded text (BOM dropped, line endings made ``\\n``), and the offsets where the
+    frontmatter starts and ends and where the body starts."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -86,14 +112,7 @@ def split_frontmatter(data: bytes) -> Frontmatter:
     end, after = _closing_line(text, start)
     if end < 0:
         raise FrontmatterError("unclosed-frontmatter", "SKILL.md frontmatter not properly closed with ---")
-    yaml_text = text[start:end]
-    if len(yaml_text) > MAX_FRONTMATTER_BYTES:
-        raise FrontmatterError(
-            "frontmatter-too-large",
-            f"frontmatter is {len(yaml_text)} characters, over the limit of {MAX_FRONTMATTER_BYTES}",
-        )
-    fields, duplicates = _load_mapping(yaml_text)
-    return Frontmatter(fields=fields, body=text[after:].lstrip("\n"), duplicate_keys=duplicates)
+    return text, start, end, after
 
 
 def _closing_line(text: str, start: int) -> tuple[int, int]:

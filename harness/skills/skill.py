@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.diagnostics import Diagnostic
-from harness.skills.frontmatter import FrontmatterError, split_frontmatter
+from harness.skills.frontmatter import FrontmatterError, frontmatter_body, split_frontmatter
 from harness.skills.rules import check_fields, check_name, unsafe_name_reason
 
 __all__ = ["WORKFLOW_MARKERS", "Layer", "Skill", "load_skill"]
@@ -69,7 +69,6 @@ class Skill:
 
     name: str
     description: str
-    body: str
     metadata: Mapping[str, Any]
     disable_model_invocation: bool
     location: str
@@ -77,8 +76,15 @@ class Skill:
     source: str
     layer: Layer
     files: tuple[str, ...] = ()
-    raw: bytes = field(default=b"", repr=False)
+    raw: bytes = field(repr=False)
     skill_md_name: str = "SKILL.md"
+
+    @property
+    def body(self) -> str:
+        """The instructions after the frontmatter, read off :attr:`raw` on each call (a skill
+        keeps only its bytes: a process holding many users' skills would otherwise hold each
+        body twice)."""
+        return frontmatter_body(self.raw)
 
     @property
     def skill_id(self) -> str:
@@ -154,7 +160,6 @@ def load_skill(
     skill = Skill(
         name=name,
         description=description.strip(),
-        body=parsed.body,
         metadata=fields,
         disable_model_invocation=fields.get("disable-model-invocation") is True,
         location=location,

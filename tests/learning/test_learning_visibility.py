@@ -30,7 +30,7 @@ def _skill(name: str, layer: Layer = Layer.USER) -> Skill:
     return Skill(
         name=name,
         description="d",
-        body="b",
+        raw=f"---\nname: {name}\ndescription: d\n---\nb\n".encode(),
         metadata={},
         disable_model_invocation=False,
         location=f"skills/{name}",
