@@ -263,7 +263,9 @@ class SkillRepository(AsyncResource, ABC):
         self.writable = writable
         self._last_good: LastGood[Snapshot] = LastGood()
         self._stale = False
-        self._lock = anyio.Lock()
+        # Made when a load needs it and let go once nobody holds or waits for it: a process
+        # serving many users keeps a folder market per user folder, and a lock is 0.8 KiB.
+        self._lock: anyio.Lock | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} source={self.source!r}>"
@@ -325,17 +327,25 @@ class SkillRepository(AsyncResource, ABC):
             with contextlib.suppress(RepositoryError):
                 if await self._version() == current.version:
                     return current
-        async with self._lock:
-            try:
-                version = await self._version()
-                current = self._last_good.value
-                if current is None or self._stale or version != current.version:
-                    current = self._last_good.keep(await self._load(version))
-                    self._stale = False
-                self._last_good.answered()
-                return current
-            except RepositoryError as exc:
-                return await self._serve_last_good(exc)
+        lock = self._lock
+        if lock is None:
+            lock = self._lock = anyio.Lock()
+        try:
+            async with lock:
+                try:
+                    version = await self._version()
+                    current = self._last_good.value
+                    if current is None or self._stale or version != current.version:
+                        current = self._last_good.keep(await self._load(version))
+                        self._stale = False
+                    self._last_good.answered()
+                    return current
+                except RepositoryError as exc:
+                    return await self._serve_last_good(exc)
+        finally:
+            # Released with no await since: a waiter it was handed to holds it (``locked``).
+            if self._lock is lock and not lock.locked() and not lock.statistics().tasks_waiting:
+                self._lock = None
 
     async def _serve_last_good(self, exc: RepositoryError) -> Snapshot:
         """The last good snapshot with ``error`` set; before the first, the one at the
