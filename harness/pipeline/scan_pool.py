@@ -2,7 +2,7 @@
 
 Scanning is pure Python and holds the GIL: the markets of a cold start would scan one after
 another however many threads ask. :class:`ScanPool` hands large batches to worker processes
-(``python -m harness.pipeline._scan_worker``, started on first use and kept while used) and
+(``python -m harness.skills.scan_worker``, started on first use and kept while used) and
 scans small ones inline (a warm turn, a changed skill, most tests), so it costs nothing until a
 cold start needs it. Workers are plain subprocesses talking over their pipes: nothing is forked from a
 process with threads, and the application's main module is never imported again.
@@ -14,17 +14,17 @@ import logging
 import os
 import pickle
 import queue
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import IO, Any
+from typing import Any
 
 import anyio
 
+from harness.skills.scan_worker import read_frame, write_frame
 from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
@@ -39,11 +39,10 @@ markets pays that once and scans each market's batch on every core while this pr
 and stages the others; a worker left idle for :data:`IDLE_EXIT` seconds exits. A smaller batch
 (a warm turn, a changed skill) is scanned here."""
 IDLE_EXIT = 60.0
-"""Seconds a worker waits for its next batch before it exits (see ``_scan_worker``)."""
+"""Seconds a worker waits for its next batch before it exits (see :mod:`harness.skills.scan_worker`)."""
 # A worker idle for longer than this is stopped rather than handed a batch it may never read.
 _IDLE_REUSE = IDLE_EXIT - 15.0
 _CHUNK = 96 * 1024  # about this much text per task: enough to outweigh sending it
-_LENGTH = struct.Struct(">Q")
 
 Outcome = ScanVerdict | Exception
 
@@ -152,13 +151,13 @@ class ScanPool:
 
 
 class _Worker:
-    """One ``python -m harness.pipeline._scan_worker`` and its pipes."""
+    """One ``python -m harness.skills.scan_worker`` and its pipes."""
 
     def __init__(self) -> None:
         # The child finds the harness where this process did, however it was put on the path.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.pipeline._scan_worker", str(IDLE_EXIT)],
+            [sys.executable, "-m", "harness.skills.scan_worker", str(IDLE_EXIT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -186,25 +185,6 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-
-
-def write_frame(stream: IO[bytes], value: object) -> None:
-    """Write ``value`` pickled, after its length."""
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(data)) + data)
-    stream.flush()
-
-
-def read_frame(stream: IO[bytes]) -> Any:
-    """The value :func:`write_frame` wrote; ``EOFError`` when the stream ended."""
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        raise EOFError("the other side closed its pipe")
-    (length,) = _LENGTH.unpack(head)
-    data = stream.read(length)
-    if len(data) < length:
-        raise EOFError("the other side closed its pipe mid-answer")
-    return pickle.loads(data)  # noqa: S301 - our own child process, over its own pipes
 
 
 def _chunks(files: Sequence[tuple[str, bytes]], size: int) -> list[list[tuple[str, bytes]]]:

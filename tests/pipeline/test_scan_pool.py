@@ -133,7 +133,7 @@ def test_a_worker_that_idled_out_is_replaced_by_a_fresh_one(monkeypatch: pytest.
 
 def test_an_idle_worker_exits_by_itself() -> None:
     worker = subprocess.Popen(
-        [sys.executable, "-m", "harness.pipeline._scan_worker", "0.2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, "-m", "harness.skills.scan_worker", "0.2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
         assert worker.wait(timeout=30) == 0  # its stdin still open: it left on its own

@@ -1,17 +1,44 @@
 """A scan worker process (see :mod:`harness.pipeline.scan_pool`): reads ``(rules, block_at,
 files)`` requests from stdin and writes one list of verdicts per request to stdout, until stdin
-ends or no request came for the seconds given as its argument. An exception a rule raised comes
+ends or no request came for the seconds given as its argument. It imports the scanner and
+nothing of the pipeline: each worker a cold start begins costs its interpreter, the scanner and
+its compiled rules, no more. An exception a rule raised comes
 back as a ``RuntimeError`` with its message (a custom exception type may not survive pickling).
 The pool sends the next request only after reading the answer to the last, so nothing waits in
 stdin's buffer while the worker waits on its descriptor."""
 
 from __future__ import annotations
 
+import pickle
 import select
+import struct
 import sys
+from typing import IO, Any
 
-from harness.pipeline.scan_pool import read_frame, scan_files, write_frame
 from harness.skills.scanner import Scanner, ScanVerdict
+
+__all__ = ["main", "read_frame", "write_frame"]
+
+_LENGTH = struct.Struct(">Q")
+
+
+def write_frame(stream: IO[bytes], value: object) -> None:
+    """Write ``value`` pickled, after its length."""
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream: IO[bytes]) -> Any:
+    """The value :func:`write_frame` wrote; ``EOFError`` when the stream ended."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError("the other side closed its pipe")
+    (length,) = _LENGTH.unpack(head)
+    data = stream.read(length)
+    if len(data) < length:
+        raise EOFError("the other side closed its pipe mid-answer")
+    return pickle.loads(data)  # noqa: S301 - our own child process, over its own pipes
 
 
 def main() -> None:
@@ -34,7 +61,7 @@ def main() -> None:
         scanner = scanners.setdefault(fresh.version, fresh)
         outcomes = [
             o if isinstance(o, ScanVerdict) else RuntimeError(f"{type(o).__name__}: {o}")
-            for o in scan_files(scanner, files)
+            for o in scanner.scan_each(files)
         ]
         write_frame(stdout, outcomes)
 
