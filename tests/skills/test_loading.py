@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness import Layer, load_skill
+from harness.skills.frontmatter import split_frontmatter
+from harness.skills.skill import Skill
 
 
 def _load(text: str, folder: str = "demo") -> tuple[object, list[str]]:
@@ -30,6 +32,21 @@ def test_good_skill_loads_with_all_fields() -> None:
     assert skill.location == "/ws/skills/demo" and skill.files == ("scripts/run.sh",)
     assert skill.body == "Body\n" and skill.raw.startswith(b"---")
     assert diags == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"---\nname: demo\ndescription: d\n---\n\n\nStep one.\n---\nStep two.\n",
+        b"\xef\xbb\xbf---\r\nname: demo\r\ndescription: d\r\n---\r\nStep one.\r\n",
+        b"---\nname: demo\ndescription: d\n---",
+    ],
+)
+def test_the_body_is_read_off_the_bytes_as_the_parser_splits_them(data: bytes) -> None:
+    skill, _ = load_skill(data, folder="demo", location="/ws/skills/demo", source="workspace", layer=Layer.WORKSPACE)
+    assert skill is not None and skill.raw is data
+    assert skill.body == split_frontmatter(data).body
+    assert "body" not in Skill.__slots__  # a loaded skill keeps its bytes, not a second copy as text
 
 
 @pytest.mark.parametrize(
