@@ -371,6 +371,9 @@ class SkillPipeline(AsyncResource):
             if self.stager is not None:
                 await self.stager.aclose()
             self._worker.shutdown(wait=False)
+            # The watchers hold this pipeline's bound methods: let go of them, so a closed
+            # pipeline (and every skill it holds) is freed at once, not at the next full collection.
+            self._watchers.clear()
 
     async def _off_loop(self, func: Callable[..., _T], *args: object) -> _T:
         """``func(*args)`` in the pipeline's worker thread (see ``_worker``), one call at a time."""
