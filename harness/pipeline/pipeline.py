@@ -685,6 +685,11 @@ class SkillPipeline(AsyncResource):
         return layer.failed(f"did not answer within {self.market_timeout:g}s (market_timeout)")
 
     def _merge_base(self, results: tuple[LayerResult, ...]) -> _Base:
+        # A stage item per market skill and the merged tables, all kept (in a worker thread).
+        with collections_paused(sum(len(result.entries) for result in results)):
+            return self._merged_base(results)
+
+    def _merged_base(self, results: tuple[LayerResult, ...]) -> _Base:
         results = tuple(
             _one_per_folder(result, layer) if layer.staged else result
             for layer, result in zip(self._layers, results, strict=True)
