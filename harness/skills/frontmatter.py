@@ -81,7 +81,8 @@ def split_frontmatter(data: bytes) -> Frontmatter:
 
 def frontmatter_body(data: bytes) -> str:
     """The body of SKILL.md bytes, as :func:`split_frontmatter` gives it, without parsing the
-    YAML; raises :class:`FrontmatterError` when the frontmatter is not delimited."""
+    YAML; raises :class:`FrontmatterError` when the bytes are not UTF-8 or the frontmatter is
+    not delimited."""
     text, _, _, after = _sections(data)
     return _body(text, after)
 
