@@ -35,6 +35,7 @@ __all__ = [
     "Frontmatter",
     "FrontmatterError",
     "frontmatter_body",
+    "frontmatter_fields",
     "split_frontmatter",
 ]
 
@@ -69,14 +70,25 @@ def split_frontmatter(data: bytes) -> Frontmatter:
     ``---`` and the next line ``---``.
     """
     text, start, end, after = _sections(data)
+    fields, duplicates = _fields(text, start, end)
+    return Frontmatter(fields=fields, body=_body(text, after), duplicate_keys=duplicates)
+
+
+def frontmatter_fields(data: bytes) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The fields and duplicate keys of SKILL.md bytes, as :func:`split_frontmatter` gives them,
+    without cutting out the body (what loading a skill needs); raises the same errors."""
+    text, start, end, _ = _sections(data)
+    return _fields(text, start, end)
+
+
+def _fields(text: str, start: int, end: int) -> tuple[dict[str, Any], tuple[str, ...]]:
     yaml_text = text[start:end]
     if len(yaml_text) > MAX_FRONTMATTER_BYTES:
         raise FrontmatterError(
             "frontmatter-too-large",
             f"frontmatter is {len(yaml_text)} characters, over the limit of {MAX_FRONTMATTER_BYTES}",
         )
-    fields, duplicates = _load_mapping(yaml_text)
-    return Frontmatter(fields=fields, body=_body(text, after), duplicate_keys=duplicates)
+    return _load_mapping(yaml_text)
 
 
 def frontmatter_body(data: bytes) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.diagnostics import Diagnostic
-from harness.skills.frontmatter import FrontmatterError, frontmatter_body, split_frontmatter
+from harness.skills.frontmatter import FrontmatterError, frontmatter_body, frontmatter_fields
 from harness.skills.rules import check_fields, check_name, unsafe_name_reason
 
 __all__ = ["WORKFLOW_MARKERS", "Layer", "Skill", "load_skill"]
@@ -131,10 +131,9 @@ def load_skill(
     """Parse SKILL.md bytes leniently; returns the skill (or ``None`` when skipped) and findings."""
     where = f"{location}/{skill_md_name}"
     try:
-        parsed = split_frontmatter(data)
+        fields, duplicate_keys = frontmatter_fields(data)
     except FrontmatterError as exc:
         return None, [Diagnostic.error(code=exc.code, message=f"skipped: {exc}", location=where)]
-    fields = parsed.fields
     name, diagnostics = _name(fields, folder, where)
     unsafe = unsafe_name_reason(name)
     if unsafe:
@@ -149,7 +148,7 @@ def load_skill(
             *diagnostics,
             Diagnostic.error(code=problem.code, message=f"skipped: {problem.message}", location=where),
         ]
-    problems = check_fields(fields, folder=folder, duplicate_keys=parsed.duplicate_keys)
+    problems = check_fields(fields, folder=folder, duplicate_keys=duplicate_keys)
     if diagnostics:  # the name came from the folder: hold it to the same rules
         problems += check_name(name, None)
     diagnostics += [
