@@ -6,7 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.pipeline.requirements import check_requirement, infer_imports, read_requirements
+from harness.pipeline.requirements import (
+    check_requirement,
+    infer_imports,
+    read_requirements,
+)
 
 
 @pytest.mark.parametrize(
@@ -112,3 +116,94 @@ def test_a_script_that_does_not_parse_infers_nothing(script: bytes) -> None:
 def test_hostile_toml_nesting_is_a_problem() -> None:
     found = read_requirements({"pyproject.toml": b"x = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"})
     assert found.requirements == () and found.problems[0].startswith("pyproject.toml: invalid TOML")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--extra-index-url http://127.0.0.1:9/simple",
+        "--index-url=http://127.0.0.1:9/simple",
+        "-i http://127.0.0.1:9/simple",
+        "-c constraints.txt",
+        "--constraint constraints.txt",
+        "-r other.txt",
+        "--requirement=other.txt",
+        "-f /tmp/wheels",
+        "--find-links=/tmp/wheels",
+        "--trusted-host 127.0.0.1",
+        "--pre",
+        "--no-binary :all:",
+        "--only-binary=:none:",
+        "--config-settings editable_mode=compat",
+        "-e git+https://127.0.0.1:9/evil.git#egg=evil",
+        "git+https://127.0.0.1:9/evil.git",
+        "evil @ git+https://127.0.0.1:9/evil.git",
+        "evil@git+ssh://git@127.0.0.1/evil.git",
+        "hg+https://127.0.0.1:9/evil",
+        "file:///tmp/evil-1.0-py3-none-any.whl",
+        "evil @ file:///tmp/evil",
+        "./evil",
+        "../evil",
+        "~/evil",
+        "/tmp/evil.tar.gz",
+        "C:\\evil",
+        "evil.whl --pre",
+        "hxsheet --index-url=http://127.0.0.1:9/simple",
+        "hxsheet\n--index-url http://127.0.0.1:9/simple",
+        "hxsheet ; python_version >= '3' --pre",
+    ],
+)
+def test_installer_options_and_path_url_or_vcs_requirements_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        check_requirement(text)
+
+
+def test_a_name_that_looks_like_a_file_reaches_uv_as_a_name() -> None:
+    # uv reads an argument ending in .whl or .tar.gz as a path: the canonical form has no dots.
+    assert check_requirement("evil-1.0-py3-none-any.whl") == ("evil-1-0-py3-none-any-whl",) * 2
+    assert check_requirement("evil.tar.gz")[0] == "evil-tar-gz"
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "reqeusts",  # a typo of a known name
+        "requests_",
+        "Yaml",  # import names are case-sensitive: not PyYAML's
+        "yaml2",
+        "_yaml",
+        "PIL_",
+        "sklearnn",
+        "scikit_learn",
+        "beautifulsoup4",  # a distribution name is not an import name
+        "pyyaml",
+        "json5",  # looks like the standard library's json
+        "asyncio_compat",
+        "os2",
+    ],
+)
+def test_an_import_that_is_not_in_the_curated_map_is_reported_never_guessed(module: str) -> None:
+    inferred = infer_imports({"go.py": f"import {module}\n".encode()}, ["go.py"])
+    assert inferred.requirements == () and inferred.unknown == (module,)
+
+
+@pytest.mark.parametrize(
+    ("module", "distribution"),
+    [
+        ("sklearn", "scikit-learn"),  # not the "sklearn" project
+        ("yaml", "pyyaml"),
+        ("jwt", "pyjwt"),  # not the "jwt" project
+        ("serial", "pyserial"),  # not the "serial" project
+        ("fitz", "pymupdf"),  # not the "fitz" project
+        ("attr", "attrs"),
+        ("dateutil", "python-dateutil"),
+    ],
+)
+def test_aliased_imports_map_to_the_distribution_that_provides_them(module: str, distribution: str) -> None:
+    inferred = infer_imports({"go.py": f"import {module}.sub\n".encode()}, ["go.py"])
+    assert [r.text for r in inferred.requirements] == [distribution]
+
+
+def test_a_standard_library_import_is_never_a_requirement() -> None:
+    script = "".join(f"import {name}\n" for name in ("os", "json", "asyncio", "sqlite3", "tomllib", "__future__"))
+    assert infer_imports({"go.py": script.encode()}, ["go.py"]) == infer_imports({}, [])
