@@ -55,10 +55,8 @@ from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
 from harness.pipeline.requirements import (
-    MAX_PARSED,
-    PYPROJECT,
-    REQUIREMENTS_TXT,
     Requirement,
+    files_to_read,
     infer_imports,
     operator_requirements,
     read_requirements,
@@ -304,27 +302,29 @@ class EnvironmentManager(AsyncResource):
         if cached is not None and (cached.key is None or python is not None):
             return cached
         paths = [f.path for f in listing.files]
-        wanted = [
-            f.path
-            for f in listing.files
-            if f.size <= MAX_PARSED and (f.path.endswith(".py") or f.path in (REQUIREMENTS_TXT, PYPROJECT))
-        ]
+        wanted, unread = files_to_read((f.path, f.size) for f in listing.files)
         try:
             files = await skill.source.read_files(skill.entry, wanted) if wanted else {}
         except Exception as exc:
             return SkillEnvironment(skill_id=skill_id, problems=(f"cannot read its files: {describe_error(exc)}",))
-        need = self._need(skill, paths, files, python)
+        # Parsing a megabyte of scripts takes a while: not on the event loop that serves turns.
+        need = await anyio.to_thread.run_sync(self._need, skill, paths, files, python, unread)
         self._found[cache_key] = need
         return need
 
     def _need(
-        self, skill: ResolvedSkill, paths: Sequence[str], files: Mapping[str, bytes], python: _Python | None
+        self,
+        skill: ResolvedSkill,
+        paths: Sequence[str],
+        files: Mapping[str, bytes],
+        python: _Python | None,
+        unread: Sequence[str] = (),
     ) -> SkillEnvironment:
         sources = {skill.source.source, skill.skill.source}
         market = skill.skill.layer is Layer.MARKET
         trusted_markets = self.options.trusted_markets or frozenset()
         trusted = not market or self.options.untrusted_markets or not sources.isdisjoint(trusted_markets)
-        declared = read_requirements(files)
+        declared = read_requirements(files, unread)
         requirements = list(declared.requirements)
         unknown: tuple[str, ...] = ()
         if trusted and not sources.isdisjoint(self.options.infer_for):

@@ -23,9 +23,10 @@ from harness import Harness, RunResult, RuntimeContext
 from harness.agent import PipelineOptions
 from harness.events import ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
-from harness.pipeline import EnvironmentOptions
+from harness.pipeline import EnvironmentOptions, SkillPipeline
 from harness.pipeline.catalog import SHELL_TOOL
 from harness.pipeline.environments import ENVS_DIR
+from harness.pipeline.requirements import MAX_PARSED, MAX_PROBLEMS
 from harness.pipeline.uv import PASSED_ENV
 from repositories import MemoryRepository
 from tests.support.environments import (
@@ -41,7 +42,7 @@ from tests.support.environments import (
 )
 from tests.support.filesystems import open_filesystem
 from tests.support.io import IORecorder
-from tests.support.skills import make_bundle
+from tests.support.skills import make_bundle, make_skill
 from tests.support.wellknown import serve
 from tests.support.wheels import write_index, write_wheel
 
@@ -276,6 +277,34 @@ async def test_imports_of_a_market_not_trusted_install_nothing_even_when_inferre
     assert need.requirements == () and need.key is None and not need.trusted
     assert next(iter(plan.skills.values())).environment is None
     assert uv_runs(recorded) == [] and not (tmp_path / "ws" / ENVS_DIR).exists()
+
+
+async def test_huge_declarations_cost_a_bounded_read_and_leave_other_skills_alone(
+    tmp_path: Path, wheelhouse: Path, recorded: list[list[str]]
+) -> None:
+    skills = tmp_path / "ws" / "skills"
+    make_skill(skills, "many-lines", files={"requirements.txt": "".join(f"hxpkg{i}>=1\n" for i in range(10_000))})
+    make_skill(skills, "many-refused", files={"requirements.txt": "-e ./vendor\n" * 10_000})
+    make_skill(skills, "long-line", files={"requirements.txt": "hxsheet>=1" + " " * (MAX_PARSED - 20) + "x\n"})
+    make_skill(skills, "many-headers", files={"scripts/x.py": "# /// script\n" * (MAX_PARSED // 13)})
+    huge = make_skill(skills, "fifty-megabytes")
+    with (huge / "requirements.txt").open("wb") as sparse:
+        sparse.truncate(50 * 1024 * 1024)
+    make_skill(skills, "sheet-tool", files={"requirements.txt": "hxsheet\n"})
+    fs = open_filesystem("local-shell", tmp_path / "ws")
+    async with fs, SkillPipeline(filesystem=fs, watch=False, environments=options(wheelhouse)) as pipeline:
+        plan = await settled(pipeline)
+    assert [s.skill.name for s in plan.skills.values() if s.environment] == ["sheet-tool"]
+    assert len(uv_runs(recorded)) == 1
+    found: dict[str, list[str]] = {}
+    for diagnostic in plan.diagnostics:
+        assert diagnostic.code == "requirement-refused" and len(diagnostic.message) < 300, diagnostic
+        found.setdefault(diagnostic.location.partition("_")[0], []).append(diagnostic.message)
+    assert sorted(found) == ["fifty-megabytes", "long-line", "many-lines", "many-refused"]
+    assert "declares 10000 requirements" in found["many-lines"][0] and len(found["many-lines"]) == 1
+    assert len(found["many-refused"]) == MAX_PROBLEMS + 1
+    assert "longer than" in found["long-line"][0] and len(found["long-line"]) == 1
+    assert "52428800 bytes, over the" in found["fifty-megabytes"][0]
 
 
 TOKEN = "s3cr3t-t0ken"
