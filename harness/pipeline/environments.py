@@ -50,6 +50,8 @@ from filesystems import (
     BackgroundTasks,
     CommandResult,
     LockTimeout,
+    redact_secrets,
+    redact_url,
 )
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
@@ -123,11 +125,13 @@ class EnvironmentOptions:
 
     def __post_init__(self) -> None:
         if self.index_url is not None and not self.index_url.startswith(("https://", "http://", "file://")):
-            raise ValueError(f"index_url {self.index_url!r} must be an http(s):// or file:// URL")
+            raise ValueError(f"index_url {redact_url(self.index_url)!r} must be an http(s):// or file:// URL")
         object.__setattr__(self, "find_links", tuple(self.find_links))
         for link in self.find_links:
             if not link.startswith(("/", "https://", "http://", "file://")):
-                raise ValueError(f"find_links entry {link!r} must be an absolute folder or an http(s):// URL")
+                raise ValueError(
+                    f"find_links entry {redact_url(link)!r} must be an absolute folder or an http(s):// URL"
+                )
         if isinstance(self.max_size, bool) or not isinstance(self.max_size, int) or self.max_size < 1:
             raise ValueError(f"max_size {self.max_size!r} must be a positive number of bytes")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
@@ -143,6 +147,10 @@ class EnvironmentOptions:
                 except ValueError as exc:
                     raise ValueError(str(exc)) from None
             object.__setattr__(self, name, MappingProxyType(packages))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact_secrets(f"EnvironmentOptions({fields})")  # index credentials
 
     @property
     def index(self) -> IndexSettings:

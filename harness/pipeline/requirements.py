@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from filesystems import redact_secrets
+
 __all__ = [
     "IMPORT_DISTRIBUTIONS",
     "SAME_NAME",
@@ -407,8 +409,9 @@ def _metadata_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def _quoted(text: str) -> str:
-    """``text`` quoted for a problem, cut short when long."""
-    return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}... ({len(text)} characters)"
+    """``text`` quoted for a problem: credentials masked, cut short when long."""
+    shown = redact_secrets(text)
+    return repr(shown) if len(shown) <= _SHOWN else f"{shown[:_SHOWN]!r}... ({len(text)} characters)"
 
 
 def _string_list(value: object, what: str) -> tuple[list[str], str | None]:

@@ -307,3 +307,9 @@ def test_files_to_read_stop_at_a_total() -> None:
     wanted, unread = files_to_read([("requirements.txt", 10), *listing])
     assert wanted[0] == "requirements.txt" and sum(MAX_PARSED for p in wanted[1:]) <= MAX_READ
     assert unread == [f"{100 - len(wanted) + 1} scripts not read: over {MAX_READ} bytes in all"]
+
+
+def test_a_refused_requirement_is_named_without_its_credentials() -> None:
+    with pytest.raises(ValueError) as refused:
+        check_requirement("pkg @ https://acme:tok3n@mirror.example/pkg.whl")
+    assert "tok3n" not in str(refused.value) and "https://***@mirror.example" in str(refused.value)

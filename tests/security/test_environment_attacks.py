@@ -13,6 +13,8 @@ diagnostic. Index credentials never show (SECURITY rule 7)."""
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from harness.pipeline.environments import ENVS_DIR
 from harness.pipeline.requirements import MAX_PARSED, MAX_PROBLEMS
 from harness.pipeline.uv import PASSED_ENV
 from repositories import MemoryRepository
+from tests.support.cli import run_harness
 from tests.support.environments import (
     market,
     options,
@@ -308,6 +311,53 @@ async def test_huge_declarations_cost_a_bounded_read_and_leave_other_skills_alon
 
 
 TOKEN = "s3cr3t-t0ken"
+
+
+def test_environment_options_never_show_index_credentials() -> None:
+    with pytest.raises(ValueError) as bad_index:
+        EnvironmentOptions(index_url=f"ftp://acme:{TOKEN}@mirror.example/simple")
+    with pytest.raises(ValueError) as bad_link:
+        EnvironmentOptions(find_links=(f"ftp://acme:{TOKEN}@mirror.example/wheels",))
+    good = EnvironmentOptions(
+        index_url=f"https://acme:{TOKEN}@mirror.example/simple", find_links=(f"https://{TOKEN}@mirror.example/w/",)
+    )
+    shown = [str(bad_index.value), str(bad_link.value), repr(good), str(good), repr(good.index)]
+    assert not [text for text in shown if TOKEN in text]
+
+
+async def test_index_credentials_never_show_when_a_build_fails(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # uv echoes an --index-url it cannot parse, credentials included.
+    index = f"http://acme:{TOKEN}@127.0.0.1:notaport/simple"
+    remote = market(tmp_path, {"sheet-tool": {"requirements.txt": "hxsheet\n"}})
+    fs = open_filesystem("local-shell", tmp_path / "ws")
+    caplog.set_level(logging.DEBUG)
+    chosen = lambda _: EnvironmentOptions(index_url=index, untrusted_markets=True)  # noqa: E731
+    async with pipeline_over(fs, remote, tmp_path, chosen) as pipeline:
+        plan = await settled(pipeline)
+        manager = pipeline.environments
+        assert manager is not None
+        [need] = (await manager.discover(plan.skills.values())).values()
+        state, reason = manager.state(need)
+    assert state == "failed" and "http://***@127.0.0.1:notaport/simple" in reason, reason
+    shown = [reason, caplog.text, *(str(d) for d in plan.diagnostics)]
+    assert not [text for text in shown if TOKEN in text]
+
+
+def test_credentials_never_show_in_harness_skills_env(tmp_path: Path) -> None:
+    # The operator's index credentials, in uv's echo of its option, and a requirement that
+    # names a URL with credentials (refused, and named in the refusal).
+    refused = f"hxevil @ https://acme:{TOKEN}@127.0.0.1:9/hxevil.whl"
+    make_skill(tmp_path / "ws" / "skills", "sheet-tool", files={"requirements.txt": f"hxsheet\n{refused}\n"})
+    config = tmp_path / "harness.yaml"
+    config.write_text(f"workspace: ws\nenvironments:\n  index_url: http://acme:{TOKEN}@127.0.0.1:notaport/simple\n")
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+    for extra in ([], ["--json"]):
+        result = run_harness("skills", "env", "--build", *extra, "--config", str(config), env=env, timeout=300)
+        assert result.returncode == 1 and "failed" in result.stdout, result.stdout + result.stderr
+        assert "hxevil @ https://***@127.0.0.1:9/hxevil.whl" in result.stdout
+        assert TOKEN not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("mode", ["local-shell", "sandbox"])
