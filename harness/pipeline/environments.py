@@ -213,6 +213,12 @@ class EnvironmentManager(AsyncResource):
         folder = filesystem.host_path(ENVS_DIR) if filesystem.has_shell else None
         if folder is None:
             raise ValueError("skill environments need a filesystem with a shell on this host")
+        if filesystem.shell_isolated and options.untrusted_markets and not options.only_binary:
+            raise ValueError(
+                "environments: only_binary: false with untrusted_markets: true would run the build code of "
+                "any market's source distributions on this host, outside the sandbox; keep only_binary "
+                "or name the markets you trust in trusted_markets"
+            )
         self.filesystem = filesystem
         self.options = options
         self.folder = folder

@@ -154,6 +154,8 @@ async def install(
         raise EnvironmentBuildError(f"uv did not finish within {timeout:g} s (environments.timeout)")
     if process.returncode != 0:
         message = error_line(output.decode("utf-8", "replace"), process.returncode)
+        if index.only_binary and "no usable wheels" in message:
+            message += "; source distributions are not built (environments.only_binary)"
         raise EnvironmentBuildError(index.redact(message))
 
 

@@ -47,7 +47,7 @@ from tests.support.filesystems import open_filesystem
 from tests.support.io import IORecorder
 from tests.support.skills import make_bundle, make_skill
 from tests.support.wellknown import serve
-from tests.support.wheels import write_index, write_wheel
+from tests.support.wheels import write_index, write_sdist, write_wheel, write_wheelhouse
 
 __all__ = ["recorded", "uv_cache", "wheelhouse"]  # fixtures
 
@@ -204,6 +204,67 @@ async def test_no_installer_configuration_around_the_harness_reaches_uv(
     [(argv, cwd, env)] = [run for run in started if run[0][1:3] == ["pip", "install"]]
     assert "--no-config" in argv and Path(cwd) == workspace / ENVS_DIR
     assert set(env) <= {*PASSED_ENV, "PATH", "UV_PYTHON_DOWNLOADS", "NO_COLOR"}
+
+
+def _build_market(tmp_path: Path) -> tuple[Path, Path]:
+    """A wheelhouse that also holds ``hxbuild``, a source distribution only, whose build code
+    writes a marker, and ``hxwrap``, a wheel that requires it; returns (wheelhouse, marker)."""
+    house = write_wheelhouse(tmp_path / "house")
+    marker = tmp_path / "build-code-ran"
+    write_sdist(house, "hxbuild", "1.0", marker)
+    write_wheel(house, "hxwrap", "1.0", "hxwrap", requires=["hxbuild"])
+    return house, marker
+
+
+async def test_a_source_distribution_runs_no_build_code_when_only_wheels_are_allowed(
+    tmp_path: Path, recorded: list[list[str]]
+) -> None:
+    house, marker = _build_market(tmp_path)
+    remote = market(
+        tmp_path,
+        {
+            "build-tool": {"requirements.txt": "hxbuild\n"},
+            "wrap-tool": {"requirements.txt": "hxwrap\n"},
+            "sheet-tool": {"requirements.txt": "hxsheet\n"},
+        },
+    )
+    fs = open_filesystem("local-shell", tmp_path / "ws")
+    async with pipeline_over(fs, remote, tmp_path, lambda _: options(house, untrusted_markets=True)) as pipeline:
+        plan = await settled(pipeline)
+    assert not marker.exists()
+    failed = {d.location.partition("_")[0]: d.message for d in plan.diagnostics if d.code == "environment-failed"}
+    assert sorted(failed) == ["build-tool", "wrap-tool"], plan.diagnostics
+    for message in failed.values():
+        assert "hxbuild==1.0 has no usable wheels" in message, message
+        assert "source distributions are not built (environments.only_binary)" in message, message
+    assert [s.skill.name for s in plan.skills.values() if s.environment] == ["sheet-tool"]
+    assert all(argv[argv.index("--only-binary") + 1] == ":all:" for argv in uv_runs(recorded))
+
+
+@pytest.mark.parametrize("mode", ["local-shell", "sandbox"])
+async def test_an_untrusted_market_never_runs_build_code_on_the_host_of_a_sandbox(
+    request: pytest.FixtureRequest, mode: str, tmp_path: Path
+) -> None:
+    house, marker = _build_market(tmp_path)
+    remote = market(tmp_path, {"build-tool": {"requirements.txt": "hxbuild\n"}})
+    if mode == "sandbox":
+        fs = open_filesystem(
+            mode, request.getfixturevalue("sandbox_dir") / "ws", bwrap=request.getfixturevalue("bwrap")
+        )
+    else:
+        fs = open_filesystem(mode, tmp_path / "ws")
+    chosen = lambda _: options(house, untrusted_markets=True, only_binary=False)  # noqa: E731
+    refused = ""
+    try:
+        async with pipeline_over(fs, remote, tmp_path, chosen) as pipeline:
+            await settled(pipeline)
+    except ValueError as exc:
+        refused = str(exc)
+    if mode == "local-shell":  # trusted: a market's scripts run on this host anyway
+        assert marker.exists() and refused == ""
+    else:
+        assert not marker.exists()
+        assert "only_binary" in refused and "untrusted_markets" in refused and "sandbox" in refused
 
 
 #: A tenant's writes into the environment it shares with other skills and users (``$E``).
