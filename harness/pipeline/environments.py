@@ -56,6 +56,7 @@ from filesystems import (
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
+from harness.pipeline.records import changes
 from harness.pipeline.requirements import (
     Requirement,
     files_to_read,
@@ -472,8 +473,10 @@ class EnvironmentManager(AsyncResource):
         os.rename(temp, self.folder / key)
 
     async def check(self, need: SkillEnvironment) -> tuple[str, ...]:
-        """What is wrong with ``need``'s environment as the shell sees it: missing, or a required
-        distribution that the shell's ``python3`` does not find in it (empty when all is well)."""
+        """What is wrong with ``need``'s environment as the shell sees it: missing, changed since
+        it was built (files its distributions' RECORDs do not list or list with other bytes), or
+        a required distribution that the shell's ``python3`` does not find in it (empty when all
+        is well)."""
         await self.look([need])
         state, reason = self.state(need)
         if state in ("none", "untrusted"):
@@ -489,7 +492,11 @@ class EnvironmentManager(AsyncResource):
         except ValueError:
             return (f"python3 cannot read {folder}: {result.stderr.strip() or f'exit {result.exit_code}'}",)
         wanted = {r.name for r in need.requirements if r.text in need.built}
-        return tuple(f"{name} is not installed in {folder}" for name in sorted(wanted - present))
+        changed = await anyio.to_thread.run_sync(changes, self.folder / need.key)
+        return (
+            *([f"{folder} changed since it was built: {changed}"] if changed else []),
+            *(f"{name} is not installed in {folder}" for name in sorted(wanted - present)),
+        )
 
     def _set(self, key: str, state: EnvironmentState, reason: str) -> None:
         self._states[key] = (state, reason)

@@ -326,6 +326,31 @@ async def test_a_sandboxed_command_cannot_change_an_environment_others_share(
     assert _shell_results(used) == ["exit code: 0\nstdout:\nhxcli 1.0"] * 2
 
 
+async def test_a_changed_environment_is_reported_by_its_check(tmp_path: Path) -> None:
+    repository, chosen = _sharing_market(tmp_path)
+    changes = ["sitecustomize", "usercustomize", "pth", "module", "console script"]
+    writes = _calls("writer", [_IN_ENVIRONMENT + WRITES[name] for name in changes])
+    model = ScriptedModel([writes, "done"])
+    fs = LocalFilesystem(tmp_path / "ws", shell=True)
+    async with Harness(
+        model=model, filesystem=fs, repositories=[repository], pipeline=PipelineOptions(environments=chosen)
+    ) as agent:
+        plan = await settled(agent.pipeline)
+        manager = agent.pipeline.environments
+        assert manager is not None
+        needs = await manager.discover(plan.skills.values())
+        assert [await manager.check(need) for need in needs.values()] == [(), ()]
+        attacked = await agent.run("change the shared environment", context=TENANT)
+        assert _shell_results(attacked) == ["exit code: 0"] * len(changes)  # local-shell is the trusted mode
+        found = [await manager.check(need) for need in needs.values()]
+    folder = next(iter(plan.skills.values())).environment
+    expected = (
+        f"{folder} changed since it was built: not installed by it: hxcli-hook.pth, sitecustomize.py, "
+        "usercustomize.py; changed: bin/hxcli, hxcli/__init__.py",
+    )
+    assert found == [expected, expected]
+
+
 async def test_imports_of_a_market_not_trusted_install_nothing_even_when_inferred(
     tmp_path: Path, wheelhouse: Path, recorded: list[list[str]]
 ) -> None:
