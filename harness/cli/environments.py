@@ -27,7 +27,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     env.add_argument("skill", nargs="?", metavar="SKILL", help="skill id or name (default: every skill)")
     env.add_argument("--build", action="store_true", help="build missing environments now, retrying failed ones")
-    env.add_argument("--check", action="store_true", help="check that the shell's python3 finds every required package")
+    env.add_argument(
+        "--check",
+        action="store_true",
+        help="check that the shell's python3 finds every required package and that no file changed since the build",
+    )
     env.set_defaults(handler=_env)
 
 

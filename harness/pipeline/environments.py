@@ -50,15 +50,16 @@ from filesystems import (
     BackgroundTasks,
     CommandResult,
     LockTimeout,
+    redact_secrets,
+    redact_url,
 )
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import describe_error
 from harness.pipeline.plan import ResolvedSkill
+from harness.pipeline.records import changes
 from harness.pipeline.requirements import (
-    MAX_PARSED,
-    PYPROJECT,
-    REQUIREMENTS_TXT,
     Requirement,
+    files_to_read,
     infer_imports,
     operator_requirements,
     read_requirements,
@@ -125,11 +126,13 @@ class EnvironmentOptions:
 
     def __post_init__(self) -> None:
         if self.index_url is not None and not self.index_url.startswith(("https://", "http://", "file://")):
-            raise ValueError(f"index_url {self.index_url!r} must be an http(s):// or file:// URL")
+            raise ValueError(f"index_url {redact_url(self.index_url)!r} must be an http(s):// or file:// URL")
         object.__setattr__(self, "find_links", tuple(self.find_links))
         for link in self.find_links:
             if not link.startswith(("/", "https://", "http://", "file://")):
-                raise ValueError(f"find_links entry {link!r} must be an absolute folder or an http(s):// URL")
+                raise ValueError(
+                    f"find_links entry {redact_url(link)!r} must be an absolute folder or an http(s):// URL"
+                )
         if isinstance(self.max_size, bool) or not isinstance(self.max_size, int) or self.max_size < 1:
             raise ValueError(f"max_size {self.max_size!r} must be a positive number of bytes")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
@@ -145,6 +148,10 @@ class EnvironmentOptions:
                 except ValueError as exc:
                     raise ValueError(str(exc)) from None
             object.__setattr__(self, name, MappingProxyType(packages))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact_secrets(f"EnvironmentOptions({fields})")  # index credentials
 
     @property
     def index(self) -> IndexSettings:
@@ -207,6 +214,12 @@ class EnvironmentManager(AsyncResource):
         folder = filesystem.host_path(ENVS_DIR) if filesystem.has_shell else None
         if folder is None:
             raise ValueError("skill environments need a filesystem with a shell on this host")
+        if filesystem.shell_isolated and options.untrusted_markets and not options.only_binary:
+            raise ValueError(
+                "environments: only_binary: false with untrusted_markets: true would run the build code of "
+                "any market's source distributions on this host, outside the sandbox; keep only_binary "
+                "or name the markets you trust in trusted_markets"
+            )
         self.filesystem = filesystem
         self.options = options
         self.folder = folder
@@ -304,27 +317,29 @@ class EnvironmentManager(AsyncResource):
         if cached is not None and (cached.key is None or python is not None):
             return cached
         paths = [f.path for f in listing.files]
-        wanted = [
-            f.path
-            for f in listing.files
-            if f.size <= MAX_PARSED and (f.path.endswith(".py") or f.path in (REQUIREMENTS_TXT, PYPROJECT))
-        ]
+        wanted, unread = files_to_read((f.path, f.size) for f in listing.files)
         try:
             files = await skill.source.read_files(skill.entry, wanted) if wanted else {}
         except Exception as exc:
             return SkillEnvironment(skill_id=skill_id, problems=(f"cannot read its files: {describe_error(exc)}",))
-        need = self._need(skill, paths, files, python)
+        # Parsing a megabyte of scripts takes a while: not on the event loop that serves turns.
+        need = await anyio.to_thread.run_sync(self._need, skill, paths, files, python, unread)
         self._found[cache_key] = need
         return need
 
     def _need(
-        self, skill: ResolvedSkill, paths: Sequence[str], files: Mapping[str, bytes], python: _Python | None
+        self,
+        skill: ResolvedSkill,
+        paths: Sequence[str],
+        files: Mapping[str, bytes],
+        python: _Python | None,
+        unread: Sequence[str] = (),
     ) -> SkillEnvironment:
         sources = {skill.source.source, skill.skill.source}
         market = skill.skill.layer is Layer.MARKET
         trusted_markets = self.options.trusted_markets or frozenset()
         trusted = not market or self.options.untrusted_markets or not sources.isdisjoint(trusted_markets)
-        declared = read_requirements(files)
+        declared = read_requirements(files, unread)
         requirements = list(declared.requirements)
         unknown: tuple[str, ...] = ()
         if trusted and not sources.isdisjoint(self.options.infer_for):
@@ -458,8 +473,10 @@ class EnvironmentManager(AsyncResource):
         os.rename(temp, self.folder / key)
 
     async def check(self, need: SkillEnvironment) -> tuple[str, ...]:
-        """What is wrong with ``need``'s environment as the shell sees it: missing, or a required
-        distribution that the shell's ``python3`` does not find in it (empty when all is well)."""
+        """What is wrong with ``need``'s environment as the shell sees it: missing, changed since
+        it was built (files its distributions' RECORDs do not list or list with other bytes), or
+        a required distribution that the shell's ``python3`` does not find in it (empty when all
+        is well)."""
         await self.look([need])
         state, reason = self.state(need)
         if state in ("none", "untrusted"):
@@ -475,7 +492,11 @@ class EnvironmentManager(AsyncResource):
         except ValueError:
             return (f"python3 cannot read {folder}: {result.stderr.strip() or f'exit {result.exit_code}'}",)
         wanted = {r.name for r in need.requirements if r.text in need.built}
-        return tuple(f"{name} is not installed in {folder}" for name in sorted(wanted - present))
+        changed = await anyio.to_thread.run_sync(changes, self.folder / need.key)
+        return (
+            *([f"{folder} changed since it was built: {changed}"] if changed else []),
+            *(f"{name} is not installed in {folder}" for name in sorted(wanted - present)),
+        )
 
     def _set(self, key: str, state: EnvironmentState, reason: str) -> None:
         self._states[key] = (state, reason)

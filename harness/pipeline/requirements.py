@@ -13,7 +13,14 @@ reported, never guessed.
 Every requirement is checked by :func:`check_requirement`, a strict subset of PEP 508: a name,
 optional extras, version specifiers and an environment marker. A URL (``pkg @ https://…``), a
 path, or an option line (``-e``, ``-r``, ``--index-url``, ``--hash``) is refused: a market must not
-choose the index or a host path the build reads (SECURITY rule 13).
+choose the index or a host path the build reads (SECURITY rule 13). Only the ``dependencies`` of
+these files are read: nothing else in them (``[tool.uv]`` sources or indexes) reaches uv.
+
+Reading is bounded, whatever a market publishes: :func:`files_to_read` picks the files (each up
+to :data:`MAX_PARSED` bytes, :data:`MAX_READ` in all), a requirement is at most
+:data:`MAX_REQUIREMENT_LENGTH` characters and is checked in time linear in its length, a skill
+declares at most :data:`MAX_REQUIREMENTS` distributions, and at most :data:`MAX_PROBLEMS`
+problems are named one by one.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from filesystems import redact_secrets
+
 __all__ = [
     "IMPORT_DISTRIBUTIONS",
     "SAME_NAME",
@@ -33,6 +42,7 @@ __all__ = [
     "Requirements",
     "canonical_name",
     "check_requirement",
+    "files_to_read",
     "infer_imports",
     "operator_requirements",
     "read_requirements",
@@ -139,9 +149,18 @@ _MARKER_WORDS = frozenset(
         "not",
     }
 )
-_PEP723 = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+_BLOCK_START = re.compile(r"# /// (?P<type>[a-zA-Z0-9-]+)")
 #: Largest file read for requirements or imports (bytes); larger ones are reported, not parsed.
 MAX_PARSED = 1024 * 1024
+#: Most bytes read from one skill's files for requirements and imports; the rest is reported.
+MAX_READ = 16 * 1024 * 1024
+#: Longest requirement (characters): longer lines are refused before they are parsed.
+MAX_REQUIREMENT_LENGTH = 1000
+#: Most distributions one skill's files may declare; with more, none is installed.
+MAX_REQUIREMENTS = 200
+#: Most problems named one by one for a skill; the rest are counted.
+MAX_PROBLEMS = 20
+_SHOWN = 60  # characters of a refused requirement quoted in its problem
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -183,18 +202,22 @@ def canonical_name(name: str) -> str:
 def check_requirement(text: str) -> tuple[str, str]:
     """``(canonical text, canonical name)`` of one requirement string; raises ``ValueError``
     saying why it is refused (an option, a URL or path, or not a PEP 508 name-and-version)."""
-    stripped = text.strip()
+    if len(text) > MAX_REQUIREMENT_LENGTH:
+        raise ValueError(f"{_quoted(text)} is longer than {MAX_REQUIREMENT_LENGTH} characters")
+    # One space for each run of whitespace: the expression's optional spaces then cannot share
+    # out a long run in many ways (a run of a million spaces made it backtrack for hours).
+    stripped = " ".join(text.split())
     if stripped.startswith("-"):
-        raise ValueError(f"{stripped!r} is an option; options (-e, -r, --index-url, ...) are not allowed")
+        raise ValueError(f"{_quoted(stripped)} is an option; options (-e, -r, --index-url, ...) are not allowed")
     if "@" in stripped or "://" in stripped or stripped.startswith((".", "/", "~")) or "\\" in stripped:
-        raise ValueError(f"{stripped!r} names a URL or a path; only package names and versions are allowed")
+        raise ValueError(f"{_quoted(stripped)} names a URL or a path; only package names and versions are allowed")
     found = _REQUIREMENT.fullmatch(stripped)
     if found is None or "/" in stripped:
-        raise ValueError(f"{stripped!r} is not a requirement such as 'pypdf>=4' or 'pandas[excel]'")
+        raise ValueError(f"{_quoted(stripped)} is not a requirement such as 'pypdf>=4' or 'pandas[excel]'")
     marker = " ".join((found["marker"] or "").split())
     words = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", re.sub(r"\"[^\"]*\"|'[^']*'", " ", marker))
     if any(word not in _MARKER_WORDS for word in words):
-        raise ValueError(f"{stripped!r} has an environment marker that is not PEP 508")
+        raise ValueError(f"{_quoted(stripped)} has an environment marker that is not PEP 508")
     name = canonical_name(found["name"])
     extras = sorted({canonical_name(e.strip()) for e in (found["extras"] or "").split(",") if e.strip()})
     specs = sorted(re.sub(r"\s+", "", s) for s in (found["specs"] or "").strip("() ").split(",") if s.strip())
@@ -202,13 +225,42 @@ def check_requirement(text: str) -> tuple[str, str]:
     return (f"{canonical}; {marker}" if marker else canonical), name
 
 
-def read_requirements(files: Mapping[str, bytes]) -> Requirements:
+def files_to_read(files: Iterable[tuple[str, int]]) -> tuple[list[str], list[str]]:
+    """Which of a skill's files (``(path, size)`` pairs) to read for requirements and imports:
+    ``requirements.txt`` and ``pyproject.toml`` at its top level, then its ``.py`` scripts by
+    path, each up to :data:`MAX_PARSED` bytes and :data:`MAX_READ` bytes in all. Returns the
+    paths to read and the problems naming what is left unread."""
+    declarations = (REQUIREMENTS_TXT, PYPROJECT)
+    candidates = sorted((path not in declarations, path, size) for path, size in files)
+    wanted: list[str] = []
+    problems: list[str] = []
+    total = skipped = 0
+    for script, path, size in candidates:
+        if script and not path.endswith(".py"):
+            continue
+        if size > MAX_PARSED:
+            problems.append(f"{path}: {size} bytes, over the {MAX_PARSED} bytes read for requirements; not read")
+        elif total + size > MAX_READ:
+            skipped += 1
+        else:
+            wanted.append(path)
+            total += size
+    if skipped:
+        problems.append(f"{skipped} scripts not read: over {MAX_READ} bytes in all")
+    return wanted, problems
+
+
+def read_requirements(files: Mapping[str, bytes], unread: Iterable[str] = ()) -> Requirements:
     """The requirements the skill's own files declare. ``files`` maps paths relative to the
     skill folder to their bytes: its ``.py`` scripts, and ``requirements.txt`` and
-    ``pyproject.toml`` at its top level."""
+    ``pyproject.toml`` at its top level (see :func:`files_to_read`); ``unread`` are the
+    problems met choosing them, reported first."""
     found: list[Requirement] = []
-    problems: list[str] = []
+    problems: list[str] = list(unread)
     for path, data in sorted(files.items()):
+        if len(data) > MAX_PARSED:  # a market's listing may understate a size
+            problems.append(f"{path}: {len(data)} bytes, over the {MAX_PARSED} bytes read for requirements; not read")
+            continue
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -230,6 +282,15 @@ def read_requirements(files: Mapping[str, bytes]) -> Requirements:
         checked, refused = _checked(lines, source, path)
         found += checked
         problems += refused
+    declared = len({r.name for r in found})
+    if declared > MAX_REQUIREMENTS:
+        found = []
+        problems.insert(
+            0,
+            f"declares {declared} requirements, more than the {MAX_REQUIREMENTS} a skill may declare; none is installed",
+        )
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = [f"and {len(problems) - MAX_PROBLEMS} more problems"]
     return Requirements(requirements=tuple(found), problems=tuple(problems))
 
 
@@ -302,12 +363,12 @@ def _script_dependencies(text: str) -> tuple[list[str], str | None]:
     """``dependencies`` of the script's PEP 723 ``script`` block (none without a block)."""
     if "# /// script" not in text:
         return [], None
-    blocks = [m for m in _PEP723.finditer(text) if m["type"] == "script"]
+    blocks = [content for kind, content in _metadata_blocks(text) if kind == "script"]
     if len(blocks) > 1:
         return [], "more than one '# /// script' block (PEP 723 allows one)"
     if not blocks:
         return [], None
-    content = "".join(line[2:] if line.startswith("# ") else line[1:] for line in blocks[0]["content"].splitlines(True))
+    content = "".join(line[2:] if line.startswith("# ") else line[1:] for line in blocks[0].splitlines(True))
     import tomllib
 
     try:
@@ -315,6 +376,42 @@ def _script_dependencies(text: str) -> tuple[list[str], str | None]:
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
         return [], f"invalid TOML in its '# /// script' block ({exc})"
     return _string_list(metadata.get("dependencies", []), "dependencies")
+
+
+def _metadata_blocks(text: str) -> list[tuple[str, str]]:
+    """The PEP 723 metadata blocks of a script, ``(type, content)``, found as the PEP's reference
+    expression finds them (a block ends at the last ``# ///`` line of its run of comment lines),
+    in one pass over the lines: the expression itself goes over every later line again from each
+    opening line, hours for a file of them."""
+    lines = text.split("\n")
+    last = len(lines) - 1  # the text after the last newline: it may close a block, not continue one
+    blocks: list[tuple[str, str]] = []
+    index = 0
+    while index < last:
+        start = _BLOCK_START.fullmatch(lines[index])
+        if start is None:
+            index += 1
+            continue
+        end, close = index + 1, None
+        while True:
+            line = lines[end]
+            if line == "# ///" and end > index + 1:
+                close = end
+            if end == last or not (line == "#" or line.startswith("# ")):
+                break
+            end += 1
+        if close is None:  # no opening line before ``end`` has a closing line either
+            index = end
+            continue
+        blocks.append((start["type"], "".join(f"{line}\n" for line in lines[index + 1 : close])))
+        index = close + 1
+    return blocks
+
+
+def _quoted(text: str) -> str:
+    """``text`` quoted for a problem: credentials masked, cut short when long."""
+    shown = redact_secrets(text)
+    return repr(shown) if len(shown) <= _SHOWN else f"{shown[:_SHOWN]!r}... ({len(text)} characters)"
 
 
 def _string_list(value: object, what: str) -> tuple[list[str], str | None]:

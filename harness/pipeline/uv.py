@@ -7,7 +7,15 @@ environment and ``--no-config`` (no ``uv.toml``, ``pip.conf`` or ``UV_INDEX_URL`
 operator's shell picks the index behind the harness's back), for the interpreter the skill's
 shell runs, wheels only unless the operator allows source builds, under a time limit; the
 result is checked against a size limit before it is renamed into place (see
-:mod:`harness.pipeline.environments`).
+:mod:`harness.pipeline.environments`). ``--no-config`` also keeps uv from reading a ``uv.toml``
+or ``pyproject.toml`` in its cwd (the environments folder), its parents or the user's config
+folder, and uv is given checked requirement names only, never a skill's file: nothing of a
+skill's ``[tool.uv]`` settings reaches it.
+
+Credentials in the index settings (``https://user:token@mirror/simple``) never leave this module
+in a message: uv echoes an option value it cannot parse, so its error output is passed through
+:func:`filesystems.redact_secrets`, with the settings' own secrets, before it becomes an error
+(SECURITY rule 7).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 
 import anyio
 
+from filesystems import redact_secrets, url_credentials
 from harness.errors import HarnessError
 
 __all__ = ["EnvironmentBuildError", "IndexSettings", "error_line", "find_uv", "install"]
@@ -58,6 +67,12 @@ class IndexSettings:
     no_index: bool = False
     only_binary: bool = True
 
+    def __repr__(self) -> str:
+        return self.redact(
+            f"IndexSettings(index_url={self.index_url!r}, find_links={self.find_links!r}, "
+            f"no_index={self.no_index!r}, only_binary={self.only_binary!r})"
+        )
+
     def arguments(self) -> list[str]:
         """uv's options for these settings."""
         args = ["--only-binary", ":all:"] if self.only_binary else []
@@ -66,6 +81,11 @@ class IndexSettings:
         for link in self.find_links:
             args += ["--find-links", link]
         return args
+
+    def redact(self, text: str) -> str:
+        """``text`` with the credentials of these settings' URLs (and of any URL) masked."""
+        secrets = [secret for url in (self.index_url or "", *self.find_links) for secret in url_credentials(url)]
+        return redact_secrets(text, *secrets)
 
 
 def find_uv() -> str:
@@ -133,7 +153,10 @@ async def install(
     if scope.cancelled_caught:
         raise EnvironmentBuildError(f"uv did not finish within {timeout:g} s (environments.timeout)")
     if process.returncode != 0:
-        raise EnvironmentBuildError(error_line(output.decode("utf-8", "replace"), process.returncode))
+        message = error_line(output.decode("utf-8", "replace"), process.returncode)
+        if index.only_binary and "no usable wheels" in message:
+            message += "; source distributions are not built (environments.only_binary)"
+        raise EnvironmentBuildError(index.redact(message))
 
 
 def error_line(stderr: str, code: int | None) -> str:

@@ -1,14 +1,20 @@
 """Tiny wheels written by hand (a zip with a module, METADATA, WHEEL and RECORD), so
-environment builds run with ``--no-index --find-links <folder>`` and never touch a network."""
+environment builds run with ``--no-index --find-links <folder>`` and never touch a network; a
+source distribution whose build code leaves a mark, and a PEP 503 index folder to serve."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import re
+import shutil
+import tarfile
 import zipfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["WHEELS", "write_wheel", "write_wheelhouse"]
+__all__ = ["WHEELS", "write_index", "write_sdist", "write_wheel", "write_wheelhouse"]
 
 #: The wheels the environment tests install: distribution -> (version, import name). ``PyYAML``
 #: stands in for the real one (its module says which it is), so inference can be shown offline.
@@ -24,15 +30,30 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def write_wheel(folder: Path, name: str, version: str, module: str) -> Path:
+def write_wheel(
+    folder: Path,
+    name: str,
+    version: str,
+    module: str,
+    *,
+    requires: Iterable[str] = (),
+    scripts: Mapping[str, str] | None = None,
+) -> Path:
     """Write ``<name>-<version>-py3-none-any.whl`` into ``folder``: ``module/__init__.py`` sets
-    ``VALUE = "<name> <version>"``; returns its path."""
+    ``VALUE = "<name> <version>"`` and ``main()`` prints it; ``requires`` become its
+    ``Requires-Dist``, ``scripts`` (command -> ``module:function``) its console scripts. Returns
+    its path."""
     dist = f"{name.replace('-', '_')}-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files = {
-        f"{module}/__init__.py": f"VALUE = {f'{name} {version}'!r}\n".encode(),
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{module}/__init__.py": f"VALUE = {f'{name} {version}'!r}\n\n\ndef main():\n    print(VALUE)\n".encode(),
+        f"{dist}/METADATA": metadata.encode(),
         f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
+    if scripts:
+        lines = "".join(f"{command} = {target}\n" for command, target in scripts.items())
+        files[f"{dist}/entry_points.txt"] = f"[console_scripts]\n{lines}".encode()
     record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
     target = folder / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(target, "w") as wheel:
@@ -47,4 +68,45 @@ def write_wheelhouse(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, (version, module) in WHEELS.items():
         write_wheel(folder, name, version, module)
+    return folder
+
+
+def write_sdist(folder: Path, name: str, version: str, marker: Path) -> Path:
+    """Write ``<name>-<version>.tar.gz`` into ``folder``: a source distribution with no wheel
+    whose in-tree build backend writes ``marker`` as soon as an installer loads it (build code
+    running), then builds nothing. Returns its path."""
+    base = f"{name}-{version}"
+    files = {
+        "pyproject.toml": (
+            '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
+            f'[project]\nname = "{name}"\nversion = "{version}"\n'
+        ),
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        "backend.py": (
+            f"import pathlib\n\npathlib.Path({str(marker)!r}).write_text('build code ran')\n\n\n"
+            "def build_wheel(*args, **kwargs):\n    raise SystemExit('this backend builds nothing')\n"
+        ),
+    }
+    target = folder / f"{base}.tar.gz"
+    with tarfile.open(target, "w:gz") as archive:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{path}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return target
+
+
+def write_index(folder: Path, distributions: Iterable[Path]) -> Path:
+    """A PEP 503 "simple" index in ``folder`` (serve ``folder``, point uv at ``<url>/simple``)
+    holding copies of ``distributions`` (wheels or source archives); returns ``folder``."""
+    for path in distributions:
+        name = re.sub(r"[-_.]+", "-", path.name.split("-", 1)[0]).lower()
+        project = folder / "simple" / name
+        project.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, project / path.name)
+        links = "".join(
+            f'<a href="{p.name}">{p.name}</a>\n' for p in sorted(project.iterdir()) if p.name != "index.html"
+        )
+        (project / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
     return folder
