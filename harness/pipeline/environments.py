@@ -475,6 +475,7 @@ class EnvironmentManager(AsyncResource):
                 reporter.advance(len(need.built))
             self._set(key, "ready", "")
         finally:
+            self._started.pop(key, None)
             if reporter is not None:
                 reporter.finish()
 
@@ -630,8 +631,9 @@ class EnvironmentManager(AsyncResource):
                 refused.append(self._refusal(need))
         self._in_use.update(keys)
         try:
-            if not set(keys) <= self._lease.keys:
-                await self._hold(set(keys))  # held since its lease was written without it
+            if not set(keys) <= self._lease.keys:  # the skills changed since: the lease names it again
+                async with self.filesystem.lock(_LOCK):
+                    await anyio.to_thread.run_sync(self._claim, self._held, set())
             yield CommandEnvironments(folders=ready, waits=tuple(waits), refused="\n".join(refused) or None)
         finally:
             self._in_use.subtract(keys)
@@ -725,18 +727,18 @@ class EnvironmentManager(AsyncResource):
             needed = self._lease.others() | self._held | set(self._in_use) | set(keep)
             return sweep(self.folder, needed=needed, retention=retention)
 
-        async with self.filesystem.lock(_LOCK):
+        async with self.filesystem.lock(_LOCK):  # only renames happen under it
             result = await anyio.to_thread.run_sync(locked)
         for key in result.removed:
             self._states.pop(key, None)
-        await anyio.to_thread.run_sync(empty_trash, self.folder)
+        freed = await anyio.to_thread.run_sync(empty_trash, self.folder)
         for key in await anyio.to_thread.run_sync(build_leftovers, self.folder):
             try:  # a build holds its hash's lock: what is there without it is a killed build's
                 async with self.filesystem.lock(f"skill-environment/{key}", timeout=0):
-                    await anyio.to_thread.run_sync(remove_builds, self.folder, key)
+                    freed += await anyio.to_thread.run_sync(remove_builds, self.folder, key)
             except LockTimeout:
                 continue
-        return result
+        return dataclasses.replace(result, freed=freed)
 
     def _publish(self) -> None:
         """Rebuild the diagnostics from the current needs and states and bump the generation."""

@@ -42,9 +42,9 @@ _TRASH = ".trash-"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reclaimed:
-    """What a sweep did: the environments it ``removed`` (hashes) and the bytes that ``freed``,
-    the ``needed`` ones it kept, and the unneeded ones ``kept`` because they are younger than
-    the retention."""
+    """What a reclamation did: the environments it ``removed`` (hashes), the bytes it deleted
+    (``freed``: theirs and those of leftovers), the ``needed`` ones it kept, and the unneeded
+    ones ``kept`` because they are younger than the retention."""
 
     removed: tuple[str, ...] = ()
     freed: int = 0
@@ -72,7 +72,6 @@ def sweep(folder: Path, *, needed: Collection[str], retention: float, now: float
     removed: list[str] = []
     kept: list[str] = []
     found: list[str] = []
-    freed = 0
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if not _HASH.fullmatch(entry.name):
             continue
@@ -90,22 +89,19 @@ def sweep(folder: Path, *, needed: Collection[str], retention: float, now: float
         elif now - info.st_mtime < retention:
             kept.append(entry.name)
         else:
-            size = _size(Path(entry.path))
             os.rename(entry.path, folder / f"{_TRASH}{entry.name}-{os.urandom(4).hex()}")
             removed.append(entry.name)
-            freed += size
     if removed:
-        log.info("reclaimed %d environment(s) in %s (%d bytes)", len(removed), folder, freed)
-    return Reclaimed(removed=tuple(removed), freed=freed, needed=tuple(found), kept=tuple(kept))
+        log.info("reclaiming %d environment(s) in %s", len(removed), folder)
+    return Reclaimed(removed=tuple(removed), needed=tuple(found), kept=tuple(kept))
 
 
-def empty_trash(folder: Path) -> None:
-    """Delete what sweeps renamed into the trash (blocking; needs no lock: nothing serves it)."""
+def empty_trash(folder: Path) -> int:
+    """Delete what sweeps renamed into the trash; returns the bytes deleted (blocking; needs no
+    lock: nothing serves the trash)."""
     if not _real_folder(folder):
-        return
-    for entry in os.scandir(folder):
-        if entry.name.startswith(_TRASH):
-            _remove(Path(entry.path))
+        return 0
+    return sum(_remove(Path(entry.path)) for entry in os.scandir(folder) if entry.name.startswith(_TRASH))
 
 
 def build_leftovers(folder: Path) -> set[str]:
@@ -116,15 +112,13 @@ def build_leftovers(folder: Path) -> set[str]:
     return {match[1] for entry in os.scandir(folder) if (match := _BUILD.fullmatch(entry.name))}
 
 
-def remove_builds(folder: Path, key: str) -> None:
-    """Delete the build folders of ``key`` (blocking; the caller holds its build lock, so none
-    of them belongs to a build in progress)."""
+def remove_builds(folder: Path, key: str) -> int:
+    """Delete the build folders of ``key``; returns the bytes deleted (blocking; the caller
+    holds its build lock, so none of them belongs to a build in progress)."""
     if not _real_folder(folder):
-        return
-    for entry in os.scandir(folder):
-        match = _BUILD.fullmatch(entry.name)
-        if match and match[1] == key:
-            _remove(Path(entry.path))
+        return 0
+    found = [entry for entry in os.scandir(folder) if (match := _BUILD.fullmatch(entry.name)) and match[1] == key]
+    return sum(_remove(Path(entry.path)) for entry in found)
 
 
 def _real_folder(folder: Path) -> bool:
@@ -135,16 +129,18 @@ def _real_folder(folder: Path) -> bool:
         return False
 
 
-def _remove(path: Path) -> None:
+def _remove(path: Path) -> int:
     """Remove ``path``: a link or file as itself, a folder with everything below it (links
-    inside are removed, never followed)."""
+    inside are removed, never followed); returns the bytes of the regular files it held."""
     try:
         if stat.S_ISDIR(os.lstat(path).st_mode):
+            size = _size(path)
             shutil.rmtree(path)
-        else:
-            path.unlink()
+            return size
+        path.unlink()
     except OSError as exc:
         log.warning("could not remove %s: %s", path, exc)
+    return 0
 
 
 def _size(folder: Path) -> int:
