@@ -837,11 +837,15 @@ class Stager(AsyncResource):
         elif folder.is_dir():
             count = sum(1 for p in folder.rglob("*") if not p.is_dir())
             trash = self.cache_dir / _TRASH
-            _drop_links(trash)
-            trash.mkdir(exist_ok=True)
-            os.chmod(folder, _OPEN_DIR)  # moving a folder rewrites its "..": it must be writable
-            gone = trash / os.urandom(8).hex()
-            os.rename(folder, gone)
+            try:
+                _drop_links(trash)
+                trash.mkdir(exist_ok=True)
+                os.chmod(folder, _OPEN_DIR)  # moving a folder rewrites its "..": it must be writable
+                os.rename(folder, trash / os.urandom(8).hex())
+            except OSError as exc:  # removed in place then: a pass cut short finishes it next time
+                log.warning("could not move %s to the trash (%s); removing it in place", folder, _os_reason(exc))
+                _unseal_tree(folder)
+                shutil.rmtree(folder, ignore_errors=True)
             _empty_trash(trash)
         with contextlib.suppress(OSError):
             folder.parent.rmdir()  # only succeeds when the source folder is now empty
