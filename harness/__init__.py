@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # every other name is imported on first use (see filesystems.
     from harness.events import (
         ApprovalDecided,
         ApprovalRequested,
+        EnvironmentWaited,
         Event,
         MessageInjected,
         ModelReplied,
@@ -103,6 +104,7 @@ __all__ = [
     "Diagnostic",
     "EngineError",
     "EnvironmentOptions",
+    "EnvironmentWaited",
     "Event",
     "FrontmatterError",
     "Harness",

@@ -14,6 +14,7 @@ exported from :mod:`harness`::
     │   ├── skills.FrontmatterError (ValueError)
     │   └── skills.ArgumentsTooLarge (ValueError)  a command's arguments expand past the limit
     ├── pipeline.QueryTooLarge (ValueError) a skill search query over its limits
+    ├── pipeline.EnvironmentNotReady        a command's skill environment is being built or failed
     ├── agent.StepLimitExceeded             a turn used up its model steps
     ├── agent.NoActiveRun                   steer/follow_up named a (user, session) with no run
     ├── agent.QueueFull                     steer/follow_up found the run's queue at its bound

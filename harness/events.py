@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
+    "EnvironmentWaited",
     "Event",
     "MessageInjected",
     "ModelReplied",
@@ -138,6 +139,20 @@ class ShellRan:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class EnvironmentWaited:
+    """A shell command of the skill ``skill_id`` waited ``seconds`` for the skill's Python
+    environment to be built before it could run. ``state`` is the environment's state when the
+    wait ended: ``ready`` (the command then ran with it), ``failed`` or ``building`` (the build
+    outlasted the wait): the command was then not run, and its result says why. Reported with
+    the call's other events, before its ``ShellRan``; the wait itself shows as it happens
+    through the agent's ``progress`` callback (``task="waiting for environment"``)."""
+
+    skill_id: str
+    seconds: float
+    state: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ModelReplied:
     """The model produced a message; ``final`` when it asked for no tool. ``model`` is the name
     of the model that replied (``provider:model``), empty when the reply came without a model
@@ -229,6 +244,7 @@ Event = (
     | ToolCalled
     | ToolReturned
     | ShellRan
+    | EnvironmentWaited
     | ModelReplied
     | RunFinished
     | ApprovalRequested

@@ -189,6 +189,7 @@ def test_the_environments_section_becomes_options_and_takes_the_agents_trusted_m
     assert options is not None and options.max_size == 512 * 1024 * 1024 and options.timeout == 120
     assert options.skill_packages["pdf"] == ("pypdf>=4",) and options.infer_for == {"git-acme-skills"}
     assert options.trusted_markets is None and options.only_binary
+    assert options.wait and options.retention == 7 * 86400  # the defaults
     agent = Harness.from_config(config, watch=False)
     assert agent.pipeline.environments is not None
     assert agent.pipeline.environments.options.trusted_markets == {"git-acme-skills"}
@@ -217,6 +218,16 @@ def test_environment_mistakes_name_the_key(tmp_path: Path, section: str, message
         return
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(path)
+
+
+@pytest.mark.parametrize(("days", "seconds"), [("1.5", 1.5 * 86400), ("0", 0.0), ("null", None)])
+def test_the_environments_retention_is_given_in_days_and_null_turns_it_off(
+    tmp_path: Path, days: str, seconds: float | None
+) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text(f"environments:\n  retention_days: {days}\n  wait: false\n")
+    options = load_config(path).environments
+    assert options is not None and options.retention == seconds and not options.wait
 
 
 def test_environments_need_a_filesystem_with_a_shell(tmp_path: Path) -> None:
@@ -297,6 +308,7 @@ def test_a_wrong_type_names_the_key_and_what_it_takes(tmp_path: Path, text: str,
         ("environments: maybe\n", ["environments must be true, false or a mapping with keys enabled,"]),
         ("environments: {enabled: 'no'}\n", ["environments.enabled must be true or false, got 'no'"]),
         ("environments: {max_size: 1.5}\n", ["environments.max_size: 1.5 is not a size like 512M or 4G"]),
+        ("environments: {retention_days: -1}\n", ["environments.retention_days must be a number of days ≥ 0 or null"]),
         ("environments: {infer_for: ['']}\n", ["environments.infer_for[0] must be a non-empty string, got ''"]),
         ("environments: {packages: {skills: {pdf: pypdf}}}\n", ["environments.packages.skills.pdf must be a list"]),
     ],

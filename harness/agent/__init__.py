@@ -28,6 +28,7 @@ from harness.agent.workflow_tools import run_summary, workflow_tools
 from harness.events import (
     ApprovalDecided,
     ApprovalRequested,
+    EnvironmentWaited,
     Event,
     MessageInjected,
     ModelReplied,
@@ -85,6 +86,7 @@ __all__ = [
     "ControlOptions",
     "Decision",
     "DenyByPattern",
+    "EnvironmentWaited",
     "Event",
     "Harness",
     "InMemorySessionStore",

@@ -11,7 +11,7 @@ The mapping: ``RunStarted`` → ``RUN_STARTED`` (the session is the thread); the
 ``TOOL_CALL_START`` / ``_ARGS`` / ``_END`` and the tool's result → ``TOOL_CALL_RESULT``;
 ``RunFinished`` → ``RUN_FINISHED`` with the reply as result and the token usage. An error
 ends the stream with ``RUN_ERROR`` (the exception's class name as code). The harness's own
-events (``TurnPrepared``, ``SkillLoaded``, ``ShellRan``, ``SkillWarning``) become ``CUSTOM``
+events (``TurnPrepared``, ``SkillLoaded``, ``ShellRan``, ``EnvironmentWaited``, ``SkillWarning``) become ``CUSTOM``
 events named ``harness.<EventName>``.
 
 A forked skill's subagent: ``SubagentStarted`` → ``SUBAGENT_STARTED`` and ``SubagentFinished`` →

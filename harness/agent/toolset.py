@@ -34,9 +34,9 @@ from harness.agent.sessions import Session
 from harness.agent.workflow_tools import WORKFLOW_TOOL_NAMES, workflow_tools
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
-from harness.events import ShellRan, SkillLoaded
+from harness.events import EnvironmentWaited, ShellRan, SkillLoaded
 from harness.pipeline.catalog import LOAD_TOOL, SEARCH_TOOL, SHELL_TOOL, WORKFLOW_REPORT_TOOL
-from harness.pipeline.plan import ResolvedSkill, TurnPlan
+from harness.pipeline.plan import EnvironmentWait, ResolvedSkill, TurnPlan
 from harness.skills.arguments import allowed_tools
 from harness.tools.context import calling
 from harness.tools.files import file_tools
@@ -114,12 +114,16 @@ def _skills(toolset: Toolset, scope: TurnScope) -> list[Tool]:
     async def on_shell(command: str, result: CommandResult) -> None:
         pending.append(ShellRan(command=command, exit_code=result.exit_code, duration=result.duration))
 
+    async def on_wait(wait: EnvironmentWait) -> None:
+        pending.append(EnvironmentWaited(skill_id=wait.skill_id, seconds=wait.seconds, state=wait.state))
+
     session = scope.session
     return skill_tools(
         plan,
         usage=toolset.usage,
         on_load=on_load,
         on_shell=on_shell,
+        on_wait=on_wait,
         loaded=session.loaded,
         history=session.messages,
         shell=scope.shell,

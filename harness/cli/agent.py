@@ -16,7 +16,7 @@ from harness.cli.common import (
     harness_from_args,
     print_json,
 )
-from harness.events import ApprovalDecided, RunFinished, ShellRan, SkillLoaded, ToolCalled
+from harness.events import ApprovalDecided, EnvironmentWaited, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.terminal import echo
 
 __all__ = ["register"]
@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
             context = context_from_args(args)
             reply, seen = "", []
             async for event in agent.stream(args.message, context=context):
-                if isinstance(event, (ToolCalled, SkillLoaded, ShellRan, ApprovalDecided)):
+                if isinstance(event, (ToolCalled, SkillLoaded, EnvironmentWaited, ShellRan, ApprovalDecided)):
                     seen.append({"type": type(event).__name__, "event": str(event)})
                     if args.verbose and not args.json:
                         echo(f"[{type(event).__name__}] {event}")

@@ -17,7 +17,7 @@ import anyio
 
 from harness.agent import Harness
 from harness.context import RuntimeContext
-from harness.events import ApprovalDecided, Event, RunFinished, ShellRan, SkillLoaded, ToolCalled
+from harness.events import ApprovalDecided, EnvironmentWaited, Event, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.models import TextDelta
 from harness.terminal import echo, escape_control
 
@@ -84,7 +84,7 @@ async def _turn(agent: Harness, text: str, context: RuntimeContext, *, verbose: 
                 sys.stdout.write(escape_control(event.text))
                 sys.stdout.flush()
                 streamed = True
-            elif verbose and isinstance(event, (ToolCalled, SkillLoaded, ShellRan, ApprovalDecided)):
+            elif verbose and isinstance(event, (ToolCalled, SkillLoaded, EnvironmentWaited, ShellRan, ApprovalDecided)):
                 echo(f"\n[{type(event).__name__}] {event}", file=sys.stderr)
             elif isinstance(event, RunFinished) and not streamed:
                 echo(event.reply, end="")

@@ -1,4 +1,5 @@
-"""``harness skills env``: what Python packages skills need, from where, and their environments."""
+"""``harness skills env``: what Python packages skills need, from where, and their environments;
+``--gc`` reclaims those no skill needs any more."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import anyio
 from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, context_from_args, harness_from_args, print_json
 from harness.errors import ConfigError
 from harness.pipeline.environments import EnvironmentManager, SkillEnvironment
+from harness.pipeline.reclaim import DEFAULT_RETENTION, Reclaimed
 from harness.terminal import echo
 
 __all__ = ["register"]
@@ -23,7 +25,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Per skill (or SKILL): its requirements and where each comes from (pep723, requirements.txt, "
         "pyproject.toml, operator, inferred), the environment's hash and state (none, untrusted, missing, "
         "building, ready, failed). Exit 1 when a requirement is refused, a build failed or a check found a "
-        "problem. Needs an environments: section in harness.yaml.",
+        "problem. With --gc: remove the environments neither these skills nor a running agent need that have "
+        "been unneeded for the retention, and what interrupted builds and reclamations left. Needs an "
+        "environments: section in harness.yaml.",
     )
     env.add_argument("skill", nargs="?", metavar="SKILL", help="skill id or name (default: every skill)")
     env.add_argument("--build", action="store_true", help="build missing environments now, retrying failed ones")
@@ -32,10 +36,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="check that the shell's python3 finds every required package and that no file changed since the build",
     )
+    env.add_argument("--gc", action="store_true", help="reclaim the environments no skill needs any more")
+    env.add_argument(
+        "--retention",
+        type=float,
+        metavar="DAYS",
+        help="with --gc: keep unneeded environments younger than this (default: environments.retention_days, "
+        f"else {DEFAULT_RETENTION / 86400:g}; 0 removes every unneeded one)",
+    )
     env.set_defaults(handler=_env)
 
 
 def _env(args: argparse.Namespace) -> int:
+    if args.gc and (args.skill or args.build or args.check):
+        raise ConfigError("--gc reclaims for every skill: it takes no SKILL, --build or --check")
+    if args.retention is not None and (not args.gc or not args.retention >= 0):
+        raise ConfigError("--retention goes with --gc and is a number of days (0 or more)")
+
     async def main() -> int:
         async with harness_from_args(args) as agent:
             manager = agent.pipeline.environments
@@ -47,6 +64,8 @@ def _env(args: argparse.Namespace) -> int:
             )
             needs = await manager.discover(skills)
             await manager.look(needs.values())
+            if args.gc:
+                return await _gc(args, manager, {need.key for need in needs.values() if need.key})
             if args.build:
                 for need in needs.values():
                     if manager.state(need)[0] in ("missing", "failed"):
@@ -62,6 +81,30 @@ def _env(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
     return anyio.run(main)
+
+
+async def _gc(args: argparse.Namespace, manager: EnvironmentManager, keep: set[str]) -> int:
+    """Reclaim what neither ``keep`` (this configuration's skills) nor a live lease needs."""
+    days = args.retention
+    if days is None:
+        retention = manager.options.retention if manager.options.retention is not None else DEFAULT_RETENTION
+    else:
+        retention = days * 86400.0
+    result = await manager.reclaim(retention=retention, keep=keep)
+    if args.json:
+        print_json({**result.as_dict(), "retention_days": retention / 86400})
+    else:
+        _print_reclaimed(result, retention)
+    return 0
+
+
+def _print_reclaimed(result: Reclaimed, retention: float) -> None:
+    echo(f"removed {len(result.removed)} environment(s), {result.freed} bytes")
+    for key in result.removed:
+        echo(f"    removed {key}")
+    echo(f"kept {len(result.needed)} needed, {len(result.kept)} unneeded for less than {retention / 86400:g} day(s)")
+    for key in result.kept:
+        echo(f"    kept {key}")
 
 
 def _row(manager: EnvironmentManager, need: SkillEnvironment, check: tuple[str, ...] | None) -> dict[str, object]:

@@ -137,7 +137,10 @@ def _environments(section: EnvironmentsSection | None) -> EnvironmentOptions | N
     """``environments``: per-skill Python environments, unless ``enabled: false``."""
     if section is None or not section.enabled:
         return None
-    values = section.model_dump(exclude_unset=True, exclude={"enabled", "packages"})
+    values = section.model_dump(exclude_unset=True, exclude={"enabled", "packages", "retention_days"})
+    if "retention_days" in section.model_fields_set:
+        days = section.retention_days
+        values["retention"] = None if days is None else days * 86400.0
     packages = section.packages
     if packages is not None:
         values.update(skill_packages=packages.skills or {}, market_packages=packages.markets or {})

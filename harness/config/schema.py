@@ -240,7 +240,13 @@ class EnvironmentsSection(_Section):
         _expect("a number of seconds", whole=True),
         WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
     ] = _default(EnvironmentOptions, "timeout")
-    """Seconds one build may take."""
+    """Seconds one build may take (and a command of its skill waits for it)."""
+    wait: Flag = _default(EnvironmentOptions, "wait")
+    """A command of a skill whose environment is being built waits for it (false: it is refused at once)."""
+    retention_days: Annotated[float | None, Field(ge=0), _expect("a number of days ≥ 0 or null")] = (
+        _default(EnvironmentOptions, "retention") / 86400
+    )
+    """Days an environment no running agent needs is kept before it is removed (null: never automatically)."""
     trusted_markets: Strings | None = None
     """Markets whose own requirements are built (default: the agent's trusted_markets)."""
     untrusted_markets: Flag = _default(EnvironmentOptions, "untrusted_markets")

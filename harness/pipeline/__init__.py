@@ -22,13 +22,21 @@ from harness.pipeline.layers import (
 )
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.pipeline import SkillPipeline
-from harness.pipeline.plan import ResolvedSkill, TurnPlan, VisibilityPolicy
+from harness.pipeline.plan import (
+    CommandEnvironments,
+    EnvironmentNotReady,
+    EnvironmentWait,
+    ResolvedSkill,
+    TurnPlan,
+    VisibilityPolicy,
+)
 from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
 from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
 
 if TYPE_CHECKING:  # skills' Python environments, the lockfile and staging (a shell's) load on first use
     from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
     from harness.pipeline.lock import LockChange, LockError, Lockfile
+    from harness.pipeline.reclaim import Reclaimed
     from harness.pipeline.staging import StageItem, Stager, StageResult, staged_mode
     from harness.pipeline.uv import EnvironmentBuildError
 
@@ -42,9 +50,12 @@ __all__ = [
     "WORKFLOW_CONTINUE_TOOL",
     "WORKFLOW_START_TOOL",
     "CatalogEntry",
+    "CommandEnvironments",
     "EnvironmentBuildError",
     "EnvironmentManager",
+    "EnvironmentNotReady",
     "EnvironmentOptions",
+    "EnvironmentWait",
     "LayerEntry",
     "LayerResult",
     "LockChange",
@@ -52,6 +63,7 @@ __all__ = [
     "Lockfile",
     "Merged",
     "QueryTooLarge",
+    "Reclaimed",
     "ResolvedSkill",
     "Shadowing",
     "SkillEnvironment",

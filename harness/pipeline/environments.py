@@ -22,20 +22,38 @@ reads their files, then builds what is missing one at a time. A turn never waits
 failed, the skill's ``environment`` is ``None`` and a diagnostic says so. A failed requirement
 set is not retried until :meth:`EnvironmentManager.refresh` or until the requirements change.
 A warm turn (nothing changed) costs an identity check: no file operation.
+
+A **command** of a skill is another matter (:meth:`EnvironmentManager.using`): when its
+environment is being built, or not yet (queued, or the skill's requirements not read yet), the
+command waits for that build — started at once, beside whatever the worker builds — up to the
+build's ``timeout``, with a progress report; it is refused, never run without its packages,
+when the build failed, when it outlasts the wait or when ``wait`` is off. Commands of other
+skills never wait. When nothing is pending the answer comes from memory.
+
+Every process **leases** what it needs (:mod:`harness.pipeline.leases`, in ``.envs/.leases``):
+the environments of the skills it serves and of the commands running now; the lease is renewed
+by :meth:`EnvironmentManager.upkeep`. :meth:`EnvironmentManager.reclaim` removes the
+environments no live lease names once they have been unneeded for ``retention`` seconds
+(:mod:`harness.pipeline.reclaim`); ``upkeep`` does so when ``retention`` is set.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import shlex
 import shutil
 import stat
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -54,8 +72,10 @@ from filesystems import (
     redact_url,
 )
 from harness.diagnostics import Diagnostic
-from harness.pipeline.layers import describe_error
-from harness.pipeline.plan import ResolvedSkill
+from harness.pipeline.layers import LayerEntry, describe_error
+from harness.pipeline.leases import Lease
+from harness.pipeline.plan import CommandEnvironments, EnvironmentWait, ResolvedSkill
+from harness.pipeline.reclaim import DEFAULT_RETENTION, Reclaimed, build_leftovers, empty_trash, remove_builds, sweep
 from harness.pipeline.records import changes
 from harness.pipeline.requirements import (
     Requirement,
@@ -79,6 +99,9 @@ ENVS_DIR = f"{CACHE_DIR}/.envs"
 DEFAULT_MAX_SIZE = 1024 * 1024 * 1024
 DEFAULT_TIMEOUT = 600.0
 _PROBE_TIMEOUT = 30.0
+_LOCK = "skill-environments"  # held to write a lease and learn what exists, and by a reclamation
+_LEASES = ".leases"
+_RETRY_HINT = (5.0, 30.0)  # seconds a refused command is told to wait before trying again
 # What the shell's python3 is: a host path for uv, and the parts of the environment's hash.
 _PROBE = (
     "python3 -c 'import json, platform, sys; print(json.dumps([sys.executable, sys.implementation.name, "
@@ -104,7 +127,12 @@ class EnvironmentOptions:
     or pages of wheels, ``no_index`` uses only those; ``only_binary`` (default) installs wheels
     only — with ``False`` uv may build source distributions, which runs their build code on the
     host. ``max_size`` caps one environment (bytes, checked before it is served); ``timeout``
-    caps one build (seconds). Markets' own requirements are built for ``trusted_markets``
+    caps one build (seconds), and how long a command of the skill waits for it: with ``wait``
+    (default) a command of a skill whose environment is being built waits for it, without it
+    the command is refused at once, its result saying when to try again. ``retention``
+    (seconds, default 7 days) is how long an environment no live process needs is kept before
+    :meth:`EnvironmentManager.upkeep` removes it; ``None`` reclaims nothing automatically
+    (``harness skills env --gc`` still does). Markets' own requirements are built for ``trusted_markets``
     (exact slugs; ``None``: the agent's ``trusted_markets``) or, with ``untrusted_markets``,
     for every market; global and workspace skills are the operator's and always built.
     ``infer_for`` lists the sources (market slugs, ``workspace``, ``global``) whose scripts'
@@ -118,6 +146,8 @@ class EnvironmentOptions:
     only_binary: bool = True
     max_size: int = DEFAULT_MAX_SIZE
     timeout: float = DEFAULT_TIMEOUT
+    wait: bool = True
+    retention: float | None = DEFAULT_RETENTION
     trusted_markets: frozenset[str] | None = None
     untrusted_markets: bool = False
     infer_for: frozenset[str] = frozenset()
@@ -137,6 +167,11 @@ class EnvironmentOptions:
             raise ValueError(f"max_size {self.max_size!r} must be a positive number of bytes")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
             raise ValueError(f"timeout {self.timeout!r} must be a positive number of seconds")
+        retention = self.retention
+        if retention is not None and (
+            isinstance(retention, bool) or not isinstance(retention, (int, float)) or not retention >= 0
+        ):
+            raise ValueError(f"retention {retention!r} must be a number of seconds (0 or more) or None")
         if self.trusted_markets is not None:
             object.__setattr__(self, "trusted_markets", frozenset(self.trusted_markets))
         object.__setattr__(self, "infer_for", frozenset(self.infer_for))
@@ -204,7 +239,9 @@ class EnvironmentManager(AsyncResource):
     ``progress``, when given, hears about each build this process runs:
     ``Progress(task="installing", subject=<skill id>, total=<requirements>, unit="packages")``
     when it starts, and a final report when it ends (``done`` is the total when it succeeded,
-    0 when it failed). An environment found on disk is no build and reports nothing.
+    0 when it failed). An environment found on disk is no build and reports nothing. A command
+    that waits for a build reports ``Progress(task="waiting for environment", subject=<skill
+    id>, done=<seconds waited>, total=<timeout>, unit="s")`` about every second, and a final one.
     """
 
     def __init__(
@@ -236,14 +273,25 @@ class EnvironmentManager(AsyncResource):
         self._wake = anyio.Event()
         self._stack = AsyncExitStack()
         self._diagnostics: tuple[Diagnostic, ...] = ()
+        self._entries: dict[str, LayerEntry] = {}  # the entry each of ``_needs`` was found for
+        self._probing = anyio.Lock()
+        self._tasks: BackgroundTasks | None = None
+        self._running: dict[str, anyio.Event] = {}  # hash -> set when its build (in this process) ends
+        self._started: dict[str, float] = {}  # hash -> when its build began (monotonic)
+        self._lease = Lease(folder / _LEASES)
+        self._held: set[str] = set()  # hashes the lease names besides those in use
+        self._in_use: Counter[str] = Counter()  # hashes commands run with now
 
     async def __aenter__(self) -> Self:
-        tasks = await self._stack.enter_async_context(BackgroundTasks())
-        tasks.start_soon(self._work, name="harness-environments")
+        self._tasks = await self._stack.enter_async_context(BackgroundTasks())
+        self._tasks.start_soon(self._work, name="harness-environments")
         return await super().__aenter__()
 
     async def _aclose(self) -> None:
-        await self._stack.aclose()
+        try:
+            await self._stack.aclose()
+        finally:
+            await anyio.to_thread.run_sync(self._lease.release)
 
     # -- what a turn asks (memory only) ------------------------------------------------------
 
@@ -301,9 +349,10 @@ class EnvironmentManager(AsyncResource):
 
     async def python(self) -> _Python | None:
         """The shell's ``python3`` (asked once through the shell), or ``None`` when it has none."""
-        if self._python is None and self._problem is None:
-            result = await self.filesystem.run(_PROBE, timeout=_PROBE_TIMEOUT)
-            self._python, self._problem = _parse_probe(result)
+        async with self._probing:
+            if self._python is None and self._problem is None:
+                result = await self.filesystem.run(_PROBE, timeout=_PROBE_TIMEOUT)
+                self._python, self._problem = _parse_probe(result)
         return self._python
 
     async def _discover_one(self, skill: ResolvedSkill, python: _Python | None) -> SkillEnvironment:
@@ -378,15 +427,36 @@ class EnvironmentManager(AsyncResource):
         return self._states.get(need.key, ("missing", ""))
 
     async def look(self, needs: Iterable[SkillEnvironment]) -> None:
-        """Learn from disk which of ``needs``' environments exist (another process may have
-        built them)."""
-        keys = {n.key for n in needs if n.key is not None}
+        """Hold ``needs``' environments (this process's lease names them, so no reclamation
+        removes them) and learn from disk which of them exist (another process may have built
+        them)."""
+        await self._hold({n.key for n in needs if n.key is not None})
 
-        def existing() -> set[str]:
-            return {k for k in keys if (self.folder / k).is_dir()}
-
-        for key in await anyio.to_thread.run_sync(existing):
+    async def _hold(self, keys: set[str], *, only: bool = False) -> None:
+        """Add ``keys`` to the lease (``only``: the lease names them and those in use, nothing
+        else) and mark those that exist ready, under the lock a reclamation takes."""
+        held = keys if only else self._held | keys
+        async with self.filesystem.lock(_LOCK):
+            found = await anyio.to_thread.run_sync(self._claim, held, keys)
+        self._held = held
+        for key in found:
             self._states[key] = ("ready", "")
+
+    def _claim(self, held: set[str], keys: set[str], *, renew: bool = False) -> set[str]:
+        """Write the lease when it changes (or ``renew``) and return which of ``keys`` exist,
+        their time set to now (see :mod:`harness.pipeline.reclaim`). Blocking, under the lock."""
+        wanted = held | set(self._in_use)
+        if wanted != self._lease.keys or (renew and self._lease.written) or (wanted and not self._lease.written):
+            self._lease.write(wanted)
+        now = time.time()
+        found = set()
+        for key in keys:
+            path = self.folder / key
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    os.utime(path, (now, now), follow_symlinks=False)
+                    found.add(key)
+        return found
 
     async def build(self, need: SkillEnvironment) -> tuple[EnvironmentState, str]:
         """Build ``need``'s environment unless it exists (waiting while another process builds
@@ -406,6 +476,7 @@ class EnvironmentManager(AsyncResource):
         return self.state(need)
 
     async def _build_locked(self, need: SkillEnvironment, key: str, python: _Python) -> None:
+        self._started[key] = time.monotonic()
         self._set(key, "building", "")
         reporter = self._reporter(need)
         try:
@@ -419,6 +490,7 @@ class EnvironmentManager(AsyncResource):
                 reporter.advance(len(need.built))
             self._set(key, "ready", "")
         finally:
+            self._started.pop(key, None)
             if reporter is not None:
                 reporter.finish()
 
@@ -523,13 +595,171 @@ class EnvironmentManager(AsyncResource):
 
     async def _update(self, skills: Sequence[ResolvedSkill]) -> None:
         self._needs = await self.discover(skills)
-        await self.look(self._needs.values())
+        self._entries = {s.skill.skill_id: s.entry for s in skills if s.skill.skill_id in self._needs}
+        await self._hold({n.key for n in self._needs.values() if n.key is not None}, only=True)
         self._publish()
         for need in list(self._needs.values()):
             if self._pending is not None:
                 return  # the skills changed meanwhile: the next round starts over
             if self.state(need)[0] == "missing":
-                await self.build(need)
+                await self._start(need).wait()
+
+    def _start(self, need: SkillEnvironment) -> anyio.Event:
+        """Build ``need``'s environment in a task of its own unless this process builds it
+        already; the event is set when that build ends (the worker and waiting commands share it)."""
+        assert need.key is not None and self._tasks is not None
+        key = need.key
+        running = self._running.get(key)
+        if running is None:
+            running = self._running[key] = anyio.Event()
+
+            async def build() -> None:
+                try:
+                    await self.build(need)
+                finally:
+                    del self._running[key]
+                    running.set()
+
+            self._tasks.start_soon(build, name=f"harness-environment:{key[:12]}")
+        return running
+
+    # -- commands (what the shell tool asks) -------------------------------------------------
+
+    @asynccontextmanager
+    async def using(self, skills: Sequence[ResolvedSkill]) -> AsyncIterator[CommandEnvironments]:
+        """The environments a command of ``skills`` runs with, held while the block runs (a
+        reclamation leaves them alone, see the module): each skill's folder when it is ready.
+        A skill whose environment is being built, or not yet, is waited for (see the module) —
+        or the result is ``refused``, saying why and when to try again. From memory when
+        nothing is pending; skills of users' own layers and dynamic ones have none."""
+        ready: dict[str, str] = {}
+        keys: list[str] = []
+        waits: list[EnvironmentWait] = []
+        refused: list[str] = []
+        for skill in skills:
+            need = await self._need_now(skill)
+            if need is None or need.key is None:
+                if need is not None and self.state(need)[0] == "failed":
+                    refused.append(self._refusal(need))
+                continue
+            if self.state(need)[0] in ("missing", "building"):
+                if self.options.wait:
+                    waits.append(await self._wait(need))
+            if self.state(need)[0] == "ready":
+                ready[need.skill_id] = self.shell_folder(need.key)
+                keys.append(need.key)
+            else:
+                refused.append(self._refusal(need))
+        self._in_use.update(keys)
+        try:
+            if not set(keys) <= self._lease.keys:  # the skills changed since: the lease names it again
+                async with self.filesystem.lock(_LOCK):
+                    await anyio.to_thread.run_sync(self._claim, self._held, set())
+            yield CommandEnvironments(folders=ready, waits=tuple(waits), refused="\n".join(refused) or None)
+        finally:
+            self._in_use.subtract(keys)
+            for key in keys:
+                if self._in_use[key] <= 0:
+                    del self._in_use[key]
+
+    async def _need_now(self, skill: ResolvedSkill) -> SkillEnvironment | None:
+        """What ``skill`` needs: from memory when the worker read this very entry, else read now
+        (and held, its state learnt from disk); ``None`` for a skill that gets no environment."""
+        if skill.skill.layer is Layer.USER or skill.entry.dynamic:
+            return None
+        skill_id = skill.skill.skill_id
+        need = self._needs.get(skill_id)
+        if need is not None and self._entries.get(skill_id) is skill.entry:
+            return need
+        need = await self._discover_one(skill, await self.python())
+        await self.look([need])
+        return need
+
+    async def _wait(self, need: SkillEnvironment) -> EnvironmentWait:
+        """Wait for ``need``'s build (started now unless it runs already) up to the build's
+        timeout, reporting the wait to ``progress`` about every second."""
+        assert need.key is not None
+        began = time.monotonic()
+        if self._tasks is None:  # not entered: no background builds, so build it here
+            await self.build(need)
+        else:
+            done = self._start(need)
+            reporter = None
+            if self.progress is not None:
+                from filesystems import ProgressReporter  # loaded only by programs that listen
+
+                reporter = ProgressReporter(
+                    self.progress,
+                    task="waiting for environment",
+                    total=math.ceil(self.options.timeout),
+                    unit="s",
+                    subject=need.skill_id,
+                    interval=0.0,
+                )
+            try:
+                with anyio.move_on_after(self.options.timeout):
+                    while not done.is_set():
+                        with anyio.move_on_after(1.0):
+                            await done.wait()
+                        if reporter is not None:
+                            reporter.update(int(time.monotonic() - began))
+            finally:
+                if reporter is not None:
+                    reporter.finish()
+        return EnvironmentWait(skill_id=need.skill_id, seconds=time.monotonic() - began, state=self.state(need)[0])
+
+    def _refusal(self, need: SkillEnvironment) -> str:
+        """Why a command of ``need``'s skill is not run, and when to try again."""
+        state, reason = self.state(need)
+        packages = ", ".join(need.built)
+        if state == "failed":
+            return (
+                f"{need.skill_id}: its Python environment ({packages}) could not be built, so the command was "
+                f"not run: it would not find its packages. Why: {reason}. It is built again when the skill's "
+                f"requirements change or an operator runs `harness skills env --build {need.skill_id}`."
+            )
+        began = self._started.get(need.key or "")
+        left = self.options.timeout - (time.monotonic() - began if began is not None else 0.0)
+        retry = math.ceil(min(max(left, _RETRY_HINT[0]), _RETRY_HINT[1]))
+        return (
+            f"{need.skill_id}: its Python environment ({packages}) is still being built, so the command was "
+            f"not run: it would not find its packages. Run it again in about {retry} s."
+        )
+
+    # -- reclaiming ------------------------------------------------------------------------------
+
+    async def upkeep(self) -> Reclaimed | None:
+        """Renew this process's lease (another host's process counts it live for a day after
+        its last write) and, with ``retention`` set, :meth:`reclaim` what no process needs.
+        The pipeline calls it periodically while it is entered."""
+        if self._lease.written:
+            async with self.filesystem.lock(_LOCK):
+                await anyio.to_thread.run_sync(functools.partial(self._claim, self._held, self._held, renew=True))
+        if self.options.retention is None:
+            return None
+        return await self.reclaim(retention=self.options.retention)
+
+    async def reclaim(self, *, retention: float, keep: Collection[str] = ()) -> Reclaimed:
+        """Remove the environments no live process's lease names (nor ``keep``) that have been
+        unneeded for ``retention`` seconds, the trash of interrupted reclamations and the
+        folders killed builds left (see :mod:`harness.pipeline.reclaim`); returns what it did."""
+
+        def locked() -> Reclaimed:
+            needed = self._lease.others() | self._held | set(self._in_use) | set(keep)
+            return sweep(self.folder, needed=needed, retention=retention)
+
+        async with self.filesystem.lock(_LOCK):  # only renames happen under it
+            result = await anyio.to_thread.run_sync(locked)
+        for key in result.removed:
+            self._states.pop(key, None)
+        freed = await anyio.to_thread.run_sync(empty_trash, self.folder)
+        for key in await anyio.to_thread.run_sync(build_leftovers, self.folder):
+            try:  # a build holds its hash's lock: what is there without it is a killed build's
+                async with self.filesystem.lock(f"skill-environment/{key}", timeout=0):
+                    freed += await anyio.to_thread.run_sync(remove_builds, self.folder, key)
+            except LockTimeout:
+                continue
+        return dataclasses.replace(result, freed=freed)
 
     def _publish(self) -> None:
         """Rebuild the diagnostics from the current needs and states and bump the generation."""

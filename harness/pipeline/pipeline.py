@@ -14,9 +14,9 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Self, TypeVar
@@ -46,9 +46,9 @@ from harness.pipeline.catalog import (
     entry_for,
 )
 from harness.pipeline.labels import SourceLabels
-from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, LayerResult, SkillLayer
+from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, LayerResult, SkillLayer, describe_error
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
-from harness.pipeline.plan import ResolvedSkill, SkillOverlay, TurnPlan, VisibilityPolicy
+from harness.pipeline.plan import CommandEnvironments, ResolvedSkill, SkillOverlay, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
 from harness.pipeline.watch import ChangeIndex, TreeWatcher, WorkspaceWatcher
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MARKET_TIMEOUT",
     "DEFAULT_SKILL_DIRS",
+    "DEFAULT_UPKEEP_INTERVAL",
     "DEFAULT_USER_IDLE_AFTER",
     "SkillPipeline",
     "check_skill_dirs",
@@ -91,6 +92,9 @@ DEFAULT_USER_IDLE_AFTER = 900.0
 DEFAULT_MARKET_TIMEOUT = 10.0
 # Seconds a stopped folder watcher may take to end before it is cancelled.
 _WATCHERS_GRACE = 5.0
+#: Seconds between two renewals of a pipeline's leases in the staging cache (and, when skills'
+#: environments are on, reclamations of those no process needs: see ``upkeep_interval``).
+DEFAULT_UPKEEP_INTERVAL = 3600.0
 # Rendered catalogs kept for users with skills of their own: each is up to the catalog budget
 # (30,000 characters, 60 KB once an ellipsis makes it two bytes a character); the others render
 # again from the shared parts on their next turn.
@@ -178,6 +182,10 @@ class SkillPipeline(AsyncResource):
     ``market_check_interval`` (seconds) is how often markets whose check is a round trip (git's
     ``ls-remote``) ask their remote, for those not given an interval of their own; between
     checks a warm turn asks nothing, and :meth:`refresh_market` checks one market now.
+    While it is entered, a pipeline with a shell renews its leases in the staging cache every
+    ``upkeep_interval`` seconds, so that processes on other hosts sharing the workspace keep
+    what it serves (see :mod:`harness.pipeline.leases`), and reclaims environments no process
+    needs when ``environments.retention`` is set (see :meth:`EnvironmentManager.upkeep`).
     """
 
     def __init__(
@@ -202,8 +210,12 @@ class SkillPipeline(AsyncResource):
         progress: ProgressCallback | None = None,
         lock: str | os.PathLike[str] | Lockfile | None = None,
         market_check_interval: float | None = None,
+        upkeep_interval: float = DEFAULT_UPKEEP_INTERVAL,
     ) -> None:
         super().__init__()
+        if not upkeep_interval > 0:
+            raise ValueError(f"upkeep_interval: {upkeep_interval!r} must be a positive number of seconds")
+        self.upkeep_interval = upkeep_interval
         self.filesystem = filesystem
         self.skill_dirs = check_skill_dirs(skill_dirs)
         # A user's skill folders are the front door's: a sandboxed shell sees them read-only.
@@ -337,6 +349,9 @@ class SkillPipeline(AsyncResource):
     async def __aenter__(self) -> Self:
         if self.environments is not None:
             await self._stack.enter_async_context(self.environments)
+        if self.stager is not None or self.environments is not None:
+            upkeep = await self._stack.enter_async_context(BackgroundTasks())
+            upkeep.start_soon(self._upkeep, name="harness-upkeep")
         if self._watch:
             # Closing stops the watchers first, then gives them a moment to end on their own.
             watchers = await self._stack.enter_async_context(BackgroundTasks(grace=_WATCHERS_GRACE))
@@ -374,6 +389,19 @@ class SkillPipeline(AsyncResource):
             # The watchers hold this pipeline's bound methods: let go of them, so a closed
             # pipeline (and every skill it holds) is freed at once, not at the next full collection.
             self._watchers.clear()
+
+    async def _upkeep(self) -> None:
+        """Every ``upkeep_interval`` seconds: renew the staging lease and keep the environments
+        (see the class docstring); a failure is logged and tried again next time."""
+        while True:
+            await anyio.sleep(self.upkeep_interval)
+            try:
+                if self.stager is not None:
+                    await self.stager.renew()
+                if self.environments is not None:
+                    await self.environments.upkeep()
+            except Exception as exc:  # a long-running process keeps its upkeep: tried again next time
+                log.warning("upkeep of the staging cache failed: %s", describe_error(exc))
 
     async def _off_loop(self, func: Callable[..., _T], *args: object) -> _T:
         """``func(*args)`` in the pipeline's worker thread (see ``_worker``), one call at a time."""
@@ -481,6 +509,7 @@ class SkillPipeline(AsyncResource):
             labels=self.labels,
             cache_items=base.cache_items,
             latest_cache_items=self._latest_cache_items,
+            running=self._running if self.stager is not None or self.environments is not None else None,
         )
 
     def _latest_cache_items(self) -> tuple[StageItem, ...]:
@@ -494,6 +523,19 @@ class SkillPipeline(AsyncResource):
         await self._activate(skill)
         if self.stager is not None and skill.source.staged:
             await self.stager.check(_stage_item(skill.entry, skill.source).key)
+
+    @asynccontextmanager
+    async def _running(self, skills: Sequence[ResolvedSkill]) -> AsyncIterator[CommandEnvironments]:
+        """Around a command of ``skills`` (see :attr:`TurnPlan.running`): their staged folders
+        held (:meth:`Stager.using`), their environments waited for and held
+        (:meth:`EnvironmentManager.using`)."""
+        keys = [_stage_item(s.entry, s.source).key for s in skills if s.source.staged]
+        with self.stager.using(keys) if self.stager is not None else nullcontext():
+            if self.environments is None:
+                yield CommandEnvironments.named(skills)
+            else:
+                async with self.environments.using(skills) as environments:
+                    yield environments
 
     async def _activate(self, skill: ResolvedSkill) -> None:
         """A skill of an on-demand market (an MCP server) is loaded or about to run: fetch every

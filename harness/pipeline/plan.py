@@ -8,14 +8,15 @@ about 300 KiB.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, ValuesView
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence, ValuesView
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from filesystems import AbstractFilesystem
 from harness.context import RuntimeContext
 from harness.diagnostics import Diagnostic
-from harness.errors import SkillNotFound
+from harness.errors import HarnessError, SkillNotFound
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.layers import LayerEntry, SkillLayer
 from harness.pipeline.merge import Shadowing
@@ -27,7 +28,15 @@ if TYPE_CHECKING:  # annotations only: staging loads with a shell or a staged la
     from harness.pipeline.search import SkillIndex
     from harness.pipeline.staging import StageItem, StageResult
 
-__all__ = ["ResolvedSkill", "SkillOverlay", "TurnPlan", "VisibilityPolicy"]
+__all__ = [
+    "CommandEnvironments",
+    "EnvironmentNotReady",
+    "EnvironmentWait",
+    "ResolvedSkill",
+    "SkillOverlay",
+    "TurnPlan",
+    "VisibilityPolicy",
+]
 
 
 _V = TypeVar("_V")
@@ -154,6 +163,40 @@ class ResolvedSkill:
         return tuple(f.path for f in (await self.source.list_files(self.entry)).files)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EnvironmentWait:
+    """A command of ``skill_id`` waited ``seconds`` for the skill's Python environment to be
+    built; ``state`` is the environment's state when the wait ended: ``ready``, ``failed``, or
+    ``building`` when the build outlasted the wait."""
+
+    skill_id: str
+    seconds: float
+    state: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandEnvironments:
+    """What a command of some skills runs with (:attr:`TurnPlan.running`): each skill's
+    environment folder as the shell sees it, by skill id (skills without one are left out), the
+    waits it took to have them, and why the command must not run (``refused``, ``None`` when it
+    may): an environment still being built or one whose build failed."""
+
+    folders: Mapping[str, str] = field(default_factory=dict)
+    waits: tuple[EnvironmentWait, ...] = ()
+    refused: str | None = None
+
+    @classmethod
+    def named(cls, skills: Sequence[ResolvedSkill]) -> CommandEnvironments:
+        """The environments the plan names for ``skills`` (their ``environment``), nothing waited
+        for: what a command gets when no environment manager answers."""
+        return cls(folders={s.skill.skill_id: s.environment for s in skills if s.environment})
+
+
+class EnvironmentNotReady(HarnessError):
+    """A command was not run: a skill it belongs to needs a Python environment that is still
+    being built or could not be built (the message says which, and when to try again)."""
+
+
 @dataclass(kw_only=True)
 class TurnPlan:
     """Everything one turn of one user needs: the merged skills, the catalog, the diagnostics.
@@ -176,6 +219,10 @@ class TurnPlan:
     layers whose folders the staging cache holds or will hold once they are activated, whatever
     this user may see: the cache is one for every user. ``latest_cache_items`` returns those of
     the newest merge: a market that moved while the turn ran restages its folders in place.
+    ``running``, when set, is entered by the shell tool around a command of some skills (those
+    it belongs to): it waits for their Python environments when they are being built, yields
+    a :class:`CommandEnvironments`, and holds their staged folders and environments while the
+    command runs, so that no reclamation removes them; a warm command costs no I/O.
     """
 
     context: RuntimeContext
@@ -193,6 +240,7 @@ class TurnPlan:
     labels: SourceLabels = field(default_factory=SourceLabels)
     cache_items: tuple[StageItem, ...] = ()
     latest_cache_items: Callable[[], tuple[StageItem, ...]] = tuple
+    running: Callable[[Sequence[ResolvedSkill]], AbstractAsyncContextManager[CommandEnvironments]] | None = None
 
     def available(self) -> list[ResolvedSkill]:
         """The skills this turn may load: visible ones plus explicitly invoked hidden ones."""

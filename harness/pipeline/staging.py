@@ -24,8 +24,12 @@ overrides and visibility filters, so one user's turn never removes what another'
 - A staged folder is removed only when a source that answered no longer offers it: a source
   that failed, timed out or never answered keeps what it staged (``keep_sources``). Processes
   that share a workspace with different configurations each hold a *lease*
-  (``.skills-cache/.leases/<host>-<pid>-<token>.json``) naming what they serve; nothing leased by a live
-  process is removed. All changes happen under an exclusive file lock.
+  (``.skills-cache/.leases/<host>-<pid>-<token>.json``, see :mod:`harness.pipeline.leases`) naming
+  what they serve, what they keep for a source that did not answer, and the folders a command of
+  theirs runs in (:meth:`Stager.using`); nothing leased by a live process is removed. All changes
+  happen under an exclusive file lock. A folder is removed from the manifest first, then renamed
+  into ``.skills-cache/.trash`` and deleted there: a pass killed halfway leaves a manifest that
+  names only whole folders, and trash the next pass empties.
 - Nothing outside ``.skills-cache`` is touched; unsafe market paths are refused per file.
 - Each file is capped (``max_file_size``, checked against the listed size before reading);
   large files stream to ``.skills-cache/.incoming`` while hashed, never held whole in memory.
@@ -53,9 +57,9 @@ import json
 import logging
 import os
 import shutil
-import socket
 import stat
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +70,7 @@ import anyio
 from filesystems import AsyncResource, has_dot_segment, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, SkillLayer, describe_error
+from harness.pipeline.leases import DEFAULT_LEASE_GRACE, Lease
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback, ProgressReporter
@@ -84,6 +89,7 @@ _MANIFEST = ".manifest.json"
 _BOOT = ".manifest.boot"  # the boot the manifest was last written in (see the module notes)
 _LEASES = ".leases"
 _LOCK = ".lock"
+_TRASH = ".trash"  # removed folders are renamed here, then deleted
 _TEMP_PATTERN = ".*.tmp-*"  # what _atomic_write leaves behind when its process is killed
 _READ_CONCURRENCY = 16
 _BATCH = 64  # skills read per worker-thread hop from a source that reads in batches
@@ -92,8 +98,6 @@ _WRITE_CONCURRENCY = 4
 INCOMING_DIR = ".incoming"
 _STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
 _INCOMING_MAX_AGE = 3600.0
-# Leases held by stagers of this process (several pipelines may share one workspace).
-_LIVE_LEASES: dict[str, bool] = {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -176,7 +180,7 @@ class Stager(AsyncResource):
         cache_dir: Path,
         *,
         verify_interval: float | None = 600.0,
-        lease_grace: float = 86400.0,
+        lease_grace: float = DEFAULT_LEASE_GRACE,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         progress: ProgressCallback | None = None,
         progress_interval: float | None = None,
@@ -187,7 +191,6 @@ class Stager(AsyncResource):
         self.cache_dir = cache_dir
         self.max_file_size = max_file_size
         self.verify_interval = verify_interval
-        self.lease_grace = lease_grace
         self.progress = progress
         self.progress_interval = progress_interval
         self._lock = anyio.Lock()
@@ -200,8 +203,8 @@ class Stager(AsyncResource):
         # What the last pass staged (key -> item) and the manifest it left, for `check`.
         self._served: dict[str, StageItem] = {}
         self._records: dict[str, Any] = {}
-        self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
-        self._leased: set[str] = set()  # the keys our lease names now
+        self._lease = Lease(cache_dir / _LEASES, grace=lease_grace)
+        self._in_use: Counter[str] = Counter()  # keys a command runs in now (see `using`)
 
     async def stage(
         self,
@@ -323,11 +326,37 @@ class Stager(AsyncResource):
             finally:
                 await anyio.to_thread.run_sync(_remove_temps, contents)
 
+    @contextlib.contextmanager
+    def using(self, keys: Iterable[str]) -> Iterator[None]:
+        """Hold the staged folders ``keys`` while a command runs in them: a pass that no longer
+        stages one keeps it (and its lease names it) until the block ends. Costs no I/O."""
+        held = list(keys)
+        self._in_use.update(held)
+        try:
+            yield
+        finally:
+            self._in_use.subtract(held)
+            for key in held:
+                if self._in_use[key] <= 0:
+                    del self._in_use[key]
+                    if key not in self._served:
+                        self._last_key = self._last_items = None  # the next pass removes it
+
+    async def renew(self) -> None:
+        """Write this stager's lease again, unchanged: another host's process counts it as live
+        for ``lease_grace`` seconds after its last write (see :mod:`harness.pipeline.leases`). A
+        stager that has staged nothing yet holds no lease and writes none."""
+        async with self._lock:
+            if self._lease.written:
+                await anyio.to_thread.run_sync(self._renew_locked)
+
+    def _renew_locked(self) -> None:
+        with _file_lock(self.cache_dir / _LOCK):
+            self._lease.write(self._lease.keys)
+
     async def _aclose(self) -> None:
         """Give up this stager's lease so others may clean what only it served."""
-        _LIVE_LEASES.pop(self._lease_name, None)
-        with contextlib.suppress(FileNotFoundError):
-            (self.cache_dir / _LEASES / self._lease_name).unlink()
+        self._lease.release()
 
     def _reporter(self, contents: dict[str, dict[str, _Fetched]]) -> ProgressReporter | None:
         """A progress reporter over the files about to be written, when someone listens."""
@@ -485,7 +514,7 @@ class Stager(AsyncResource):
                     return None, manifest, rebooted
                 if any(_recorded_digest(manifest[item.key]) != item.entry.digest for item in items):
                     return None, manifest, False
-                self._write_lease(set(manifest))
+                self._lease.write({*manifest, *self._in_use})
         except FileNotFoundError:  # no cache yet
             return None, {}, False
         self._records = manifest
@@ -506,6 +535,7 @@ class Stager(AsyncResource):
             self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
             _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
             _remove_temp_files(_abandoned(self.cache_dir / INCOMING_DIR))
+            _empty_trash(self.cache_dir / _TRASH)
             manifest = self._read_manifest()
             written = unchanged = removed = 0
             diagnostics: list[Diagnostic] = []
@@ -540,21 +570,29 @@ class Stager(AsyncResource):
                     removed += counts[2]
                     diagnostics.extend(found)
                     manifest[item.key] = entry_manifest  # a failed skill's entry keeps its old digest
-                ours = {item.key for item in items}
-                # A partial pass adds what it wrote to the lease (another process's clean-up must
-                # not remove it before our full pass); the full pass names exactly what we serve.
-                self._write_lease(self._leased | ours if partial else ours)
-                keep = ours | self._leased_by_others()
+                ours = {item.key for item in items} | set(self._in_use)
                 kept: dict[str, int] = {}
+                held: set[str] = set()  # folders of sources that did not answer: kept, and leased
+                gone: list[str] = []
+                keep = set() if partial else ours | self._lease.others()
                 for key in sorted(set(manifest) | self._folders_on_disk()) if not partial else ():
                     if key in keep:
                         continue
                     source = key.partition("/")[0]
                     if source in keep_sources or any(source.startswith(f"{kept}.") for kept in keep_sources):
                         kept[source] = kept.get(source, 0) + 1
+                        held.add(key)
                         continue
-                    removed += self._remove_folder(key)
+                    gone.append(key)
                     manifest.pop(key, None)
+                # A partial pass adds what it wrote to the lease (another process's clean-up must
+                # not remove it before our full pass); the full pass names exactly what we serve.
+                self._lease.write(self._lease.keys | ours if partial else ours | held)
+                # The manifest first: a pass killed while it removes folders leaves one that names
+                # only whole folders (what is left of the others goes with the next pass).
+                _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+                for key in gone:
+                    removed += self._remove_folder(key)
             finally:
                 _seal(opened)
             diagnostics.extend(
@@ -565,7 +603,6 @@ class Stager(AsyncResource):
                 )
                 for source, count in sorted(kept.items())
             )
-            _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
             if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
                 _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
             self._records = manifest
@@ -791,45 +828,28 @@ class Stager(AsyncResource):
         return found
 
     def _remove_folder(self, key: str) -> int:
+        """Remove the staged folder ``key`` (its source folder is open): renamed into the trash
+        first, so no half-removed folder is ever left under its key; returns its file count."""
         folder = self.cache_dir / key
         count = 0
         if folder.is_symlink():
             folder.unlink()
         elif folder.is_dir():
             count = sum(1 for p in folder.rglob("*") if not p.is_dir())
-            _unseal_tree(folder)
-            shutil.rmtree(folder, ignore_errors=True)
+            trash = self.cache_dir / _TRASH
+            try:
+                _drop_links(trash)
+                trash.mkdir(exist_ok=True)
+                os.chmod(folder, _OPEN_DIR)  # moving a folder rewrites its "..": it must be writable
+                os.rename(folder, trash / os.urandom(8).hex())
+            except OSError as exc:  # removed in place then: a pass cut short finishes it next time
+                log.warning("could not move %s to the trash (%s); removing it in place", folder, _os_reason(exc))
+                _unseal_tree(folder)
+                shutil.rmtree(folder, ignore_errors=True)
+            _empty_trash(trash)
         with contextlib.suppress(OSError):
             folder.parent.rmdir()  # only succeeds when the source folder is now empty
         return count
-
-    def _write_lease(self, keys: set[str]) -> None:
-        _LIVE_LEASES[self._lease_name] = True
-        self._leased = set(keys)
-        lease = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time(), "keys": sorted(keys)}
-        _atomic_write(self.cache_dir / _LEASES / self._lease_name, json.dumps(lease).encode(), 0o644)
-
-    def _leased_by_others(self) -> set[str]:
-        keys: set[str] = set()
-        host = socket.gethostname()
-        for path in (self.cache_dir / _LEASES).glob("*.json"):
-            if path.name == self._lease_name:
-                continue
-            try:
-                lease = json.loads(path.read_bytes())
-            except (OSError, ValueError):
-                continue
-            live = (
-                _pid_alive(lease.get("pid"), path.name)
-                if lease.get("host") == host
-                else (time.time() - float(lease.get("time", 0)) < self.lease_grace)
-            )
-            if live:
-                keys.update(str(k) for k in lease.get("keys", []))
-            else:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-        return keys
 
 
 def _boot_id() -> str | None:
@@ -1046,22 +1066,20 @@ def _dirs(path: Path) -> list[Path]:
         return []
 
 
-def _pid_alive(pid: object, lease_name: str) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return _LIVE_LEASES.get(lease_name, False)
+def _empty_trash(trash: Path) -> None:
+    """Delete what removed folders left in ``trash`` (a planted link is removed, never followed)."""
+    _drop_links(trash)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:64] or "host"
+        entries = list(trash.iterdir())
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            _unseal_tree(entry)
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
 
 
 def _os_reason(exc: OSError) -> str:

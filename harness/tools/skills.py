@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,6 +17,7 @@ from harness.context import ACTION_ID_ENV, RuntimeContext
 from harness.errors import SkillNotFound
 from harness.models import Message
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
+from harness.pipeline.plan import CommandEnvironments, EnvironmentNotReady, EnvironmentWait
 from harness.tools.context import current_tool_context
 from harness.tools.function import Tool, tool_from_function
 from harness.tools.paging import MAX_LINES, MAX_PAGE_BYTES, looks_binary, page_lines
@@ -109,6 +111,7 @@ def skill_tools(
     usage: UsageHooks | None = None,
     on_load: Callable[[str, str], Awaitable[None]] | None = None,
     on_shell: Callable[[str, CommandResult], Awaitable[None]] | None = None,
+    on_wait: Callable[[EnvironmentWait], Awaitable[None]] | None = None,
     loaded: set[str] | None = None,
     history: Sequence[Message] | None = None,
     shell_timeout: float = 120.0,
@@ -126,6 +129,9 @@ def skill_tools(
     ``shell_timeout`` is the ceiling of the shell tool's ``timeout`` argument (the model may
     lower it, never raise it); the filesystem's own ceiling applies on top. ``hidden`` gives,
     when each command starts, the paths it must not see (see ``AbstractFilesystem.run``).
+    A command of skills runs inside the plan's ``running`` (their environments, waited for when
+    they are being built); ``on_wait`` hears of each wait. A command whose environments cannot
+    be had is not run: the call fails with :class:`~harness.pipeline.plan.EnvironmentNotReady`.
     """
     offered = shell and plan.filesystem.has_shell
     if loaded is not None and history is not None:
@@ -190,15 +196,23 @@ def skill_tools(
         if plan.before_run is not None:
             for owner in launch.owners:
                 await plan.before_run(owner)
-        result = await plan.filesystem.run(
-            command,
-            cwd=launch.cwd,
-            env=launch.env,
-            timeout=_tool_timeout(timeout, shell_timeout),
-            start_roots=launch.start_roots,
-            prepend=launch.prepend,
-            hidden=hidden(),
-        )
+        owners = launch.owners
+        running = plan.running(owners) if plan.running is not None else nullcontext(CommandEnvironments.named(owners))
+        async with running as environments:
+            if on_wait is not None:
+                for wait in environments.waits:
+                    await on_wait(wait)
+            if environments.refused is not None:
+                raise EnvironmentNotReady(environments.refused)
+            result = await plan.filesystem.run(
+                command,
+                cwd=launch.cwd,
+                env=launch.env,
+                timeout=_tool_timeout(timeout, shell_timeout),
+                start_roots=launch.start_roots,
+                prepend=launch.prepend(environments.folders),
+                hidden=hidden(),
+            )
         if usage is not None:
             for owner in launch.owners:
                 await usage.record_use(owner.skill.skill_id, plan.context)
@@ -217,15 +231,21 @@ class _Launch:
     cwd: str | None
     env: dict[str, str]
     start_roots: tuple[str, ...]
-    prepend: Mapping[str, Sequence[str]]
+    python_path: tuple[str, ...]
     owners: tuple[ResolvedSkill, ...]
+
+    def prepend(self, environments: Mapping[str, str]) -> dict[str, list[str]]:
+        """What goes first on ``PYTHONPATH`` and ``PATH``: the named skill's folder, then the
+        owners' ``environments`` (skill id -> folder) in the owners' order."""
+        folders = [environments[s.skill.skill_id] for s in self.owners if s.skill.skill_id in environments]
+        return {"PYTHONPATH": [*self.python_path, *folders], "PATH": [f"{e}/bin" for e in folders]}
 
 
 def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, action_id: str | None) -> _Launch:
     """The launch of ``command``: in the folder of ``skill`` (``cwd`` then relative to it), else
     in the user's folder. The skills it belongs to — ``skill`` and every skill whose files-root
     the command names — get their environment first on ``PYTHONPATH`` and ``PATH`` (and their
-    ``before_run`` check and a recorded use, from the caller)."""
+    ``before_run`` check, their environments waited for and a recorded use, from the caller)."""
     env = {ACTION_ID_ENV: action_id} if action_id else {}
     named = None if skill is None else _available(plan, skill)
     owners = [s for s in plan.available() if s is not named and _names_folder(command, s.files_root)]
@@ -243,9 +263,7 @@ def _launch(plan: TurnPlan, command: str, cwd: str | None, skill: str | None, ac
         env |= {OUTPUT_DIR_ENV: plan.filesystem.shell_path(""), "PYTHONDONTWRITEBYTECODE": "1"}
         python_path.append(folder)
         owners.insert(0, named)
-    environments = [s.environment for s in owners if s.environment]
-    prepend = {"PYTHONPATH": [*python_path, *environments], "PATH": [f"{e}/bin" for e in environments]}
-    return _Launch(cwd=cwd, env=env, start_roots=start_roots, prepend=prepend, owners=tuple(owners))
+    return _Launch(cwd=cwd, env=env, start_roots=start_roots, python_path=tuple(python_path), owners=tuple(owners))
 
 
 def _inside_skill(cwd: str, resolved: ResolvedSkill) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import subprocess
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from filesystems import Progress
+from harness.cli.progress import TerminalProgress
 from tests.support.cli import harness_command
 from tests.support.git import GitRemote
 from tests.support.skills import make_skill
@@ -94,3 +97,15 @@ def test_no_clone_progress_when_stderr_is_not_a_terminal(tmp_path: Path, monkeyp
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "cloning" not in result.stderr and "\r" not in result.stderr
+
+
+def test_a_command_waiting_for_its_skills_environment_is_one_line_that_goes_when_the_wait_ends() -> None:
+    # What `harness run` and `harness chat` show on a terminal while a command waits for a build.
+    screen = io.StringIO()
+    show = TerminalProgress(screen)
+    for seconds in (0, 1, 2):
+        show(Progress(task="waiting for environment", done=seconds, total=600, unit="s", subject="pdf_git-acme"))
+    show(Progress(task="waiting for environment", done=2, total=600, unit="s", subject="pdf_git-acme", final=True))
+    clear = "\r\x1b[2K"
+    lines = screen.getvalue().split(clear)
+    assert lines == ["", *(f"waiting for environment pdf_git-acme: {s}/600 s" for s in (0, 1, 2)), ""]

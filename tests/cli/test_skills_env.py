@@ -85,3 +85,19 @@ def test_an_unknown_environments_key_is_refused(tmp_path: Path, config: Path) ->
     config.write_text(config.read_text() + "  index: https://example.org/simple\n")
     result = _cli(tmp_path, "skills", "env", "--config", str(config))
     assert result.returncode == 2 and "environments must be" in result.stderr and "index_url" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("pdf-tool", "--gc"), "--gc reclaims for every skill"),
+        (("--gc", "--build"), "--gc reclaims for every skill"),
+        (("--retention", "3"), "--retention goes with --gc"),
+        (("--gc", "--retention", "-1"), "--retention goes with --gc"),
+    ],
+)
+def test_gc_takes_no_skill_and_retention_goes_with_it(
+    tmp_path: Path, config: Path, args: tuple[str, ...], message: str
+) -> None:
+    result = _cli(tmp_path, "skills", "env", *args, "--config", str(config))
+    assert result.returncode == 2 and message in result.stderr

@@ -72,6 +72,22 @@ async def test_a_warm_turn_with_ready_environments_does_no_file_operation(tmp_pa
         assert warm.skills == ready.skills and next(iter(warm.skills.values())).environment
 
 
+async def test_a_command_of_a_skill_whose_environment_is_ready_asks_for_it_without_a_file_operation(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    remote = market(tmp_path, {"sheet-tool": {"requirements.txt": "hxsheet\n"}})
+    fs = open_filesystem("local-shell", tmp_path / "ws")
+    async with pipeline_over(fs, remote, tmp_path, lambda _: options(wheelhouse, untrusted_markets=True)) as pipeline:
+        plan = await settled(pipeline)
+        [skill] = plan.skills.values()
+        assert plan.running is not None
+        with IORecorder(FILE_EVENTS) as events:
+            async with plan.running([skill]) as environments:
+                pass
+        assert events == []
+        assert environments.folders == {skill.skill.skill_id: skill.environment} and environments.waits == ()
+
+
 async def test_a_failed_build_names_the_package_and_the_turn_goes_on_without_retrying(
     tmp_path: Path, wheelhouse: Path, recorded: list[list[str]]
 ) -> None:

@@ -1,9 +1,11 @@
 """What staging removes and what it never touches: configuration changes, upstream deletions,
-concurrent users, other pipelines and processes sharing the workspace, repairs by verify."""
+concurrent users, other pipelines and processes sharing the workspace (on this host or another),
+folders a command runs in, repairs by verify."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -13,6 +15,7 @@ from pathlib import Path
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
+from harness.pipeline.leases import DEFAULT_LEASE_GRACE
 from repositories import DirectoryRepository, FileContents, GitRepository, MemoryRepository, SkillBundleContents
 from tests.support.pipeline import GitRemote, bundle, echo_script, local_pipeline, write_skill
 
@@ -351,3 +354,63 @@ async def test_pipeline_stage_reports_the_layer_diagnostics_of_a_market_that_is_
         async with repo, SkillPipeline(filesystem=fs, repositories=[repo], watch=False) as pipeline:
             result = await pipeline.stage()
     assert [d.location for d in result.diagnostics if d.code == "market-unavailable"] == [repo.source]
+
+
+async def test_a_folder_only_another_hosts_process_served_goes_only_after_its_leases_grace(
+    tmp_path: Path, bwrap: str
+) -> None:
+    ws = tmp_path / "ws"
+    write_skill(tmp_path / "peer-market", "deploy")
+    # A replica on another host sharing the workspace: its host name is all that differs.
+    peer = await asyncio.create_subprocess_exec(
+        *(bwrap, "--dev-bind", "/", "/", "--unshare-uts", "--hostname", "replica-b", "--die-with-parent", "--"),
+        *(sys.executable, str(PEER), str(ws), str(tmp_path / "peer-market")),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert peer.stdout is not None
+    line = await asyncio.wait_for(peer.stdout.readline(), timeout=60)
+    assert line.decode().startswith("staged "), line
+    peer.kill()  # gone without a word: its pid means nothing on this host
+    await peer.wait()
+    [lease] = list((ws / ".skills-cache" / ".leases").glob("*.json"))
+    assert json.loads(lease.read_text())["host"] == "replica-b"
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    async with local_pipeline(ws, acme) as pipeline:
+        await pipeline.prepare(ALICE)
+        assert cached(ws) == {"acme/tool", "dir-peer-market/deploy"}  # within the grace
+        written = json.loads(lease.read_text())
+        lease.write_text(json.dumps({**written, "time": written["time"] - DEFAULT_LEASE_GRACE - 60}))
+        result = await pipeline.stage(verify=True)
+    assert cached(ws) == {"acme/tool"} and result.removed == 1
+    assert not lease.exists()
+
+
+async def test_a_folder_a_command_runs_in_stays_until_the_command_ends(tmp_path: Path) -> None:
+    acme = MemoryRepository([bundle("tool"), bundle("lint")], name="acme")
+    async with local_pipeline(tmp_path, acme) as pipeline:
+        plan = await pipeline.prepare(ALICE)
+        assert plan.running is not None
+        async with plan.running([plan.skills["lint_acme"]]):
+            await acme.delete("lint")
+            during = await pipeline.prepare(ALICE)
+            assert "lint_acme" not in during.skills and cached(tmp_path) == {"acme/tool", "acme/lint"}
+            [lease] = list((tmp_path / ".skills-cache" / ".leases").glob("*.json"))
+            assert "acme/lint" in json.loads(lease.read_text())["keys"]  # other processes keep it too
+        after = await pipeline.prepare(ALICE)
+    assert cached(tmp_path) == {"acme/tool"}
+    assert after.staged is not None and after.staged.removed == 2
+
+
+async def test_what_a_removal_cut_short_left_in_the_trash_goes_with_the_next_pass(tmp_path: Path) -> None:
+    trash = tmp_path / ".skills-cache" / ".trash"
+    (trash / "0a1b2c3d" / "scripts").mkdir(parents=True)
+    (trash / "0a1b2c3d" / "scripts" / "run.sh").write_text("echo left\n")
+    (trash / "0a1b2c3d").chmod(0o555)
+    (tmp_path / "outside").mkdir()
+    (trash / "planted").symlink_to(tmp_path / "outside")
+    acme = MemoryRepository([bundle("tool")], name="acme")
+    async with local_pipeline(tmp_path, acme) as pipeline:
+        await pipeline.prepare(ALICE)
+    assert list(trash.iterdir()) == [] and (tmp_path / "outside").is_dir()
+    assert cached(tmp_path) == {"acme/tool"}

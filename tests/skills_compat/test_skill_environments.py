@@ -15,7 +15,7 @@ import pytest
 from filesystems import AbstractFilesystem, LocalFilesystem, SandboxFilesystem
 from harness import Harness
 from harness.agent import PipelineOptions, TrustOptions
-from harness.events import ToolReturned
+from harness.events import ShellRan, ToolReturned
 from harness.models import Message, ScriptedModel, ToolCall
 from harness.models.base import ToolSpec
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
@@ -155,5 +155,7 @@ async def test_each_skill_runs_its_documented_command_with_its_packages(
     [failed] = [d for d in plan.diagnostics if d.code == "environment-failed"]
     assert failed.location.startswith("broken-tool_") and "hxmissing" in failed.message
     broken = [e for e in results["broken-tool"].events if isinstance(e, ToolReturned) and e.name == SHELL_TOOL]
-    assert len(broken) == 2 and all("No module named 'hxmissing'" in e.content for e in broken)
+    assert [e.error_type for e in broken] == ["EnvironmentNotReady"] * 2  # not run without its packages
+    assert all("could not be built" in e.content and "hxmissing" in e.content for e in broken)
+    assert not [e for e in results["broken-tool"].events if isinstance(e, ShellRan)]
     assert results["broken-tool"].reply == "done with broken-tool"  # the turn still answers

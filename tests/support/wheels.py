@@ -1,20 +1,27 @@
 """Tiny wheels written by hand (a zip with a module, METADATA, WHEEL and RECORD), so
 environment builds run with ``--no-index --find-links <folder>`` and never touch a network; a
-source distribution whose build code leaves a mark, and a PEP 503 index folder to serve."""
+source distribution whose build code leaves a mark, and a PEP 503 index folder to serve;
+and :class:`WheelIndex`, a wheel folder served on 127.0.0.1 as a page of links, which can
+hold back the download of chosen wheels until the test lets them go."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import html
+import http.server
 import io
 import re
 import shutil
 import tarfile
+import threading
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
-__all__ = ["WHEELS", "write_index", "write_sdist", "write_wheel", "write_wheelhouse"]
+__all__ = ["WHEELS", "WheelIndex", "write_index", "write_sdist", "write_wheel", "write_wheelhouse"]
 
 #: The wheels the environment tests install: distribution -> (version, import name). ``PyYAML``
 #: stands in for the real one (its module says which it is), so inference can be shown offline.
@@ -110,3 +117,73 @@ def write_index(folder: Path, distributions: Iterable[Path]) -> Path:
         )
         (project / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
     return folder
+
+
+class WheelIndex:
+    """The wheels of ``folder`` served on 127.0.0.1 while the ``with`` block runs: ``url`` is a
+    page linking every wheel (what ``find_links`` takes). A wheel whose distribution is
+    :meth:`held` is not served until :meth:`release`; ``asked`` lists the wheels requested so far."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.asked: list[str] = []
+        self._held: set[str] = set()
+        self._released = threading.Event()
+        index = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+                self._answer(body=True)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self._answer(body=False)
+
+            def _answer(self, *, body: bool) -> None:
+                name = self.path.strip("/")
+                if not name:
+                    links = "".join(
+                        f'<a href="{html.escape(p.name)}">{html.escape(p.name)}</a>\n' for p in index.wheels()
+                    )
+                    return self._send(f"<html><body>\n{links}</body></html>\n".encode(), "text/html", body)
+                wheel = index.folder / name
+                if "/" in name or not wheel.is_file():
+                    return self.send_error(404)
+                if body:
+                    index.asked.append(name)
+                    if name.partition("-")[0].lower() in index._held:
+                        index._released.wait(timeout=300)
+                return self._send(wheel.read_bytes(), "application/octet-stream", body)
+
+            def _send(self, data: bytes, kind: str, body: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
+
+    def wheels(self) -> list[Path]:
+        return sorted(self.folder.glob("*.whl"))
+
+    def hold(self, *distributions: str) -> None:
+        """Hold back the wheels of ``distributions`` until :meth:`release`."""
+        self._held.update(d.lower() for d in distributions)
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self._server.serve_forever, name="wheel-index", daemon=True).start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+        self._server.shutdown()
+        self._server.server_close()
