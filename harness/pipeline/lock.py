@@ -113,7 +113,6 @@ about 1.5 MB. A larger file is refused unread."""
 
 _SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-_KIND = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _MAX_TEXT = 4096  # characters of a location or a skill name
 
 
@@ -320,7 +319,7 @@ def _parse_lock(data: object) -> dict[str, LockedMarket]:
             raise _Malformed(f"{what}: skills: not an object")
         commit = market.get("commit")
         markets[slug] = LockedMarket(
-            kind=_text(market["kind"], f"{what}: kind", _KIND, "a market kind"),
+            kind=_text(market["kind"], f"{what}: kind"),
             location=_text(market["location"], f"{what}: location"),
             version=_text(market["version"], f"{what}: version", _SHA256, "sha256:<64 lowercase hex>"),
             commit=None if commit is None else _text(commit, f"{what}: commit", _COMMIT, "a full commit id"),

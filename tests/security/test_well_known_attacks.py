@@ -427,13 +427,15 @@ async def test_a_server_trickling_bytes_cannot_hold_a_fetch_past_its_timeout(sit
     site.add("slow", _md("slow"))
     index = (site.folder / "index.json").read_bytes()
     with serve(site.root, tricks={f"{INDEX[:-10]}slow/SKILL.md": trickle(_md("slow"))}) as base:
-        async with WellKnownRepository(base, check_interval=0, timeout=1) as repo:
+        async with WellKnownRepository(base, check_interval=0, timeout=3) as repo:
             snapshot = await repo.snapshot()
             assert [b.folder for b in snapshot.bundles] == ["hello"]
-            assert any(p.startswith("skill slow:") and "1s" in p for p in snapshot.problems), snapshot.problems
+            assert any(p.startswith("skill slow:") and "took longer than 3s" in p for p in snapshot.problems), (
+                snapshot.problems
+            )
     with serve(site.root, tricks={INDEX: trickle(index)}) as base:
-        async with WellKnownRepository(base, check_interval=0, timeout=1) as repo:
-            with pytest.raises(RepositoryUnavailable, match="1s"):
+        async with WellKnownRepository(base, check_interval=0, timeout=3) as repo:
+            with pytest.raises(RepositoryUnavailable, match="took longer than 3s"):
                 await repo.snapshot()
 
 
@@ -444,10 +446,12 @@ async def test_a_slow_site_does_not_hold_the_turns_of_users(site: Site, tmp_path
     tricks: dict[str, Trick] = {}
     with serve(site.root, tricks=tricks) as base:
         market = WellKnownRepository(base, check_interval=0, background_refresh=background)
-        options = PipelineOptions(watch=False, market_timeout=0.5)
-        async with Harness(workspace=tmp_path / "ws", repositories=[market], pipeline=options) as agent:
+        async with Harness(
+            workspace=tmp_path / "ws", repositories=[market], pipeline=PipelineOptions(watch=False)
+        ) as agent:
             first = await agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False)
             assert first.find("hello") is not None
+            agent.pipeline.market_timeout = 0.5  # from now on a turn waits at most this for the market
             site.add("later", _md("later"))
             index = (site.folder / "index.json").read_bytes()
             tricks[INDEX] = trickle(index, release=release, asked=asked, finished=finished)
@@ -473,5 +477,6 @@ async def test_a_slow_site_does_not_hold_the_turns_of_users(site: Site, tmp_path
                 lambda: agent.pipeline.prepare(RuntimeContext(user_id="u1"), stage=False),
                 lambda plan: plan.find("later") is not None,
                 what="the skill the slow index added",
+                within=30,
             )
             assert found.find("hello") is not None
