@@ -163,30 +163,40 @@ def frontmatter_problem(data: bytes, expected: Mapping[str, Any]) -> str | None:
     """Why the frontmatter of the fetched ``SKILL.md`` ``data`` is not the entry's
     ``expected`` one (the fields that differ), or ``None`` when they are equal."""
     try:
-        text = data.decode("utf-8").lstrip("\ufeff")
-    except UnicodeDecodeError:
-        return "it is not UTF-8 text"
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip("\r") != "---":
-        return "it does not start with a frontmatter block"
-    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip("\r") == "---"), None)
-    if end is None:
-        return "its frontmatter block is not closed"
-    head = "\n".join(lines[1:end])
-    if len(head) > _MAX_FRONTMATTER:
-        return f"its frontmatter is over {_MAX_FRONTMATTER} characters"
-    try:
-        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(head, Loader=_LOADER)):
-            return "its frontmatter uses YAML aliases"
-        actual = as_json(yaml.load(head, Loader=_LOADER))  # noqa: S506 - a safe loader (CSafeLoader)
-    except yaml.YAMLError as exc:
-        return f"its frontmatter is not valid YAML ({str(exc).splitlines()[0]})"
-    if not isinstance(actual, dict):
-        return "its frontmatter is not a mapping"
+        actual = frontmatter_fields(data)
+    except InvalidBundle as exc:
+        return str(exc)
     differ = sorted(key for key in {*actual, *expected} if actual.get(key, _MISSING) != expected.get(key, _MISSING))
     if differ:
         return "its frontmatter differs from the listed one in " + ", ".join(repr(k[:60]) for k in differ[:10])
     return None
+
+
+def frontmatter_fields(data: bytes) -> dict[str, Any]:
+    """The frontmatter of ``SKILL.md`` bytes as the extension's JSON renders it (a safe loader, no
+    aliases, at most 64 KiB); ``InvalidBundle`` saying why there is none."""
+    try:
+        text = data.decode("utf-8").lstrip("\ufeff")
+    except UnicodeDecodeError:
+        raise InvalidBundle("it is not UTF-8 text") from None
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        raise InvalidBundle("it does not start with a frontmatter block")
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip("\r") == "---"), None)
+    if end is None:
+        raise InvalidBundle("its frontmatter block is not closed")
+    head = "\n".join(lines[1:end])
+    if len(head) > _MAX_FRONTMATTER:
+        raise InvalidBundle(f"its frontmatter is over {_MAX_FRONTMATTER} characters")
+    try:
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(head, Loader=_LOADER)):
+            raise InvalidBundle("its frontmatter uses YAML aliases")
+        actual = as_json(yaml.load(head, Loader=_LOADER))  # noqa: S506 - a safe loader (CSafeLoader)
+    except yaml.YAMLError as exc:
+        raise InvalidBundle(f"its frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(actual, dict):
+        raise InvalidBundle("its frontmatter is not a mapping")
+    return actual
 
 
 _MISSING = object()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import fcntl
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeVar
 import anyio
 
 from filesystems import has_dot_segment, redact_secrets, redact_url, url_credentials
+from repositories._futures import wait_for
 from repositories._urls import flag, no_more, number, split_fragment
 from repositories.base import BundleFile, SkillBundle, SkillRepository, Snapshot
 from repositories.bulk import collections_paused
@@ -93,24 +93,6 @@ class _Node(NamedTuple):
     sha: str
     mode: int
     path: str
-
-
-async def _wait_for(future: concurrent.futures.Future[str]) -> None:
-    """Until ``future`` is done (cancellable; the future itself runs on). On asyncio the loop is
-    woken by the future's callback; elsewhere a worker thread waits for it."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # another event loop (trio)
-        await anyio.to_thread.run_sync(concurrent.futures.wait, [future], abandon_on_cancel=True)
-        return
-    wrapped = asyncio.wrap_future(future)
-    wrapped.add_done_callback(_retrieve)  # the caller reads the outcome from ``future``
-    await asyncio.wait([wrapped])  # asyncio.wait never cancels what it waits for
-
-
-def _retrieve(future: asyncio.Future[str]) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +360,7 @@ class GitRepository(SkillRepository):
         if budget is None or budget > 0:
             # Wait for the check in flight (ours or another caller's), at most ``budget``.
             with anyio.move_on_after(budget):
-                await _wait_for(pending)
+                await wait_for(pending)
         if pending.done():
             if self._pending is pending:
                 self._pending = None

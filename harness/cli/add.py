@@ -5,6 +5,11 @@ real ``SKILL.md``, not the stand-in its listing makes), each file verified again
 digest. A dynamic MCP skill has no digests: it is copied with every file its server's directory
 reads show (only its ``SKILL.md`` when the server offers none), as made on this read, and the
 output marks it unverified.
+
+Nothing is written outside the skill's folder: a skill whose listing holds a path that is not a
+clean relative one (``..``, absolute, a backslash, ``.git``) is refused whole, links are never
+part of a listing, and every write goes through the filesystem, which refuses a target that
+resolves outside the workspace (a ``skills/`` folder or an existing skill that is a link out).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from pathlib import Path
 
 import anyio
 
-from filesystems import AbstractFilesystem, redact_url
+from filesystems import AbstractFilesystem, redact_url, relative_path_problem
 from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, filesystem_from_args, print_json
 from harness.errors import ConfigError, SkillError
 from harness.pipeline.pipeline import SKILLS_DIR
@@ -128,6 +133,13 @@ async def _fetch(repository: SkillRepository, name: str) -> tuple[SkillBundle, d
     if bundle.link is not None:
         raise SkillError(f"skill {name!r} in {repository.source!r} is a link to {bundle.link!r}; links are not copied")
     listed = (await repository.list_files(bundle.key)).files
+    unsafe = [(f.path, problem) for f in listed if (problem := relative_path_problem(f.path))]
+    if unsafe:
+        path, problem = unsafe[0]
+        raise SkillError(
+            f"skill {name!r} in {repository.source!r} lists {len(unsafe)} file path(s) that would not stay inside its "
+            f"folder, such as {path!r} (it {problem}); it is not added"
+        )
     main = [bundle.skill_md_name] if bundle.on_demand else []
     data = await repository.read_files(bundle.key, [*main, *(f.path for f in listed)])
     files = {bundle.skill_md_name: (data.get(bundle.skill_md_name, bundle.skill_md), 0o644)}

@@ -4,7 +4,8 @@ Both read every configured market as it serves now (never through the lock), pri
 new lock changes against the old one (skills added, removed, changed, with digests) and write
 it atomically. ``lock`` writes a whole new lock; ``update`` needs one and moves the named
 market only (every market without a name). A market that cannot be read whole keeps its old
-entry and makes the command exit 1. A dynamic skill (an MCP server's, made afresh on each read)
+entry and makes the command exit 1. ``lock`` replaces an old lock it cannot read (reported on
+stderr); ``update`` refuses to move one. A dynamic skill (an MCP server's, made afresh on each read)
 is recorded as dynamic, unread, and named in the report: the lock cannot pin it.
 """
 
@@ -26,7 +27,7 @@ from harness.cli.common import (
 )
 from harness.errors import ConfigError
 from harness.pipeline.layers import describe_error
-from harness.pipeline.lock import LockChange, LockedMarket, Lockfile, diff_locks, lock_market
+from harness.pipeline.lock import LockChange, LockedMarket, LockError, Lockfile, diff_locks, lock_market
 from harness.terminal import echo
 
 __all__ = ["register"]
@@ -60,7 +61,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 async def _lock(args: argparse.Namespace, market: str | None, existing: bool) -> int:
     config = config_from_args(args)
     path: Path = args.lockfile.resolve() if args.lockfile else lockfile_path(args, config)
-    old = Lockfile.read(path, skills_lock=False) if existing or path.exists() else Lockfile()
+    old = _old_lock(path, existing)
     failed: list[str] = []
     markets: dict[str, LockedMarket] = {} if market is None else dict(old.markets)
     async with harness_from_args(args, lock=None) as agent:
@@ -84,6 +85,20 @@ async def _lock(args: argparse.Namespace, market: str | None, existing: bool) ->
     new.write(path)
     _report(args, path, new, changes, failed)
     return 1 if failed else 0
+
+
+def _old_lock(path: Path, existing: bool) -> Lockfile:
+    """The lock the new one is compared with. ``update`` needs a good one; ``lock`` writes a
+    whole new lock, so a broken old one (hand-edited, tampered with) is reported and replaced."""
+    if existing:
+        return Lockfile.read(path, skills_lock=False)
+    if not path.exists():
+        return Lockfile()
+    try:
+        return Lockfile.read(path, skills_lock=False)
+    except LockError as exc:
+        echo(f"harness: {exc}; it is written anew", file=sys.stderr)
+        return Lockfile()
 
 
 def _report(args: argparse.Namespace, path: Path, lock: Lockfile, changes: list[LockChange], failed: list[str]) -> None:

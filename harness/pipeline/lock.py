@@ -27,6 +27,15 @@ pinned: it is served as it comes, with a ``lock-dynamic`` warning on every turn 
 still scanned on every read, never verified, staged or run); one locked with a digest that turned
 dynamic, or the reverse, has drifted. ``harness skills update [MARKET]`` moves the lock.
 
+The lockfile is checked whole when it is read, and refused (:class:`LockError`, naming the entry
+and the problem) unless every field is what the format defines: no unknown field, no key given
+twice, market slugs, skill folder paths without ``..``, absolute, backslash or control-character
+segments, ``sha256:`` digests, full commit ids, at most :data:`MAX_LOCKFILE_SIZE` bytes. A
+well-formed lock that disagrees with the configuration is reported per turn instead: a market
+whose configured kind or location is not the locked one (the lock was written for another
+source) pins nothing and serves none of its skills, and a locked market that is not configured
+is named; both are ``lock-drift`` errors.
+
 The project lockfile of the ``skills`` CLI (``skills-lock.json``: ``{"version": 1, "skills":
 {name: {"source", "sourceType", "computedHash", ...}}}``) is read beside ``harness.lock``: a
 skill of that name in the global folder, a market or the workspace is served only while its
@@ -57,19 +66,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from filesystems.paths import has_control
 from harness.diagnostics import Diagnostic
 from harness.errors import HarnessError
-from repositories import GitRepository, SkillBundle, SkillRepository
+from repositories import GitRepository, InvalidBundle, InvalidRepositoryConfig, SkillBundle, SkillRepository
+from repositories.discovery import check_folder
+from repositories.sources import check_source
 
 __all__ = [
     "DYNAMIC",
     "LOCKFILE_NAME",
     "LOCKFILE_VERSION",
+    "MAX_LOCKFILE_SIZE",
     "SKILLS_LOCK_NAME",
     "LayerPins",
     "LockChange",
@@ -85,6 +99,7 @@ __all__ = [
     "read_bundle_files",
     "read_skills_lock",
     "skills_cli_hashes",
+    "unconfigured",
 ]
 
 LOCKFILE_NAME = "harness.lock"
@@ -92,6 +107,13 @@ LOCKFILE_NAME = "harness.lock"
 LOCKFILE_VERSION = 1
 SKILLS_LOCK_NAME = "skills-lock.json"
 """The project lockfile the ``skills`` CLI writes."""
+MAX_LOCKFILE_SIZE = 16 * 1024 * 1024
+"""The largest lockfile (or ``skills-lock.json``) read, in bytes: a lock of 10,000 skills is
+about 1.5 MB. A larger file is refused unread."""
+
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_MAX_TEXT = 4096  # characters of a location or a skill name
 
 
 class LockError(HarnessError):
@@ -156,42 +178,21 @@ class Lockfile:
 
     @classmethod
     def loads(cls, text: str, *, where: str = LOCKFILE_NAME) -> Lockfile:
-        """A lock from its file's text; :class:`LockError` naming ``where`` when it is not one."""
+        """A lock from its file's text; :class:`LockError` naming ``where``, the entry and the
+        problem when it is not a well-formed lockfile (see :func:`_parse_lock`)."""
         try:
-            data = json.loads(text)
-            if not isinstance(data, dict) or data.get("lockfileVersion") != LOCKFILE_VERSION:
-                raise ValueError(f"lockfileVersion must be {LOCKFILE_VERSION}")
-            markets = {
-                str(slug): LockedMarket(
-                    kind=str(market["kind"]),
-                    location=str(market["location"]),
-                    version=str(market["version"]),
-                    commit=str(market["commit"]) if market.get("commit") else None,
-                    skills={
-                        str(key): LockedSkill(
-                            name=str(skill["name"]),
-                            digest=None if skill.get("dynamic") is True else str(skill["digest"]),
-                        )
-                        for key, skill in dict(market["skills"]).items()
-                    },
-                )
-                for slug, market in dict(data["markets"]).items()
-            }
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return cls(markets=_parse_lock(_load_json(text)))
+        except _Malformed as exc:
             raise LockError(f"{where}: not a harness lockfile: {exc}") from None
-        return cls(markets=markets)
 
     @classmethod
     def read(cls, path: str | os.PathLike[str], *, skills_lock: bool = True) -> Lockfile:
         """The lock at ``path`` plus the pins of a ``skills-lock.json`` beside it (when
         ``skills_lock``); :class:`LockError` when ``path`` is missing or broken."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise LockError(
-                f"{path}: cannot read the lockfile ({exc.strerror or exc}); write one with `harness skills lock`"
-            ) from None
+        text = _read_text(path, "the lockfile")
+        if text is None:
+            raise LockError(f"{path}: cannot read the lockfile (no such file); write one with `harness skills lock`")
         lock = cls.loads(text, where=str(path))
         pins = read_skills_lock(path.parent / SKILLS_LOCK_NAME) if skills_lock else {}
         return Lockfile(markets=lock.markets, pins=pins)
@@ -211,18 +212,145 @@ def read_skills_lock(path: str | os.PathLike[str]) -> dict[str, str]:
     """The pins (skill name → ``computedHash``) of a ``skills`` CLI project lockfile; ``{}``
     when there is none. :class:`LockError` when it exists but is not one."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = _read_text(path, SKILLS_LOCK_NAME)
+    if text is None:
         return {}
-    except OSError as exc:
-        raise LockError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
-        skills = data["skills"]
+        data = _load_json(text)
+        skills = data["skills"]  # type: ignore[index]
         return {str(name): str(entry["computedHash"]) for name, entry in skills.items() if entry.get("computedHash")}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (_Malformed, KeyError, TypeError, AttributeError) as exc:
         raise LockError(f"{path}: not a skills-lock.json: {exc}") from None
+
+
+def _read_text(path: Path, what: str) -> str | None:
+    """The text of a lockfile, read no further than :data:`MAX_LOCKFILE_SIZE` (``None`` when
+    there is no such file); :class:`LockError` when it cannot be read, is larger or is not UTF-8."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_LOCKFILE_SIZE + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LockError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if len(data) > MAX_LOCKFILE_SIZE:
+        raise LockError(f"{path}: {what} is larger than {MAX_LOCKFILE_SIZE} bytes: refused unread")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LockError(f"{path}: {what} is not JSON: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+class _Malformed(ValueError):
+    """A lockfile that is not well formed (the message names the entry and the problem)."""
+
+
+def _load_json(text: str) -> object:
+    """``text`` as JSON, refusing text over :data:`MAX_LOCKFILE_SIZE`, a key given twice in
+    one object (which copy counts would be up to the reader) and nesting too deep to parse."""
+    if len(text) > MAX_LOCKFILE_SIZE:
+        raise _Malformed(f"larger than {MAX_LOCKFILE_SIZE} bytes")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise _Malformed("not JSON: nested too deeply") from None
+    except _Malformed:
+        raise
+    except ValueError as exc:
+        raise _Malformed(f"not JSON: {exc}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    data: dict[str, object] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _Malformed(f"{key!r} given twice in one object")
+        data[key] = value
+    return data
+
+
+def _record(
+    data: object, what: str, required: frozenset[str], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``data`` as an object holding every ``required`` field and no field but ``optional`` ones."""
+    if not isinstance(data, dict):
+        raise _Malformed(f"{what}: not an object")
+    unknown = sorted(set(data) - required - optional)
+    if unknown:
+        raise _Malformed(f"{what}: unknown field {unknown[0]!r}")
+    absent = sorted(required - set(data))
+    if absent:
+        raise _Malformed(f"{what}: no {absent[0]!r}")
+    return data
+
+
+def _text(value: object, what: str, pattern: re.Pattern[str] | None = None, shape: str = "") -> str:
+    """``value`` as a string that matches ``pattern`` (else one of text without control characters)."""
+    if not isinstance(value, str) or not value or len(value) > _MAX_TEXT or (pattern and not pattern.fullmatch(value)):
+        raise _Malformed(f"{what} {_shown(value)} is not {shape or 'text'}")
+    if pattern is None and has_control(value):
+        raise _Malformed(f"{what} {_shown(value)} holds control characters")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _parse_lock(data: object) -> dict[str, LockedMarket]:
+    """The markets of a lockfile's JSON data, every field checked: market slugs, skill folder
+    paths (no ``..``, absolute, backslash or control-character segment), ``sha256:`` digests,
+    full commit ids, and no field the lockfile does not define."""
+    top = _record(data, "the file", frozenset({"lockfileVersion", "markets"}))
+    if top["lockfileVersion"] != LOCKFILE_VERSION:
+        raise _Malformed(f"lockfileVersion {_shown(top['lockfileVersion'])} is not {LOCKFILE_VERSION}")
+    if not isinstance(top["markets"], dict):
+        raise _Malformed("markets: not an object")
+    markets: dict[str, LockedMarket] = {}
+    for slug, entry in top["markets"].items():
+        what = f"market {_shown(slug)}"
+        try:
+            check_source(slug)
+        except InvalidRepositoryConfig:
+            raise _Malformed(f"{what}: not a market slug (lowercase letters, digits, '.', '_', '-')") from None
+        market = _record(entry, what, frozenset({"kind", "location", "version", "skills"}), frozenset({"commit"}))
+        if not isinstance(market["skills"], dict):
+            raise _Malformed(f"{what}: skills: not an object")
+        commit = market.get("commit")
+        markets[slug] = LockedMarket(
+            kind=_text(market["kind"], f"{what}: kind"),
+            location=_text(market["location"], f"{what}: location"),
+            version=_text(market["version"], f"{what}: version", _SHA256, "sha256:<64 lowercase hex>"),
+            commit=None if commit is None else _text(commit, f"{what}: commit", _COMMIT, "a full commit id"),
+            skills={key: _locked_skill(key, skill, what) for key, skill in market["skills"].items()},
+        )
+    return markets
+
+
+def _locked_skill(key: str, data: object, market: str) -> LockedSkill:
+    what = f"{market}: skill {_shown(key)}"
+    if not key or any(_unsafe_folder(part) for part in key.split("/")):
+        raise _Malformed(f"{what}: not a skill folder path (safe folder names joined by '/')")
+    skill = _record(data, what, frozenset({"name"}), frozenset({"digest", "dynamic"}))
+    name = _text(skill["name"], f"{what}: name")
+    if "dynamic" in skill:
+        if skill["dynamic"] is not True or "digest" in skill:
+            raise _Malformed(f"{what}: dynamic must be true, and a dynamic skill has no digest")
+        return LockedSkill(name=name, digest=None)
+    if "digest" not in skill:
+        raise _Malformed(f"{what}: no 'digest'")
+    return LockedSkill(
+        name=name, digest=_text(skill["digest"], f"{what}: digest", _SHA256, "sha256:<64 lowercase hex>")
+    )
+
+
+def _unsafe_folder(part: str) -> bool:
+    try:
+        check_folder(part)
+    except InvalidBundle:
+        return True
+    return False
 
 
 def content_digest(files: Mapping[str, bytes]) -> str:
@@ -314,10 +442,9 @@ async def lock_market(
         for bundle in snapshot.bundles
     }
     version = hashlib.sha256("".join(f"{k}\0{s.shown}\n" for k, s in sorted(skills.items())).encode())
-    location = getattr(repository, "shown_url", None) or getattr(repository, "where", None) or repository.source
     return LockedMarket(
         kind=_kind(repository),
-        location=str(location),
+        location=_location(repository),
         version="sha256:" + version.hexdigest(),
         commit=snapshot.version if isinstance(repository, GitRepository) else None,
         skills=skills,
@@ -335,6 +462,12 @@ def _digest(bundle: SkillBundle, files: Mapping[str, bytes] | None) -> str | Non
 def _skill_record(skill: LockedSkill) -> dict[str, object]:
     """One skill as the lockfile writes it: its digest, or ``"dynamic": true`` instead."""
     return {"name": skill.name, **({"dynamic": True} if skill.digest is None else {"digest": skill.digest})}
+
+
+def _location(repository: SkillRepository) -> str:
+    """Where the market is, as the lock records it: its URL (credentials masked), its folder, or
+    its slug."""
+    return str(getattr(repository, "shown_url", None) or getattr(repository, "where", None) or repository.source)
 
 
 def _kind(repository: SkillRepository) -> str:
@@ -379,15 +512,50 @@ def diff_locks(old: Lockfile, new: Lockfile) -> list[LockChange]:
     return changes
 
 
+def unconfigured(lock: Lockfile, sources: Iterable[str]) -> list[Diagnostic]:
+    """A ``lock-drift`` error for each market of ``lock`` that is not among the configured
+    ``sources``: the lock and the configuration disagree, and nothing of that entry is served."""
+    configured = set(sources)
+    return [
+        Diagnostic.error(
+            code="lock-drift",
+            message=(
+                f"lock: market {slug!r} ({market.kind} at {market.location!r}) is in the lock but not configured: "
+                "nothing is served from it (run `harness skills lock` to write a lock of the configured markets)"
+            ),
+            location=slug,
+        )
+        for slug, market in sorted(lock.markets.items())
+        if slug not in configured
+    ]
+
+
 class LayerPins:
     """What a lock says about one layer's skills: the locked market (``None`` for a market the
-    lock does not know; unused for a folder layer) and the ``skills`` CLI's pins by name."""
+    lock does not know; unused for a folder layer) and the ``skills`` CLI's pins by name.
+    ``repository`` is the market as configured: a locked market of another kind or location
+    (the lock was written for another source) pins nothing and serves none of its skills."""
 
-    def __init__(self, *, source: str, market: LockedMarket | None, is_market: bool, pins: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        *,
+        source: str,
+        market: LockedMarket | None,
+        is_market: bool,
+        pins: Mapping[str, str],
+        repository: SkillRepository | None = None,
+    ) -> None:
         self.source = source
         self.market = market
         self.is_market = is_market
         self.pins = dict(pins)
+        self._elsewhere = _elsewhere(market, repository) if is_market and market and repository else None
+
+    @property
+    def commit(self) -> str | None:
+        """The commit a git market is pinned to: the locked one, unless the lock was written for
+        another source."""
+        return self.market.commit if self.market is not None and self._elsewhere is None else None
 
     def wanted(self, bundle: SkillBundle) -> bool:
         """Whether the bundle's files must be read to check it: a market's skill unless the lock
@@ -421,6 +589,8 @@ class LayerPins:
             return None
         if self.market is None:
             return self._unknown_market(folder)
+        if self._elsewhere is not None:
+            return self._other_source(folder)
         locked = self.market.skills.get(key)
         if locked is None:
             return self._drift(f"skill {folder!r} (dynamic) is not in the lock: not served")
@@ -446,6 +616,8 @@ class LayerPins:
         if self.is_market:
             if self.market is None:
                 return self._unknown_market(folder)
+            if self._elsewhere is not None:
+                return self._other_source(folder)
             now = _digest(bundle, files)
             if now is None:
                 return self._unreadable(folder)
@@ -483,6 +655,12 @@ class LayerPins:
     def _unreadable(self, folder: str) -> Diagnostic:
         return self._drift(f"skill {folder!r}: its files could not be read to check them against the lock")
 
+    def _other_source(self, folder: str) -> Diagnostic:
+        return self._drift(
+            f"{self._elsewhere}: the lock was written for another source, so skill {folder!r} is not served "
+            f"(run `harness skills update {self.source}` to lock the configured one)"
+        )
+
     def _unknown_market(self, folder: str) -> Diagnostic:
         return self._drift(
             f"market {self.source!r} is not in the lock: skill {folder!r} is not served "
@@ -494,3 +672,12 @@ class LayerPins:
         return Diagnostic.error(
             code="lock-drift", message=f"lock: {what} {self.source!r}: {message}", location=self.source
         )
+
+
+def _elsewhere(market: LockedMarket, repository: SkillRepository) -> str | None:
+    """Why the locked ``market`` is not the configured ``repository`` (another kind or
+    location), or ``None``."""
+    kind, location = _kind(repository), _location(repository)
+    if (market.kind, market.location) == (kind, location):
+        return None
+    return f"locked as {market.kind} at {market.location!r}, but configured as {kind} at {location!r}"

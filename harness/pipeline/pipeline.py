@@ -270,6 +270,7 @@ class SkillPipeline(AsyncResource):
             *markets,
             *_folder_layers(filesystem, Layer.WORKSPACE, "workspace", self.skill_dirs),
         ]
+        self._lock_problems: tuple[Diagnostic, ...] = ()  # locked markets that are not configured
         self.lock: Lockfile | None = None
         """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
         if lock is not None:
@@ -329,16 +330,22 @@ class SkillPipeline(AsyncResource):
     def _apply_lock(self, lock: str | os.PathLike[str] | Lockfile, markets: Sequence[SkillLayer]) -> Lockfile:
         """Hold the shared layers to ``lock`` (see :mod:`harness.pipeline.lock`): git markets
         pinned to their locked commits, every market's and pinned skill's digests checked."""
-        from harness.pipeline.lock import LayerPins, Lockfile
+        from harness.pipeline.lock import LayerPins, Lockfile, unconfigured
         from repositories.git import GitRepository
 
         lockfile = lock if isinstance(lock, Lockfile) else Lockfile.read(lock)
         for layer in self._layers:
             is_market = layer in markets
-            market = lockfile.markets.get(layer.source) if is_market else None
-            layer.pins = LayerPins(source=layer.source, market=market, is_market=is_market, pins=lockfile.pins)
-            if market is not None and market.commit and isinstance(layer.repository, GitRepository):
-                layer.repository.pin(market.commit)
+            layer.pins = pins = LayerPins(
+                source=layer.source,
+                market=lockfile.markets.get(layer.source) if is_market else None,
+                is_market=is_market,
+                pins=lockfile.pins,
+                repository=layer.repository,
+            )
+            if pins.commit and isinstance(layer.repository, GitRepository):
+                layer.repository.pin(pins.commit)
+        self._lock_problems = tuple(unconfigured(lockfile, (layer.source for layer in markets)))
         return lockfile
 
     @property
@@ -762,7 +769,11 @@ class SkillPipeline(AsyncResource):
                 elif layer.staged:
                     items.append(item_for(entry, layer))
         merged = merge_layers(results)
-        diagnostics = (*self._global_missing, *(d for result in results for d in result.diagnostics))
+        diagnostics = (
+            *self._global_missing,
+            *self._lock_problems,
+            *(d for result in results for d in result.diagnostics),
+        )
         return _Base(
             merged=merged,
             sources=sources,

@@ -1,5 +1,7 @@
 """``harness skills add SOURCE NAME``: copies a market skill into skills/, validated, never over an existing one;
-from an MCP server, the real files, verified (a dynamic skill's marked unverified)."""
+from an MCP server, the real files, verified (a dynamic skill's marked unverified); from hostile sources (a
+crafted git tree, a well-known site's archive, a plugin marketplace, a folder of links) nothing outside the
+target folder is written and no link is followed or copied."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from tests.support.git import GitRemote
 from tests.support.reliability import tree_state
 from tests.support.skills import make_skill
 from tests.support.skills_server import SkillsServer
+from tests.support.wellknown import Site, serve, tar_gz
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -188,3 +191,172 @@ def test_add_of_a_dynamic_mcp_skill_copies_what_the_directory_reads_find_marked_
     assert first.startswith("added daily to ")
     assert second.startswith("unverified: 'daily' is a dynamic skill of 'srv'") and "2 file(s)" in second
     assert server.count("resources/directory/read") > 0
+
+
+# Hostile sources: what `skills add` writes stays inside the skill's target folder, links are
+# never followed or copied, and nothing outside the workspace is touched.
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """Every entry below ``folder`` by relative path: ``link``, ``dir`` or ``file``."""
+    return {
+        p.relative_to(folder).as_posix(): "link" if p.is_symlink() else "dir" if p.is_dir() else "file"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def _md(name: str) -> bytes:
+    return f"---\nname: {name}\ndescription: Use for {name} tasks.\n---\nDo {name}.\n".encode()
+
+
+def _crafted_git_market(remote: GitRemote, *, backslash: bool) -> str:
+    """A skill ``tool`` whose git tree holds what no checkout could: a ``..`` folder, ``.git``, a
+    symlink out, a submodule and (with ``backslash``) a name with backslashes."""
+
+    def git(*args: str, data: bytes = b"") -> str:
+        done = subprocess.run(["git", *args], cwd=remote.work, env=remote.env, input=data, capture_output=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode().strip()
+
+    def tree(*entries: tuple[str, str, str, str]) -> str:
+        listing = "".join(f"{mode} {kind} {oid}\t{name}\n" for mode, kind, oid, name in sorted(entries, key=_git_order))
+        return git("mktree", data=listing.encode())
+
+    def blob(data: bytes) -> str:
+        return git("hash-object", "-w", "--stdin", data=data)
+
+    evil = blob(b"#!/bin/sh\necho pwned\n")
+    up = tree(("100755", "blob", evil, "escape.sh"))
+    scripts = tree(
+        ("100755", "blob", blob(b"#!/bin/sh\necho ok\n"), "run.sh"),
+        ("120000", "blob", blob(b"/etc/passwd"), "passwd"),
+        ("120000", "blob", blob(b"../../../.."), "root"),
+    )
+    entries = [
+        ("100644", "blob", blob(_md("tool")), "SKILL.md"),
+        ("040000", "tree", up, ".."),
+        ("040000", "tree", up, ".git"),
+        ("040000", "tree", scripts, "scripts"),
+        ("160000", "commit", "0" * 40, "vendored"),
+    ]
+    if backslash:
+        entries.append(("100755", "blob", evil, "..\\..\\escape.sh"))
+    commit = git("commit-tree", tree(("040000", "tree", tree(*entries), "tool")), "-m", "crafted")
+    git("push", "--quiet", "--force", "origin", f"{commit}:refs/heads/main")
+    return f"git+{remote.url}"
+
+
+def _git_order(entry: tuple[str, str, str, str]) -> bytes:
+    return entry[3].encode() + (b"/" if entry[1] == "tree" else b"")
+
+
+def test_add_from_a_crafted_git_tree_writes_only_the_skills_clean_files(tmp_path: Path) -> None:
+    market = _crafted_git_market(GitRemote(tmp_path / "git"), backslash=False)
+    ws = tmp_path / "ws"
+    result = _cli("skills", "add", market, "tool", "--workspace", str(ws))
+    assert result.returncode == 0, result.stderr
+    assert _files(ws) == {
+        "skills": "dir",
+        "skills/tool": "dir",
+        "skills/tool/SKILL.md": "file",
+        "skills/tool/scripts": "dir",
+        "skills/tool/scripts/run.sh": "file",
+    }
+    assert not list(tmp_path.rglob("escape.sh"))
+
+
+def test_add_of_a_crafted_git_skill_listing_an_unsafe_path_is_refused_whole(tmp_path: Path) -> None:
+    market = _crafted_git_market(GitRemote(tmp_path / "git"), backslash=True)
+    ws = tmp_path / "ws"
+    result = _cli("skills", "add", market, "tool", "--workspace", str(ws))
+    assert result.returncode == 1
+    assert "skill 'tool'" in result.stderr and "..\\\\..\\\\escape.sh" in result.stderr, result.stderr
+    assert "not added" in result.stderr
+    assert not ws.exists() and not list(tmp_path.rglob("escape.sh"))
+
+
+def test_add_from_a_folder_copies_no_link_and_follows_none(tmp_path: Path) -> None:
+    ws, market, outside = tmp_path / "ws", tmp_path / "market", tmp_path / "outside"
+    make_skill(market, "tool", files={"scripts/run.sh": "echo ok\n"})
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (market / "tool" / "scripts" / "secret.txt").symlink_to(outside / "secret.txt")
+    (market / "tool" / "data").symlink_to(outside)
+    (market / "tool" / "dangling").symlink_to(tmp_path / "nowhere")
+    result = _cli("skills", "add", f"dir:{market}", "tool", "--workspace", str(ws))
+    assert result.returncode == 0, result.stderr
+    assert _files(ws / "skills" / "tool") == {"SKILL.md": "file", "scripts": "dir", "scripts/run.sh": "file"}
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_add_never_writes_through_a_link_in_the_target(tmp_path: Path, force: bool) -> None:
+    ws, market, outside = tmp_path / "ws", tmp_path / "market", tmp_path / "outside"
+    make_skill(market, "tool", files={"scripts/run.sh": "echo ok\n"})
+    make_skill(market, "new")
+    make_skill(outside, "tool", description="Not the workspace's.", files={"keep.txt": "keep"})
+    (ws / "skills").mkdir(parents=True)
+    (ws / "skills" / "tool").symlink_to(outside / "tool")  # the target is a link out
+    (ws / "skills" / "new").symlink_to(outside / "new")  # a dangling link out
+    before = tree_state(outside)
+    flags = ["--force"] if force else []
+    for name in ("tool", "new"):  # refused, --force or not: neither is the workspace's to replace
+        result = _cli("skills", "add", f"dir:{market}", name, "--workspace", str(ws), *flags)
+        assert result.returncode == 1 and "outside the filesystem root" in result.stderr, result.stderr
+    assert tree_state(outside) == before and not (outside / "new").exists()
+    assert (ws / "skills" / "tool").is_symlink() and (ws / "skills" / "new").is_symlink()
+
+
+def test_add_into_a_skills_folder_that_links_out_is_refused(tmp_path: Path) -> None:
+    ws, market, outside = tmp_path / "ws", tmp_path / "market", tmp_path / "outside"
+    make_skill(market, "tool")
+    outside.mkdir()
+    ws.mkdir()
+    (ws / "skills").symlink_to(outside)
+    result = _cli("skills", "add", f"dir:{market}", "tool", "--workspace", str(ws))
+    assert result.returncode == 1 and "outside" in result.stderr
+    assert tree_state(outside) == {}
+
+
+def test_add_from_a_well_known_site_skips_hostile_archive_entries(tmp_path: Path) -> None:
+    site = Site(tmp_path / "site")
+    archive = tar_gz(
+        {
+            "SKILL.md": _md("tool"),
+            "scripts/run.sh": (b"echo ok\n", 0o755),
+            "../../escape.sh": b"x",
+            "/abs.sh": b"x",
+            ".env": b"TOKEN=1\n",
+        },
+        links={"scripts/passwd": "/etc/passwd"},
+    )
+    site.add("tool", archive, kind="archive")
+    ws = tmp_path / "ws"
+    with serve(site.root) as base:
+        result = _cli("skills", "add", base, "tool", "--workspace", str(ws))
+    assert result.returncode == 0, result.stderr
+    assert _files(ws / "skills" / "tool") == {"SKILL.md": "file", "scripts": "dir", "scripts/run.sh": "file"}
+    assert not list(tmp_path.rglob("escape.sh")) and not list(tmp_path.rglob("abs.sh"))
+
+
+def test_add_from_a_plugin_marketplace_cannot_reach_past_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    make_skill(outside / "skills", "secret")
+    market = tmp_path / "market"
+    (market / ".claude-plugin").mkdir(parents=True)
+    (market / ".claude-plugin" / "marketplace.json").write_text(
+        json.dumps(
+            {
+                "plugins": [
+                    {"name": "up", "source": "../outside"},
+                    {"name": "abs", "source": str(outside)},
+                    {"name": "host", "source": {"source": "url", "url": outside.as_uri()}},
+                    {"name": "linked", "source": "./linked"},
+                ]
+            }
+        )
+    )
+    (market / "linked").symlink_to(outside)
+    ws = tmp_path / "ws"
+    result = _cli("skills", "add", f"claude-plugins+dir:{market}", "secret", "--workspace", str(ws))
+    assert result.returncode == 1 and "no skill 'secret'" in result.stderr
+    assert not (ws / "skills").exists()

@@ -150,3 +150,24 @@ def test_a_dynamic_mcp_skill_is_locked_as_dynamic_through_the_cli(
     assert f"digest:    {written['alpha']['digest']}" in out
     assert "skill://daily/notes.md" not in server.reads() and server.count("resources/directory/read") == 0
     assert "skill://alpha/notes.md" not in server.reads()
+
+
+def test_a_tampered_lock_is_refused_by_name_and_skills_lock_writes_a_new_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    market = tmp_path / "market"
+    write_skill(market, "one", script="echo 1\n")
+    config = tmp_path / "harness.yaml"
+    config.write_text(f"workspace: {tmp_path / 'ws'}\nrepositories:\n  - dir:{market}\nlock: true\n")
+    assert _run(capsys, "skills", "lock", "--config", str(config))[0] == 0
+    lock = tmp_path / "harness.lock"
+    data = json.loads(lock.read_text())
+    data["markets"]["dir-market"]["skills"]["../one"] = data["markets"]["dir-market"]["skills"].pop("one")
+    lock.write_text(json.dumps(data))
+    code, out, err = _run(capsys, "skills", "list", "--config", str(config), "--json")
+    assert code == 1 and out == ""
+    assert f"{lock}: not a harness lockfile: market 'dir-market': skill '../one': not a skill folder path" in err
+    code, out, err = _run(capsys, "skills", "lock", "--config", str(config))
+    assert code == 0 and "not a harness lockfile" in err and "written anew" in err
+    assert "+ dir-market/one sha256:" in out
+    assert _run(capsys, "skills", "list", "--config", str(config))[0] == 0
