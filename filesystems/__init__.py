@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # imported on first use: a program pays only for the modes an
     # (``import harness`` names only the paths and the errors: the local filesystem, the first
     # use of asyncio, comes with the first filesystem)
     from .composite import CompositeFilesystem
+    from .keys import machine_key
     from .local import LocalFilesystem
     from .progress import DEFAULT_PROGRESS_INTERVAL, Progress, ProgressCallback, ProgressReporter
     from .registry import (
@@ -106,6 +107,7 @@ __all__ = [
     "lazy_exports",
     "loose_path_parts",
     "loose_path_problem",
+    "machine_key",
     "normalize_path",
     "open_filesystem",
     "open_store",

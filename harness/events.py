@@ -31,6 +31,7 @@ __all__ = [
     "MessageInjected",
     "ModelReplied",
     "RunFinished",
+    "RunReplayed",
     "RunStarted",
     "RunTally",
     "ShellRan",
@@ -212,6 +213,16 @@ class MessageInjected:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class RunReplayed:
+    """The run's message was answered before under this idempotency ``key`` (a client's retry):
+    the events that follow are that answer as it was stored — the reply as a final
+    :class:`ModelReplied` that no model made, or the :class:`ApprovalRequested` calls the run
+    stopped at — and nothing ran."""
+
+    key: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SubagentStarted:
     """A forked skill handed the turn to the subagent ``agent``: the events that follow, up to
     the :class:`SubagentFinished` with this ``run_id``, are the subagent's (its own
@@ -252,6 +263,7 @@ Event = (
     | MessageInjected
     | SubagentStarted
     | SubagentFinished
+    | RunReplayed
 )
 
 

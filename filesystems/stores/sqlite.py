@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +28,8 @@ from .base import (
 
 __all__ = ["SQLiteKeyValueStore", "open_database"]
 
+log = logging.getLogger(__name__)
+
 _T = TypeVar("_T")
 
 _SCHEMA = """
@@ -46,14 +50,35 @@ _BUSY_TIMEOUT_MS = 30_000
 def open_database(path: pathlib.Path, schema: str) -> sqlite3.Connection:
     """A connection to the SQLite file ``path`` (its folder created) as the stores use it: WAL
     journal, autocommit (transactions are explicit), usable from any worker thread, waiting up
-    to 30 s for another process's lock, with ``schema`` (``CREATE … IF NOT EXISTS``) applied."""
+    to 30 s for another process's lock, with ``schema`` (``CREATE … IF NOT EXISTS``) applied.
+
+    The file is private: created with mode 0600 whatever the process's umask (SQLite gives its
+    ``-wal`` and ``-shm`` files the database's mode), and a file, or companion, found readable by
+    others is narrowed to 0600 (a warning when that is not allowed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _private(path)
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
     _use_wal(connection)
     connection.execute("PRAGMA synchronous = NORMAL")
     connection.executescript(schema)
     return connection
+
+
+def _private(path: pathlib.Path) -> None:
+    """Create ``path`` with mode 0600 if missing; narrow it and its journal files to 0600."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    for file in (path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+        try:
+            if stat.S_IMODE(file.stat().st_mode) & 0o077:
+                file.chmod(0o600)
+        except FileNotFoundError:
+            continue
+        except PermissionError as exc:
+            log.warning("cannot make %s private (mode 0600): %s", file, exc)
 
 
 def _use_wal(connection: sqlite3.Connection) -> None:

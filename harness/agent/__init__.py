@@ -18,6 +18,7 @@ from harness.agent.options import ControlOptions, LearningOptions, PipelineOptio
 from harness.agent.queues import NoActiveRun, QueueFull, QueueLimits, TooManyPausedRuns
 from harness.agent.relevance import UsageRelevance
 from harness.agent.sessions import (
+    IdempotencyKeyReused,
     InMemorySessionStore,
     Session,
     SessionError,
@@ -33,6 +34,7 @@ from harness.events import (
     MessageInjected,
     ModelReplied,
     RunFinished,
+    RunReplayed,
     RunStarted,
     ShellRan,
     SkillLoaded,
@@ -47,6 +49,7 @@ from harness.events import (
 )
 
 if TYPE_CHECKING:
+    from harness.agent.paused import PausedRunTampered
     from harness.agent.workflows import AgentExecutor, package_for, step_tools
     from harness.approval import (
         AllowAll,
@@ -89,6 +92,7 @@ __all__ = [
     "EnvironmentWaited",
     "Event",
     "Harness",
+    "IdempotencyKeyReused",
     "InMemorySessionStore",
     "LearningOptions",
     "MessageInjected",
@@ -96,10 +100,12 @@ __all__ = [
     "NoActiveRun",
     "OnInput",
     "PatternPolicy",
+    "PausedRunTampered",
     "PipelineOptions",
     "QueueFull",
     "QueueLimits",
     "RunFinished",
+    "RunReplayed",
     "RunResult",
     "RunStart",
     "RunStarted",

@@ -260,9 +260,17 @@ class Harness(AsyncResource):
         """Run the per-turn pipeline for ``context`` (what every turn does first)."""
         return await self._turns.prepare(context)
 
-    async def run(self, message: str, *, context: RuntimeContext) -> RunResult:
-        """One user turn: returns the final reply with usage and the turn's events."""
-        return await collect(self._traced(message, context, self._runs.controlled(message, context)))
+    async def run(self, message: str, *, context: RuntimeContext, idempotency_key: str | None = None) -> RunResult:
+        """One user turn: returns the final reply with usage and the turn's events.
+
+        ``idempotency_key`` (unique per message the client sends, kept when it retries) makes a
+        retry safe: a key answered before in the conversation is answered again from the
+        session store (``RunResult.replayed``), even while the first run is in progress or on
+        another replica sharing the store, and the model does not run again nor is the turn
+        stored twice; the key sent with another message raises
+        :class:`~harness.agent.sessions.IdempotencyKeyReused` (see :mod:`harness.agent.requests`)."""
+        turn = self._runs.controlled(message, context, idempotency_key=idempotency_key)
+        return await collect(self._traced(message, context, turn))
 
     async def skill(self, name: str, instructions: str = "", *, context: RuntimeContext) -> RunResult:
         """Invoke a skill explicitly (hidden skills too); raises ``SkillNotFound`` if unknown."""
@@ -270,8 +278,11 @@ class Harness(AsyncResource):
         turn = self._runs.controlled(message, context, strict=True, user_input=False)
         return await collect(self._traced(message, context, turn))
 
-    def stream(self, message: str, *, context: RuntimeContext) -> AsyncIterator[Event]:
-        """Like :meth:`run`, yielding typed events as they happen: :class:`RunStarted` first,
+    def stream(
+        self, message: str, *, context: RuntimeContext, idempotency_key: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Like :meth:`run` (``idempotency_key`` too: a retry yields :class:`RunReplayed` and the
+        stored answer), yielding typed events as they happen: :class:`RunStarted` first,
         the model's replies as :class:`TextDelta` / :class:`ToolCallDelta` pieces as the model
         writes them, and :class:`RunFinished` with the run's usage last.
 
@@ -280,7 +291,7 @@ class Harness(AsyncResource):
         by side; each call's ``ToolCalled``, its own events and its ``ToolReturned`` come in
         the order the model asked for them.
         """
-        turn = self._runs.controlled(message, context, stream=True)
+        turn = self._runs.controlled(message, context, stream=True, idempotency_key=idempotency_key)
         return framed(self._traced(message, context, turn), agent=self.name, context=context)
 
     def _traced(self, message: str, context: RuntimeContext, turn: AsyncIterator[Event]) -> AsyncIterator[Event]:

@@ -9,7 +9,10 @@ A run the app starts (``run``, ``stream``, ``skill``, ``resume``) registers a
 - gated calls that wait for the app pause the run: its partial turn is kept as a
   :class:`~harness.agent.paused.PausedRun` in the agent's conversation store until
   ``resolve_approval`` and ``resume``, which any replica sharing the store may call (the
-  runs in progress, and their queues, live in the process running them).
+  runs in progress, and their queues, live in the process running them). The record is
+  signed (:class:`~harness.agent.paused.PausedSeal`) and checked whenever it is read back:
+  one edited in the store, copied from another's or restored from an older copy raises
+  :class:`~harness.agent.paused.PausedRunTampered` (a new message drops it, unread).
 
 Keys are exact (user, session) pairs, so one user's queue never reaches another's run.
 
@@ -28,21 +31,24 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from filesystems import AbstractFilesystem
 from harness.agent.calls import CallResult
 from harness.agent.hooks import BeforeRun, RunStart, call_hook
 from harness.agent.sessions import SessionStore
+from harness.agent.sessions.base import Completion
 from harness.context import RuntimeContext
 from harness.errors import HarnessError
 from harness.events import Event, MessageInjected, ToolReturned
 from harness.models import Message
 
 if TYPE_CHECKING:
-    from harness.agent.paused import PausedRun, WaitingCall
+    from harness.agent.paused import PausedRun, PausedSeal, WaitingCall
+    from harness.agent.requests import RunRequest
     from harness.approval import ApprovalGate, ApprovalNotFound, Decision, ToolRequest, Waiting
     from harness.pipeline.plan import TurnPlan
 
@@ -59,6 +65,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+#: Tries to decide or take a paused run that other replicas keep changing meanwhile.
+_ATTEMPTS = 5
 
 #: Runs a call the app allowed while its run was paused, in the resumed turn (given the
 #: request and the model's call id).
@@ -103,8 +111,9 @@ class RunControl:
 
     key: Key
     limits: QueueLimits = field(default_factory=QueueLimits)
-    keep: Callable[[Key, PausedRun], Awaitable[None]] | None = None
+    keep: Callable[[Key, PausedRun, Completion | None], Awaitable[None]] | None = None
     before_run: BeforeRun | None = None
+    request: RunRequest | None = None
     resumed: PausedRun | None = None
     plan: TurnPlan | None = None
     steering: collections.deque[str] = field(default_factory=collections.deque)
@@ -127,6 +136,24 @@ class RunControl:
                 "queued (the most one run takes); wait for it to take them"
             )
         queue.append(text)
+
+    def answering(
+        self, *, reply: str = "", waiting: Sequence[ToolRequest] = (), error: str | None = None
+    ) -> Completion | None:
+        """What the next write of the run's own turn carries to answer the run's idempotency
+        key with its outcome: its ``reply``, the calls ``waiting`` for the app, or the ``error``
+        it raises (``None`` without a key, or once the key is answered)."""
+        request = self.request
+        if request is None or request.done:
+            return None
+        from harness.agent.requests import Outcome  # loaded by the runs that have a key
+
+        return request.completion(Outcome.paused(waiting) if waiting else Outcome(reply=reply, error=error))
+
+    def answered(self, completion: Completion | None) -> None:
+        """The write carrying ``completion`` (from :meth:`answering`) was stored."""
+        if completion is not None and self.request is not None:
+            self.request.done = True
 
     def take_steering(self) -> list[str]:
         """The steering texts queued so far (the queue is emptied)."""
@@ -161,7 +188,9 @@ class RunControl:
             follow_ups=list(self.follow_ups),
         )
         if self.keep is not None:
-            await self.keep(self.key, paused)
+            done = self.answering(waiting=[w.request for w in paused.waiting])
+            await self.keep(self.key, paused, done)
+            self.answered(done)
         self.paused = paused
         return True
 
@@ -218,23 +247,43 @@ async def _settle(turn: list[Message], waiting: WaitingCall, run: RunDecided) ->
 
 
 class MessageQueues:
-    """The runs in progress of one agent, by (user, session), and its paused runs, kept in the
-    conversation ``store`` (so any replica, or this one after a restart, can decide and resume
-    them) within ``limits`` (see the module docstring); a paused run that is dropped never runs
-    its waiting calls."""
+    """The runs in progress of one agent (named ``agent``), by (user, session), and its paused
+    runs, kept in the conversation ``store`` (so any replica, or this one after a restart, can
+    decide and resume them) within ``limits`` (see the module docstring), signed with the key
+    of the workspace ``filesystem``; a paused run that is dropped never runs its waiting calls."""
 
-    def __init__(self, *, store: SessionStore, limits: QueueLimits | None = None) -> None:
+    def __init__(
+        self, *, store: SessionStore, filesystem: AbstractFilesystem, agent: str, limits: QueueLimits | None = None
+    ) -> None:
         self.store = store
         self.limits = limits or QueueLimits()
+        self.filesystem = filesystem
+        self.agent = agent
+        self._seal: PausedSeal | None = None
         self._active: dict[Key, list[RunControl]] = {}
+
+    @property
+    def seal(self) -> PausedSeal:
+        """What signs and checks this agent's paused runs (built on first use)."""
+        if self._seal is None:
+            from harness.agent.paused import PausedSeal
+
+            self._seal = PausedSeal(self.filesystem, self.agent)
+        return self._seal
 
     @asynccontextmanager
     async def open(
-        self, context: RuntimeContext, *, before_run: BeforeRun | None, resume: bool
+        self,
+        context: RuntimeContext,
+        *,
+        before_run: BeforeRun | None,
+        resume: bool,
+        request: RunRequest | None = None,
     ) -> AsyncIterator[RunControl]:
         """Register a run of ``context`` for its duration. ``resume`` takes the paused run out
         of the store to continue it (:class:`ApprovalStillPending` if a call of it is
-        undecided); a new run leaves a paused one to :meth:`discard` first."""
+        undecided); a new run leaves a paused one to :meth:`discard` first. ``request`` is a
+        new run's claimed idempotency key, answered when its turn is stored."""
         key = _key(context)
         if resume:
             paused = await self._take(context)
@@ -247,7 +296,7 @@ class MessageQueues:
                 follow_ups=collections.deque(paused.follow_ups),
             )
         else:
-            control = RunControl(key=key, limits=self.limits, keep=self._keep, before_run=before_run)
+            control = RunControl(key=key, limits=self.limits, keep=self._keep, before_run=before_run, request=request)
         runs = self._active.setdefault(key, [])
         runs.append(control)
         try:
@@ -259,29 +308,33 @@ class MessageQueues:
 
     async def _take(self, context: RuntimeContext) -> PausedRun:
         """Remove ``context``'s paused run from the store when every call of it is decided."""
-        from harness.approval import ApprovalNotFound, ApprovalStillPending
+        from harness.approval import ApprovalStillPending
 
-        def check(text: str) -> None:
-            undecided = self._decode(text, context).undecided()
+        for _ in range(_ATTEMPTS):
+            text, paused = await self._read(context)
+            undecided = paused.undecided()
             if undecided:
                 raise ApprovalStillPending(
                     f"approval {', '.join(undecided)} still waits for a decision; call resolve_approval first"
                 )
+            if await self._replace(context, text, None):
+                await self.seal.seen(context, paused.revision + 1)  # taken: this revision never runs again
+                return paused
+        raise self._busy(context)
 
-        text = await self.store.take_paused(context.user_id, context.session_id, check)
-        if text is None:
-            raise ApprovalNotFound(
-                f"user {context.user_id!r}, session {context.session_id!r} has no paused run to resume"
-            )
-        return self._decode(text, context)
-
-    async def _keep(self, key: Key, paused: PausedRun) -> None:
-        """Keep ``key``'s paused run within the limits (see the module docstring)."""
-        from harness.agent.paused import encode_paused
-
+    async def _keep(self, key: Key, paused: PausedRun, done: Completion | None = None) -> None:
+        """Keep ``key``'s paused run within the limits (see the module docstring), signed at the
+        session's next revision; ``done`` answers the run's idempotency key with it."""
         user, session = key
+        context = RuntimeContext(user_id=user, session_id=session)
+        paused.revision = await self.seal.next_revision(context)
         kept = await self.store.keep_paused(
-            user, session, encode_paused(paused), per_user=self.limits.paused_per_user, total=self.limits.paused
+            user,
+            session,
+            await self.seal.seal(paused, context),
+            per_user=self.limits.paused_per_user,
+            total=self.limits.paused,
+            done=done,
         )
         if not kept:
             raise TooManyPausedRuns(
@@ -289,6 +342,49 @@ class MessageQueues:
                 f"most one user may keep); decide and resume them, or send their sessions a new message, before "
                 f"session {session!r} can pause"
             )
+        await self.seal.seen(context, paused.revision)
+
+    async def _read(self, context: RuntimeContext) -> tuple[str, PausedRun]:
+        """``context``'s paused run as stored and as checked (:class:`PausedRunTampered`);
+        :class:`ApprovalNotFound` when there is none."""
+        from harness.approval import ApprovalNotFound
+
+        text = await self.store.paused(context.user_id, context.session_id)
+        if text is None:
+            raise ApprovalNotFound(
+                f"user {context.user_id!r}, session {context.session_id!r} has no paused run to resume"
+            )
+        return text, await self.seal.open(text, context)
+
+    async def _replace(self, context: RuntimeContext, text: str, new: str | None) -> bool:
+        """Replace the paused run ``text`` with ``new`` (``None``: take it out), in one
+        transaction; ``False`` when another replica changed or took it since it was read."""
+
+        def unchanged(current: str) -> None:
+            if current != text:
+                raise _Changed
+
+        def replaced(current: str) -> str:
+            unchanged(current)
+            return new or ""
+
+        try:
+            if new is None:
+                found = await self.store.take_paused(context.user_id, context.session_id, unchanged)
+            else:
+                found = await self.store.update_paused(context.user_id, context.session_id, replaced)
+        except _Changed:
+            return False
+        return found is not None
+
+    @staticmethod
+    def _busy(context: RuntimeContext) -> HarnessError:
+        from harness.approval import ApprovalError
+
+        return ApprovalError(
+            f"the paused run of user {context.user_id!r}, session {context.session_id!r} kept changing while it was "
+            "being decided or resumed elsewhere; try again"
+        )
 
     def active(self, context: RuntimeContext) -> RunControl:
         """The latest run in progress of ``context``'s user and session."""
@@ -302,52 +398,55 @@ class MessageQueues:
 
     async def discard(self, context: RuntimeContext) -> PausedRun | None:
         """Drop ``context``'s paused run (a new message moved the conversation on) and return it
-        (``None`` when there was none, or it cannot be read)."""
+        (``None`` when there was none, or it fails its check: then it is dropped unread)."""
+        from harness.agent.paused import PausedRunTampered
+
         user, session = _key(context)
         # A plain read first: most messages find no paused run, and taking one locks its row.
-        if await self.store.paused(user, session) is None:
-            return None
-        text = await self.store.take_paused(user, session)
+        text = await self.store.paused(user, session)
         if text is None:
             return None
-        from harness.agent.paused import decode_paused
-
         try:
-            return decode_paused(text, context)
-        except ValueError as exc:
-            log.warning("dropped a paused run of user %r, session %r: %s", *_key(context), exc)
+            paused = await self.seal.open(text, context)
+        except PausedRunTampered as exc:
+            log.warning("dropped a paused run unread: %s", exc)
+            await self.store.take_paused(user, session)
             return None
+        if not await self._replace(context, text, None):
+            return None  # resumed or replaced meanwhile, elsewhere
+        await self.seal.seen(context, paused.revision + 1)
+        return paused
 
     async def waiting(self, context: RuntimeContext) -> list[WaitingCall]:
         """The calls of ``context``'s paused run (decided or not), oldest first."""
         text = await self.store.paused(context.user_id, context.session_id)
-        return self._decode(text, context).waiting if text is not None else []
+        return (await self.seal.open(text, context)).waiting if text is not None else []
 
     async def decide(
         self, approval_id: str, decision: Decision, *, context: RuntimeContext, gate: ApprovalGate
     ) -> WaitingCall:
         """Record the app's decision on a waiting call of ``context``'s paused run (in the store,
-        and as an audit record); the call runs, or is refused, when the run resumes."""
-        from harness.agent.paused import encode_paused
+        as the run's next revision, and as an audit record); the call runs, or is refused, when
+        the run resumes."""
         from harness.approval import ApprovalNotFound
 
-        decided: list[WaitingCall] = []
-
-        def change(text: str) -> str:
-            paused = self._decode(text, context)
+        for _ in range(_ATTEMPTS):
+            text = await self.store.paused(context.user_id, context.session_id)
+            if text is None:
+                raise self._not_found(approval_id, context)
+            paused = await self.seal.open(text, context)
             found = next((w for w in paused.waiting if w.request.approval_id == approval_id), None)
             if found is None:
                 raise self._not_found(approval_id, context)
             if found.decision is not None:
                 raise ApprovalNotFound(f"approval {approval_id!r} was already decided ({found.decision.action})")
             found.decision = decision
-            decided[:] = [found]
-            return encode_paused(paused)
-
-        if await self.store.update_paused(context.user_id, context.session_id, change) is None:
-            raise self._not_found(approval_id, context)
-        await gate.record(decided[0].request, decision, lambda event: None)  # the event comes with the resumed run
-        return decided[0]
+            paused.revision += 1
+            if await self._replace(context, text, await self.seal.seal(paused, context)):
+                await self.seal.seen(context, paused.revision)
+                await gate.record(found.request, decision, lambda event: None)  # the event comes with the resumed run
+                return found
+        raise self._busy(context)
 
     @staticmethod
     def _not_found(approval_id: str, context: RuntimeContext) -> ApprovalNotFound:
@@ -357,18 +456,9 @@ class MessageQueues:
             f"no call of user {context.user_id!r}, session {context.session_id!r} waits for approval {approval_id!r}"
         )
 
-    @staticmethod
-    def _decode(text: str, context: RuntimeContext) -> PausedRun:
-        from harness.agent.paused import decode_paused
-        from harness.approval import ApprovalError
 
-        try:
-            return decode_paused(text, context)
-        except ValueError as exc:
-            raise ApprovalError(
-                f"the paused run of user {context.user_id!r}, session {context.session_id!r} cannot be read: {exc}; "
-                "send the session a new message to drop it"
-            ) from None
+class _Changed(Exception):
+    """The paused run changed between its read and its write."""
 
 
 def _key(context: RuntimeContext) -> Key:

@@ -2,7 +2,9 @@
 
 A run (``run``, ``stream``, ``skill``, ``resume``) is :meth:`Runs.controlled`: ``on_input``
 for user input, the turn, then the steering the turn could not take and the follow-ups, each
-as a turn of its own (see :mod:`harness.agent.queues` for the queues and paused runs).
+as a turn of its own (see :mod:`harness.agent.queues` for the queues and paused runs). A run
+given an idempotency key first claims it (:mod:`harness.agent.requests`): a retry of the key
+is answered with what the first run stored, and nothing runs again.
 """
 
 from __future__ import annotations
@@ -11,15 +13,26 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import anyio
+
 from harness.agent.hooks import Answer, call_hook
 from harness.agent.options import ControlOptions
 from harness.agent.queues import MessageQueues, RunControl
-from harness.agent.turn import Turns
+from harness.agent.turn import StepLimitExceeded, Turns
 from harness.context import RuntimeContext
-from harness.events import ApprovalDecided, ApprovalRequested, Event, MessageInjected, ModelReplied, RunTally
+from harness.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    MessageInjected,
+    ModelReplied,
+    RunReplayed,
+    RunTally,
+)
 from harness.models import Usage
 
-if TYPE_CHECKING:  # loaded with the agent's approval gate, if it has one
+if TYPE_CHECKING:  # loaded with the agent's approval gate (or the first idempotency key), if it has one
+    from harness.agent.requests import RunRequest
     from harness.approval import ApprovalGate, ToolRequest
 
 __all__ = ["RunResult", "Runs", "collect"]
@@ -30,13 +43,15 @@ class RunResult:
     """The final reply of a turn with its usage and everything that happened on the way.
 
     ``approvals`` are the gated calls the run stopped at, waiting for the app
-    (:meth:`Harness.resolve_approval`, then :meth:`Harness.resume`)."""
+    (:meth:`Harness.resolve_approval`, then :meth:`Harness.resume`). ``replayed``: the run's
+    idempotency key was answered before, and this is that answer (nothing ran)."""
 
     reply: str
     usage: Usage
     steps: int
     events: tuple[Event, ...] = field(default=())
     approvals: tuple[ApprovalRequested, ...] = field(default=())
+    replayed: bool = False
 
 
 class Runs:
@@ -46,7 +61,9 @@ class Runs:
         self.turns = turns
         self.control = control
         self.gate = gate
-        self.queues = MessageQueues(store=turns.sessions, limits=control.queue_limits)
+        self.queues = MessageQueues(
+            store=turns.sessions, filesystem=turns.toolset.filesystem, agent=turns.name, limits=control.queue_limits
+        )
 
     async def controlled(
         self,
@@ -56,9 +73,49 @@ class Runs:
         strict: bool = False,
         user_input: bool = True,
         stream: bool = False,
+        idempotency_key: str | None = None,
     ) -> AsyncIterator[Event]:
         """A run the app started: ``on_input`` (for user input), the turn, then the steering it
-        could not take and the follow-ups, each as a turn. ``message=None`` resumes the paused run."""
+        could not take and the follow-ups, each as a turn. ``message=None`` resumes the paused
+        run. With ``idempotency_key`` (a new message only), a key answered before is answered
+        again from the store, and nothing runs (see :mod:`harness.agent.requests`)."""
+        if idempotency_key is None or message is None:
+            async for event in self._controlled(message, context, strict, user_input, stream, None):
+                yield event
+            return
+        from harness.agent.requests import Outcome, claim  # loaded by the first run with a key
+
+        claimed = await claim(self.turns.sessions, context, idempotency_key, message)
+        if isinstance(claimed, Outcome):
+            for event in claimed.events(idempotency_key):
+                yield event
+            if claimed.error is not None:
+                raise StepLimitExceeded(claimed.error)
+            return
+        reply = ""
+        try:
+            async for event in self._controlled(message, context, strict, user_input, stream, claimed):
+                if isinstance(event, ModelReplied) and event.final:
+                    reply = event.content
+                yield event
+            if not claimed.done:  # the run stored no turn of its own (an input hook answered, say)
+                done = claimed.completion(Outcome(reply=reply))
+                await self.turns.sessions.append(context.user_id, context.session_id, [], done=done)
+                claimed.done = True
+        finally:
+            if not claimed.done:  # it failed before storing its turn: a retry runs it again
+                with anyio.CancelScope(shield=True):
+                    await self.turns.sessions.release(context.user_id, context.session_id, claimed.key, claimed.token)
+
+    async def _controlled(
+        self,
+        message: str | None,
+        context: RuntimeContext,
+        strict: bool,
+        user_input: bool,
+        stream: bool,
+        request: RunRequest | None,
+    ) -> AsyncIterator[Event]:
         on_input = self.control.on_input
         if message is not None:
             await self._discard_paused(context)
@@ -70,7 +127,8 @@ class Runs:
                 if answer is not None and not isinstance(answer, str):
                     raise TypeError(f"on_input returned {type(answer).__name__}; return None, text or Answer(text=...)")
                 message = message if answer is None else answer
-        async with self.queues.open(context, before_run=self.control.before_run, resume=message is None) as control:
+        before_run = self.control.before_run
+        async with self.queues.open(context, before_run=before_run, resume=message is None, request=request) as control:
             paused = control.resumed
             text, strict = (paused.message, paused.strict) if paused is not None else (message or "", strict)
             async for event in self.turns.run(text, context, strict=strict, control=control, stream=stream):
@@ -120,4 +178,12 @@ async def collect(stream: AsyncIterator[Event]) -> RunResult:
     tally = RunTally.of(events)
     decided = {e.approval_id for e in events if isinstance(e, ApprovalDecided)}
     waiting = tuple(e for e in events if isinstance(e, ApprovalRequested) and e.approval_id not in decided)
-    return RunResult(reply=tally.reply, usage=tally.usage, steps=tally.steps, events=tuple(events), approvals=waiting)
+    replayed = any(isinstance(e, RunReplayed) for e in events)
+    return RunResult(
+        reply=tally.reply,
+        usage=tally.usage,
+        steps=tally.steps,
+        events=tuple(events),
+        approvals=waiting,
+        replayed=replayed,
+    )

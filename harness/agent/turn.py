@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -128,7 +128,9 @@ class Turns:
             unlocked = self.toolset.unlocked(context, invocation.skill)
             offer = skill_offer(invocation.skill, self.models.trust, offer, unlocked=unlocked)
             if invocation.skill.skill.metadata.get("context") == "fork":
-                async for event in self.fork(invocation, message, context, model, offer, stream=stream):
+                async for event in self.fork(
+                    invocation, message, context, model, offer, stream=stream, control=control
+                ):
                     yield event
                 return
         async for event in self._loop(plan, invocation, message, model, offer, strict, stream, control):
@@ -180,7 +182,7 @@ class Turns:
             final = not reply.message.tool_calls
             yield ModelReplied(content=reply.message.content, usage=reply.usage, final=final, model=model.name)
             if final and not (control is not None and control.steering):
-                await self._save(context, session, turn)
+                await self._save(context, session, turn, control, reply=reply.message.content)
                 return
             calls = reply.message.tool_calls
             if calls:
@@ -208,11 +210,12 @@ class Turns:
                 for text in control.take_steering():
                     yield MessageInjected(kind="steer", text=text)
                     turn.append(Message.user(text))
-        await self._save(context, session, turn)
-        raise StepLimitExceeded(
+        problem = (
             f"agent {self.name!r} stopped after {self.max_steps} model steps without a final answer "
             "(raise max_steps if the task needs more)"
         )
+        await self._save(context, session, turn, control, error=problem)
+        raise StepLimitExceeded(problem)
 
     async def fork(
         self,
@@ -223,6 +226,7 @@ class Turns:
         offer: ToolOffer | None,
         *,
         stream: bool = False,
+        control: RunControl | None = None,
     ) -> AsyncIterator[Event]:
         """Run a ``context: fork`` skill as a subagent turn with the skill's body as its task;
         the subagent's answer ends this turn and joins this session. Its events come between
@@ -241,13 +245,45 @@ class Turns:
             if isinstance(event, ModelReplied) and event.final:
                 answer = event.content
             yield event
-        await self.sessions.append(context.user_id, context.session_id, _exchange(message, answer))
+        await self._store(context, _exchange(message, answer), (), control, reply=answer)
         yield SubagentFinished(run_id=run_id, agent=name, reply=answer)
 
-    async def _save(self, context: RuntimeContext, session: Session, turn: list[Message]) -> None:
+    async def _save(
+        self,
+        context: RuntimeContext,
+        session: Session,
+        turn: list[Message],
+        control: RunControl | None,
+        *,
+        reply: str = "",
+        error: str | None = None,
+    ) -> None:
         """Append the turn to the conversation (one transaction: a turn is kept whole or not at
         all), with the skills it loaded."""
-        await self.sessions.append(context.user_id, context.session_id, turn, loaded=session.loaded)
+        await self._store(context, turn, session.loaded, control, reply=reply, error=error)
+
+    async def _store(
+        self,
+        context: RuntimeContext,
+        messages: list[Message],
+        loaded: Collection[str],
+        control: RunControl | None,
+        *,
+        reply: str = "",
+        error: str | None = None,
+    ) -> None:
+        """Append ``messages``; the first turn a run stores also answers its idempotency key
+        with its ``reply`` (or ``error``), in the same transaction."""
+        done = control.answering(reply=reply, error=error) if control is not None else None
+        stored = await self.sessions.append(context.user_id, context.session_id, messages, loaded=loaded, done=done)
+        if not stored:
+            log.warning(
+                "user %r, session %r: a retry answered this run's idempotency key first; its turn is not stored",
+                context.user_id,
+                context.session_id,
+            )
+        if control is not None:
+            control.answered(done)
 
 
 def _called(call: ToolCall) -> ToolCalled:

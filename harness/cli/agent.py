@@ -42,6 +42,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     run.add_argument("--model", help="e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, demo (default from config)")
     run.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="a key unique to this message: a script that runs the command again after a failure gets the reply "
+        "already stored for KEY (the model does not run again, the turn is stored once); the same KEY with "
+        "another message is an error",
+    )
+    run.add_argument(
         "--verbose",
         "-v",
         action="store_true",
@@ -88,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
         async with harness_from_args(args, **overrides) as agent:
             context = context_from_args(args)
             reply, seen = "", []
-            async for event in agent.stream(args.message, context=context):
+            async for event in agent.stream(args.message, context=context, idempotency_key=args.idempotency_key):
                 if isinstance(event, (ToolCalled, SkillLoaded, EnvironmentWaited, ShellRan, ApprovalDecided)):
                     seen.append({"type": type(event).__name__, "event": str(event)})
                     if args.verbose and not args.json:

@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "delete",
         parents=parents,
         help="forget a user's conversations (all of them, or one with --session)",
-        description="Deletes every conversation of --user, and the runs of theirs paused for approval, or only "
-        "the conversation --session.",
+        description="Deletes every conversation of --user, with the runs of theirs paused for approval and the "
+        "idempotency keys answered in them, or only the conversation --session. Other users are untouched, however "
+        "alike their ids.",
     )
     delete.add_argument("--session", metavar="ID", help="only this conversation")
     delete.set_defaults(handler=lambda args: anyio.run(_delete, args))

@@ -35,7 +35,6 @@ import hmac
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -49,6 +48,7 @@ from filesystems import (
     VersionConflict,
     loose_path_parts,
     loose_path_problem,
+    machine_key,
 )
 from harness.engine.errors import RunConflict, RunExists, RunNotFound, RunRecordCorrupt, RunTampered
 from harness.engine.run import Event, Run, event_from_json, run_from_json, run_to_json
@@ -96,7 +96,8 @@ class RunKey:
     """The secret run records are authenticated with, shared by every scope of a workspace.
 
     ``RunKey(filesystem)`` reads ``.harness/engine.key`` of ``filesystem`` (the workspace root,
-    not a user's area) on first use, creating it with 32 random bytes if missing; pass
+    not a user's area) on first use, creating it with 32 random bytes and mode 0600 if missing
+    (:func:`filesystems.machine_key`); pass
     ``secret=`` to supply one instead (e.g. from the application's secret store).
     """
 
@@ -112,7 +113,7 @@ class RunKey:
         """The key's bytes (loaded or created once, then kept)."""
         if self._secret is None:
             assert self._filesystem is not None
-            self._secret = await _load_or_create_key(self._filesystem)
+            self._secret = await machine_key(self._filesystem, _KEY_FILE)
         return self._secret
 
     async def sign(self, document: Mapping[str, Any]) -> str:
@@ -120,18 +121,6 @@ class RunKey:
         body = {k: v for k, v in document.items() if k != _MAC}
         payload = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return hmac.new(await self.secret(), payload, hashlib.sha256).hexdigest()
-
-
-async def _load_or_create_key(fs: AbstractFilesystem) -> bytes:
-    try:
-        return bytes.fromhex((await fs.read_bytes(_KEY_FILE)).decode("ascii").strip())
-    except FileNotFoundError:
-        pass
-    try:
-        await fs.create_exclusive(_KEY_FILE, secrets.token_hex(32).encode("ascii"))
-    except FileExistsError:
-        pass  # another process made it first; use theirs
-    return bytes.fromhex((await fs.read_bytes(_KEY_FILE)).decode("ascii").strip())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -69,6 +69,7 @@ from starlette.applications import Starlette
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
+from harness.mcp.cursors import CursorSigner, position
 from harness.mcp.errors import McpServerError, SkillRequestError
 from harness.mcp.sessions import SessionLimits, session_app
 from harness.mcp.tokens import TokenMap
@@ -189,6 +190,7 @@ class SkillServer:
         self.shell = shell
         self.allow_shell = shell is not None
         self.catalog = SkillCatalog()
+        self.cursors = CursorSigner(pipeline.filesystem)
         self._principal: _Principal = _no_principal
         self._reported: set[tuple[str, str]] = set()
         self.server: Server[Any] = _SkillsServer(
@@ -286,13 +288,17 @@ class SkillServer:
         result: dict[str, Any] = {"skills": [], "ttlMs": 0, "cacheScope": "private"}
         if plan is None:
             return result
-        cursor = params.cursor or "0"
-        if not cursor.isdigit():
-            raise _invalid(f"cursor {cursor[:40]!r} was not given by this server")
-        listing = await self.catalog.listing(plan, int(cursor), self.page_size)
+        user, start = plan.context.user_id, 0
+        if params.cursor:  # the skill the page before ended with (see harness.mcp.cursors)
+            try:
+                start = position(list(self.catalog.paths(plan).values()), await self.cursors.read(user, params.cursor))
+            except SkillRequestError as exc:
+                raise _invalid(str(exc)) from None
+        listing = await self.catalog.listing(plan, start, self.page_size)
         result["skills"] = list(listing.skills)
         if listing.next is not None:
-            result["nextCursor"] = str(listing.next)
+            last = list(self.catalog.paths(plan).values())[listing.next - 1].skill
+            result["nextCursor"] = await self.cursors.give(user, (last.name, last.source))
         if listing.omitted:
             for item in listing.omitted:
                 if (item["uri"], item["reason"]) not in self._reported:  # once, not on every request

@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from filesystems import MACHINE_DIR, AbstractFilesystem
+from filesystems import MACHINE_DIR, AbstractFilesystem, machine_key
 from harness.skills.scanner import Scanner, ScanVerdict
 
 log = logging.getLogger(__name__)
@@ -219,20 +219,7 @@ class VerdictStore:
         return {str(k): v for k, v in verdicts.items() if isinstance(v, dict)}
 
     async def _key(self) -> bytes:
-        try:
-            return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
-        except FileNotFoundError:
-            pass
-        import secrets
-
-        try:
-            await self.filesystem.create_exclusive(self.key_path, secrets.token_hex(32).encode("ascii"))
-            await self.filesystem.write_bytes(
-                self.key_path, await self.filesystem.read_bytes(self.key_path), mode=0o600
-            )
-        except FileExistsError:
-            pass  # another process made it first; use theirs
-        return bytes.fromhex((await self.filesystem.read_bytes(self.key_path)).decode("ascii").strip())
+        return await machine_key(self.filesystem, self.key_path)
 
 
 _CLEAN = ScanVerdict(dangerous=False)

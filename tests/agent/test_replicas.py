@@ -32,15 +32,20 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         yield url
 
 
-def _start(store: str, workspace: Path, *args: str, user: str = "alice", session: str = "s1") -> subprocess.Popen[str]:
+def _start(
+    store: str, workspace: Path, *args: str, user: str = "alice", session: str = "s1", log: Path | None = None
+) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [*python_command(DRIVER), store, str(workspace), user, session, *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if log is None:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    with log.open("w") as errors:  # the process keeps its own copy
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
 
 
 def _finish(process: subprocess.Popen[str]) -> dict[str, Any]:
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err
+    assert process.returncode == 0, err or "(stderr in its log file)"
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -108,3 +113,33 @@ async def test_an_approval_paused_on_one_replica_is_resolved_on_another(store: s
 async def _exists(path: Path) -> bool:
     await anyio.sleep(0)
     return path.exists()
+
+
+async def test_a_retried_turn_on_another_replica_is_answered_from_the_store(store: str, tmp_path: Path) -> None:
+    (tmp_path / "release").write_text("", encoding="utf-8")
+    first = _replica(store, tmp_path, "turn", "hold once", "key-1")
+    retry = _replica(store, tmp_path, "turn", "hold once", "key-1")
+    assert first == {"reply": "seen: hold once", "approvals": [], "replayed": False}
+    assert retry == {"reply": "seen: hold once", "approvals": [], "replayed": True}
+    assert (tmp_path / "held-once.log").read_text() == "held\n"  # the model and its tool ran once
+    assert [m.role for m in await _history(store)] == ["user", "assistant", "tool", "assistant"]
+    reused = _start(store, tmp_path, "turn", "something else", "key-1")
+    out, err = reused.communicate(timeout=120)
+    assert reused.returncode != 0 and "IdempotencyKeyReused" in err and "key-1" in err
+
+
+@pytest.mark.slow
+async def test_a_retry_racing_the_first_run_on_another_replica_waits_for_its_answer(store: str, tmp_path: Path) -> None:
+    logs = [tmp_path / f"replica-{n}.log" for n in range(2)]
+    replicas = [_start(store, tmp_path, "turn", "hold race", "key-2", log=log) for log in logs]
+
+    async def one_waits() -> bool:  # one replica runs the turn, the other waits for its answer
+        return (tmp_path / "held-race").exists() and any("in progress elsewhere" in log.read_text() for log in logs)
+
+    await eventually(one_waits, within=60, what="one replica to run the turn and the other to wait for it")
+    (tmp_path / "release").write_text("", encoding="utf-8")
+    results = [_finish(process) for process in replicas]
+    assert [r["reply"] for r in results] == ["seen: hold race"] * 2
+    assert sorted(r["replayed"] for r in results) == [False, True]
+    assert (tmp_path / "held-race.log").read_text() == "held\n"
+    assert [m.role for m in await _history(store)] == ["user", "assistant", "tool", "assistant"]

@@ -1,6 +1,6 @@
 """Every conversation store keeps the same promises: ordered appends, bounded history, retention,
-exact keys, deleting a user in one call, paused runs bounded per user. Run over memory, a SQLite
-file and real MariaDB tables."""
+exact keys, deleting a user in one call, paused runs bounded per user, an idempotency key
+claimed once and answered with its turn. Run over memory, a SQLite file and real MariaDB tables."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import anyio
 import pytest
 
 from harness.agent.sessions import (
+    IdempotencyKeyReused,
     InMemorySessionStore,
     SessionStore,
     SQLiteSessionStore,
     open_session_store,
 )
+from harness.agent.sessions.base import Claim, Completion
 from harness.models import Message, ToolCall
 from tests.support.sessions import session_url
 
@@ -46,7 +48,7 @@ async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
         def memory(**options: Any) -> SessionStore:
             store = InMemorySessionStore(**options)
-            store._sessions, store._runs = shared._sessions, shared._runs  # one process's one table
+            store._sessions, store._runs, store._requests = shared._sessions, shared._runs, shared._requests
             return store
 
         yield memory
@@ -193,6 +195,69 @@ async def test_a_paused_run_is_changed_and_taken_in_one_transaction(opener: Open
     assert await store.take_paused("bob", "s1") is None
     assert await store.take_paused("alice", "s1") == "v1+decided"
     assert await store.take_paused("alice", "s1") is None  # of two takers, one gets it
+
+
+async def test_an_idempotency_key_is_claimed_once_and_answered_with_its_turn(opener: Opener) -> None:
+    first, second = opener(), opener()
+    claim = await first.claim("alice", "s1", "k1", "digest-1", lease=60)
+    assert claim.token is not None and claim.outcome is None
+    assert await second.claim("alice", "s1", "k1", "digest-1", lease=60) == Claim(lease_until=claim.lease_until)
+    with pytest.raises(IdempotencyKeyReused, match="'k1'"):
+        await second.claim("alice", "s1", "k1", "digest-2", lease=60)
+    done = Completion(key="k1", digest="digest-1", outcome="the answer")
+    assert await first.append("alice", "s1", _turn(1), done=done)
+    assert not await second.append("alice", "s1", _turn(1), done=done)  # answered already: nothing stored
+    assert await second.claim("alice", "s1", "k1", "digest-1", lease=60) == Claim(outcome="the answer")
+    assert (await second.get("alice", "s1")).messages == _turn(1)
+    assert (await second.claim("bob", "s1", "k1", "digest-2", lease=60)).token is not None  # bob's own key
+    assert (await second.claim("alice", "s2", "k1", "digest-2", lease=60)).token is not None  # per conversation
+
+
+async def test_concurrent_claims_on_two_store_instances_give_one_caller_the_run(opener: Opener) -> None:
+    first, second = opener(), opener()
+    claims: list[Claim] = []
+
+    async def claim(store: SessionStore) -> None:
+        claims.append(await store.claim("alice", "s1", "k1", "digest", lease=60))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(6):
+            group.start_soon(claim, first)
+            group.start_soon(claim, second)
+    assert sum(c.token is not None for c in claims) == 1
+
+
+async def test_a_released_or_expired_claim_is_claimed_again(opener: Opener) -> None:
+    clock = Clock()
+    store = opener(now=clock)
+    claim = await store.claim("alice", "s1", "k1", "digest", lease=60)
+    assert claim.token is not None
+    await store.release("alice", "s1", "k1", claim.token)  # the run failed: the retry runs
+    retry = await store.claim("alice", "s1", "k1", "digest", lease=60)
+    assert retry.token is not None
+    clock.now += 61  # its replica died: after the lease a retry takes the key over
+    taken = await store.claim("alice", "s1", "k1", "digest", lease=60)
+    assert taken.token not in (None, retry.token)
+    await store.release("alice", "s1", "k1", retry.token)  # the late one cannot give it up
+    assert (await store.claim("alice", "s1", "k1", "digest", lease=60)).token is None
+
+
+async def test_answered_keys_are_bounded_per_user_and_deleted_with_the_conversation(opener: Opener) -> None:
+    clock = Clock()
+    store = opener(now=clock, max_requests=2)
+    for key in ("k1", "k2", "k3"):
+        clock.now += 1
+        assert (await store.claim("alice", "s1", key, key, lease=60)).token
+        await store.append("alice", "s1", [Message.user(key)], done=Completion(key=key, digest=key, outcome=key))
+    await store.append("bob", "s1", [], done=Completion(key="b1", digest="b1", outcome="b1"))
+    assert (await store.claim("alice", "s1", "k1", "k1", lease=60)).token is not None  # the oldest went
+    assert (await store.claim("alice", "s1", "k3", "k3", lease=60)).outcome == "k3"
+    assert await store.delete_user("alice") == 1
+    assert (await store.claim("alice", "s1", "k3", "k3", lease=60)).token is not None
+    assert (await store.claim("bob", "s1", "b1", "b1", lease=60)).outcome == "b1"
+    clock.now += 10_000
+    assert await store.prune(older_than=3600) == 0  # no conversation: bob's key alone, pruned all the same
+    assert (await store.claim("bob", "s1", "b1", "b1", lease=60)).token is not None
 
 
 async def test_a_damaged_stored_message_is_skipped_not_fatal(tmp_path: Path) -> None:

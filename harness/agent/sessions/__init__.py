@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from filesystems import lazy_exports
 from harness.agent.sessions.base import (
     DEFAULT_MAX_MESSAGES,
+    DEFAULT_MAX_REQUESTS,
+    IdempotencyKeyReused,
     Session,
     SessionError,
     SessionInfo,
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_MESSAGES",
+    "DEFAULT_MAX_REQUESTS",
+    "IdempotencyKeyReused",
     "InMemorySessionStore",
     "MySQLSessionStore",
     "SQLiteSessionStore",

@@ -20,7 +20,7 @@ SESSION_ENTRY_POINT_GROUP = "harness.sessions"
 
 
 class SessionStoreFactory(Protocol):
-    """Builds a store from its URL and the bounds (``max_messages``, ``max_age``)."""
+    """Builds a store from its URL and the bounds (``max_messages``, ``max_age``, ``max_requests``)."""
 
     def __call__(self, url: str, **options: Any) -> SessionStore: ...
 
@@ -52,10 +52,14 @@ def register_session_store(scheme: str, factory: SessionStoreFactory, *, replace
 
 
 def open_session_store(
-    url: str, *, max_messages: int | None = None, max_age: timedelta | float | None = None
+    url: str,
+    *,
+    max_messages: int | None = None,
+    max_age: timedelta | float | None = None,
+    max_requests: int | None = None,
 ) -> SessionStore:
     """The conversation store ``url`` names, not yet opened (``ValueError`` naming the URL,
-    password masked, for one nobody understands)."""
+    password masked, for one nobody understands); unset bounds keep the store's defaults."""
     url = url.strip()
     scheme, colon, _ = url.partition(":")
     if not colon and url != "memory":
@@ -65,6 +69,8 @@ def open_session_store(
     options: dict[str, Any] = {"max_age": max_age}
     if max_messages is not None:
         options["max_messages"] = max_messages
+    if max_requests is not None:
+        options["max_requests"] = max_requests
     store = _STORES.factory(scheme)(url, **options)
     if not isinstance(store, SessionStore):
         raise ValueError(f"the factory for {redact_url(url)!r} did not return a SessionStore")

@@ -18,10 +18,16 @@ import anyio
 from filesystems.stores.sqlite import open_database
 from harness.agent.sessions.base import (
     DEFAULT_MAX_MESSAGES,
+    DEFAULT_MAX_REQUESTS,
+    Claim,
+    ClaimFound,
     PausedChange,
+    PausedLimits,
+    RequestAnswer,
     SessionInfo,
     SessionStore,
     SessionStoreUnavailable,
+    TurnWrite,
     decode_loaded,
 )
 
@@ -50,6 +56,12 @@ CREATE TABLE IF NOT EXISTS paused (
     PRIMARY KEY (user_id, session_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS paused_kept ON paused (kept);
+CREATE TABLE IF NOT EXISTS requests (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, request_key TEXT NOT NULL, digest TEXT NOT NULL,
+    token TEXT NOT NULL, lease_until REAL NOT NULL, outcome TEXT, created REAL NOT NULL,
+    PRIMARY KEY (user_id, session_id, request_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS requests_created ON requests (user_id, created);
 """
 
 
@@ -61,10 +73,17 @@ class SQLiteSessionStore(SessionStore):
         sessions(user_id, session_id, loaded JSON, next_seq, updated)   -- one row a session
         messages(user_id, session_id, seq, body JSON)                   -- one row a message
         paused(user_id, session_id, data, kept)                         -- runs paused for approval
+        requests(user_id, session_id, request_key, digest, token,       -- idempotency keys
+                 lease_until, outcome, created)
 
-    The database runs in WAL mode and every write is one ``BEGIN IMMEDIATE`` transaction, so
-    appends of one session are serialised across the processes sharing the file. Queries run in
-    worker threads over one connection per store. See :class:`SessionStore` for the bounds.
+    Keys are ``TEXT`` compared with SQLite's default ``BINARY`` collation: byte for byte. The
+    database runs in WAL mode and every write is one ``BEGIN IMMEDIATE`` transaction, so
+    appends of one session are serialised across the processes sharing the file. The file and
+    its ``-wal`` and ``-shm`` companions are created private (mode 0600, whatever the umask; a
+    wider mode found on an existing file is narrowed); deleted rows are overwritten with zeros
+    (``secure_delete``) and, after a deletion, the journal is checkpointed and truncated, so a
+    deleted conversation leaves no words in the files. Queries run in worker threads over one
+    connection per store. See :class:`SessionStore` for the bounds.
     """
 
     def __init__(
@@ -74,8 +93,9 @@ class SQLiteSessionStore(SessionStore):
         max_messages: int = DEFAULT_MAX_MESSAGES,
         max_age: timedelta | float | None = None,
         now: Callable[[], float] = time.time,
+        max_requests: int = DEFAULT_MAX_REQUESTS,
     ) -> None:
-        super().__init__(max_messages=max_messages, max_age=max_age, now=now)
+        super().__init__(max_messages=max_messages, max_age=max_age, now=now, max_requests=max_requests)
         self.path = pathlib.Path(path).absolute()
         self._connection: sqlite3.Connection | None = None
         self._mutex = threading.Lock()
@@ -87,12 +107,16 @@ class SQLiteSessionStore(SessionStore):
         if self._connection is None:
             if self.closed:
                 raise SessionStoreUnavailable(f"{self!r} is closed")
-            self._connection = open_database(self.path, _SCHEMA)
+            connection = open_database(self.path, _SCHEMA)
+            connection.execute("PRAGMA secure_delete = ON")  # deleted words are zeroed, not left in free space
+            self._connection = connection
         return self._connection
 
-    async def _call(self, work: Callable[[sqlite3.Connection], _T], *, write: bool = False) -> _T:
+    async def _call(self, work: Callable[[sqlite3.Connection], _T], *, write: bool = False, erase: bool = False) -> _T:
         """``work`` in a worker thread, in one transaction: ``BEGIN IMMEDIATE`` for a write
-        (serialised against every other writer of the file), a snapshot for a read."""
+        (serialised against every other writer of the file), a snapshot for a read. ``erase``
+        (a deletion) then checkpoints the journal and truncates it, so the pages that held the
+        deleted rows do not linger in the ``-wal`` file."""
 
         def run() -> _T:
             with self._mutex:
@@ -105,6 +129,8 @@ class SQLiteSessionStore(SessionStore):
                         connection.execute("ROLLBACK")
                         raise
                     connection.execute("COMMIT")
+                    if erase:
+                        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                     return result
                 except sqlite3.Error as error:
                     raise SessionStoreUnavailable(f"session store {self.path}: {error}") from error
@@ -137,10 +163,14 @@ class SQLiteSessionStore(SessionStore):
 
         return await self._call(read)
 
-    async def _append(
-        self, user_id: str, session_id: str, rows: list[str], loaded: list[str], now: float, keep: int
-    ) -> None:
-        def append(c: sqlite3.Connection) -> None:
+    async def _append(self, user_id: str, session_id: str, write: TurnWrite, answer: RequestAnswer | None) -> bool:
+        rows, loaded, now, keep = write.rows, write.loaded, write.now, write.keep
+
+        def append(c: sqlite3.Connection) -> bool:
+            if answer is not None and not _record(c, user_id, session_id, answer):
+                return False
+            if not rows and not loaded:
+                return True
             c.execute(
                 "INSERT INTO sessions (user_id, session_id, loaded, next_seq, updated) VALUES (?, ?, '[]', 0, ?) "
                 "ON CONFLICT (user_id, session_id) DO NOTHING",
@@ -163,8 +193,55 @@ class SQLiteSessionStore(SessionStore):
                 "DELETE FROM messages WHERE user_id = ? AND session_id = ? AND seq < ?",
                 (user_id, session_id, end - keep),
             )
+            return True
 
-        await self._call(append, write=True)
+        return await self._call(append, write=True)
+
+    async def _claim(
+        self,
+        user_id: str,
+        session_id: str,
+        key: str,
+        digest: str,
+        token: str,
+        now: float,
+        lease_until: float,
+        since: float | None,
+    ) -> ClaimFound:
+        place = (user_id, session_id, key)
+
+        def claim(c: sqlite3.Connection) -> ClaimFound:
+            row = c.execute(
+                "SELECT digest, outcome, lease_until, created FROM requests "
+                "WHERE user_id = ? AND session_id = ? AND request_key = ?",
+                place,
+            ).fetchone()
+            if row is not None and (since is None or row[3] >= since):
+                stored, outcome, until, _ = row
+                if stored != digest:
+                    return ClaimFound(stored_digest=str(stored))
+                if outcome is not None:
+                    return ClaimFound(claim=Claim(outcome=str(outcome)))
+                if until >= now:
+                    return ClaimFound(claim=Claim(lease_until=float(until)))
+            c.execute(
+                "INSERT OR REPLACE INTO requests (user_id, session_id, request_key, digest, token, lease_until, "
+                "outcome, created) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                (*place, digest, token, lease_until, now),
+            )
+            return ClaimFound(claim=Claim(token=token, lease_until=lease_until))
+
+        return await self._call(claim, write=True)
+
+    async def _release(self, user_id: str, session_id: str, key: str, token: str) -> None:
+        def release(c: sqlite3.Connection) -> None:
+            c.execute(
+                "DELETE FROM requests WHERE user_id = ? AND session_id = ? AND request_key = ? AND token = ? "
+                "AND outcome IS NULL",
+                (user_id, session_id, key, token),
+            )
+
+        await self._call(release, write=True)
 
     async def _delete(self, user_id: str, session_id: str | None) -> int:
         where = "user_id = ?" + ("" if session_id is None else " AND session_id = ?")
@@ -173,9 +250,10 @@ class SQLiteSessionStore(SessionStore):
         def delete(c: sqlite3.Connection) -> int:
             c.execute(f"DELETE FROM messages WHERE {where}", values)
             c.execute(f"DELETE FROM paused WHERE {where}", values)
+            c.execute(f"DELETE FROM requests WHERE {where}", values)
             return int(c.execute(f"DELETE FROM sessions WHERE {where}", values).rowcount)
 
-        return await self._call(delete, write=True)
+        return await self._call(delete, write=True, erase=True)
 
     async def _list(self, user_id: str, since: float | None) -> list[SessionInfo]:
         def select(c: sqlite3.Connection) -> list[SessionInfo]:
@@ -197,22 +275,27 @@ class SQLiteSessionStore(SessionStore):
                 (before,),
             )
             c.execute("DELETE FROM paused WHERE kept < ?", (before,))
+            c.execute("DELETE FROM requests WHERE created < ?", (before,))
             return int(c.execute("DELETE FROM sessions WHERE updated < ?", (before,)).rowcount)
 
-        return await self._call(prune, write=True)
+        return await self._call(prune, write=True, erase=True)
 
     async def _keep_paused(
-        self, user_id: str, session_id: str, data: str, now: float, per_user: int, total: int
+        self, user_id: str, session_id: str, data: str, limits: PausedLimits, answer: RequestAnswer | None
     ) -> bool:
+        total = limits.total
+
         def keep(c: sqlite3.Connection) -> bool:
             (held,) = c.execute(
                 "SELECT count(*) FROM paused WHERE user_id = ? AND session_id != ?", (user_id, session_id)
             ).fetchone()
-            if held >= per_user:
+            if held >= limits.per_user:
                 return False
+            if answer is not None and not _record(c, user_id, session_id, answer):
+                return True
             c.execute(
                 "INSERT OR REPLACE INTO paused (user_id, session_id, data, kept) VALUES (?, ?, ?, ?)",
-                (user_id, session_id, data, now),
+                (user_id, session_id, data, limits.now),
             )
             while c.execute("SELECT count(*) FROM paused").fetchone()[0] > total:
                 (largest,) = c.execute(
@@ -260,3 +343,33 @@ class SQLiteSessionStore(SessionStore):
             return changed
 
         return await self._call(update, write=True)
+
+
+def _record(c: sqlite3.Connection, user_id: str, session_id: str, answer: RequestAnswer) -> bool:
+    """Record ``answer`` in the transaction of ``c`` (see :class:`RequestAnswer`); ``False``
+    when its request was answered already."""
+    place = (user_id, session_id, answer.key)
+    row = c.execute(
+        "SELECT outcome FROM requests WHERE user_id = ? AND session_id = ? AND request_key = ?", place
+    ).fetchone()
+    if row is not None and row[0] is not None:
+        return False
+    c.execute("DELETE FROM requests WHERE user_id = ? AND outcome IS NULL AND lease_until < ?", (user_id, answer.now))
+    (answered,) = c.execute(
+        "SELECT count(*) FROM requests WHERE user_id = ? AND outcome IS NOT NULL", (user_id,)
+    ).fetchone()
+    oldest = c.execute(
+        "SELECT session_id, request_key FROM requests WHERE user_id = ? AND outcome IS NOT NULL "
+        "ORDER BY created, session_id, request_key LIMIT ?",
+        (user_id, max(0, answered - answer.per_user + 1)),
+    ).fetchall()
+    c.executemany(
+        "DELETE FROM requests WHERE user_id = ? AND session_id = ? AND request_key = ?",
+        [(user_id, session, key) for session, key in oldest],
+    )
+    c.execute(
+        "INSERT OR REPLACE INTO requests (user_id, session_id, request_key, digest, token, lease_until, outcome, "
+        "created) VALUES (?, ?, ?, ?, '', 0, ?, ?)",
+        (*place, answer.digest, answer.outcome, answer.now),
+    )
+    return True
