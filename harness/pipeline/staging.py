@@ -200,6 +200,9 @@ class Stager(AsyncResource):
         # What the last pass staged (key -> item) and the manifest it left, for `check`.
         self._served: dict[str, StageItem] = {}
         self._records: dict[str, Any] = {}
+        self.staged_bytes = 0
+        """Bytes of the staged files as the manifest records them (updated by each pass that
+        reads or writes the manifest; read from memory)."""
         self._lease_name = f"{_safe(socket.gethostname())}-{os.getpid()}-{os.urandom(4).hex()}.json"
         self._leased: set[str] = set()  # the keys our lease names now
 
@@ -488,9 +491,21 @@ class Stager(AsyncResource):
                 self._write_lease(set(manifest))
         except FileNotFoundError:  # no cache yet
             return None, {}, False
-        self._records = manifest
+        self._keep_records(manifest)
         files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
         return StageResult(unchanged=files), manifest, False
+
+    def _keep_records(self, manifest: dict[str, Any]) -> None:
+        """Hold ``manifest`` as what the cache holds now (worker thread, under the file lock)."""
+        self._records = manifest
+        files = (entry.get("files") for entry in manifest.values() if isinstance(entry, dict))
+        self.staged_bytes = sum(
+            size
+            for records in files
+            if isinstance(records, dict)
+            for record in records.values()
+            if isinstance(record, dict) and isinstance(size := record.get("size"), int)
+        )
 
     def _apply(
         self,
@@ -568,7 +583,7 @@ class Stager(AsyncResource):
             _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
             if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
                 _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
-            self._records = manifest
+            self._keep_records(manifest)
             return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
@@ -714,7 +729,7 @@ class Stager(AsyncResource):
             if lost or files != entry.get("files"):
                 manifest[item.key] = {**entry, "files": files}
                 _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
-            self._records = manifest
+            self._keep_records(manifest)
             return False
 
     def _prune(self, folder: Path, found: dict[str, os.stat_result], files: dict[str, Any], opened: set[Path]) -> int:
