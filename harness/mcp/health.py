@@ -10,10 +10,10 @@
 
 Both are unauthenticated (probes carry no token), so they say nothing a stranger may not know:
 a status, a reason and counts of sources, never a skill, a user, a market's name or address, or
-a path (SECURITY.md rule 7). The answer comes from memory: a probe reads no file and asks no
-market. The shared sources are loaded when the server starts, and again in the background
-whenever a probe finds the server not ready (one load at a time), so a server that no request
-reaches, because it is not ready, still becomes ready once its sources answer.
+a path (see "Secrets" in ``docs/security.md``). The answer comes from memory: a probe reads no
+file and asks no market. The shared sources are loaded when the server starts, and again in the
+background whenever a probe finds the server not ready (one load at a time), so a server that
+no request reaches, because it is not ready, still becomes ready once its sources answer.
 """
 
 from __future__ import annotations
