@@ -799,7 +799,7 @@ class SkillPipeline(AsyncResource):
         asked): see :class:`~harness.pipeline.status.Readiness`. :meth:`warm` loads them."""
         from harness.pipeline.status import Readiness
 
-        shared = [layer for layer in self._layers if layer.layer is not Layer.USER]
+        shared = self._layers  # global folders, markets, the workspace's folders
         return Readiness(
             loaded=bool(self._base_inputs),  # a refresh rebuilds the base from layers that keep their skills
             sources=len(shared),
