@@ -3,7 +3,7 @@
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
                                    [--idle-after 30] [--churn-per-second 20] [--no-watch]
                                    [--appends-per-second 50] [--session-max-age 120]
-                                   [--prune-every 30] [--sample-seconds 10]
+                                   [--prune-every 30] [--sample-seconds 10] [--verify-interval 600]
                                    [--gc-freeze] [--trace-stalls MS]
 
 One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
@@ -15,13 +15,14 @@ removed; and conversations grow: ``--appends-per-second`` exchanges a second are
 conversations of users in the window, in a SQLite session store in the workspace's ``.harness``
 that keeps ``--session-max-age`` seconds of history and is pruned every ``--prune-every`` seconds
 (what an operator's periodic ``harness sessions prune`` does; 0: never). Each minute prints the
-process's resident memory, the bytes under the workspace's ``.skills-cache`` and of the session
-store's files, the users the pipeline holds, its open file descriptors and threads, the turns
-taken, and the worst event-loop stall (how late a 10 ms timer fired at most) with the CPU time
+process's resident memory and the memory blocks Python holds, the bytes under the workspace's
+``.skills-cache`` and of the session store's files, the users the pipeline holds, its open file
+descriptors and threads, the turns taken, and the worst event-loop stall (how late a 10 ms timer fired at most) with the CPU time
 the event loop's thread used in it, and the worst stall the loop's own work accounts for (see
-``StallMonitor``). Memory and disk are also sampled every ``--sample-seconds``; the end prints
-each one's first, last and largest sample and its slope (least squares, per minute) over all
-samples and over those after the first minute.
+``StallMonitor``). Every ``--verify-interval`` seconds a turn's staging pass re-hashes every
+staged file (the stager's periodic verify). Memory and disk are also sampled every
+``--sample-seconds``; the end prints each one's first, last and largest sample and its slope
+(least squares, per minute) over all samples and over those after the first minute.
 
 ``--active 0`` takes no turns (files still churn under the watcher) and ``--no-watch`` runs without
 the workspace watcher (every turn re-reads the users' folders instead): floors to measure the
@@ -128,16 +129,18 @@ def disk_figures(workspace: Path, sessions: Path) -> tuple[int, int]:
 
 
 class Samples:
-    """Resident memory and disk, sampled over time: (minutes since the start, RSS KiB, cache bytes, store bytes)."""
+    """Memory and disk, sampled over time: (minutes since the start, RSS KiB, cache bytes, store bytes,
+    memory blocks Python has allocated: RSS that grows while they do not is the allocator's, not objects')."""
 
     def __init__(self, workspace: Path, sessions: Path) -> None:
         self.workspace, self.sessions = workspace, sessions
-        self.rows: list[tuple[float, float, int, int]] = []
+        self.rows: list[tuple[float, float, int, int, int]] = []
         self.began = time.monotonic()
 
-    async def take(self) -> tuple[float, float, int, int]:
+    async def take(self) -> tuple[float, float, int, int, int]:
         cache, store = await asyncio.to_thread(disk_figures, self.workspace, self.sessions)  # a walk: off the loop
-        row = ((time.monotonic() - self.began) / 60, process_figures()["rss_kib"], cache, store)
+        minutes = (time.monotonic() - self.began) / 60
+        row = (minutes, process_figures()["rss_kib"], cache, store, sys.getallocatedblocks())
         self.rows.append(row)
         return row
 
@@ -155,6 +158,7 @@ class Samples:
             (1, "RSS (MiB)", 1024),
             (2, ".skills-cache (KiB)", 1024),
             (3, "session store (KiB)", 1024),
+            (4, "Python blocks (thousands)", 1000),
         ):
             points = [(row[0], row[column] / scale) for row in self.rows]
             values = [value for _, value in points]
@@ -236,6 +240,7 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
             market_scan=policy,
             user_idle_after=args.idle_after,
             watch=args.watch,
+            verify_interval=args.verify_interval,
         ) as pipeline,
         SQLiteSessionStore(sessions_db, max_age=args.session_max_age) as store,
     ):
@@ -252,10 +257,11 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
         if args.prune_every > 0:
             tasks.append(asyncio.create_task(prune(store, args.prune_every)))
         print(
-            "| minute | RSS (MiB) | .skills-cache (KiB) | session store (KiB) | users held | fds | threads | turns "
+            "| minute | RSS (MiB) | Python blocks (k) | .skills-cache (KiB) | session store (KiB) | users held | fds "
+            "| threads | turns "
             "| worst loop stall (ms) | loop CPU in it (ms) | worst own stall (ms) |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         began = time.monotonic()
         samples.began = began
         await samples.take()
@@ -274,9 +280,9 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
             if time.monotonic() - began >= minute * 60:
                 figures = process_figures()
                 stall, cpu, own = monitor.take()
-                _, rss, cache, store_bytes = await samples.take()
+                _, rss, cache, store_bytes, blocks = await samples.take()
                 print(
-                    f"| {minute} | {rss / 1024:.1f} | {cache / 1024:.1f} | {store_bytes / 1024:.1f} "
+                    f"| {minute} | {rss / 1024:.1f} | {blocks / 1000:.0f} | {cache / 1024:.1f} | {store_bytes / 1024:.1f} "
                     f"| {pipeline.cached_users} | {figures['fds']} | {figures['threads']} | {turns} "
                     f"| {stall * 1000:.1f} | {cpu * 1000:.1f} | {own * 1000:.1f} |",
                     flush=True,
@@ -326,6 +332,9 @@ def main() -> None:
     parser.add_argument("--session-max-age", type=float, default=120.0, help="the session store's max_age (seconds)")
     parser.add_argument("--prune-every", type=float, default=30.0, help="seconds between prunes (0: never)")
     parser.add_argument("--sample-seconds", type=float, default=10.0, help="seconds between memory and disk samples")
+    parser.add_argument(
+        "--verify-interval", type=float, default=600.0, help="the stager's verify_interval: every staged file re-hashed"
+    )
     parser.add_argument(
         "--gc-freeze", action="store_true", help="gc.freeze() once started: collections skip the startup heap"
     )
