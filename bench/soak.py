@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
                                    [--idle-after 30] [--churn-per-second 20] [--no-watch]
+                                   [--appends-per-second 50] [--session-max-age 120]
+                                   [--prune-every 30] [--sample-seconds 10] [--verify-interval 600]
                                    [--gc-freeze] [--trace-stalls MS]
 
 One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
@@ -9,10 +11,18 @@ skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns c
 window moves on by one user per turn round, so users keep arriving and going idle (released after
 ``--idle-after`` seconds). Meanwhile files churn: every second ``--churn-per-second`` SKILL.md
 files of the workspace and of the users' areas are rewritten, and some skill folders created and
-removed. Each minute prints the process's resident memory, the users the pipeline holds, its
-open file descriptors and threads, the turns taken, and the worst event-loop stall (how late a
-10 ms timer fired at most) with the CPU time the event loop's thread used in it, and the worst
-stall the loop's own work accounts for (see ``StallMonitor``).
+removed; and conversations grow: ``--appends-per-second`` exchanges a second are appended to the
+conversations of users in the window, in a SQLite session store in the workspace's ``.harness``
+that keeps ``--session-max-age`` seconds of history and is pruned every ``--prune-every`` seconds
+(what an operator's periodic ``harness sessions prune`` does; 0: never). Each minute prints the
+process's resident memory and the memory blocks Python holds, the bytes under the workspace's
+``.skills-cache`` and of the session store's files, the users the pipeline holds, its open file
+descriptors and threads, the turns taken, and the worst event-loop stall (how late a 10 ms timer fired at most) with the CPU time
+the event loop's thread used in it, and the worst stall the loop's own work accounts for (see
+``StallMonitor``). Every ``--verify-interval`` seconds a turn's staging pass re-hashes every
+staged file (the stager's periodic verify). Memory and disk are also sampled every
+``--sample-seconds``; the end prints each one's first, last and largest sample and its slope
+(least squares, per minute) over all samples and over those after the first minute.
 
 ``--active 0`` takes no turns (files still churn under the watcher) and ``--no-watch`` runs without
 the workspace watcher (every turn re-reads the users' folders instead): floors to measure the
@@ -33,6 +43,7 @@ import math
 import os
 import random
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -47,8 +58,10 @@ from _stalls import StallTracer  # noqa: E402
 from scale import market_bundles  # noqa: E402
 from users import process_figures  # noqa: E402
 
-from filesystems import LocalFilesystem  # noqa: E402
+from filesystems import CACHE_DIR, MACHINE_DIR, LocalFilesystem  # noqa: E402
 from harness import RuntimeContext, SkillPipeline  # noqa: E402
+from harness.agent.sessions import SQLiteSessionStore  # noqa: E402
+from harness.models import Message  # noqa: E402
 from harness.skills.scanner import MarketScanPolicy, TrustLevel  # noqa: E402
 from repositories import MemoryRepository  # noqa: E402
 
@@ -94,6 +107,102 @@ def user_id(index: int) -> str:
     return f"user-{index:05d}"
 
 
+def folder_bytes(root: Path) -> int:
+    """Bytes of the regular files below ``root`` (links not followed; files vanishing meanwhile skipped)."""
+    size = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                info = os.lstat(os.path.join(folder, name))
+                if stat.S_ISREG(info.st_mode):
+                    size += info.st_size
+    return size
+
+
+def disk_figures(workspace: Path, sessions: Path) -> tuple[int, int]:
+    """Bytes under the workspace's staging cache, and of the session store's files (database, WAL, shared memory)."""
+    store = 0
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            store += (sessions.parent / (sessions.name + suffix)).stat().st_size
+    return folder_bytes(workspace / CACHE_DIR), store
+
+
+class Samples:
+    """Memory and disk, sampled over time: (minutes since the start, RSS KiB, cache bytes, store bytes,
+    memory blocks Python has allocated: RSS that grows while they do not is the allocator's, not objects')."""
+
+    def __init__(self, workspace: Path, sessions: Path) -> None:
+        self.workspace, self.sessions = workspace, sessions
+        self.rows: list[tuple[float, float, int, int, int]] = []
+        self.began = time.monotonic()
+
+    async def take(self) -> tuple[float, float, int, int, int]:
+        cache, store = await asyncio.to_thread(disk_figures, self.workspace, self.sessions)  # a walk: off the loop
+        minutes = (time.monotonic() - self.began) / 60
+        row = (minutes, process_figures()["rss_kib"], cache, store, sys.getallocatedblocks())
+        self.rows.append(row)
+        return row
+
+    async def run(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            await self.take()
+
+    def report(self) -> str:
+        lines = [
+            "| figure | first | last | max | slope per minute (all samples) | slope per minute (after minute 1) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for column, name, scale in (
+            (1, "RSS (MiB)", 1024),
+            (2, ".skills-cache (KiB)", 1024),
+            (3, "session store (KiB)", 1024),
+            (4, "Python blocks (thousands)", 1000),
+        ):
+            points = [(row[0], row[column] / scale) for row in self.rows]
+            values = [value for _, value in points]
+            later = [(t, v) for t, v in points if t >= 1]
+            lines.append(
+                f"| {name} | {values[0]:.1f} | {values[-1]:.1f} | {max(values):.1f} "
+                f"| {slope(points):+.2f} | {slope(later):+.2f} |"
+            )
+        return "\n".join([f"{len(self.rows)} samples", *lines])
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """The least-squares slope of ``points`` (0 for fewer than two)."""
+    if len(points) < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_v = sum(v for _, v in points) / len(points)
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread if spread else 0.0
+
+
+async def converse(store: SQLiteSessionStore, window: list[str], args: argparse.Namespace) -> None:
+    """Append an exchange to the conversation of a user in the current window, ``--appends-per-second`` a second."""
+    rng = random.Random(11)
+    step = 1.0 / max(args.appends_per_second, 1)
+    serial = 0
+    while True:
+        if window:
+            serial += 1
+            exchange = [
+                Message.user(f"question {serial}: what does skill {serial % 97} do with these files?"),
+                Message.assistant(f"answer {serial}: it reads them, runs scripts/run.py and reports. " * 2),
+            ]
+            await store.append(rng.choice(window), "soak", exchange)
+        await asyncio.sleep(step)
+
+
+async def prune(store: SQLiteSessionStore, every: float) -> None:
+    """What an operator's periodic ``harness sessions prune`` does: forget conversations past their age."""
+    while True:
+        await asyncio.sleep(every)
+        await store.prune()
+
+
 async def churn(workspace: Path, args: argparse.Namespace, stop: asyncio.Event) -> None:
     """Rewrite SKILL.md files and add or remove skill folders, ``--churn-per-second`` a second."""
     rng = random.Random(7)
@@ -120,6 +229,9 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
     monitor = StallMonitor(tracer)
     stop = asyncio.Event()
     turns = 0
+    sessions_db = workspace / MACHINE_DIR / "sessions.db"
+    samples = Samples(workspace, sessions_db)
+    window: list[str] = []  # the users taking turns now (the conversations grow among them)
     async with (
         LocalFilesystem(workspace, shell=True) as fs,
         SkillPipeline(
@@ -128,24 +240,36 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
             market_scan=policy,
             user_idle_after=args.idle_after,
             watch=args.watch,
+            verify_interval=args.verify_interval,
         ) as pipeline,
+        SQLiteSessionStore(sessions_db, max_age=args.session_max_age) as store,
     ):
         await pipeline.prepare(RuntimeContext(user_id="startup"))
         if args.gc_freeze:  # what a long-running service does once it has started up
             gc.collect()
             gc.freeze()
-        tasks = [asyncio.create_task(monitor.run()), asyncio.create_task(churn(workspace, args, stop))]
+        tasks = [
+            asyncio.create_task(monitor.run()),
+            asyncio.create_task(churn(workspace, args, stop)),
+            asyncio.create_task(converse(store, window, args)),
+            asyncio.create_task(samples.run(args.sample_seconds)),
+        ]
+        if args.prune_every > 0:
+            tasks.append(asyncio.create_task(prune(store, args.prune_every)))
         print(
-            "| minute | RSS (MiB) | users held | fds | threads | turns | worst loop stall (ms) "
-            "| loop CPU in it (ms) | worst own stall (ms) |"
+            "| minute | RSS (MiB) | Python blocks (k) | .skills-cache (KiB) | session store (KiB) | users held | fds "
+            "| threads | turns "
+            "| worst loop stall (ms) | loop CPU in it (ms) | worst own stall (ms) |"
         )
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         began = time.monotonic()
+        samples.began = began
+        await samples.take()
         first = 0
         minute = 1
         monitor.take()
         while minute <= args.minutes:
-            window = [user_id((first + offset) % args.pool) for offset in range(args.active)]
+            window[:] = [user_id((first + offset) % args.pool) for offset in range(args.active)]
             for index in range(0, len(window), args.concurrency):
                 batch = window[index : index + args.concurrency]
                 await asyncio.gather(*(pipeline.prepare(RuntimeContext(user_id=u)) for u in batch))
@@ -156,9 +280,11 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
             if time.monotonic() - began >= minute * 60:
                 figures = process_figures()
                 stall, cpu, own = monitor.take()
+                _, rss, cache, store_bytes, blocks = await samples.take()
                 print(
-                    f"| {minute} | {figures['rss_kib'] / 1024:.1f} | {pipeline.cached_users} | {figures['fds']} "
-                    f"| {figures['threads']} | {turns} | {stall * 1000:.1f} | {cpu * 1000:.1f} | {own * 1000:.1f} |",
+                    f"| {minute} | {rss / 1024:.1f} | {blocks / 1000:.0f} | {cache / 1024:.1f} | {store_bytes / 1024:.1f} "
+                    f"| {pipeline.cached_users} | {figures['fds']} | {figures['threads']} | {turns} "
+                    f"| {stall * 1000:.1f} | {cpu * 1000:.1f} | {own * 1000:.1f} |",
                     flush=True,
                 )
                 turns = 0
@@ -167,6 +293,7 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    print(samples.report())
 
 
 @contextlib.contextmanager
@@ -201,6 +328,13 @@ def main() -> None:
     parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
     parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
     parser.add_argument("--churn-per-second", type=int, default=20)
+    parser.add_argument("--appends-per-second", type=int, default=50, help="conversation exchanges appended")
+    parser.add_argument("--session-max-age", type=float, default=120.0, help="the session store's max_age (seconds)")
+    parser.add_argument("--prune-every", type=float, default=30.0, help="seconds between prunes (0: never)")
+    parser.add_argument("--sample-seconds", type=float, default=10.0, help="seconds between memory and disk samples")
+    parser.add_argument(
+        "--verify-interval", type=float, default=600.0, help="the stager's verify_interval: every staged file re-hashed"
+    )
     parser.add_argument(
         "--gc-freeze", action="store_true", help="gc.freeze() once started: collections skip the startup heap"
     )

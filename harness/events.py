@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from harness.pipeline.plan import TurnPlan
 
 __all__ = [
+    "UNKNOWN_TOOL",
     "ApprovalDecided",
     "ApprovalRequested",
     "EnvironmentWaited",
@@ -118,16 +119,24 @@ class ToolCalled:
     arguments: dict[str, Any]
 
 
+#: ``ToolReturned.error_type`` of a call of a tool the turn does not offer (a name the model made up).
+UNKNOWN_TOOL = "unknown_tool"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolReturned:
     """A tool finished; ``error`` says its result is an error message returned to the model,
-    ``error_type`` what failed (the exception's class name, or ``unknown_tool``)."""
+    ``error_type`` what failed (the exception's class name, or :data:`UNKNOWN_TOOL`).
+    ``duration`` is how long the call ran (seconds; ``None`` for a call that did not run, such
+    as one the app denied): calls of one step run side by side, so the events' own times do
+    not tell."""
 
     call_id: str
     name: str
     content: str
     error: bool
     error_type: str | None = None
+    duration: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

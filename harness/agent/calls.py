@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from harness.context import RuntimeContext
-from harness.events import Event
+from harness.events import UNKNOWN_TOOL, Event
 from harness.models import ToolCall
 from harness.tools.context import ToolContext, calling
 from harness.tools.function import Tool
@@ -62,12 +63,13 @@ class CallEvents(list[Event]):
 
 @dataclass(kw_only=True)
 class CallResult:
-    """What one call returned for the model, what failed (``None`` when nothing did) and the
-    events the call reported while it ran."""
+    """What one call returned for the model, what failed (``None`` when nothing did), the
+    events the call reported while it ran and how long it ran."""
 
     content: str
     error_type: str | None
     events: list[Event] = field(default_factory=list)
+    duration: float | None = None  # seconds the call ran
 
 
 def call_context(context: RuntimeContext, *, call_id: str, tool: str, skill: str | None) -> ToolContext:
@@ -103,9 +105,11 @@ async def run_calls(
 
     async def run(*indexes: int) -> None:
         for index in indexes:
+            began = time.perf_counter()
             with events.collecting() as reported:
                 content, error_type = await _call(tools, calls[index], context, skill)
-            results[index] = CallResult(content=content, error_type=error_type, events=reported)
+            duration = time.perf_counter() - began
+            results[index] = CallResult(content=content, error_type=error_type, events=reported, duration=duration)
 
     lane = tuple(i for i, call in enumerate(calls) if call.name in sequential)
     lanes = [lane] if lane else []
@@ -126,7 +130,7 @@ async def _call(
     call's :class:`ToolContext`."""
     tool = tools.get(call.name)
     if tool is None:
-        return f"error: there is no tool named {call.name!r}; available: {', '.join(sorted(tools))}", "unknown_tool"
+        return f"error: there is no tool named {call.name!r}; available: {', '.join(sorted(tools))}", UNKNOWN_TOOL
     try:
         with calling(call_context(context, call_id=call.id, tool=call.name, skill=skill)):
             return await tool.call(call.arguments), None

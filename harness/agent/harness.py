@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from harness.engine import Decision as WorkflowDecision
     from harness.engine import Outcome, Run, WorkflowEngine
     from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
-    from harness.tracing import RunTracer
+    from harness.tracing import RunMetrics, RunTracer
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
 
@@ -66,7 +66,9 @@ class Harness(AsyncResource):
     approval live: a :class:`~harness.agent.sessions.SessionStore` or its URL (``memory:``, the
     default; ``sqlite:///path``; ``mysql://...``, shared by replicas); the agent opens and
     closes it with its other resources. ``tracer_provider`` is the OpenTelemetry tracer provider runs are
-    traced with (default: the global one; see :class:`~harness.tracing.RunTracer`).
+    traced with (default: the global one; see :class:`~harness.tracing.RunTracer`);
+    ``meter_provider`` the meter provider its runs and pipeline are measured with (default: the
+    global one once the application sets it; see :class:`~harness.tracing.RunMetrics`).
 
     The rest comes in groups (:mod:`harness.agent.options`): ``pipeline`` — how skills are
     found and shown (:class:`PipelineOptions`), or another agent's :class:`SkillPipeline` to
@@ -96,6 +98,7 @@ class Harness(AsyncResource):
         sessions: SessionStore | str | None = None,
         skills: Collection[str] | None = None,
         tracer_provider: Any | None = None,
+        meter_provider: Any | None = None,
         pipeline: PipelineOptions | SkillPipeline = PipelineOptions(),
         trust: TrustOptions = TrustOptions(),
         control: ControlOptions = ControlOptions(),
@@ -166,6 +169,8 @@ class Harness(AsyncResource):
         self._runs = Runs(self._turns, control, self._gate)
         self._tracer_provider = tracer_provider
         self._tracer: RunTracer | None = None
+        self._meter_provider = meter_provider
+        self._metrics: RunMetrics | None = None
 
     def _approval_gate(self, control: ControlOptions, trust: TrustOptions) -> ApprovalGate | None:
         """The gate of the agent's calls, ``None`` when nothing is gated. Markets whose skills
@@ -233,6 +238,7 @@ class Harness(AsyncResource):
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
             await self._stack.enter_async_context(self.sessions)
+            self.metrics.watch(self.pipeline)
         if self.usage_relevance is not None:
             await self._stack.enter_async_context(self.usage_relevance)
         if self.curator is not None:  # the curator runs itself while the agent is entered
@@ -253,6 +259,15 @@ class Harness(AsyncResource):
 
             self._tracer = RunTracer(self._tracer_provider)
         return self._tracer
+
+    @property
+    def metrics(self) -> RunMetrics:
+        """What runs and the pipeline are measured with (built on first use)."""
+        if self._metrics is None:
+            from harness.tracing import RunMetrics
+
+            self._metrics = RunMetrics(self._meter_provider)
+        return self._metrics
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -295,8 +310,9 @@ class Harness(AsyncResource):
         return framed(self._traced(message, context, turn), agent=self.name, context=context)
 
     def _traced(self, message: str, context: RuntimeContext, turn: AsyncIterator[Event]) -> AsyncIterator[Event]:
-        """``turn`` traced as one run of this agent."""
-        return self.tracer.trace(turn, agent=self.name, model=self.model.name, context=context, message=message)
+        """``turn`` traced and measured as one run of this agent."""
+        traced = self.tracer.trace(turn, agent=self.name, model=self.model.name, context=context, message=message)
+        return self.metrics.measure(traced, agent=self.name)
 
     async def _step_turn(
         self, name: str, instructions: str, *, context: RuntimeContext, offer: ToolOffer | None = None
@@ -328,6 +344,7 @@ class Harness(AsyncResource):
             max_steps=self.max_steps,
             skills=skills if skills is not None else self.skill_names,
             tracer_provider=self._tracer_provider,
+            meter_provider=self._meter_provider,
             pipeline=self.pipeline,
             trust=self.trust,
             control=ControlOptions(approval=self.control.approval, approver=self.control.approver),

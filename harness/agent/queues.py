@@ -235,14 +235,22 @@ async def _settle(turn: list[Message], waiting: WaitingCall, run: RunDecided) ->
             if decision.action != "allow":
                 from harness.approval import refusal
 
-                content, error = f"error: ToolDenied: {refusal(waiting.request, decision)}", True
+                result = CallResult(
+                    content=f"error: ToolDenied: {refusal(waiting.request, decision)}", error_type="ToolDenied"
+                )
             else:
                 result = await run(waiting.request, call_id)
-                content, error = result.content, result.error_type is not None
                 for event in result.events:  # what the tool reported while it ran (ShellRan, ...)
                     yield event
-            turn[index] = Message(role="tool", content=content, tool_call_id=call_id, name=message.name)
-            yield ToolReturned(call_id=call_id, name=message.name or "", content=content, error=error)
+            turn[index] = Message(role="tool", content=result.content, tool_call_id=call_id, name=message.name)
+            yield ToolReturned(
+                call_id=call_id,
+                name=message.name or "",
+                content=result.content,
+                error=result.error_type is not None,
+                error_type=result.error_type,
+                duration=result.duration,
+            )
             return
 
 

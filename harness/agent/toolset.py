@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -225,6 +226,7 @@ class Toolset:
                 return CallResult(
                     content=f"error: ToolDenied: {request.tool} was not run: {refused}", error_type="ToolDenied"
                 )
+        began = time.perf_counter()
         with scope.events.collecting() as reported:
             try:
                 with calling(call_context(scope.plan.context, call_id=call_id, tool=request.tool, skill=skill)):
@@ -233,7 +235,7 @@ class Toolset:
                 error = None
             except Exception as exc:  # as in the turn: a tool's failure goes back to the model
                 content, error = f"error: {type(exc).__name__}: {exc}", type(exc).__name__
-        return CallResult(content=content, error_type=error, events=reported)
+        return CallResult(content=content, error_type=error, events=reported, duration=time.perf_counter() - began)
 
     def check_names(self) -> None:
         """Refuse (:class:`ConfigError`) two user tools with one name, or one named like a

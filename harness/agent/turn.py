@@ -202,6 +202,7 @@ class Turns:
                         content=result.content,
                         error=error,
                         error_type=result.error_type,
+                        duration=result.duration,
                     )
                     turn.append(Message.tool_result(call, result.content))
             if control is not None:  # a step boundary: pause for approvals, or take steering

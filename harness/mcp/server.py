@@ -71,6 +71,7 @@ from harness.errors import SkillNotFound
 from harness.mcp.catalog import EXTENSION, SCHEME, SkillCatalog
 from harness.mcp.cursors import CursorSigner, position
 from harness.mcp.errors import McpServerError, SkillRequestError
+from harness.mcp.health import Health
 from harness.mcp.sessions import SessionLimits, session_app
 from harness.mcp.tokens import TokenMap
 from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan
@@ -235,7 +236,8 @@ class SkillServer:
         """The streamable HTTP app (an ASGI app for any server) whose users are ``tokens``'
         principals, each holding at most ``sessions.per_principal`` sessions, or with
         ``stateless`` none at all (each request stands alone, so replicas need no session
-        affinity) and at most that many requests in flight (see :mod:`harness.mcp.sessions`)."""
+        affinity) and at most that many requests in flight (see :mod:`harness.mcp.sessions`).
+        ``GET /healthz`` and ``GET /readyz`` answer without a token (:mod:`harness.mcp.health`)."""
         self._principal = _bearer_principal
         return session_app(
             self.server,
@@ -244,6 +246,7 @@ class SkillServer:
             host=host,
             path=path,
             stateless=stateless,
+            health=Health(self.pipeline),
         )
 
     async def serve_http(

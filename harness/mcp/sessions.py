@@ -38,9 +38,10 @@ from __future__ import annotations
 import collections
 import logging
 import math
-from collections.abc import Hashable
+from collections.abc import AsyncIterator, Hashable
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -62,6 +63,9 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from harness.mcp.health import Health
 
 __all__ = ["FairRequests", "FairSessionManager", "SessionLimits", "session_app"]
 
@@ -208,11 +212,13 @@ def session_app(
     host: str,
     path: str,
     stateless: bool = False,
+    health: Health | None = None,
 ) -> Starlette:
     """The streamable HTTP app of ``server`` at ``path``: bearer tokens checked by ``verifier``
     (401 without a known one), sessions kept by a :class:`FairSessionManager` (or, ``stateless``,
     none kept and requests bounded by :class:`FairRequests`), and, on a local ``host``, the
-    SDK's DNS-rebinding protection for local addresses."""
+    SDK's DNS-rebinding protection for local addresses. ``health`` adds its unauthenticated
+    liveness and readiness endpoints (:mod:`harness.mcp.health`), running while the app does."""
     security = None
     if host in _LOCAL_HOSTS:
         security = TransportSecuritySettings(
@@ -228,11 +234,17 @@ def session_app(
     else:
         manager = FairSessionManager(server, limits=limits, security_settings=security)
         endpoint = StreamableHTTPASGIApp(manager)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with manager.run(), health.running() if health is not None else nullcontext():
+            yield
+
     return Starlette(
-        routes=[Route(path, endpoint=RequireAuthMiddleware(endpoint, []))],
+        routes=[Route(path, endpoint=RequireAuthMiddleware(endpoint, [])), *(health.routes() if health else ())],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],
-        lifespan=lambda app: manager.run(),
+        lifespan=lifespan,
     )

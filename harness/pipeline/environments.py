@@ -89,6 +89,7 @@ from harness.skills.skill import Layer
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback, ProgressReporter
+    from harness.pipeline.status import PipelineObserver
 
 __all__ = ["ENVS_DIR", "EnvironmentManager", "EnvironmentOptions", "EnvironmentState", "SkillEnvironment"]
 
@@ -242,6 +243,8 @@ class EnvironmentManager(AsyncResource):
     0 when it failed). An environment found on disk is no build and reports nothing. A command
     that waits for a build reports ``Progress(task="waiting for environment", subject=<skill
     id>, done=<seconds waited>, total=<timeout>, unit="s")`` about every second, and a final one.
+    ``observer`` (set by the pipeline, see :meth:`SkillPipeline.observe
+    <harness.pipeline.SkillPipeline.observe>`) hears how each build ended and how long it took.
     """
 
     def __init__(
@@ -261,12 +264,14 @@ class EnvironmentManager(AsyncResource):
         self.options = options
         self.folder = folder
         self.progress = progress
+        self.observer: PipelineObserver | None = None
         self.generation = 0  # bumped whenever an environment or a diagnostic changes
         self._python: _Python | None = None
         self._problem: str | None = None  # why nothing can be built (no python3, ...)
         self._found: dict[tuple[str, str, str], SkillEnvironment] = {}  # (source, key, digest)
         self._needs: dict[str, SkillEnvironment] = {}
         self._states: dict[str, tuple[EnvironmentState, str]] = {}  # hash -> (state, reason)
+        self._sizes: dict[str, int] = {}  # hash -> bytes, of the environments known to be ready
         self._tracked: object = None
         self._pending: tuple[ResolvedSkill, ...] | None = None
         self._busy = False
@@ -319,6 +324,12 @@ class EnvironmentManager(AsyncResource):
     def idle(self) -> bool:
         """Whether the worker has handled every :meth:`track` (nothing read or built now)."""
         return self._pending is None and not self._busy
+
+    @property
+    def size(self) -> int:
+        """Bytes of the ready environments this process built or found (from memory; safe to
+        read from another thread)."""
+        return sum(self._sizes.copy().values())
 
     @property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
@@ -439,6 +450,10 @@ class EnvironmentManager(AsyncResource):
         async with self.filesystem.lock(_LOCK):
             found = await anyio.to_thread.run_sync(self._claim, held, keys)
         self._held = held
+        # An environment seen for the first time is measured once: its size is kept.
+        fresh = [key for key in found if key not in self._sizes]
+        if fresh:
+            self._sizes.update(await anyio.to_thread.run_sync(lambda: {k: _tree_size(self.folder / k) for k in fresh}))
         for key in found:
             self._states[key] = ("ready", "")
 
@@ -479,20 +494,28 @@ class EnvironmentManager(AsyncResource):
         self._started[key] = time.monotonic()
         self._set(key, "building", "")
         reporter = self._reporter(need)
+        began = time.monotonic()
         try:
-            await self._build(key, need.built, python)
+            self._sizes[key] = await self._build(key, need.built, python)
         except (EnvironmentBuildError, OSError) as exc:
             reason = f"{', '.join(need.built)}: {exc}"
             log.warning("environment %s of %s failed: %s", key, need.skill_id, reason)
             self._set(key, "failed", reason)
+            self._built(ok=False, began=began)
         else:
             if reporter is not None:
                 reporter.advance(len(need.built))
             self._set(key, "ready", "")
+            self._built(ok=True, began=began)
         finally:
             self._started.pop(key, None)
             if reporter is not None:
                 reporter.finish()
+
+    def _built(self, *, ok: bool, began: float) -> None:
+        """Tell the observer how a build that began at ``began`` (monotonic) ended."""
+        if self.observer is not None:
+            self.observer.environment_built(ok=ok, seconds=time.monotonic() - began)
 
     def _reporter(self, need: SkillEnvironment) -> ProgressReporter | None:
         """A reporter of one build, when someone listens."""
@@ -504,7 +527,8 @@ class EnvironmentManager(AsyncResource):
             self.progress, task="installing", total=len(need.built), unit="packages", subject=need.skill_id
         )
 
-    async def _build(self, key: str, requirements: Sequence[str], python: _Python) -> None:
+    async def _build(self, key: str, requirements: Sequence[str], python: _Python) -> int:
+        """Build the environment ``key`` and return its size (bytes)."""
         temp = await anyio.to_thread.run_sync(self._fresh_temp, key)
         try:
             await install(
@@ -514,7 +538,7 @@ class EnvironmentManager(AsyncResource):
                 index=self.options.index,
                 timeout=self.options.timeout,
             )
-            await anyio.to_thread.run_sync(self._finish, temp, key)
+            return await anyio.to_thread.run_sync(self._finish, temp, key)
         finally:
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(temp, ignore_errors=True))
 
@@ -528,8 +552,9 @@ class EnvironmentManager(AsyncResource):
         temp.mkdir()
         return temp
 
-    def _finish(self, temp: Path, key: str) -> None:
-        """Check the size, make everything readable and nothing writable but by us, rename."""
+    def _finish(self, temp: Path, key: str) -> int:
+        """Check the size, make everything readable and nothing writable but by us, rename;
+        returns the size."""
         (temp / ".lock").unlink(missing_ok=True)  # uv's own lock file of the target
         size = 0
         for root, _dirs, files in os.walk(temp):
@@ -543,6 +568,7 @@ class EnvironmentManager(AsyncResource):
             if size > self.options.max_size:
                 raise OSError(f"the environment is over {self.options.max_size} bytes (environments.max_size)")
         os.rename(temp, self.folder / key)
+        return size
 
     async def check(self, need: SkillEnvironment) -> tuple[str, ...]:
         """What is wrong with ``need``'s environment as the shell sees it: missing, changed since
@@ -752,6 +778,7 @@ class EnvironmentManager(AsyncResource):
             result = await anyio.to_thread.run_sync(locked)
         for key in result.removed:
             self._states.pop(key, None)
+            self._sizes.pop(key, None)
         freed = await anyio.to_thread.run_sync(empty_trash, self.folder)
         for key in await anyio.to_thread.run_sync(build_leftovers, self.folder):
             try:  # a build holds its hash's lock: what is there without it is a killed build's
@@ -774,6 +801,18 @@ class EnvironmentManager(AsyncResource):
             )
         self._diagnostics = tuple(found)
         self.generation += 1
+
+
+def _tree_size(folder: Path) -> int:
+    """Bytes of the regular files below ``folder`` (links not followed)."""
+    size = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                info = os.lstat(os.path.join(root, name))
+                if stat.S_ISREG(info.st_mode):
+                    size += info.st_size
+    return size
 
 
 def _hash(requirements: Collection[str], python: str, index: IndexSettings) -> str:

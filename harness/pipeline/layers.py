@@ -213,6 +213,16 @@ class SkillLayer:
         return self._version
 
     @property
+    def answered(self) -> bool:
+        """Whether the repository has answered at least once (:attr:`result` holds its skills)."""
+        return self._last_good.value is not None
+
+    @property
+    def failing(self) -> bool:
+        """Whether the latest load failed (the layer serves its last good skills, if any)."""
+        return self._last_good.failing
+
+    @property
     def watch_root(self) -> Path | None:
         """The host folder whose changes are the only way this layer changes, or ``None``."""
         return self.repository.watch_root

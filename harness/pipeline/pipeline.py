@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from harness.pipeline.lock import Lockfile
     from harness.pipeline.scan_pool import ScanPool
     from harness.pipeline.staging import StageItem, Stager, StageResult
+    from harness.pipeline.status import PipelineObserver, Readiness
     from harness.pipeline.verdicts import VerdictStore
     from harness.skills.scanner import MarketScanPolicy
 
@@ -326,6 +327,7 @@ class SkillPipeline(AsyncResource):
         # done or something is invalidated (``_epoch`` counts invalidations).
         self._epoch = 0
         self._wave: _Wave | None = None
+        self._observer: PipelineObserver | None = None
 
     def _apply_lock(self, lock: str | os.PathLike[str] | Lockfile, markets: Sequence[SkillLayer]) -> Lockfile:
         """Hold the shared layers to ``lock`` (see :mod:`harness.pipeline.lock`): git markets
@@ -729,9 +731,14 @@ class SkillPipeline(AsyncResource):
         """The layer's skills, or its last good ones when it does not answer in time."""
         if layer.fresh:
             return layer.result
+        result = None
         with anyio.move_on_after(self.market_timeout):
-            return await layer.load()
-        return layer.failed(f"did not answer within {self.market_timeout:g}s (market_timeout)")
+            result = await layer.load()
+        if result is None:
+            result = layer.failed(f"did not answer within {self.market_timeout:g}s (market_timeout)")
+        if result.failed and self._observer is not None and layer.layer is Layer.MARKET:
+            self._observer.market_failed(layer.source)
+        return result
 
     def _merge_base(self, results: tuple[LayerResult, ...]) -> _Base:
         # A stage item per market skill and the merged tables, all kept (in a worker thread).
@@ -830,6 +837,47 @@ class SkillPipeline(AsyncResource):
     def cached_users(self) -> int:
         """How many users' layers and views the pipeline holds now."""
         return len(self._users)
+
+    # -- what operators see ----------------------------------------------------------------
+
+    def observe(self, observer: PipelineObserver | None) -> None:
+        """Tell ``observer`` from now on about markets that fail to load and environment builds
+        (see :class:`~harness.pipeline.status.PipelineObserver`); ``None`` stops telling."""
+        self._observer = observer
+        if self.environments is not None:
+            self.environments.observer = observer
+
+    def readiness(self) -> Readiness:
+        """Whether the shared skill sources have loaded, from memory (no file or market is
+        asked): see :class:`~harness.pipeline.status.Readiness`. :meth:`warm` loads them."""
+        from harness.pipeline.status import Readiness
+
+        shared = self._layers  # global folders, markets, the workspace's folders
+        return Readiness(
+            loaded=bool(self._base_inputs),  # a refresh rebuilds the base from layers that keep their skills
+            sources=len(shared),
+            unanswered=sum(not layer.answered for layer in shared),
+            failing=sum(layer.failing for layer in shared),
+        )
+
+    async def warm(self) -> Readiness:
+        """Load the shared skill sources now, as a turn's first step does (joining a load in
+        flight; sources that answer from memory are not asked), without staging; returns the
+        :meth:`readiness` that follows."""
+        await self._current_base()
+        return self.readiness()
+
+    @property
+    def cache_usage(self) -> dict[str, int]:
+        """Bytes in the staging cache, by part, from memory (no file is read): ``skills``, the
+        staged files as the staging manifest records them, and with environments on,
+        ``environments``, those this process built or found. Empty without a shell."""
+        if self.stager is None:
+            return {}
+        usage = {"skills": self.stager.staged_bytes}
+        if self.environments is not None:
+            usage["environments"] = self.environments.size
+        return usage
 
     def _current_shared_view(self, base: _Base, resolved: _Resolved) -> _UserView | None:
         """The view of users without skills of their own, when it is built for ``base``."""

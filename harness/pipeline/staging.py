@@ -205,6 +205,9 @@ class Stager(AsyncResource):
         self._records: dict[str, Any] = {}
         self._lease = Lease(cache_dir / _LEASES, grace=lease_grace)
         self._in_use: Counter[str] = Counter()  # keys a command runs in now (see `using`)
+        self.staged_bytes = 0
+        """Bytes of the staged files as the manifest records them (updated by each pass that
+        reads or writes the manifest; read from memory)."""
 
     async def stage(
         self,
@@ -517,9 +520,21 @@ class Stager(AsyncResource):
                 self._lease.write({*manifest, *self._in_use})
         except FileNotFoundError:  # no cache yet
             return None, {}, False
-        self._records = manifest
+        self._keep_records(manifest)
         files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
         return StageResult(unchanged=files), manifest, False
+
+    def _keep_records(self, manifest: dict[str, Any]) -> None:
+        """Hold ``manifest`` as what the cache holds now (worker thread, under the file lock)."""
+        self._records = manifest
+        files = (entry.get("files") for entry in manifest.values() if isinstance(entry, dict))
+        self.staged_bytes = sum(
+            size
+            for records in files
+            if isinstance(records, dict)
+            for record in records.values()
+            if isinstance(record, dict) and isinstance(size := record.get("size"), int)
+        )
 
     def _apply(
         self,
@@ -605,7 +620,7 @@ class Stager(AsyncResource):
             )
             if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
                 _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
-            self._records = manifest
+            self._keep_records(manifest)
             return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
@@ -751,7 +766,7 @@ class Stager(AsyncResource):
             if lost or files != entry.get("files"):
                 manifest[item.key] = {**entry, "files": files}
                 _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
-            self._records = manifest
+            self._keep_records(manifest)
             return False
 
     def _prune(self, folder: Path, found: dict[str, os.stat_result], files: dict[str, Any], opened: set[Path]) -> int:
