@@ -1,8 +1,8 @@
 """A long-running process: users come and go and files change, for minutes on end.
 
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
-                                   [--idle-after 30] [--churn-per-second 20] [--no-watch]
-                                   [--appends-per-second 50] [--session-max-age 120]
+                                   [--idle-after 30] [--churn-per-second 20] [--churn-folders 500]
+                                   [--no-watch] [--appends-per-second 50] [--session-max-age 120]
                                    [--prune-every 30] [--sample-seconds 10] [--verify-interval 600]
                                    [--gc-freeze] [--trace-stalls MS]
 
@@ -10,8 +10,9 @@ One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of `
 skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns continuously; the
 window moves on by one user per turn round, so users keep arriving and going idle (released after
 ``--idle-after`` seconds). Meanwhile files churn: every second ``--churn-per-second`` SKILL.md
-files of the workspace and of the users' areas are rewritten, and some skill folders created and
-removed; and conversations grow: ``--appends-per-second`` exchanges a second are appended to the
+files of the workspace and of the users' areas are rewritten or skill folders added, each one
+added past ``--churn-folders`` removing the oldest (the tree stops growing after the first
+minute); and conversations grow: ``--appends-per-second`` exchanges a second are appended to the
 conversations of users in the window, in a SQLite session store in the workspace's ``.harness``
 that keeps ``--session-max-age`` seconds of history and is pruned every ``--prune-every`` seconds
 (what an operator's periodic ``harness sessions prune`` does; 0: never). Each minute prints the
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import gc
 import math
@@ -204,22 +206,29 @@ async def prune(store: SQLiteSessionStore, every: float) -> None:
 
 
 async def churn(workspace: Path, args: argparse.Namespace, stop: asyncio.Event) -> None:
-    """Rewrite SKILL.md files and add or remove skill folders, ``--churn-per-second`` a second."""
+    """Rewrite SKILL.md files and add or remove skill folders, ``--churn-per-second`` a second.
+
+    Folders are added to the workspace's ``skills/`` and to the areas of users who have skills;
+    once ``--churn-folders`` of them exist, each one added removes the oldest, so the watched tree
+    stops growing after the first minute: what memory does after that is the process's own."""
     rng = random.Random(7)
     step = 1.0 / max(args.churn_per_second, 1)
+    owners = [workspace / "skills", *(workspace / user_id(i) / "skills" for i in range(0, args.pool, 2))]
+    live: collections.deque[Path] = collections.deque()
     serial = 0
     while not stop.is_set():
         serial += 1
-        owner = workspace / "skills" if rng.random() < 0.2 else workspace / user_id(rng.randrange(args.pool)) / "skills"
-        kind = rng.random()
-        if kind < 0.8:
-            folder = owner / f"churn-{serial % 8}"
-            folder.mkdir(parents=True, exist_ok=True)
+        if live and rng.random() < 0.6:
+            folder = rng.choice(live)
+            with contextlib.suppress(FileNotFoundError):
+                (folder / "SKILL.md").write_text(skill_md(folder.name, serial))
+        else:
+            folder = rng.choice(owners) / f"churn-{serial}"
+            folder.mkdir(parents=True)
             (folder / "SKILL.md").write_text(skill_md(folder.name, serial))
-        elif owner.is_dir():
-            victims = [p for p in owner.iterdir() if p.name.startswith("churn-")]
-            if victims:
-                shutil.rmtree(rng.choice(victims), ignore_errors=True)
+            live.append(folder)
+            if len(live) > args.churn_folders:
+                shutil.rmtree(live.popleft(), ignore_errors=True)
         await asyncio.sleep(step)
 
 
@@ -328,6 +337,7 @@ def main() -> None:
     parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
     parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
     parser.add_argument("--churn-per-second", type=int, default=20)
+    parser.add_argument("--churn-folders", type=int, default=500, help="skill folders the churn keeps at once")
     parser.add_argument("--appends-per-second", type=int, default=50, help="conversation exchanges appended")
     parser.add_argument("--session-max-age", type=float, default=120.0, help="the session store's max_age (seconds)")
     parser.add_argument("--prune-every", type=float, default=30.0, help="seconds between prunes (0: never)")
