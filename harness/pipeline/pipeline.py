@@ -41,8 +41,10 @@ from harness.pipeline.catalog import (
     SHELL_TOOL,
     Catalog,
     CatalogEntry,
+    CatalogFormat,
     CatalogParts,
     build_catalog,
+    check_catalog_format,
     entry_for,
 )
 from harness.pipeline.labels import SourceLabels
@@ -160,6 +162,11 @@ class SkillPipeline(AsyncResource):
     folders get no files-root there (a ``files-root-hidden`` warning).
     ``catalog_budget`` caps the catalog (characters, ``None`` = unlimited); when it cuts, the
     plan carries a search index over the turn's skills (:class:`~harness.pipeline.search.SkillIndex`).
+    ``catalog_format`` is the catalog's form (:data:`~harness.pipeline.catalog.CATALOG_FORMATS`):
+    ``auto`` gives each skill an entry with its ``<skill-id>`` and ``<files-root>`` whenever all
+    fit the budget whole, else groups them by source (see :mod:`harness.pipeline.catalog`).
+    Setting :attr:`catalog_budget`, :attr:`catalog_format` or :attr:`relevance` renders the
+    next turns' catalogs anew.
     ``environments`` turns on per-skill Python environments (:mod:`harness.pipeline.environments`):
     staging turns build them in the background (while the pipeline is entered) and each ready one
     is the skill's ``ResolvedSkill.environment``; it needs a filesystem with a shell on this host.
@@ -189,6 +196,7 @@ class SkillPipeline(AsyncResource):
         dynamic_skills: bool = True,
         market_timeout: float = DEFAULT_MARKET_TIMEOUT,
         catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
+        catalog_format: CatalogFormat = "auto",
         visibility: VisibilityPolicy | None = None,
         watch: bool = True,
         verify_interval: float | None = 600.0,
@@ -210,7 +218,8 @@ class SkillPipeline(AsyncResource):
         filesystem.protect(self.skill_dirs)
         self.dynamic_skills = dynamic_skills
         self.market_timeout = market_timeout
-        self.catalog_budget = catalog_budget
+        self._catalog_budget = catalog_budget
+        self._catalog_format = check_catalog_format(catalog_format)
         self.visibility = visibility
         self._watch = watch
         self._max_users = max_cached_users
@@ -388,6 +397,28 @@ class SkillPipeline(AsyncResource):
     @relevance.setter
     def relevance(self, scores: Mapping[str, float] | None) -> None:
         self._relevance = scores
+        self._forget_catalogs()
+
+    @property
+    def catalog_budget(self) -> int | None:
+        """The catalog's characters at most (``None``: no bound). Setting it renders the next
+        turns' catalogs anew."""
+        return self._catalog_budget
+
+    @catalog_budget.setter
+    def catalog_budget(self, budget: int | None) -> None:
+        self._catalog_budget = budget
+        self._forget_catalogs()
+
+    @property
+    def catalog_format(self) -> CatalogFormat:
+        """The catalog's form: ``auto``, ``explicit`` or ``compact`` (see the class docstring).
+        Setting it renders the next turns' catalogs anew."""
+        return self._catalog_format
+
+    @catalog_format.setter
+    def catalog_format(self, catalog_format: CatalogFormat) -> None:
+        self._catalog_format = check_catalog_format(catalog_format)
         self._forget_catalogs()
 
     @property
@@ -1060,9 +1091,10 @@ class SkillPipeline(AsyncResource):
         options = {
             "load_tool": LOAD_TOOL,
             "shell_tool": SHELL_TOOL if self.filesystem.has_shell else None,
-            "budget": self.catalog_budget,
+            "budget": self._catalog_budget,
             "search_tool": SEARCH_TOOL,
             "shadowed": shadowed_ids,
+            "catalog_format": self._catalog_format,
         }
         resolved = self._resolved
         if isinstance(skills, SkillOverlay) and resolved is not None and skills.base is resolved.skills:
