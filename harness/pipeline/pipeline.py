@@ -29,6 +29,7 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     BackgroundTasks,
+    Fixed,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -166,7 +167,8 @@ class SkillPipeline(AsyncResource):
     ``auto`` gives each skill an entry with its ``<skill-id>`` and ``<files-root>`` whenever all
     fit the budget whole, else groups them by source (see :mod:`harness.pipeline.catalog`).
     Setting :attr:`catalog_budget`, :attr:`catalog_format` or :attr:`relevance` renders the
-    next turns' catalogs anew.
+    next turns' catalogs anew; the parts the pipeline is built on (its filesystem, skill
+    folders, labels, lock, stager and environments) are fixed.
     ``environments`` turns on per-skill Python environments (:mod:`harness.pipeline.environments`):
     staging turns build them in the background (while the pipeline is entered) and each ready one
     is the skill's ``ResolvedSkill.environment``; it needs a filesystem with a shell on this host.
@@ -186,6 +188,19 @@ class SkillPipeline(AsyncResource):
     ``ls-remote``) ask their remote, for those not given an interval of their own; between
     checks a warm turn asks nothing, and :meth:`refresh_market` checks one market now.
     """
+
+    filesystem: Fixed[AbstractFilesystem] = Fixed("build another pipeline on the other filesystem")
+    """The shared workspace (unscoped)."""
+    skill_dirs: Fixed[tuple[str, ...]] = Fixed("build another pipeline with skill_dirs=...")
+    """The folders of the workspace and of each user's area read as skills, the first winning."""
+    labels: Fixed[SourceLabels] = Fixed("they follow from the markets the pipeline is built with")
+    """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
+    lock: Fixed[Lockfile | None] = Fixed("build another pipeline with lock=...")
+    """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
+    stager: Fixed[Stager | None] = Fixed("it follows from the filesystem (a shell's workspace has one)")
+    """What stages market files into ``.skills-cache`` (``None`` without a shell)."""
+    environments: Fixed[EnvironmentManager | None] = Fixed("build another pipeline with environments=...")
+    """The skills' Python environments (``None`` unless ``environments=`` turned them on)."""
 
     def __init__(
         self,
@@ -242,7 +257,6 @@ class SkillPipeline(AsyncResource):
                 for repo in repositories:
                     repo.share_checks(shared)
         self.labels = SourceLabels.for_markets(slugs)
-        """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
         # Only market skills are scanned on ingest: without a market the scanner, its policy and
         # the stored verdicts are never made (nor their modules loaded).
@@ -267,10 +281,7 @@ class SkillPipeline(AsyncResource):
             *markets,
             *_folder_layers(filesystem, Layer.WORKSPACE, "workspace", self.skill_dirs),
         ]
-        self.lock: Lockfile | None = None
-        """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
-        if lock is not None:
-            self.lock = self._apply_lock(lock, markets)
+        self.lock = None if lock is None else self._apply_lock(lock, markets)
         self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
         self._idle: list[str] = []
         self._views: dict[str, _UserView] = {}
@@ -292,16 +303,18 @@ class SkillPipeline(AsyncResource):
         self._cpu = anyio.CapacityLimiter(1)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-pipeline")
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
-        self.stager: Stager | None = None
+        stager: Stager | None = None
         if cache is not None:  # without a shell nothing is staged: the stager's module never loads
             from harness.pipeline.staging import Stager
 
-            self.stager = Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
-        self.environments: EnvironmentManager | None = None
+            stager = Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
+        self.stager = stager
+        manager: EnvironmentManager | None = None
         if environments is not None:  # its module (requirements, uv) loads only when environments are on
             from harness.pipeline.environments import EnvironmentManager
 
-            self.environments = EnvironmentManager(filesystem, environments, progress=progress)
+            manager = EnvironmentManager(filesystem, environments, progress=progress)
+        self.environments = manager
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._staged_early: list[StageResult] = []  # early passes of this wave (see _load_layers)
