@@ -191,7 +191,7 @@ def entries_for(
 def check_catalog_format(value: object) -> CatalogFormat:
     """``value`` as a catalog format; ``ValueError`` naming the formats for anything else."""
     for known in CATALOG_FORMATS:
-        if value == known and isinstance(value, str):
+        if isinstance(value, str) and value == known:
             return known
     raise ValueError(f"catalog_format: {value!r} is not one of {', '.join(CATALOG_FORMATS)}")
 

@@ -198,7 +198,7 @@ class SkillPipeline(AsyncResource):
     lock: Fixed[Lockfile | None] = Fixed("build another pipeline with lock=...")
     """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
     stager: Fixed[Stager | None] = Fixed("it follows from the filesystem (a shell's workspace has one)")
-    """What stages market files into ``.skills-cache`` (``None`` without a shell)."""
+    """What stages market files for the shell (``None`` without a shell)."""
     environments: Fixed[EnvironmentManager | None] = Fixed("build another pipeline with environments=...")
     """The skills' Python environments (``None`` unless ``environments=`` turned them on)."""
 
