@@ -102,6 +102,10 @@ _MIN_DESCRIPTION = 40
 #: take before the rest are named (then counted).
 _DESCRIBED_SHARE = 0.5
 _FRAME = ("\n<available_skills>\n", "</available_skills>")
+#: What an explicit entry takes at least: its tags (no files-root) around a one-letter name and
+#: source and an empty description. A catalog of more skills than the budget holds of these
+#: cannot be explicit, so its entries' sizes are never summed (a large market's catalog).
+_EXPLICIT_TAGS = len("<skill>\n<name>a</name>\n<description></description>\n<skill-id>a_b</skill-id>\n</skill>\n")
 _NAMES = ("<skill-names>", "</skill-names>\n")
 
 
@@ -286,7 +290,7 @@ def _build(
             explicit=explicit,
         )
 
-    if catalog_format != "compact":
+    if catalog_format != "compact" and (budget is None or layout.count * _EXPLICIT_TAGS <= budget):
         full = header(False, explicit=True)
         if budget is None or layout.explicit_size(full) <= budget:
             return Catalog(text=layout.render_explicit(full), complete=True)
@@ -413,7 +417,7 @@ def _explicit_parts(entry: CatalogEntry) -> tuple[str, str]:
 class _Piece(NamedTuple):
     """What one entry contributes to any catalog, whatever else it holds."""
 
-    entry: CatalogEntry  # the explicit form's tags are made from it when rendered (few skills then)
+    entry: CatalogEntry  # the explicit form's tags are made from it when needed (few skills then)
     skill_id: str
     order: tuple[int, float, str]  # priority: layer rank, relevance, name
     group: tuple[int, str, str]  # its <skills> group: rank, source, root ("" for none)
@@ -429,7 +433,6 @@ class _Piece(NamedTuple):
     length: int  # of the description
     whole: int  # described whole: fixed + length
     brief: int  # described at the shortest cap: fixed + min(length, _MIN_DESCRIPTION)
-    explicit: int  # the explicit form's entry but for its description
 
     @classmethod
     def of(cls, entry: CatalogEntry) -> _Piece:
@@ -454,7 +457,6 @@ class _Piece(NamedTuple):
             length=len(description),
             whole=fixed + len(description),
             brief=fixed + min(len(description), _MIN_DESCRIPTION),
-            explicit=sum(map(len, _explicit_parts(entry))),
         )
 
 
@@ -466,8 +468,8 @@ _RANK, _WORKFLOW, _OPEN, _DESCRIPTION, _TOKEN = (
     operator.attrgetter(f) for f in ("rank", "workflow", "open", "description", "token")
 )
 _SKILL_ID = operator.attrgetter("skill_id")
-_FIXED, _LENGTH, _BRIEF, _WHOLE, _NAMED, _EXPLICIT = (
-    operator.attrgetter(f) for f in ("fixed", "length", "brief", "whole", "named", "explicit")
+_FIXED, _LENGTH, _BRIEF, _WHOLE, _NAMED = (
+    operator.attrgetter(f) for f in ("fixed", "length", "brief", "whole", "named")
 )
 
 
@@ -562,7 +564,7 @@ class _Layout:
         # Sizes (see ``_Piece``); a group its tags, plus <skill-names> (a bound).
         self.fixed = list(map(_FIXED, order))
         self.fixed_total: int = sum(self.fixed)
-        self.explicit_total: int = sum(map(_EXPLICIT, order))
+        self._explicit_total: int | None = None  # see explicit_total()
         self.lengths = list(map(_LENGTH, order))
         self.described_sums: Sequence[int] = [0, *itertools.accumulate(map(_BRIEF, order))]
         self.whole_sums: Sequence[int] = [0, *itertools.accumulate(map(_WHOLE, order))]
@@ -602,7 +604,7 @@ class _Layout:
         layout.shadowed = first.shadowed
         layout.fixed = first.fixed + then.fixed
         layout.fixed_total = first.fixed_total + then.fixed_total
-        layout.explicit_total = first.explicit_total + then.explicit_total
+        layout._explicit_total = None
         layout.lengths = first.lengths + then.lengths
         layout.tiers = [*first.tiers, *map(shift.__add__, then.tiers)]
         layout.described_sums = _Joined(first.described_sums, then.described_sums)
@@ -624,6 +626,17 @@ class _Layout:
                 known = _DescriptionLengths(self.lengths[start:])
             self._suffixes[start] = known
         return known
+
+    def explicit_total(self) -> int:
+        """The size of the explicit form's entries but for their descriptions, summed on first
+        use (a joined layout's from its halves', the shared one's summed once)."""
+        if self._explicit_total is None:
+            if self._halves is not None:
+                first, then = self._halves
+                self._explicit_total = first.explicit_total() + then.explicit_total()
+            else:
+                self._explicit_total = sum(sum(map(len, _explicit_parts(p.entry))) for p in self.pieces())
+        return self._explicit_total
 
     def pieces(self) -> list[_Piece]:
         """The items in priority order (a joined layout's made on first use: only a catalog that
@@ -707,13 +720,13 @@ class _Layout:
 
     def explicit_size(self, header: str) -> int:
         """The length of :meth:`render_explicit` with every item whole."""
-        return self._explicit_frame(header) + self.explicit_total + self.whole_sums[-1] - self.fixed_total
+        return self._explicit_frame(header) + self.explicit_total() + self.whole_sums[-1] - self.fixed_total
 
     def describe_all(self, budget: int, header: str, *, explicit: bool = False) -> str | None:
         """Step 1: every item described, in the explicit form or grouped; the top ``kept``
         layers whole, the rest cut to one cap."""
         if explicit:
-            base = self._explicit_frame(header) + self.explicit_total
+            base = self._explicit_frame(header) + self.explicit_total()
         else:
             base = self._described_frame(header) + self.fixed_total
         for whole in reversed(self.tiers):

@@ -5,13 +5,22 @@ how to get another, instead of changing the attribute and nothing the agent does
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from filesystems import Fixed
 from harness import ConfigError, Harness, RuntimeContext, StepLimitExceeded
-from harness.agent import ControlOptions, LearningOptions, PatternPolicy, ToolRequest, ToolReturned
+from harness.agent import (
+    ControlOptions,
+    LearningOptions,
+    PatternPolicy,
+    PipelineOptions,
+    ToolRequest,
+    ToolReturned,
+    TrustOptions,
+)
 from harness.models import DemoModel, Message, ScriptedModel, ToolCall
 from harness.pipeline import SkillPipeline
 from harness.tools import tool
@@ -180,3 +189,10 @@ def test_every_public_attribute_of_a_pipeline_is_read_when_used_or_fixed(tmp_pat
     assert plain - fixed == {"dynamic_skills", "market_timeout", "visibility"}
     settable = {n for n, v in vars(SkillPipeline).items() if isinstance(v, property) and v.fset is not None}
     assert settable == {"catalog_budget", "catalog_format", "relevance"}  # each renders the next catalogs anew
+
+
+@pytest.mark.parametrize("options", [PipelineOptions(), TrustOptions(), ControlOptions(), LearningOptions()])
+def test_the_option_groups_are_values_that_refuse_assignment(options: object) -> None:
+    field = dataclasses.fields(options)[0].name  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(options, field, None)
