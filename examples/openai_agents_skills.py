@@ -31,8 +31,8 @@ from harness.adapters.openai_agents import OpenAIAgentsSkills
 
 def run_greeting(call: ModelCall) -> list[Any]:
     """What a real model does after reading SKILL.md: run the script under the files-root."""
-    root = re.search(r'root="([^"]*)">\n(?:<skill .*\n)*?<skill name="hello-world"', call.system_instructions or "")
-    command = f'python3 {root[1] + "/hello-world" if root else "."}/scripts/greet.py "Alice"'
+    root = re.search(r"<skill-id>hello-world_[^<]*</skill-id>\n<files-root>([^<]*)<", call.system_instructions or "")
+    command = f'python3 {root[1] if root else "."}/scripts/greet.py "Alice"'
     return [function_call("execute_shell_command", {"command": command}, call_id="greet")]
 
 

@@ -34,8 +34,8 @@ def offline_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespons
     if not returned:
         return ModelResponse(parts=[ToolCallPart("load_skill_through_path", {"skillId": "hello-world"})])
     if len(returned) == 1:
-        root = re.search(r'root="([^"]*)">\n(?:<skill .*\n)*?<skill name="hello-world"', info.instructions or "")
-        command = f'python3 {root[1] + "/hello-world" if root else "."}/scripts/greet.py "Alice"'
+        root = re.search(r"<skill-id>hello-world_[^<]*</skill-id>\n<files-root>([^<]*)<", info.instructions or "")
+        command = f'python3 {root[1] if root else "."}/scripts/greet.py "Alice"'
         return ModelResponse(parts=[ToolCallPart("execute_shell_command", {"command": command})])
     return ModelResponse(parts=[TextPart(str(returned[-1].content).splitlines()[-1])])
 

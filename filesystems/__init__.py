@@ -41,7 +41,7 @@ from .paths import (
     segment_problem,
 )
 from .plugins import Registry, lazy_exports
-from .resource import AsyncResource
+from .resource import AsyncResource, Fixed
 
 if TYPE_CHECKING:  # imported on first use: a program pays only for the modes and stores it opens
     # (``import harness`` names only the paths and the errors: the local filesystem, the first
@@ -77,6 +77,7 @@ __all__ = [
     "CompositeFilesystem",
     "FileStat",
     "FilesystemError",
+    "Fixed",
     "InvalidUserId",
     "KeyValueStore",
     "LocalFilesystem",

@@ -17,11 +17,16 @@ functions and under ``if TYPE_CHECKING:``. The rules:
 - the tool families that build gated tools (the shell, file writes) are put together in one
   place, ``Toolset.build`` (``harness/agent/toolset.py``), behind the approval gate: every other call path (the MCP server,
   the adapters, workflow actions) takes its tools from ``Harness.tools_for``.
+
+The documents are checked against the code too: the documents they cite exist, and every
+``Class.member`` they cite in backticks is a class of the packages with that member.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import enum
 import functools
 import re
 from collections.abc import Iterator
@@ -432,3 +437,107 @@ def test_documents_cited_exist() -> None:
             if not (ROOT / name).exists() and not (path.parent / name).exists():
                 missing.append(f"{path.relative_to(ROOT)} cites {name}")
     assert missing == []
+
+
+# Extensions of file names that read like ``Class.member`` (``SKILL.md``): not code names.
+FILE_SUFFIXES = frozenset({"md", "py", "json", "yaml", "yml", "toml", "txt", "lock", "sh", "db"})
+# Members every class of these external bases has (``Enum.value``, an exception's ``args``).
+EXTERNAL_BASES: dict[str, type] = {
+    **{name: kind for name, kind in vars(builtins).items() if isinstance(kind, type)},
+    "Enum": enum.Enum,
+    "StrEnum": enum.StrEnum,
+    "IntEnum": enum.IntEnum,
+}
+_FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.M | re.S)
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+_CITED_MEMBER = re.compile(r"([A-Z]\w*)\.([A-Za-z_]\w*)")
+
+
+@functools.cache
+def _classes() -> dict[str, list[ast.ClassDef]]:
+    """Every class of the packages by name (parsed, not imported)."""
+    found: dict[str, list[ast.ClassDef]] = {}
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(node)
+    return found
+
+
+def _own_members(node: ast.ClassDef) -> set[str]:
+    """What a class defines: methods, class attributes and fields, nested classes, and the
+    attributes its methods set on ``self``."""
+    members: set[str] = set()
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            members.add(item.name)
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            members.add(item.target.id)
+        elif isinstance(item, ast.Assign):
+            members.update(t.id for t in item.targets if isinstance(t, ast.Name))
+    for inner in ast.walk(node):
+        targets = (
+            inner.targets
+            if isinstance(inner, ast.Assign)
+            else [inner.target]
+            if isinstance(inner, ast.AnnAssign)
+            else []
+        )
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+                    members.add(part.attr)
+    return members
+
+
+def _base_names(node: ast.ClassDef) -> list[str]:
+    names = []
+    for base in node.bases:
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        if isinstance(base, ast.Name):
+            names.append(base.id)
+        elif isinstance(base, ast.Attribute):
+            names.append(base.attr)
+    return names
+
+
+def _has_member(class_name: str, member: str, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether the class ``class_name`` of the packages, or a class it derives from, has ``member``."""
+    for node in _classes().get(class_name, []):
+        if member in _own_members(node):
+            return True
+        for base in _base_names(node):
+            if base in seen or base == class_name:
+                continue
+            if base in _classes():
+                if _has_member(base, member, seen | {class_name}):
+                    return True
+            elif any(member in vars(kind) for kind in getattr(EXTERNAL_BASES.get(base), "__mro__", ())):
+                return True
+    return False
+
+
+def test_code_names_cited_exist() -> None:
+    """Every ``Class.member`` (or ``Class.member(...)``) a document cites in backticks names a
+    class of the packages that has that member, its own or inherited."""
+    pages = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    missing = []
+    for page in pages:
+        text = _FENCE.sub("", page.read_text(encoding="utf-8"))
+        for span in _CODE_SPAN.finditer(text):
+            cited = _CITED_MEMBER.match(span[1])
+            if cited is None or cited[2] in FILE_SUFFIXES:
+                continue
+            class_name, member = cited[1], cited[2]
+            if class_name not in _classes():
+                missing.append(f"{page.relative_to(ROOT)} cites {span[1]!r}: no class {class_name} in the packages")
+            elif not _has_member(class_name, member):
+                missing.append(f"{page.relative_to(ROOT)} cites {span[1]!r}: {class_name} has no {member}")
+    assert missing == []
+
+
+def test_the_code_names_check_catches_a_missing_member() -> None:
+    assert _has_member("TurnPlan", "shadowed_skills") and _has_member("Harness", "aclose")  # inherited
+    assert _has_member("SkillPipeline", "filesystem") and _has_member("Layer", "value")  # an Enum's
+    assert not _has_member("Harness", "_tools") and not _has_member("TurnPlan", "prepare")

@@ -80,6 +80,18 @@ def test_catalog_budget_defaults_to_the_large_catalog_budget_and_null_lifts_it(
     assert load_config(path).catalog_budget == budget
 
 
+def test_catalog_format_defaults_to_auto_and_reaches_the_agents_pipeline(tmp_path: Path) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text("name: a\n")
+    assert load_config(path).catalog_format == "auto"
+    path.write_text("name: a\ncatalog_format: compact\n")
+    assert load_config(path).catalog_format == "compact"
+    assert Harness.from_config(path, watch=False).pipeline.catalog_format == "compact"
+    assert Harness.from_config(path, watch=False, catalog_format="explicit").pipeline.catalog_format == "explicit"
+    with pytest.raises(ConfigError, match="catalog_format: 'grouped' is not one of auto, explicit, compact"):
+        HarnessConfig(catalog_format="grouped")  # type: ignore[arg-type]
+
+
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such configuration file"):
         load_config(tmp_path / "nope.yaml")
@@ -263,6 +275,7 @@ def _refused(tmp_path: Path, text: str) -> str:
         ("max_steps: true\n", ["max_steps must be an integer ≥ 1, got True"]),
         ("market_timeout: 0\n", ["market_timeout must be a positive number of seconds, got 0"]),
         ("catalog_budget: many\n", ["catalog_budget must be an integer ≥ 0 or null, got 'many'"]),
+        ("catalog_format: grouped\n", ["catalog_format must be one of auto, explicit, compact, got 'grouped'"]),
         ("max_file_size: 1.5\n", ["max_file_size must be an integer ≥ 1, got 1.5"]),
         ("name: [a, b]\n", ["name must be a string, got ['a', 'b']"]),
         ("dynamic_skills: 'yes'\n", ["dynamic_skills must be true or false, got 'yes'"]),
@@ -389,7 +402,8 @@ def test_sizes_take_a_unit_and_lifted_limits_take_null(tmp_path: Path) -> None:
 def test_the_schemas_defaults_are_the_configs() -> None:
     properties = json_schema()["properties"]
     defaults = HarnessConfig()
-    for key in ("name", "model", "system_prompt", "max_steps", "catalog_budget", "market_timeout", "max_file_size"):
+    keys = ("name", "model", "system_prompt", "max_steps", "catalog_budget", "catalog_format", "market_timeout")
+    for key in (*keys, "max_file_size"):
         assert properties[key]["default"] == getattr(defaults, key), key
     assert properties["skill_dirs"]["default"] == list(defaults.skill_dirs)
 

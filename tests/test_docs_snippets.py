@@ -72,7 +72,8 @@ def test_the_readme_quick_start_shows_a_catalog_a_loaded_skill_and_a_scripts_out
     request: pytest.FixtureRequest,
 ) -> None:
     out = run_snippet(snippets(ROOT / "README.md")[0], request, fresh=True)
-    assert '<skill name="hello-world">' in out
+    assert "<name>hello-world</name>" in out and "<skill-id>hello-world_global</skill-id>" in out
+    assert re.search(r"<files-root>/\S+/workspace/\.skills-cache/global/hello-world</files-root>", out)
     assert "SkillLoaded(skill_id='hello-world_global'" in out
     assert "The hello-world skill ran." in out
 

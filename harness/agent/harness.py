@@ -9,12 +9,13 @@ are built when configured or first used.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from filesystems import AbstractFilesystem, AsyncResource, LocalFilesystem, redact_secrets
+from filesystems import AbstractFilesystem, AsyncResource, Fixed, LocalFilesystem, redact_secrets
 from harness.agent.model_choice import ModelChoice
 from harness.agent.options import (
     ControlOptions,
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from harness.config import HarnessConfig
     from harness.engine import Decision as WorkflowDecision
     from harness.engine import Outcome, Run, WorkflowEngine
-    from harness.learning import AuditRecord, CuratorReport, PromotionResult, SelfLearning
+    from harness.learning import AuditRecord, CuratorConfig, CuratorReport, PromotionResult, SelfLearning
+    from harness.tools.skills import UsageHooks
     from harness.tracing import RunMetrics, RunTracer
 
 __all__ = ["Harness", "RunResult", "StepLimitExceeded"]
@@ -82,7 +84,40 @@ class Harness(AsyncResource):
 
     A model step that asks for several tools runs them side by side; the events still come in
     the order asked (see :mod:`harness.agent.calls`).
+
+    :attr:`model`, :attr:`tools`, :attr:`system_prompt` and :attr:`max_steps` may be assigned
+    between turns: the next turn uses them. The other attributes are what the agent is built
+    on and raise ``AttributeError`` when assigned, saying how to get another.
     """
+
+    name: Fixed[str] = Fixed("build another agent, or a subagent: agent.subagent(name=...)")
+    """The agent id."""
+    filesystem: Fixed[AbstractFilesystem] = Fixed("build another agent on the other filesystem")
+    """The shared workspace the agent works in."""
+    repositories: Fixed[tuple[SkillRepository, ...]] = Fixed("build another agent with repositories=[...]")
+    """The markets, later winning."""
+    sessions: Fixed[SessionStore] = Fixed("build another agent with sessions=...")
+    """Where conversations and paused runs live."""
+    trust: Fixed[TrustOptions] = Fixed("build another agent with trust=TrustOptions(...)")
+    """What an invoked skill's own fields may choose."""
+    control: Fixed[ControlOptions] = Fixed("build another agent with control=ControlOptions(...)")
+    """The approval policy and approver, the input hooks and the queue limits."""
+    skill_names: Fixed[frozenset[str] | None] = Fixed(
+        "build a subagent with those skills: agent.subagent(skills=[...])"
+    )
+    """The names the catalog is restricted to (``None``: every skill)."""
+    learning: Fixed[SelfLearning | None] = Fixed("build another agent with learning=...")
+    """The self-learning loop (``None`` without one)."""
+    usage: Fixed[UsageHooks | None] = Fixed("build another agent with learning=LearningOptions(usage=...)")
+    """Where the skill tools report views and uses (the loop's recorder with a loop)."""
+    curator: Fixed[CuratorConfig | None] = Fixed("build another agent with learning=LearningOptions(curator=...)")
+    """The curator's schedule, run while the agent is entered (``None``: not run)."""
+    pipeline: Fixed[SkillPipeline] = Fixed(
+        "build another agent with pipeline=...; catalog_budget, catalog_format and relevance may be set on it"
+    )
+    """The skill pipeline every turn is prepared by (shared with subagents)."""
+    usage_relevance: Fixed[UsageRelevance | None] = Fixed("build another agent with learning=LearningOptions(...)")
+    """Keeps the catalog's order in step with the usage counts (``None`` without learning)."""
 
     def __init__(
         self,
@@ -109,18 +144,15 @@ class Harness(AsyncResource):
             if workspace is None:
                 raise ValueError("give a workspace folder or a filesystem")
             filesystem = LocalFilesystem(Path(workspace), shell=True)
-        if max_steps < 1:
-            raise ValueError("max_steps must be at least 1")
+        _check_max_steps(max_steps)
         self.name = name
-        self.model = open_model(model) if isinstance(model, str) else model
+        self._models: dict[object, Model] = {}  # every model given, by spec or identity: closed with the agent
+        first_model = self._adopt(model)
         self.filesystem = filesystem
         self.repositories = tuple(repositories)
-        self.system_prompt = system_prompt
-        self.max_steps = max_steps
         self.sessions = _session_store(sessions)
         self.trust, self.control = trust, control
         self.skill_names = frozenset(skills) if skills is not None else None
-        self.tools = [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
         options = as_learning(learning)
         self.learning = self._learning_loop(options.loop)
         self.usage = options.usage or (self.learning.recorder if self.learning is not None else None)
@@ -143,7 +175,6 @@ class Harness(AsyncResource):
             if self.learning is not None and options.relevance_interval is not None and self._owns_resources
             else None
         )
-        """Keeps the catalog's order in step with the usage counts (``None`` without learning)."""
         self._stack = AsyncExitStack()
         self._gate = self._approval_gate(control, trust)
         self._toolset = Toolset(
@@ -152,15 +183,14 @@ class Harness(AsyncResource):
             skill_dirs=self.pipeline.skill_dirs,
             usage=self.usage,
             learning=self.learning,
-            user_tools=self.tools,
             gate=self._gate,
         )
-        self._toolset.check_names()
+        self._toolset.use_tools(_as_tools(tools))
         self._turns = Turns(
             name=name,
             pipeline=self.pipeline,
             sessions=self.sessions,
-            models=ModelChoice(self.model, trust, self._stack),
+            models=ModelChoice(first_model, trust, self._stack),
             toolset=self._toolset,
             system_prompt=system_prompt,
             max_steps=max_steps,
@@ -235,6 +265,7 @@ class Harness(AsyncResource):
             await self._stack.enter_async_context(self.filesystem)
             for repository in self.repositories:
                 await self._stack.enter_async_context(repository)
+            self._stack.push_async_callback(self._close_models)  # those it was given besides the current one
             await self._stack.enter_async_context(self.model)
             await self._stack.enter_async_context(self.pipeline)
             await self._stack.enter_async_context(self.sessions)
@@ -250,6 +281,72 @@ class Harness(AsyncResource):
     async def _aclose(self) -> None:
         """Close the pipeline, model, markets and filesystem this agent owns."""
         await self._stack.aclose()
+
+    # -- what may change between turns ---------------------------------------------------
+
+    @property
+    def model(self) -> Model:
+        """The model of the agent's turns (an invoked skill may pick another, see
+        :class:`TrustOptions`). Assigning a :class:`~harness.models.Model` or an
+        :func:`~harness.models.open_model` spec makes the next turns use it; a run in progress
+        finishes with the model it started with. The agent keeps every model it was given (a
+        spec is opened once, an instance kept once however often it is assigned) and closes them
+        when it closes, so switch between a few rather than assign a new instance each time.
+        The curator's umbrella review keeps the model the agent had when it was entered."""
+        return self._turns.models.default
+
+    @model.setter
+    def model(self, model: Model | str) -> None:
+        self._retune(models=self._turns.models.with_default(self._adopt(model)))
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The agent's own tools. Assigning a sequence of ``Tool`` objects or typed (async)
+        functions makes the next turns offer them, behind the approval gate like every tool;
+        their names are checked as the constructor's are (:class:`ConfigError`, nothing changed)."""
+        return self._toolset.user_tools
+
+    @tools.setter
+    def tools(self, tools: Sequence[Tool | Callable[..., Any]]) -> None:
+        self._toolset.use_tools(_as_tools(tools))
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt before the skills catalog; assigning it changes the next turns'."""
+        return self._turns.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, system_prompt: str) -> None:
+        self._retune(system_prompt=system_prompt)
+
+    @property
+    def max_steps(self) -> int:
+        """Model calls in one turn (at least 1); assigning it changes the next turns'."""
+        return self._turns.max_steps
+
+    @max_steps.setter
+    def max_steps(self, max_steps: int) -> None:
+        _check_max_steps(max_steps)
+        self._retune(max_steps=max_steps)
+
+    def _retune(self, **changes: Any) -> None:
+        """The next turns (and the runs that take them) built with ``changes``."""
+        self._turns = dataclasses.replace(self._turns, **changes)
+        self._runs.turns = self._turns
+
+    def _adopt(self, model: Model | str) -> Model:
+        """``model`` (a spec opened on first use) among the models the agent closes."""
+        key = model if isinstance(model, str) else id(model)
+        known = self._models.get(key)
+        if known is None:
+            known = self._models[key] = open_model(model) if isinstance(model, str) else model
+        return known
+
+    async def _close_models(self) -> None:
+        """Close every model the agent was given, one failing not keeping the others open."""
+        async with AsyncExitStack() as stack:
+            for model in self._models.values():
+                stack.push_async_callback(model.aclose)
 
     @property
     def tracer(self) -> RunTracer:
@@ -496,6 +593,16 @@ class Harness(AsyncResource):
     ) -> list[AuditRecord]:
         """Audit records of a UTC day (``YYYY-MM-DD``; all days when None) matching ``predicate``."""
         return await self._learning().query_audit(day, predicate)
+
+
+def _check_max_steps(max_steps: int) -> None:
+    if max_steps < 1:
+        raise ValueError("max_steps must be at least 1")
+
+
+def _as_tools(tools: Sequence[Tool | Callable[..., Any]]) -> list[Tool]:
+    """``tools`` as ``Tool`` objects: typed (async) functions become tools."""
+    return [t if isinstance(t, Tool) else tool_from_function(t) for t in tools]
 
 
 def _session_store(sessions: SessionStore | str | None) -> SessionStore:

@@ -22,7 +22,7 @@ from harness.agent.hooks import BeforeRun, OnInput
 from harness.agent.queues import QueueLimits
 from harness.agent.relevance import DEFAULT_RELEVANCE_INTERVAL
 from harness.models import Model
-from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, CatalogFormat
 from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS, SkillPipeline
 from harness.pipeline.plan import VisibilityPolicy
@@ -59,7 +59,10 @@ class PipelineOptions:
     are the workspace's (and each user's) skill folders, the first winning. ``dynamic_skills``
     reads each user's own layer; ``watch`` follows folder changes with watchers (``False``:
     only ``refresh()`` / ``invalidate()``). ``catalog_budget`` bounds the catalog's characters
-    (``None``: no bound; past it the turn is offered ``search_skills``); ``market_timeout`` is
+    (``None``: no bound; past it the turn is offered ``search_skills``); ``catalog_format`` is
+    its form: ``auto`` (each skill an entry with its ``<skill-id>`` and ``<files-root>`` when
+    all fit whole, else grouped by source), ``explicit`` or ``compact`` (see
+    :mod:`harness.pipeline.catalog`); ``market_timeout`` is
     the seconds a market may take to answer; ``market_check_interval`` the seconds between two
     checks of a git market's remote (``None``: each market's own, by default every turn);
     ``max_file_size`` the largest skill file staged;
@@ -77,6 +80,7 @@ class PipelineOptions:
     dynamic_skills: bool = True
     watch: bool = True
     catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
+    catalog_format: CatalogFormat = "auto"
     market_timeout: float = DEFAULT_MARKET_TIMEOUT
     market_check_interval: float | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE

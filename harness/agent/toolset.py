@@ -167,7 +167,7 @@ class Toolset:
         self.skill_dirs = skill_dirs
         self.usage = usage
         self.learning = learning
-        self.user_tools = list(user_tools)
+        self.user_tools = tuple(user_tools)
         self.gate = gate
         self._engine: WorkflowEngine | None = None
 
@@ -237,10 +237,16 @@ class Toolset:
                 content, error = f"error: {type(exc).__name__}: {exc}", type(exc).__name__
         return CallResult(content=content, error_type=error, events=reported, duration=time.perf_counter() - began)
 
-    def check_names(self) -> None:
-        """Refuse (:class:`ConfigError`) two user tools with one name, or one named like a
-        built-in tool: the model would be offered both and one would silently shadow the other.
-        The built-in tools are listed for an empty turn, so the check touches no file."""
+    def use_tools(self, tools: Sequence[Tool]) -> None:
+        """Offer ``tools`` as the user's tools from the next turn on, once :meth:`check_names`
+        passes for them (else nothing changes)."""
+        self.check_names(tools)
+        self.user_tools = tuple(tools)
+
+    def check_names(self, tools: Sequence[Tool]) -> None:
+        """Refuse (:class:`ConfigError`) two user tools of ``tools`` with one name, or one named
+        like a built-in tool: the model would be offered both and one would silently shadow the
+        other. The built-in tools are listed for an empty turn, so the check touches no file."""
         probe = TurnPlan(
             context=RuntimeContext(user_id="tool-names"),
             filesystem=self.filesystem,
@@ -256,7 +262,7 @@ class Toolset:
             if family.builtin:
                 builtin.update(family.reserved, (t.name for t in family.tools(self, scope)))
         seen: set[str] = set()
-        for tool in self.user_tools:
+        for tool in tools:
             if tool.name in builtin:
                 raise ConfigError(f"tools: {tool.name!r} is the name of a built-in tool; rename your tool")
             if tool.name in seen:
@@ -334,7 +340,7 @@ def _learning(toolset: Toolset, scope: TurnScope) -> list[Tool]:
     return toolset.learning.tools(scope.plan.context) if toolset.learning is not None else []
 
 
-def _user(toolset: Toolset, scope: TurnScope) -> list[Tool]:
+def _user(toolset: Toolset, scope: TurnScope) -> Sequence[Tool]:
     return toolset.user_tools
 
 

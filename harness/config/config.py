@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from filesystems import AbstractFilesystem, SandboxLimits, known_filesystem_modes, open_filesystem, redact_secrets
 from filesystems.local import DEFAULT_TIMEOUT
 from harness.errors import ConfigError
-from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET
+from harness.pipeline.catalog import DEFAULT_CATALOG_BUDGET, CatalogFormat, check_catalog_format
 from harness.pipeline.pipeline import DEFAULT_MARKET_TIMEOUT, DEFAULT_SKILL_DIRS
 
 if TYPE_CHECKING:  # the types of optional parts: a config that names none of them loads none of them
@@ -65,6 +65,7 @@ class HarnessConfig:
     system_prompt: str = "You are a helpful assistant."
     max_steps: int = 20
     catalog_budget: int | None = DEFAULT_CATALOG_BUDGET
+    catalog_format: CatalogFormat = "auto"
     market_timeout: float = DEFAULT_MARKET_TIMEOUT
     market_check_interval: float | None = None
     market_scan: MarketScanPolicy | None = None
@@ -86,6 +87,10 @@ class HarnessConfig:
             modes = known_filesystem_modes()
             guess = "".join(f" (did you mean {m}?)" for m in difflib.get_close_matches(self.filesystem, modes, n=1))
             raise ConfigError(f"filesystem.mode: {self.filesystem!r} is not one of {', '.join(modes)}{guess}")
+        try:
+            check_catalog_format(self.catalog_format)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError(f"filesystem.timeout: {self.timeout!r} must be a positive number of seconds or null")
         if isinstance(self.max_file_size, bool) or not isinstance(self.max_file_size, int) or self.max_file_size < 1:

@@ -74,6 +74,7 @@ def _config(file: ConfigFile, base: Path) -> HarnessConfig:
         system_prompt=file.system_prompt,
         max_steps=file.max_steps,
         catalog_budget=file.catalog_budget,
+        catalog_format=file.catalog_format,
         market_timeout=file.market_timeout,
         market_check_interval=file.market_check_interval,
         market_scan=_market_scan(file),

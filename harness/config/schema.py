@@ -36,6 +36,7 @@ from harness.approval import ApprovalRule
 from harness.config.config import HarnessConfig, SessionsConfig
 from harness.config.problems import UnexpectedValue, UnknownKeys
 from harness.learning.schedule import CuratorConfig
+from harness.pipeline.catalog import CATALOG_FORMATS, CatalogFormat
 from harness.pipeline.environments import EnvironmentOptions
 from harness.skills.scanner import MarketScanPolicy
 
@@ -390,6 +391,10 @@ class ConfigFile(_Section):
         HarnessConfig, "catalog_budget"
     )
     """Characters of the skills catalog (null: no bound; past it the turn gets search_skills)."""
+    catalog_format: Annotated[CatalogFormat, _expect(f"one of {', '.join(CATALOG_FORMATS)}")] = _default(
+        HarnessConfig, "catalog_format"
+    )
+    """The catalog's form: auto gives each skill an entry with its skill-id and files-root when all fit whole, else groups them by source; explicit shortens descriptions first; compact always groups."""
     market_timeout: Seconds = _default(HarnessConfig, "market_timeout")
     """Seconds a market may take to answer."""
     market_check_interval: Annotated[float | None, Field(ge=0), _expect("a number of seconds ≥ 0 or null")] = None

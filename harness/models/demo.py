@@ -23,7 +23,12 @@ __all__ = ["DemoModel"]
 LOAD_TOOL = "load_skill_through_path"
 SHELL_TOOL = "execute_shell_command"
 
-# The catalog's groups and their described skills (see harness.pipeline.catalog).
+# The catalog's explicit entries, and the compact form's groups and their described skills (see
+# harness.pipeline.catalog).
+_EXPLICIT = re.compile(
+    r"<skill(?: [^>]*)?>\n<name>([^<]*)</name>\n<description>([^<]*)</description>\n"
+    r"<skill-id>([^<]*)</skill-id>\n(?:<files-root>([^<]*)</files-root>\n)?</skill>"
+)
 _GROUP = re.compile(r"<skills ([^>]*)>(.*?)</skills>", re.DOTALL)
 _SKILL_ENTRY = re.compile(r"<skill ([^>]*?)(?<!/)>(.*?)</skill>", re.DOTALL)
 _ATTRIBUTE = re.compile(r'([\w-]+)="([^"]*)"')
@@ -154,6 +159,15 @@ def _catalog(messages: tuple[Message, ...]) -> list[_CatalogSkill]:
         if message.role != "system" or "<available_skills>" not in message.content:
             continue
         block = message.content.split("<available_skills>", 1)[1].split("</available_skills>")[0]
+        for name, description, skill_id, root in _EXPLICIT.findall(block):
+            skills.append(
+                _CatalogSkill(
+                    name=html.unescape(name),
+                    description=html.unescape(description),
+                    skill_id=html.unescape(skill_id),
+                    files_root=html.unescape(root) or None,
+                )
+            )
         for attributes, entries in _GROUP.findall(block):
             group = _attributes(attributes)
             for fields, description in _SKILL_ENTRY.findall(entries):

@@ -1,7 +1,20 @@
 """Render the ``<available_skills>`` block that goes into the system prompt.
 
-Skills are grouped by source, so a source and its folder are written once per group rather than
-once per skill::
+The catalog has two forms. The **explicit** form gives each skill an entry of its own, with the
+id to load it by and the folder its files are in as the shell sees it, so the model copies both
+as written::
+
+    <available_skills>
+    <skill>
+    <name>pdf</name>
+    <description>Use when the user works with PDF files.</description>
+    <skill-id>pdf_acme</skill-id>
+    <files-root>/workspace/.skills-cache/git-acme-skills/pdf</files-root>
+    </skill>
+    </available_skills>
+
+The **compact** form groups skills by source, so a source and its folder are written once per
+group rather than once per skill::
 
     <available_skills>
     <skills source="acme" root="/workspace/.skills-cache/git-acme-skills">
@@ -13,8 +26,16 @@ once per skill::
     <more count="12">12 more skills are not listed for space</more>
     </available_skills>
 
-A skill's id is ``<name>_<source of its group>``; its files-root is ``<root>/<folder>`` (the
-``folder`` attribute, else its name). :func:`catalog_header` says so to the model.
+There a skill's id is ``<name>_<source of its group>`` and its files-root ``<root>/<folder>``
+(the ``folder`` attribute, else its name). :func:`catalog_header` tells the model how to read the
+form it gets. The catalog's format (:data:`CATALOG_FORMATS`) chooses the form: ``auto`` gives
+the explicit form whenever every skill fits in it whole, else the compact one; ``explicit``
+keeps the explicit form as long as every skill can still be described in it (descriptions
+shortened); ``compact`` always groups. Past that, the compact form's cuts keep the budget.
+
+Neither form has a ``<location>`` (the SKILL.md path of the Agent Skills reference prompt): the
+model reads a skill with the load tool by its id, the file tools never reach a skill's folder, and
+a filesystem without a shell has no path to give. ``<files-root>`` is the path, where one exists.
 """
 
 from __future__ import annotations
@@ -25,13 +46,14 @@ import operator
 import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, overload
+from typing import Literal, NamedTuple, overload
 
 from harness.pipeline.labels import SourceLabels
 from harness.pipeline.search import when_to_use
 from harness.skills.skill import Skill
 
 __all__ = [
+    "CATALOG_FORMATS",
     "DEFAULT_CATALOG_BUDGET",
     "LOAD_TOOL",
     "SEARCH_TOOL",
@@ -41,9 +63,11 @@ __all__ = [
     "WORKFLOW_START_TOOL",
     "Catalog",
     "CatalogEntry",
+    "CatalogFormat",
     "CatalogParts",
     "build_catalog",
     "catalog_header",
+    "check_catalog_format",
     "entries_for",
     "entry_for",
     "escape",
@@ -66,6 +90,11 @@ WORKFLOW_REPORT_TOOL = "workflow_report"
 #: read (the rest is searched).
 DEFAULT_CATALOG_BUDGET = 30_000
 
+#: How the catalog shows its skills (see the module docstring).
+CatalogFormat = Literal["auto", "explicit", "compact"]
+#: The catalog formats, the default first.
+CATALOG_FORMATS: tuple[CatalogFormat, ...] = ("auto", "explicit", "compact")
+
 _ELLIPSIS = "…"
 #: The shortest a description is cut to while every skill is still described.
 _MIN_DESCRIPTION = 40
@@ -73,6 +102,10 @@ _MIN_DESCRIPTION = 40
 #: take before the rest are named (then counted).
 _DESCRIBED_SHARE = 0.5
 _FRAME = ("\n<available_skills>\n", "</available_skills>")
+#: What an explicit entry takes at least: its tags (no files-root) around a one-letter name and
+#: source and an empty description. A catalog of more skills than the budget holds of these
+#: cannot be explicit, so its entries' sizes are never summed (a large market's catalog).
+_EXPLICIT_TAGS = len("<skill>\n<name>a</name>\n<description></description>\n<skill-id>a_b</skill-id>\n</skill>\n")
 _NAMES = ("<skill-names>", "</skill-names>\n")
 
 
@@ -159,6 +192,14 @@ def entries_for(
     ]
 
 
+def check_catalog_format(value: object) -> CatalogFormat:
+    """``value`` as a catalog format; ``ValueError`` naming the formats for anything else."""
+    for known in CATALOG_FORMATS:
+        if isinstance(value, str) and value == known:
+            return known
+    raise ValueError(f"catalog_format: {value!r} is not one of {', '.join(CATALOG_FORMATS)}")
+
+
 def render_catalog(
     entries: Sequence[CatalogEntry],
     *,
@@ -167,10 +208,17 @@ def render_catalog(
     budget: int | None = None,
     search_tool: str | None = None,
     shadowed: Sequence[str] = (),
+    catalog_format: CatalogFormat = "auto",
 ) -> str:
     """The text of :func:`build_catalog`."""
     return build_catalog(
-        entries, load_tool=load_tool, shell_tool=shell_tool, budget=budget, search_tool=search_tool, shadowed=shadowed
+        entries,
+        load_tool=load_tool,
+        shell_tool=shell_tool,
+        budget=budget,
+        search_tool=search_tool,
+        shadowed=shadowed,
+        catalog_format=catalog_format,
     ).text
 
 
@@ -182,13 +230,18 @@ def build_catalog(
     budget: int | None = None,
     search_tool: str | None = None,
     shadowed: Sequence[str] = (),
+    catalog_format: CatalogFormat = "auto",
 ) -> Catalog:
     """The header plus ``<available_skills>``; an empty text when no skill is visible.
 
     ``load_tool`` / ``shell_tool`` / ``search_tool`` are the names of the tools actually
     registered; ``shadowed`` the ids of skills hidden by a same-name skill that still load by
-    id (one ``<shadowed>`` line). The whole text, header included, never exceeds ``budget``
-    (characters). When everything does not fit:
+    id (one ``<shadowed>`` line). ``catalog_format`` chooses the form (see the module
+    docstring): ``auto`` gives every skill an explicit entry (its ``<skill-id>`` and
+    ``<files-root>``, in priority order) when all of them fit whole, ``explicit`` also when
+    they fit with descriptions shortened as in step 1 below, and otherwise, or with
+    ``compact``, the skills are grouped by source. The whole text, header included, never
+    exceeds ``budget`` (characters). When everything does not fit:
 
     1. every skill keeps its name and a description: the layers in priority order (user,
        workspace, market, global) keep their whole descriptions as long as the others can
@@ -203,7 +256,12 @@ def build_catalog(
     A cut catalog's header names ``search_tool``, which finds every skill.
     """
     return CatalogParts(entries).build(
-        load_tool=load_tool, shell_tool=shell_tool, budget=budget, search_tool=search_tool, shadowed=shadowed
+        load_tool=load_tool,
+        shell_tool=shell_tool,
+        budget=budget,
+        search_tool=search_tool,
+        shadowed=shadowed,
+        catalog_format=catalog_format,
     )
 
 
@@ -215,12 +273,13 @@ def _build(
     budget: int | None,
     search_tool: str | None,
     shadowed: Sequence[str],
+    catalog_format: CatalogFormat,
 ) -> Catalog:
     if not layout.count:
         return Catalog(text="", complete=True)
     roots, workflows = layout.roots, layout.workflows
 
-    def header(cut: bool, names: bool = False, with_shadowed: bool = True) -> str:
+    def header(cut: bool, names: bool = False, with_shadowed: bool = True, explicit: bool = False) -> str:
         return catalog_header(
             load_tool,
             shell_tool if roots else None,
@@ -228,8 +287,17 @@ def _build(
             names_only=names,
             shadowed=bool(shadowed) and with_shadowed,
             workflows=workflows,
+            explicit=explicit,
         )
 
+    if catalog_format != "compact" and (budget is None or layout.count * _EXPLICIT_TAGS <= budget):
+        full = header(False, explicit=True)
+        if budget is None or layout.explicit_size(full) <= budget:
+            return Catalog(text=layout.render_explicit(full), complete=True)
+        if catalog_format == "explicit":
+            text = layout.describe_all(budget, header(True, explicit=True), explicit=True)
+            if text is not None:
+                return Catalog(text=text, complete=False)
     full = header(False)
     if budget is None or layout.whole_size(full) <= budget:
         return Catalog(text=layout.render(full, dict.fromkeys(range(layout.count))), complete=True)
@@ -245,9 +313,12 @@ def catalog_header(
     names_only: bool = False,
     shadowed: bool = False,
     workflows: bool = False,
+    explicit: bool = False,
 ) -> str:
-    """The usage header above ``<available_skills>``: how to read the groups and load a skill.
+    """The usage header above ``<available_skills>``: how to read the entries and load a skill.
 
+    ``explicit`` for the explicit form (each entry gives its ``<skill-id>`` and
+    ``<files-root>``), else the header explains how the groups of the compact form compose them.
     ``shell_tool`` is given when a shell exists and files-roots are rendered; ``search_tool``
     when the list is cut; ``names_only`` / ``shadowed`` / ``workflows`` when the list has
     ``<skill-names>``, a ``<shadowed>`` line or workflow skills."""
@@ -256,14 +327,21 @@ def catalog_header(
         "When a task matches a skill's description, first read its instructions with "
         f'{load_tool}(skillId="<skill-id>") and follow them; read its other files with '
         f'{load_tool}(skillId="<skill-id>", path="<relative path>").',
-        'Skills are grouped by source: a skill\'s <skill-id> is its name, "_" and the source of its '
+        "Each <skill> gives its <skill-id>: use it as written; the bare name also works when no other skill has it."
+        if explicit
+        else 'Skills are grouped by source: a skill\'s <skill-id> is its name, "_" and the source of its '
         '<skills> group (name="pdf" in source="acme" is pdf_acme); the bare name also works when no '
         "other skill has it.",
     ]
     if shell_tool:
+        where = (
+            "A skill's <files-root> is its folder as the shell sees it"
+            if explicit
+            else "A skill's <files-root> is its group's root, \"/\" and its folder (the folder attribute, "
+            "else its name)"
+        )
         lines.append(
-            "A skill's <files-root> is its group's root, \"/\" and its folder (the folder attribute, "
-            "else its name); paths in a skill are relative to it. Run its scripts with "
+            f"{where}; paths in a skill are relative to it. Run its scripts with "
             f'{shell_tool}("python3 <files-root>/scripts/<script>.py"), or run a command as the skill '
             f'writes it with {shell_tool}(command="<command>", skill="<skill-id>"), which starts in its folder.'
         )
@@ -325,9 +403,21 @@ def _attr(text: str) -> str:
     return escape(text).replace('"', "&quot;")
 
 
+def _explicit_parts(entry: CatalogEntry) -> tuple[str, str]:
+    """The explicit form's entry of ``entry`` around its description: up to ``<description>``,
+    and from ``</description>`` on."""
+    opening = '<skill workflow="true">\n' if entry.workflow else "<skill>\n"
+    root = f"<files-root>{escape(entry.files_root)}</files-root>\n" if entry.files_root else ""
+    return (
+        f"{opening}<name>{escape(entry.name)}</name>\n<description>",
+        f"</description>\n<skill-id>{escape(entry.skill_id)}</skill-id>\n{root}</skill>\n",
+    )
+
+
 class _Piece(NamedTuple):
     """What one entry contributes to any catalog, whatever else it holds."""
 
+    entry: CatalogEntry  # the explicit form's tags are made from it when needed (few skills then)
     skill_id: str
     order: tuple[int, float, str]  # priority: layer rank, relevance, name
     group: tuple[int, str, str]  # its <skills> group: rank, source, root ("" for none)
@@ -353,6 +443,7 @@ class _Piece(NamedTuple):
         description = escape(entry.description)
         fixed = len(opening) + len("</skill>\n")
         return cls(
+            entry=entry,
             skill_id=entry.skill_id,
             order=(-entry.rank, -entry.relevance, entry.name),
             group=(-entry.rank, entry.source, posixpath.dirname(entry.files_root) if entry.files_root else ""),
@@ -410,6 +501,7 @@ class CatalogParts:
         budget: int | None = None,
         search_tool: str | None = None,
         shadowed: Sequence[str] = (),
+        catalog_format: CatalogFormat = "auto",
         without: Collection[str] = (),
         extra: Sequence[CatalogEntry] = (),
     ) -> Catalog:
@@ -434,6 +526,7 @@ class CatalogParts:
             budget=budget,
             search_tool=search_tool,
             shadowed=shadowed,
+            catalog_format=catalog_format,
         )
 
 
@@ -446,6 +539,8 @@ class _Layout:
         # The per-item lists are read off the pieces with C-level getters: a layout is built for
         # every user's catalog, over every shared skill.
         self.count = len(order)
+        self._order: list[_Piece] | None = order
+        self._halves: tuple[_Layout, _Layout] | None = None
         ranks = list(map(_RANK, order))
         self.roots = any(p.group[2] for p in order)
         self.workflows = any(map(_WORKFLOW, order))
@@ -468,6 +563,8 @@ class _Layout:
         self.shadowed = f"<shadowed>{escape(', '.join(shadowed))}</shadowed>\n" if shadowed else ""
         # Sizes (see ``_Piece``); a group its tags, plus <skill-names> (a bound).
         self.fixed = list(map(_FIXED, order))
+        self.fixed_total: int = sum(self.fixed)
+        self._explicit_total: int | None = None  # see explicit_total()
         self.lengths = list(map(_LENGTH, order))
         self.described_sums: Sequence[int] = [0, *itertools.accumulate(map(_BRIEF, order))]
         self.whole_sums: Sequence[int] = [0, *itertools.accumulate(map(_WHOLE, order))]
@@ -494,6 +591,7 @@ class _Layout:
         layout = cls.__new__(cls)
         shift = first.count
         layout.count = first.count + then.count
+        layout._order, layout._halves = None, (first, then)
         layout.roots = first.roots or then.roots
         layout.workflows = first.workflows or then.workflows
         layout.groups = [
@@ -505,6 +603,8 @@ class _Layout:
         layout.tokens = first.tokens + then.tokens
         layout.shadowed = first.shadowed
         layout.fixed = first.fixed + then.fixed
+        layout.fixed_total = first.fixed_total + then.fixed_total
+        layout._explicit_total = None
         layout.lengths = first.lengths + then.lengths
         layout.tiers = [*first.tiers, *map(shift.__add__, then.tiers)]
         layout.described_sums = _Joined(first.described_sums, then.described_sums)
@@ -527,7 +627,38 @@ class _Layout:
             self._suffixes[start] = known
         return known
 
+    def explicit_total(self) -> int:
+        """The size of the explicit form's entries but for their descriptions, summed on first
+        use (a joined layout's from its halves', the shared one's summed once)."""
+        if self._explicit_total is None:
+            if self._halves is not None:
+                first, then = self._halves
+                self._explicit_total = first.explicit_total() + then.explicit_total()
+            else:
+                self._explicit_total = sum(sum(map(len, _explicit_parts(p.entry))) for p in self.pieces())
+        return self._explicit_total
+
+    def pieces(self) -> list[_Piece]:
+        """The items in priority order (a joined layout's made on first use: only a catalog that
+        fits in the explicit form renders them one by one)."""
+        if self._order is None:
+            assert self._halves is not None
+            first, then = self._halves
+            self._order = first.pieces() + then.pieces()
+        return self._order
+
     # -- rendering ---------------------------------------------------------------------------
+
+    def render_explicit(self, header: str, caps: Mapping[int, int | None] | None = None) -> str:
+        """The explicit form: every item in priority order with its id and files-root, its
+        description cut to ``caps[index]`` (``None``, or no ``caps``: whole)."""
+        parts = [header, _FRAME[0]]
+        for index, piece in enumerate(self.pieces()):
+            cap = None if caps is None else caps[index]
+            opening, closing = _explicit_parts(piece.entry)
+            parts += [opening, piece.description if cap is None else _shorten(piece.description, cap), closing]
+        parts += [self.shadowed, _FRAME[1]]
+        return "".join(parts)
 
     def render(self, header: str, caps: Mapping[int, int | None], named: int = 0, more: bool = False) -> str:
         """The catalog: items in ``caps`` described (``None``: whole), the next ``named`` items
@@ -563,7 +694,7 @@ class _Layout:
 
     def fit(self, budget: int, header: Callable[..., str], search_tool: str | None) -> str:
         """The catalog cut to ``budget``: see :func:`build_catalog` for the order of cuts."""
-        text = self._describe_all(budget, header(True))
+        text = self.describe_all(budget, header(True))
         if text is None:
             text = self._name_rest(budget, header(True, True))
         if text is None:
@@ -583,17 +714,31 @@ class _Layout:
         """The length of :meth:`render` with every item described whole."""
         return self._described_frame(header) + self.whole_sums[-1]
 
-    def _describe_all(self, budget: int, header: str) -> str | None:
-        """Step 1: every item described; the top ``kept`` layers whole, the rest cut to one cap."""
-        base = self._described_frame(header) + sum(self.fixed)
+    def _explicit_frame(self, header: str) -> int:
+        """The size of the explicit form but for its items: the frame and the shadowed line."""
+        return self._frame(header) + len(self.shadowed)
+
+    def explicit_size(self, header: str) -> int:
+        """The length of :meth:`render_explicit` with every item whole."""
+        return self._explicit_frame(header) + self.explicit_total() + self.whole_sums[-1] - self.fixed_total
+
+    def describe_all(self, budget: int, header: str, *, explicit: bool = False) -> str | None:
+        """Step 1: every item described, in the explicit form or grouped; the top ``kept``
+        layers whole, the rest cut to one cap."""
+        if explicit:
+            base = self._explicit_frame(header) + self.explicit_total()
+        else:
+            base = self._described_frame(header) + self.fixed_total
         for whole in reversed(self.tiers):
+            # ``base`` plus the whole descriptions of the first ``whole`` items.
             size = _CappedSize(base + self.whole_sums[whole] - sum(self.fixed[:whole]), self.suffix(whole))
             if size(_MIN_DESCRIPTION) <= budget:
                 break
         else:
             return None
         cap = _largest(_MIN_DESCRIPTION, max(size.longest, _MIN_DESCRIPTION), lambda c: size(c) <= budget)
-        return self.render(header, self._caps(whole, self.count, cap))
+        caps = self._caps(whole, self.count, cap)
+        return self.render_explicit(header, caps) if explicit else self.render(header, caps)
 
     def _caps(self, whole: int, described: int, cap: int = _MIN_DESCRIPTION) -> dict[int, int | None]:
         """The first ``whole`` items whole, the next ones up to ``described`` cut to ``cap``."""

@@ -29,6 +29,7 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     BackgroundTasks,
+    Fixed,
     ShellUnavailable,
     relative_path_problem,
 )
@@ -41,8 +42,10 @@ from harness.pipeline.catalog import (
     SHELL_TOOL,
     Catalog,
     CatalogEntry,
+    CatalogFormat,
     CatalogParts,
     build_catalog,
+    check_catalog_format,
     entry_for,
 )
 from harness.pipeline.labels import SourceLabels
@@ -165,6 +168,12 @@ class SkillPipeline(AsyncResource):
     folders get no files-root there (a ``files-root-hidden`` warning).
     ``catalog_budget`` caps the catalog (characters, ``None`` = unlimited); when it cuts, the
     plan carries a search index over the turn's skills (:class:`~harness.pipeline.search.SkillIndex`).
+    ``catalog_format`` is the catalog's form (:data:`~harness.pipeline.catalog.CATALOG_FORMATS`):
+    ``auto`` gives each skill an entry with its ``<skill-id>`` and ``<files-root>`` whenever all
+    fit the budget whole, else groups them by source (see :mod:`harness.pipeline.catalog`).
+    Setting :attr:`catalog_budget`, :attr:`catalog_format` or :attr:`relevance` renders the
+    next turns' catalogs anew; the parts the pipeline is built on (its filesystem, skill
+    folders, labels, lock, stager and environments) are fixed.
     ``environments`` turns on per-skill Python environments (:mod:`harness.pipeline.environments`):
     staging turns build them in the background (while the pipeline is entered) and each ready one
     is the skill's ``ResolvedSkill.environment``; it needs a filesystem with a shell on this host.
@@ -189,6 +198,19 @@ class SkillPipeline(AsyncResource):
     needs when ``environments.retention`` is set (see :meth:`EnvironmentManager.upkeep`).
     """
 
+    filesystem: Fixed[AbstractFilesystem] = Fixed("build another pipeline on the other filesystem")
+    """The shared workspace (unscoped)."""
+    skill_dirs: Fixed[tuple[str, ...]] = Fixed("build another pipeline with skill_dirs=...")
+    """The folders of the workspace and of each user's area read as skills, the first winning."""
+    labels: Fixed[SourceLabels] = Fixed("they follow from the markets the pipeline is built with")
+    """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
+    lock: Fixed[Lockfile | None] = Fixed("build another pipeline with lock=...")
+    """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
+    stager: Fixed[Stager | None] = Fixed("it follows from the filesystem (a shell's workspace has one)")
+    """What stages market files for the shell (``None`` without a shell)."""
+    environments: Fixed[EnvironmentManager | None] = Fixed("build another pipeline with environments=...")
+    """The skills' Python environments (``None`` unless ``environments=`` turned them on)."""
+
     def __init__(
         self,
         *,
@@ -198,6 +220,7 @@ class SkillPipeline(AsyncResource):
         dynamic_skills: bool = True,
         market_timeout: float = DEFAULT_MARKET_TIMEOUT,
         catalog_budget: int | None = DEFAULT_CATALOG_BUDGET,
+        catalog_format: CatalogFormat = "auto",
         visibility: VisibilityPolicy | None = None,
         watch: bool = True,
         verify_interval: float | None = 600.0,
@@ -223,7 +246,8 @@ class SkillPipeline(AsyncResource):
         filesystem.protect(self.skill_dirs)
         self.dynamic_skills = dynamic_skills
         self.market_timeout = market_timeout
-        self.catalog_budget = catalog_budget
+        self._catalog_budget = catalog_budget
+        self._catalog_format = check_catalog_format(catalog_format)
         self.visibility = visibility
         self._watch = watch
         self._max_users = max_cached_users
@@ -246,7 +270,6 @@ class SkillPipeline(AsyncResource):
                 for repo in repositories:
                     repo.share_checks(shared)
         self.labels = SourceLabels.for_markets(slugs)
-        """The short label the catalog shows for each market (``<name>_<label>`` loads too)."""
         self._relevance = relevance
         # Only market skills are scanned on ingest: without a market the scanner, its policy and
         # the stored verdicts are never made (nor their modules loaded).
@@ -272,10 +295,7 @@ class SkillPipeline(AsyncResource):
             *_folder_layers(filesystem, Layer.WORKSPACE, "workspace", self.skill_dirs),
         ]
         self._lock_problems: tuple[Diagnostic, ...] = ()  # locked markets that are not configured
-        self.lock: Lockfile | None = None
-        """The lock in force (``lock=``: a :class:`~harness.pipeline.lock.Lockfile` or its path), or ``None``."""
-        if lock is not None:
-            self.lock = self._apply_lock(lock, markets)
+        self.lock = None if lock is None else self._apply_lock(lock, markets)
         self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
         self._idle: list[str] = []
         self._views: dict[str, _UserView] = {}
@@ -297,16 +317,18 @@ class SkillPipeline(AsyncResource):
         self._cpu = anyio.CapacityLimiter(1)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-pipeline")
         cache = filesystem.host_path(CACHE_DIR) if filesystem.has_shell else None
-        self.stager: Stager | None = None
+        stager: Stager | None = None
         if cache is not None:  # without a shell nothing is staged: the stager's module never loads
             from harness.pipeline.staging import Stager
 
-            self.stager = Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
-        self.environments: EnvironmentManager | None = None
+            stager = Stager(cache, verify_interval=verify_interval, max_file_size=max_file_size, progress=progress)
+        self.stager = stager
+        manager: EnvironmentManager | None = None
         if environments is not None:  # its module (requirements, uv) loads only when environments are on
             from harness.pipeline.environments import EnvironmentManager
 
-            self.environments = EnvironmentManager(filesystem, environments, progress=progress)
+            manager = EnvironmentManager(filesystem, environments, progress=progress)
+        self.environments = manager
         self._base: _Base | None = None
         self._base_inputs: tuple[LayerResult, ...] = ()
         self._staged_early: list[StageResult] = []  # early passes of this wave (see _load_layers)
@@ -425,6 +447,28 @@ class SkillPipeline(AsyncResource):
     @relevance.setter
     def relevance(self, scores: Mapping[str, float] | None) -> None:
         self._relevance = scores
+        self._forget_catalogs()
+
+    @property
+    def catalog_budget(self) -> int | None:
+        """The catalog's characters at most (``None``: no bound). Setting it renders the next
+        turns' catalogs anew."""
+        return self._catalog_budget
+
+    @catalog_budget.setter
+    def catalog_budget(self, budget: int | None) -> None:
+        self._catalog_budget = budget
+        self._forget_catalogs()
+
+    @property
+    def catalog_format(self) -> CatalogFormat:
+        """The catalog's form: ``auto``, ``explicit`` or ``compact`` (see the class docstring).
+        Setting it renders the next turns' catalogs anew."""
+        return self._catalog_format
+
+    @catalog_format.setter
+    def catalog_format(self, catalog_format: CatalogFormat) -> None:
+        self._catalog_format = check_catalog_format(catalog_format)
         self._forget_catalogs()
 
     @property
@@ -1161,9 +1205,10 @@ class SkillPipeline(AsyncResource):
         options = {
             "load_tool": LOAD_TOOL,
             "shell_tool": SHELL_TOOL if self.filesystem.has_shell else None,
-            "budget": self.catalog_budget,
+            "budget": self._catalog_budget,
             "search_tool": SEARCH_TOOL,
             "shadowed": shadowed_ids,
+            "catalog_format": self._catalog_format,
         }
         resolved = self._resolved
         if isinstance(skills, SkillOverlay) and resolved is not None and skills.base is resolved.skills:

@@ -142,7 +142,7 @@ async def test_when_to_use_is_shown_escaped_with_the_description(tmp_path: Path)
     _skill(tmp_path, "deploy", extra="when_to_use: the user says ship <it> & go\n")
     async with Harness(model=ScriptedModel([]), workspace=tmp_path, pipeline=PipelineOptions(watch=False)) as agent:
         plan = await agent.prepare(ALICE)
-    assert "When to use: the user says ship &lt;it&gt; &amp; go</skill>" in plan.catalog
+    assert "When to use: the user says ship &lt;it&gt; &amp; go</description>" in plan.catalog
     assert read_catalog(plan.catalog).described["deploy"].endswith("When to use: the user says ship <it> & go")
 
 

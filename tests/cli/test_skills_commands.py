@@ -52,8 +52,8 @@ def test_list_without_shell_has_no_files_root(tmp_path: Path) -> None:
 def test_prompt_prints_the_escaped_catalog(tmp_path: Path) -> None:
     ws, market = _workspace(tmp_path)
     result = _cli("skills", "prompt", "--workspace", str(ws), "--repo", str(market), "--user", "bob")
-    assert '<skill name="shared">workspace &amp; co</skill>' in result.stdout
-    assert '<skill name="tool">Use the &lt;tool&gt;.</skill>' in result.stdout
+    assert "<name>shared</name>\n<description>workspace &amp; co</description>" in result.stdout
+    assert "<name>tool</name>\n<description>Use the &lt;tool&gt;.</description>" in result.stdout
     assert read_catalog(result.stdout).described == {"shared": "workspace & co", "tool": "Use the <tool>."}
 
 
@@ -194,7 +194,7 @@ def test_list_show_and_prompt_exit_1_while_a_market_is_down_but_still_print(tmp_
         assert listing.returncode == 1, listing.stderr
         assert any(d["code"] == "market-unavailable" for d in json.loads(listing.stdout)["diagnostics"])
         prompt = _cli("skills", "prompt", *common)
-        assert prompt.returncode == 1 and '<skill name="tool">' in prompt.stdout
+        assert prompt.returncode == 1 and "<name>tool</name>" in prompt.stdout
         show = _cli("skills", "show", "tool", *common)
         assert show.returncode == 1 and "name: tool" in show.stdout
 

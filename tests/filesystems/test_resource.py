@@ -1,4 +1,5 @@
-"""The shared async-resource lifecycle, and scoped views built fresh by their constructors."""
+"""The shared async-resource lifecycle, the attributes a resource is built with, and scoped views
+built fresh by their constructors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from filesystems import (
     AbstractFilesystem,
     AsyncResource,
     CompositeFilesystem,
+    Fixed,
     LocalFilesystem,
     MemoryKeyValueStore,
     RemoteFilesystem,
@@ -26,6 +28,26 @@ class _Counting(AsyncResource):
         self.releases += 1
         if self.fail:
             raise OSError("disk gone")
+
+
+class _Built(AsyncResource):
+    part: Fixed[str] = Fixed("build another one")
+
+    def __init__(self, part: str) -> None:
+        super().__init__()
+        self.part = part
+
+
+def test_a_fixed_attribute_is_set_once_by_the_constructor_and_refuses_the_next_assignment() -> None:
+    built = _Built("a")
+    assert built.part == "a" and isinstance(_Built.part, Fixed)
+    with pytest.raises(AttributeError, match=r"^_Built\.part is fixed when it is built; build another one$"):
+        built.part = "b"
+    with pytest.raises(AttributeError, match=r"^_Built\.part is fixed"):
+        del built.part
+    assert built.part == "a" and _Built("c").part == "c"  # each instance its own
+    with pytest.raises(AttributeError, match=r"^_Built\.part is not set yet$"):
+        _ = _Built.__new__(_Built).part
 
 
 async def test_aclose_releases_once_however_often_it_is_called() -> None:

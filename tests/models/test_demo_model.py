@@ -9,7 +9,7 @@ import pytest
 
 from harness.models import Message, ModelReply, ToolSpec, open_model
 from harness.models.demo import DemoModel
-from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, CatalogEntry, render_catalog
+from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL, CatalogEntry, CatalogFormat, render_catalog
 from tests.support.skills import make_skill
 
 LOAD = ToolSpec(
@@ -52,13 +52,13 @@ def write_skill(root: Path, name: str, body: str, scripts: dict[str, str] | None
     return folder
 
 
-def catalog(skills: list[tuple[str, str, Path | None]]) -> str:
+def catalog(skills: list[tuple[str, str, Path | None]], catalog_format: CatalogFormat = "auto") -> str:
     """A system prompt carrying the catalog as the pipeline renders it."""
     entries = [
         CatalogEntry(name=name, description=desc, source="workspace", files_root=str(root) if root else None)
         for name, desc, root in skills
     ]
-    text = render_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL)
+    text = render_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, catalog_format=catalog_format)
     return f"You are helpful.\n\nSkills:\n{text}"
 
 
@@ -69,7 +69,7 @@ def skills_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def system_prompt(skills_dir: Path, *, roots: bool = True) -> Message:
+def system_prompt(skills_dir: Path, *, roots: bool = True, catalog_format: CatalogFormat = "auto") -> Message:
     return Message.system(
         catalog(
             [
@@ -83,7 +83,8 @@ def system_prompt(skills_dir: Path, *, roots: bool = True) -> Message:
                     "Use when the user asks about the weather or a forecast for a city.",
                     skills_dir / "weather-report" if roots else None,
                 ),
-            ]
+            ],
+            catalog_format,
         )
     )
 
@@ -108,8 +109,10 @@ async def run_turn(
     raise AssertionError("the demo model did not finish within 6 steps")
 
 
-async def test_chooses_loads_runs_and_summarises(skills_dir: Path) -> None:
-    conversation = [system_prompt(skills_dir), Message.user("What's the weather forecast in Oslo?")]
+@pytest.mark.parametrize("catalog_format", ["explicit", "compact"])
+async def test_chooses_loads_runs_and_summarises(skills_dir: Path, catalog_format: CatalogFormat) -> None:
+    prompt = system_prompt(skills_dir, catalog_format=catalog_format)
+    conversation = [prompt, Message.user("What's the weather forecast in Oslo?")]
     reply = await run_turn(DemoModel(), conversation, [LOAD, SHELL], skills_dir)
     load_call = conversation[2].tool_calls[0]
     assert (load_call.name, load_call.arguments) == ("load_skill_through_path", {"skillId": "weather-report_workspace"})
@@ -129,9 +132,10 @@ async def test_skill_without_script_is_summarised_after_loading(skills_dir: Path
     assert reply.message.content.startswith("Skill meeting-notes: Summarise the transcript")
 
 
-async def test_without_a_match_it_answers_plainly(skills_dir: Path) -> None:
-    model = DemoModel()
-    reply = await model.complete([system_prompt(skills_dir), Message.user("Tell me a joke")], [LOAD, SHELL])
+@pytest.mark.parametrize("catalog_format", ["explicit", "compact"])
+async def test_without_a_match_it_answers_plainly(skills_dir: Path, catalog_format: CatalogFormat) -> None:
+    prompt = system_prompt(skills_dir, catalog_format=catalog_format)
+    reply = await DemoModel().complete([prompt, Message.user("Tell me a joke")], [LOAD, SHELL])
     assert reply.message.tool_calls == ()
     assert reply.message.content == (
         "None of my skills fits that request. Skills I can use: meeting-notes, weather-report."
@@ -150,8 +154,10 @@ async def test_without_a_shell_tool_it_summarises_instead_of_running(skills_dir:
     assert reply.message.content == "Skill weather-report: Print the forecast:"
 
 
-async def test_without_files_root_it_does_not_run_scripts(skills_dir: Path) -> None:
-    conversation = [system_prompt(skills_dir, roots=False), Message.user("weather in Rome")]
+@pytest.mark.parametrize("catalog_format", ["explicit", "compact"])
+async def test_without_files_root_it_does_not_run_scripts(skills_dir: Path, catalog_format: CatalogFormat) -> None:
+    prompt = system_prompt(skills_dir, roots=False, catalog_format=catalog_format)
+    conversation = [prompt, Message.user("weather in Rome")]
     await run_turn(DemoModel(), conversation, [LOAD, SHELL], skills_dir)
     assert [c.name for m in conversation for c in m.tool_calls] == ["load_skill_through_path"]
 

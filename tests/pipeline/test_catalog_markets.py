@@ -37,10 +37,10 @@ def clones(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @asynccontextmanager
 async def _pipeline(
-    markets: list[Market], clones: Path, root: Path, mode: str = "local-shell"
+    markets: list[Market], clones: Path, root: Path, mode: str = "local-shell", bwrap: str | None = None
 ) -> AsyncIterator[SkillPipeline]:
     async with (
-        open_filesystem(mode, root / "ws") as fs,
+        open_filesystem(mode, root / "ws", bwrap=bwrap) as fs,
         SkillPipeline(filesystem=fs, repositories=open_markets(markets, clones), watch=False) as pipeline,
     ):
         yield pipeline
@@ -73,11 +73,54 @@ async def test_every_skill_of_five_markets_keeps_a_description_under_the_default
     assert sources == {"northwind", "acme-labs", "acme-tools", "contoso", "fabrikam"}
 
 
-async def test_without_a_budget_the_groups_still_save_the_repeated_source(
+@pytest.mark.parametrize("mode", ["local-shell", "sandbox"])
+async def test_without_a_budget_each_skill_shows_the_id_and_files_root_to_use_as_written(
+    markets: list[Market], clones: Path, tmp_path: Path, mode: str, request: pytest.FixtureRequest
+) -> None:
+    bwrap = request.getfixturevalue("bwrap") if mode == "sandbox" else None
+    root = request.getfixturevalue("sandbox_dir") if mode == "sandbox" else tmp_path
+    async with _pipeline(markets, clones, root, mode, bwrap) as pipeline:
+        pipeline.catalog_budget = None
+        plan = await pipeline.prepare(ALICE)
+        read = read_catalog(plan.catalog)
+        assert read.explicit and len(read.skills) == 177 and read.more == 0
+        for shown in read.skills:
+            found = plan.find(shown.skill_id)  # the id as written, nothing composed
+            assert found is not None and found.skill.name == shown.name
+            assert shown.files_root == found.files_root and shown.description == found.skill.description
+            assert f'<skill-folder skill-id="{found.skill.skill_id}">{shown.files_root}<' in await _load(
+                plan, shown.skill_id
+            )
+    if mode == "sandbox":
+        assert all(s.files_root and s.files_root.startswith("/workspace/.skills-cache/") for s in read.skills)
+    for shown in read.skills:
+        host = root / "ws" / shown.files_root.removeprefix("/workspace/") if mode == "sandbox" else shown.files_root
+        assert Path(host, "SKILL.md").is_file()
+
+
+async def test_a_budget_or_format_set_between_turns_is_the_next_turns(
+    markets: list[Market], clones: Path, tmp_path: Path
+) -> None:
+    async with _pipeline(markets, clones, tmp_path) as pipeline:
+        cut = await pipeline.prepare(ALICE)
+        assert cut.search is not None and not read_catalog(cut.catalog).explicit
+        pipeline.catalog_budget = None
+        whole = await pipeline.prepare(ALICE)
+        assert whole.search is None and read_catalog(whole.catalog).explicit
+        pipeline.catalog_format = "compact"
+        grouped = await pipeline.prepare(ALICE)
+        assert not read_catalog(grouped.catalog).explicit and len(grouped.catalog) > DEFAULT_CATALOG_BUDGET
+        with pytest.raises(ValueError, match="catalog_format: 'grouped' is not one of auto, explicit, compact"):
+            pipeline.catalog_format = "grouped"  # type: ignore[assignment]
+        assert pipeline.catalog_format == "compact"
+
+
+async def test_without_a_budget_the_compact_form_still_saves_the_repeated_source(
     markets: list[Market], clones: Path, tmp_path: Path
 ) -> None:
     async with _pipeline(markets, clones, tmp_path) as pipeline:
         pipeline.catalog_budget = None
+        pipeline.catalog_format = "compact"
         plan = await pipeline.prepare(ALICE)
     read = read_catalog(plan.catalog)
     assert all(read.described[name] == d for m in markets for name, d in m.skills.items() if name not in SHADOWED)

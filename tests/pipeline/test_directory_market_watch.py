@@ -36,4 +36,4 @@ async def test_warm_turns_skip_the_directory_market_until_it_changes(tmp_path: P
         assert calls == 1
         (market_dir / "tool" / "SKILL.md").write_text("---\nname: tool\ndescription: second\n---\nx\n")
         plan = await eventually(lambda: pipeline.prepare(ALICE), lambda plan: "second" in plan.catalog, within=3)
-    assert '<skill name="tool">second</skill>' in plan.catalog
+    assert "<description>second</description>" in plan.catalog

@@ -10,6 +10,7 @@ import pytest
 from harness.context import RuntimeContext
 from harness.errors import SkillNotFound
 from harness.pipeline import SkillPipeline
+from harness.pipeline.catalog import CatalogFormat
 from harness.pipeline.plan import TurnPlan
 from harness.tools.skills import LOAD_TOOL, MAX_LINES, MAX_PAGE_BYTES, SHELL_TOOL, skill_tools
 from repositories import FileContents, MemoryRepository, SkillBundleContents
@@ -23,10 +24,22 @@ HIDDEN = "disable-model-invocation: true\n"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 
 
-async def _plan(tmp_path: Path, market: MemoryRepository, *, catalog_budget: int | None = None) -> TurnPlan:
+async def _plan(
+    tmp_path: Path,
+    market: MemoryRepository,
+    *,
+    catalog_budget: int | None = None,
+    catalog_format: CatalogFormat = "auto",
+) -> TurnPlan:
     async with (
         open_filesystem("local-shell", tmp_path) as fs,
-        SkillPipeline(filesystem=fs, repositories=[market], watch=False, catalog_budget=catalog_budget) as pipeline,
+        SkillPipeline(
+            filesystem=fs,
+            repositories=[market],
+            watch=False,
+            catalog_budget=catalog_budget,
+            catalog_format=catalog_format,
+        ) as pipeline,
     ):
         return await pipeline.prepare(ALICE)
 
@@ -63,26 +76,35 @@ async def test_catalog_lists_visible_skills_sorted_with_the_registered_tool_name
     assert {t.name for t in skill_tools(plan)} == {LOAD_TOOL, SHELL_TOOL}
 
 
-async def test_catalog_text_is_xml_escaped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("catalog_format", ["explicit", "compact"])
+async def test_catalog_text_is_xml_escaped(tmp_path: Path, catalog_format: CatalogFormat) -> None:
     ws = tmp_path / "a&b <ws>"
     market = MemoryRepository([bundle("tool", description='Use for <b>bold</b> & "quoted" text')], name="acme")
-    plan = await _plan(ws, market)
-    assert '<skill name="tool">Use for &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" text</skill>' in plan.catalog
-    assert f'root="{tmp_path}/a&amp;b &lt;ws&gt;/.skills-cache/acme"' in plan.catalog
+    plan = await _plan(ws, market, catalog_format=catalog_format)
+    description = 'Use for &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" text'
+    if catalog_format == "explicit":
+        assert f"<description>{description}</description>" in plan.catalog
+        assert f"<files-root>{tmp_path}/a&amp;b &lt;ws&gt;/.skills-cache/acme/tool</files-root>" in plan.catalog
+    else:
+        assert f'<skill name="tool">{description}</skill>' in plan.catalog
+        assert f'root="{tmp_path}/a&amp;b &lt;ws&gt;/.skills-cache/acme"' in plan.catalog
     assert "<b>" not in plan.catalog
     [tool] = read_catalog(plan.catalog).skills
     assert tool.description == 'Use for <b>bold</b> & "quoted" text'
     assert tool.files_root == plan.skills["tool_acme"].files_root == f"{ws}/.skills-cache/acme/tool"
 
 
-async def test_a_budget_shortens_the_longest_descriptions_first(tmp_path: Path) -> None:
+@pytest.mark.parametrize("catalog_format", ["explicit", "compact"])
+async def test_a_budget_shortens_the_longest_descriptions_first(tmp_path: Path, catalog_format: CatalogFormat) -> None:
     skills = [bundle(f"skill-{i:02d}", description=f"Short one {i}.") for i in range(5)]
     skills.append(bundle("verbose", description="Use when " + "very " * 200 + "long."))
-    full = await _plan(tmp_path / "a", MemoryRepository(skills, name="acme"))
+    full = await _plan(tmp_path / "a", MemoryRepository(skills, name="acme"), catalog_format=catalog_format)
     budget = len(full.catalog) - 500
-    plan = await _plan(tmp_path / "b", MemoryRepository(skills, name="acme"), catalog_budget=budget)
+    market = MemoryRepository(skills, name="acme")
+    plan = await _plan(tmp_path / "b", market, catalog_budget=budget, catalog_format=catalog_format)
     assert len(plan.catalog) <= budget
     read = read_catalog(plan.catalog)
+    assert read.explicit == (catalog_format == "explicit")
     assert read.described["verbose"].endswith("…") and read.named == [] and read.more == 0
     for i in range(5):
         assert read.described[f"skill-{i:02d}"] == f"Short one {i}."

@@ -1,18 +1,23 @@
-"""The catalog budget: the whole text fits, every skill keeps a description before any loses it,
-the most important skills keep theirs longest, and nothing is dropped without a count."""
+"""The catalog's forms and its budget: each skill gets an explicit entry with its id and
+files-root whenever they fit, the whole text fits, every skill keeps a description before any
+loses it, the most important skills keep theirs longest, and nothing is dropped without a count."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.pipeline.catalog import (
+    CATALOG_FORMATS,
     LOAD_TOOL,
     SEARCH_TOOL,
     SHELL_TOOL,
     CatalogEntry,
+    CatalogFormat,
     CatalogParts,
     build_catalog,
+    check_catalog_format,
     render_catalog,
 )
 from harness.skills.skill import Layer
@@ -38,10 +43,97 @@ def _entry(
     )
 
 
-def _render(entries: list[CatalogEntry], budget: int | None, shadowed: tuple[str, ...] = ()) -> str:
+def _render(
+    entries: list[CatalogEntry],
+    budget: int | None,
+    shadowed: tuple[str, ...] = (),
+    catalog_format: CatalogFormat = "auto",
+) -> str:
     return render_catalog(
-        entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=budget, search_tool=SEARCH_TOOL, shadowed=shadowed
+        entries,
+        load_tool=LOAD_TOOL,
+        shell_tool=SHELL_TOOL,
+        budget=budget,
+        search_tool=SEARCH_TOOL,
+        shadowed=shadowed,
+        catalog_format=catalog_format,
     )
+
+
+def test_each_skill_gets_an_entry_with_its_id_and_files_root() -> None:
+    entries = [
+        CatalogEntry(name="pdf", description="Use for <PDF> & forms.", source="acme", files_root="/c/acme/pdf"),
+        CatalogEntry(name="mine", description="Mine.", source="workspace", files_root="/ws/skills/m&e", rank=3),
+        CatalogEntry(name="digest", description="Digest.", source="acme", files_root="/c/acme/digest", workflow=True),
+    ]
+    text = _render(entries, None, shadowed=("pdf_other",))
+    assert (
+        "<skill>\n<name>pdf</name>\n<description>Use for &lt;PDF&gt; &amp; forms.</description>\n"
+        "<skill-id>pdf_acme</skill-id>\n<files-root>/c/acme/pdf</files-root>\n</skill>\n"
+    ) in text
+    assert '<skill workflow="true">\n<name>digest</name>' in text and "<files-root>/ws/skills/m&amp;e<" in text
+    read = read_catalog(text)
+    assert read.explicit and read.shadowed == ["pdf_other"]
+    # Priority order: the higher layer first, then by name; each entry as written, nothing composed.
+    assert [(s.skill_id, s.files_root, s.workflow) for s in read.skills] == [
+        ("mine_workspace", "/ws/skills/m&e", False),
+        ("digest_acme", "/c/acme/digest", True),
+        ("pdf_acme", "/c/acme/pdf", False),
+    ]
+    assert "Each <skill> gives its <skill-id>: use it as written" in read.header
+    assert "<files-root> is its folder as the shell sees it" in read.header
+    assert "grouped by source" not in read.header and "<location>" not in text
+
+
+def test_an_explicit_catalog_without_files_roots_renders_none_and_no_shell_line() -> None:
+    text = render_catalog(_entries(3), load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL)
+    read = read_catalog(text)
+    assert read.explicit and all(s.files_root is None for s in read.skills)
+    assert "files-root" not in text and SHELL_TOOL not in text
+    assert [s.skill_id for s in read.skills] == ["skill-00000_m", "skill-00001_m", "skill-00002_m"]
+
+
+def test_auto_groups_the_skills_when_explicit_entries_would_cost_descriptions() -> None:
+    entries = [_entry(f"m-{i:02d}", Layer.MARKET.rank) for i in range(40)]
+    explicit = _render(entries, None)
+    compact = _render(entries, None, catalog_format="compact")
+    assert len(compact) < len(explicit)
+    grouped = build_catalog(
+        entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=len(explicit) - 1, search_tool=SEARCH_TOOL
+    )
+    # Every description whole, in groups: nothing is cut, so no search tool either.
+    assert grouped.text == compact and grouped.complete
+    read = read_catalog(grouped.text)
+    assert not read.explicit and read.described == {e.name: e.description for e in entries}
+    assert "grouped by source" in read.header and SEARCH_TOOL not in read.header
+
+
+def test_the_explicit_format_shortens_descriptions_before_it_groups() -> None:
+    entries = [_entry(f"m-{i:02d}", Layer.MARKET.rank, f"Use for task {i}. " + "Detail. " * 30) for i in range(30)]
+    whole = _render(entries, None, catalog_format="explicit")
+    budget = len(whole) * 3 // 4
+    read = read_catalog(_render(entries, budget, catalog_format="explicit"))
+    assert read.explicit and read.named == [] and read.more == 0
+    assert all(d.startswith(f"Use for task {i}.") and d.endswith("…") for i, d in enumerate(read.described.values()))
+    assert SEARCH_TOOL in read.header  # cut: the search tool finds the whole descriptions
+    assert [s.files_root for s in read.skills] == [e.files_root for e in entries]
+    # Not every skill can be described in an entry of its own: groups, as auto gives them.
+    small = len(_render(entries, None, catalog_format="compact")) // 3
+    assert _render(entries, small, catalog_format="explicit") == _render(entries, small)
+    assert not read_catalog(_render(entries, small)).explicit
+
+
+def test_the_compact_format_always_groups() -> None:
+    read = read_catalog(_render([_entry("pdf", 2)], None, catalog_format="compact"))
+    assert not read.explicit and [s.skill_id for s in read.skills] == ["pdf_source-2"]
+    assert read.skills[0].files_root == "/ws/2/pdf"
+
+
+@pytest.mark.parametrize("value", ["Explicit", "grouped", "", None, 1])
+def test_an_unknown_catalog_format_is_refused_with_the_known_ones(value: object) -> None:
+    with pytest.raises(ValueError, match="is not one of auto, explicit, compact"):
+        check_catalog_format(value)
+    assert [check_catalog_format(f) for f in CATALOG_FORMATS] == ["auto", "explicit", "compact"]
 
 
 def test_names_that_do_not_fit_are_counted_not_dropped() -> None:
@@ -82,10 +174,11 @@ def test_short_descriptions_stay_whole_while_the_longest_are_cut() -> None:
     assert all(read.described[e.name].endswith("…") for e in entries[::2])
 
 
-def test_the_header_counts_toward_the_budget() -> None:
-    entries = [_entry("only", 2)]
-    budget = len(_render(entries, None)) - 1
-    text = _render(entries, budget)
+@pytest.mark.parametrize("catalog_format", ["explicit", "compact"])
+def test_the_header_counts_toward_the_budget(catalog_format: CatalogFormat) -> None:
+    entries = [_entry("only", 2, "Use when the task needs it. " * 20)]
+    budget = len(_render(entries, None, catalog_format=catalog_format)) - 1
+    text = _render(entries, budget, catalog_format=catalog_format)
     assert len(text) <= budget and text.startswith("You can use skills")
     read = read_catalog(text)
     assert [s.name for s in read.skills] == ["only"] or read.more == 1
@@ -159,7 +252,7 @@ def test_groups_carry_source_and_root_once_and_entries_only_what_differs() -> No
         CatalogEntry(name="docx", description="Use for Word.", source="team", files_root="/c/git-team/word"),
         CatalogEntry(name="mine", description="Use for me.", source="workspace", files_root="/ws/skills/mine", rank=3),
     ]
-    text = _render(entries, None)
+    text = _render(entries, None, catalog_format="compact")
     assert text.count('source="team"') == 1 and text.count("/c/git-team") == 1
     assert '<skill name="pdf">' in text and '<skill name="docx" folder="word">' in text
     read = read_catalog(text)
@@ -171,7 +264,7 @@ def test_groups_carry_source_and_root_once_and_entries_only_what_differs() -> No
 
 
 def test_without_files_roots_no_root_and_no_shell_line_is_rendered() -> None:
-    text = render_catalog(_entries(3), load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL)
+    text = render_catalog(_entries(3), load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, catalog_format="compact")
     assert "root=" not in text and SHELL_TOOL not in text and "files-root" not in text
     assert all(s.files_root is None for s in read_catalog(text).skills)
 
@@ -198,12 +291,19 @@ def test_a_cut_catalog_names_the_search_tool_and_a_whole_one_does_not() -> None:
     length=st.integers(min_value=1, max_value=400),
     text=st.sampled_from(["d", "a&b", '<"x">', "é ", "&&&&"]),
     shadowed=st.lists(st.sampled_from(["a_b", "c&d_e"]), max_size=3),
+    catalog_format=st.sampled_from(CATALOG_FORMATS),
 )
 def test_the_catalog_never_exceeds_the_budget_and_accounts_for_every_skill(
-    budget: int, count: int, ranks: list[int], length: int, text: str, shadowed: list[str]
+    budget: int,
+    count: int,
+    ranks: list[int],
+    length: int,
+    text: str,
+    shadowed: list[str],
+    catalog_format: CatalogFormat,
 ) -> None:
     entries = [_entry(f"s-{i:03d}", ranks[i % len(ranks)], text * (length + i % 7)) for i in range(count)]
-    rendered = _render(entries, budget, tuple(shadowed))
+    rendered = _render(entries, budget, tuple(shadowed), catalog_format)
     assert len(rendered) <= budget
     if rendered:
         read = read_catalog(rendered)  # well-formed, escaped, even when descriptions are cut
@@ -224,29 +324,35 @@ def test_the_catalog_never_exceeds_the_budget_and_accounts_for_every_skill(
     shadowed=st.lists(st.sampled_from(["a_b", "c&d_e"]), max_size=3),
     roots=st.booleans(),
     slack=st.integers(min_value=-3, max_value=3),
+    catalog_format=st.sampled_from(CATALOG_FORMATS),
 )
 def test_the_whole_catalog_is_given_exactly_when_it_fits_the_budget(
-    count: int, ranks: list[int], text: str, shadowed: list[str], roots: bool, slack: int
+    count: int,
+    ranks: list[int],
+    text: str,
+    shadowed: list[str],
+    roots: bool,
+    slack: int,
+    catalog_format: CatalogFormat,
 ) -> None:
     # The budget is checked against the whole catalog's size summed from its parts, not rendered:
-    # a budget of exactly its length keeps it whole, one less cuts it.
+    # a budget of exactly its length keeps it whole, one less cuts it (or, from explicit
+    # entries, groups the skills when every description still fits whole that way).
     entries = [_entry(f"s-{i:03d}", ranks[i % len(ranks)], text * (1 + i % 5)) for i in range(count)]
     if not roots:
         entries = [
             CatalogEntry(name=e.name, description=e.description, source=e.source, files_root=None) for e in entries
         ]
-    whole = build_catalog(entries, load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, budget=None, shadowed=tuple(shadowed))
+    options = {"load_tool": LOAD_TOOL, "shell_tool": SHELL_TOOL, "shadowed": tuple(shadowed)}
+    whole = build_catalog(entries, **options, catalog_format=catalog_format)  # type: ignore[arg-type]
+    compact = build_catalog(entries, **options, catalog_format="compact")  # type: ignore[arg-type]
+    assert read_catalog(whole.text).explicit == (catalog_format != "compact")
     budget = len(whole.text) + slack
-    kept = build_catalog(
-        entries,
-        load_tool=LOAD_TOOL,
-        shell_tool=SHELL_TOOL,
-        budget=budget,
-        search_tool=SEARCH_TOOL,
-        shadowed=tuple(shadowed),
-    )
-    assert kept.complete == (slack >= 0)
+    kept = build_catalog(entries, **options, budget=budget, search_tool=SEARCH_TOOL, catalog_format=catalog_format)  # type: ignore[arg-type]
     assert (kept.text == whole.text) == (slack >= 0)
+    assert kept.complete == (kept.text in (whole.text, compact.text))  # else it was cut
+    if catalog_format == "auto":
+        assert kept.complete == (slack >= 0 or len(compact.text) <= budget)
     assert len(kept.text) <= budget
 
 
@@ -260,9 +366,17 @@ def test_the_whole_catalog_is_given_exactly_when_it_fits_the_budget(
     shadowed=st.lists(st.sampled_from(["a_b", "c&d_e"]), max_size=2),
     share=st.one_of(st.none(), st.floats(min_value=0.0, max_value=1.1)),
     longer=st.integers(min_value=1, max_value=8),
+    catalog_format=st.sampled_from(CATALOG_FORMATS),
 )
 def test_a_users_catalog_built_on_the_shared_parts_is_the_catalog_of_all_its_skills(
-    count: int, ranks: list[int], own: list[int], text: str, shadowed: list[str], share: float | None, longer: int
+    count: int,
+    ranks: list[int],
+    own: list[int],
+    text: str,
+    shadowed: list[str],
+    share: float | None,
+    longer: int,
+    catalog_format: CatalogFormat,
 ) -> None:
     # A user's own skills (usually of a layer above every shared one) are laid out before the
     # shared layout, which is built once; the text must be what one catalog of everything gives,
@@ -281,7 +395,13 @@ def test_a_users_catalog_built_on_the_shared_parts_is_the_catalog_of_all_its_ski
     ]
     whole = build_catalog([*base, *extra], load_tool=LOAD_TOOL, shell_tool=SHELL_TOOL, shadowed=tuple(shadowed))
     budget = None if share is None else int(len(whole.text) * share)
-    options = {"load_tool": LOAD_TOOL, "shell_tool": SHELL_TOOL, "budget": budget, "search_tool": SEARCH_TOOL}
+    options = {
+        "load_tool": LOAD_TOOL,
+        "shell_tool": SHELL_TOOL,
+        "budget": budget,
+        "search_tool": SEARCH_TOOL,
+        "catalog_format": catalog_format,
+    }
     parts = CatalogParts(base)
     for _ in range(2):  # the second build reuses the shared layout
         built = parts.build(**options, shadowed=tuple(shadowed), extra=extra)

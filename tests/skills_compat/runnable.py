@@ -12,7 +12,9 @@ The shapes (the text is ours):
 - ``tally``: ``./tally.sh`` with a ``#!`` line.
 
 Each documents its commands in the first ``sh`` fence of SKILL.md; ``<name.ext>`` arguments are
-the user's files (inputs are written to the user's area first, outputs are checked there).
+the user's files (inputs are written to the user's area first, outputs are checked there). Each
+also has the same commands written the way the catalog's header shows, from the user's folder
+with the skill's ``<files-root>`` (``by_root``, ``{root}`` standing for it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,18 +30,21 @@ from pathlib import Path
 from harness.models import Message, ModelReply, ToolCall
 from harness.models.base import ToolSpec
 from harness.pipeline.catalog import LOAD_TOOL, SHELL_TOOL
+from tests.support.catalog import read_catalog
 
 _FRONT = "---\nname: {name}\ndescription: {description}\n---\n"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Shape:
-    """One runnable skill: its files, the user's input files, and the outputs its commands write."""
+    """One runnable skill: its files, the user's input files, the outputs its commands write, and
+    those commands run from the user's folder through the skill's files-root (``{root}``)."""
 
     name: str
     files: dict[str, str]
     inputs: dict[str, str]
     outputs: dict[str, str]
+    by_root: tuple[str, ...]
     executable: tuple[str, ...] = field(default=())
 
 
@@ -57,6 +63,7 @@ SHAPES: dict[str, Shape] = {
         },
         inputs={"input.csv": "name,score\nann,3\nbo,5\n"},
         outputs={"report.txt": "rows: 2\n"},
+        by_root=("python3 {root}/scripts/summarize.py input.csv report.txt",),
     ),
     "bundle-maker": Shape(
         name="bundle-maker",
@@ -73,6 +80,7 @@ SHAPES: dict[str, Shape] = {
         },
         inputs={"notes.txt": "hello\n"},
         outputs={"bundle.txt": "bundle of notes.txt\nHELLO\n"},
+        by_root=("PYTHONPATH={root} python3 -m scripts.package_it notes.txt bundle.txt",),
     ),
     "stamp-three": Shape(
         name="stamp-three",
@@ -88,6 +96,7 @@ SHAPES: dict[str, Shape] = {
         },
         inputs={},
         outputs={name: "stamped by stamp-three\n" for name in ("first.txt", "second.txt", "third.txt")},
+        by_root=tuple(f"python3 {{root}}/scripts/stamp.py {name}.txt" for name in ("first", "second", "third")),
     ),
     "word-count": Shape(
         name="word-count",
@@ -101,6 +110,7 @@ SHAPES: dict[str, Shape] = {
         },
         inputs={"text.txt": "one two three\nfour\n"},
         outputs={"count.txt": "words: 4\n"},
+        by_root=("python3 {root}/scripts/count_words.py text.txt count.txt",),
     ),
     "tally": Shape(
         name="tally",
@@ -111,6 +121,7 @@ SHAPES: dict[str, Shape] = {
         },
         inputs={"lines.txt": "a\nb\nc\n"},
         outputs={"tally.txt": "lines: 3\n"},
+        by_root=("{root}/tally.sh lines.txt tally.txt",),
         executable=("tally.sh",),
     ),
 }
@@ -178,4 +189,45 @@ def load_then_run(skill: str, seen: list[Served]) -> list[Step | Message | str]:
         return Message.assistant("", calls)
 
     load = Message.assistant("", [ToolCall(id="load", name=LOAD_TOOL, arguments={"skillId": skill})])
+    return [load, run, "done"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listed:
+    """What the catalog told the model of one skill: the id and files-root its entry gives."""
+
+    skill_id: str
+    files_root: str
+
+
+def catalog_then_run(shape: Shape, listed: list[Listed], seen: list[Served]) -> list[Step | Message | str]:
+    """A model script that takes the skill's ``<skill-id>`` and ``<files-root>`` from its entry
+    in the system prompt's catalog as written (composing nothing): load the skill by that id, run
+    ``shape``'s commands through that files-root from the user's folder, and its documented
+    commands with ``skill=`` that id, then answer. ``listed`` and ``seen`` receive what was read."""
+
+    def load(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> Message:
+        system = messages[0].content
+        block = re.search(r"<available_skills>.*</available_skills>", system, re.DOTALL)
+        assert block is not None, "no catalog in the system prompt"
+        catalog = read_catalog(block[0])
+        assert catalog.explicit, "the catalog gave no explicit entries"
+        entry = catalog.by_name[shape.name]
+        assert entry.files_root is not None, f"the catalog gave {shape.name} no files-root"
+        listed.append(Listed(skill_id=entry.skill_id, files_root=entry.files_root))
+        return Message.assistant("", [ToolCall(id="load", name=LOAD_TOOL, arguments={"skillId": entry.skill_id})])
+
+    def run(messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]) -> Message:
+        served = read_load_result(messages[-1].content)
+        seen.append(served)
+        (entry,) = listed
+        by_root = [c.format(root=shlex.quote(entry.files_root)) for c in shape.by_root]
+        documented = [as_the_user_means_it(c) for c in served.commands]
+        calls = [ToolCall(id=f"root-{i}", name=SHELL_TOOL, arguments={"command": c}) for i, c in enumerate(by_root)]
+        calls += [
+            ToolCall(id=f"run-{i}", name=SHELL_TOOL, arguments={"command": c, "skill": entry.skill_id})
+            for i, c in enumerate(documented)
+        ]
+        return Message.assistant("", calls)
+
     return [load, run, "done"]

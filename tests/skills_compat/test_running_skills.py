@@ -1,7 +1,9 @@
 """Skills run as their SKILL.md says: a model loads a skill, reads its folder and commands from
-the load result, and runs them with ``skill=``; the outputs land in the user's area, never in
-the skill's folder or the staged cache. Served from a real git market and from the workspace,
-in local-shell mode and in a real bubblewrap sandbox."""
+the load result, and runs them with ``skill=``; or it takes the ``<skill-id>`` and
+``<files-root>`` of the skill's catalog entry as written, on its first turn, and runs the
+scripts through that folder. The outputs land in the user's area, never in the skill's folder or
+the staged cache. Served from a real git market and from the workspace, in local-shell mode and
+in a real bubblewrap sandbox."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from harness.events import ToolReturned
 from harness.models import Model, ScriptedModel
 from harness.pipeline.catalog import SHELL_TOOL
 from repositories import GitRepository
-from tests.skills_compat.runnable import SHAPES, Served, Shape, load_then_run, write_shape
+from tests.skills_compat.runnable import SHAPES, Listed, Served, Shape, catalog_then_run, load_then_run, write_shape
 from tests.support.git import GitRemote
 
 ALICE = RuntimeContext(user_id="alice", session_id="compat")
@@ -124,3 +126,35 @@ async def test_the_served_commands_name_the_real_folder_and_staged_files_stay_by
         on_disk = _skill_folder(root, served, mode) / "SKILL.md"
         assert on_disk.read_text() == shape.files["SKILL.md"]  # placeholders resolved only where served
     assert os.access(_skill_folder(root, stamps, mode) / "scripts" / "stamp.py", os.R_OK)
+
+
+@pytest.mark.parametrize("source", ["market", "workspace"])
+@pytest.mark.parametrize("name", sorted(SHAPES))
+async def test_the_catalogs_id_and_files_root_run_the_skill_on_the_first_turn(
+    request: pytest.FixtureRequest, mode: str, source: str, name: str, tmp_path: Path
+) -> None:
+    shape = SHAPES[name]
+    listed: list[Listed] = []
+    seen: list[Served] = []
+    model = ScriptedModel(catalog_then_run(shape, listed, seen))
+    async with running(request, mode, source, model, tmp_path) as (agent, root):
+        alice = agent.filesystem.scoped("alice")
+        for path, text in shape.inputs.items():
+            await alice.write_text(path, text)
+        result = await agent.run("please do it", context=ALICE)
+        plan = await agent.prepare(ALICE)
+    (entry,), (served,) = listed, seen
+    # The id as the catalog wrote it names the skill (a market's by its short label), and the
+    # files-root is the folder the load result names and the shell runs in.
+    found = plan.find(entry.skill_id)
+    assert found is not None and found.skill.name == name and found.files_root == entry.files_root
+    assert served.skill_id == found.skill.skill_id and served.folder == entry.files_root
+    assert entry.files_root.startswith("/workspace/") == (mode == "sandbox")
+    ran = [e for e in result.events if isinstance(e, ToolReturned) and e.name == SHELL_TOOL]
+    assert len(ran) == len(shape.by_root) + len(served.commands) > 1
+    assert all(e.content.startswith("exit code: 0") and not e.error for e in ran), [e.content for e in ran]
+    for path, text in shape.outputs.items():
+        assert (root / "alice" / path).read_text() == text
+    folder = _skill_folder(root, Served(skill_id=entry.skill_id, folder=entry.files_root, commands=()), mode)
+    assert folder.is_relative_to(root / (".skills-cache" if source == "market" else "skills"))
+    assert _files_below(folder) == set(shape.files)  # nothing written next to the scripts

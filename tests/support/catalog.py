@@ -1,5 +1,6 @@
-"""Read a rendered ``<available_skills>`` block back the way its header tells the model to:
-each skill's id is ``<name>_<source of its group>``, its files-root ``<root>/<folder or name>``.
+"""Read a rendered ``<available_skills>`` block back the way its header tells the model to: an
+explicit entry gives its ``<skill-id>`` and ``<files-root>``; in a group of the compact form a
+skill's id is ``<name>_<source of its group>`` and its files-root ``<root>/<folder or name>``.
 
 The block is parsed with a real XML parser, so a test that reads a catalog also proves that the
 block is well-formed and its text escaped.
@@ -28,9 +29,10 @@ class CatalogSkill:
 @dataclass(kw_only=True)
 class ReadCatalog:
     """What a catalog shows: its skills in the order shown, the ``<shadowed>`` ids and the
-    ``<more>`` count."""
+    ``<more>`` count; ``explicit`` when its skills are explicit entries (not groups)."""
 
     header: str
+    explicit: bool = False
     skills: list[CatalogSkill] = field(default_factory=list)
     shadowed: list[str] = field(default_factory=list)
     more: int = 0
@@ -57,7 +59,9 @@ def read_catalog(text: str) -> ReadCatalog:
     root = ElementTree.fromstring(f"<available_skills>{rest}")
     read = ReadCatalog(header=header)
     for child in root:
-        if child.tag == "skills":
+        if child.tag == "skill":
+            read.skills.append(_explicit(child))
+        elif child.tag == "skills":
             _read_group(child, read)
         elif child.tag == "shadowed":
             read.shadowed = (child.text or "").split(", ")
@@ -66,7 +70,25 @@ def read_catalog(text: str) -> ReadCatalog:
             assert re.fullmatch(rf"{read.more} (more )?skills (are )?not listed for space.*", child.text or "")
         else:
             raise AssertionError(f"unexpected element <{child.tag}> in the catalog")
+    kinds = {child.tag for child in root} & {"skill", "skills"}
+    assert len(kinds) <= 1, "a catalog mixes explicit entries and groups"
+    read.explicit = kinds == {"skill"}
     return read
+
+
+def _explicit(entry: ElementTree.Element) -> CatalogSkill:
+    """An explicit entry: name, description, skill-id and (where rendered) files-root, in that order."""
+    tags = [child.tag for child in entry]
+    assert tags in (["name", "description", "skill-id"], ["name", "description", "skill-id", "files-root"]), tags
+    assert set(entry.attrib) <= {"workflow"}, entry.attrib
+    root = entry.find("files-root")
+    return CatalogSkill(
+        name=entry.findtext("name", ""),
+        skill_id=entry.findtext("skill-id", ""),
+        files_root=None if root is None else root.text,
+        description=entry.findtext("description", ""),
+        workflow=entry.attrib.get("workflow") == "true",
+    )
 
 
 def _read_group(group: ElementTree.Element, read: ReadCatalog) -> None:
