@@ -185,8 +185,9 @@ def test_every_public_attribute_of_a_pipeline_is_read_when_used_or_fixed(tmp_pat
     pipeline = Harness(model=DemoModel(), workspace=tmp_path).pipeline
     plain = {name for name in vars(pipeline) if not name.startswith("_")}
     fixed = {name for name in plain if isinstance(vars(SkillPipeline).get(name), Fixed)}
-    # Read by every turn (tests/pipeline: test_pipeline_refresh, test_learning_pipeline, below).
-    assert plain - fixed == {"dynamic_skills", "market_timeout", "visibility"}
+    # Read by every turn (tests/pipeline: test_pipeline_refresh, test_learning_pipeline, below), and
+    # by the upkeep before each of its waits.
+    assert plain - fixed == {"dynamic_skills", "market_timeout", "visibility", "upkeep_interval"}
     settable = {n for n, v in vars(SkillPipeline).items() if isinstance(v, property) and v.fset is not None}
     assert settable == {"catalog_budget", "catalog_format", "relevance"}  # each renders the next catalogs anew
 
