@@ -590,7 +590,7 @@ if TYPE_CHECKING:
 else:
 
     def __getattr__(name: str) -> tuple[ScanRule, ...]:
-        if name == "DEFAULT_RULES":  # built on first use: checking the 35 patterns costs import time
+        if name == "DEFAULT_RULES":  # built on first use: checking the patterns costs import time
             return _default_rules()
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
