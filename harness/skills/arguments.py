@@ -28,7 +28,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.errors import SkillError
-from harness.skills.placeholders import skill_dir_pattern
 
 __all__ = [
     "CLAUDE_CODE_FIELDS",
@@ -68,6 +67,8 @@ def _placeholders(names: tuple[str, ...], folder_names: tuple[str, ...] | None) 
     """Every placeholder in one alternation, named arguments before ``$ARGUMENTS`` as Claude
     Code replaces them first (a name is not matched when a word character or ``[`` follows),
     then, given ``folder_names``, the other spellings of the skill's folder."""
+    from harness.skills.placeholders import skill_dir_pattern  # loaded by the first invoked skill, not the import
+
     named = "|".join(re.escape(name) for name in names if name)
     folder = [] if folder_names is None else [f"(?P<folder>{skill_dir_pattern(folder_names)})"]
     return re.compile("|".join([_ENV, *([rf"\$(?P<name>{named})(?![\[\w])"] if named else []), _INDEXED, *folder]))
