@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from filesystems import AsyncResource, validate_user_id
+from harness.context import validate_session_id
 from harness.errors import HarnessError
 from harness.models import Message, ToolCall
 
@@ -46,9 +46,6 @@ log = logging.getLogger(__name__)
 
 #: Messages a session keeps unless the store is told otherwise.
 DEFAULT_MAX_MESSAGES = 200
-#: Longest session id, in UTF-8 bytes (the SQL stores' key column).
-MAX_SESSION_ID_BYTES = 255
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 #: Changes a paused run's text inside the store's transaction; may raise to leave it as it was.
 PausedChange = Callable[[str], str]
@@ -263,12 +260,7 @@ class SessionStore(AsyncResource, ABC):
 
 def _check(user_id: str, session_id: str) -> None:
     validate_user_id(user_id)
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError("session_id must be a non-empty string")
-    if _CONTROL.search(session_id) or session_id != session_id.strip():
-        raise ValueError(f"session id {session_id!r} has control characters or surrounding spaces")
-    if len(session_id.encode("utf-8")) > MAX_SESSION_ID_BYTES:
-        raise ValueError(f"session id is longer than {MAX_SESSION_ID_BYTES} bytes")
+    validate_session_id(session_id)
 
 
 def encode_message(message: Message) -> str:

@@ -18,13 +18,13 @@ from filesystems import redact_secrets, redact_url
 from filesystems.stores.mysql import parse_mysql_dsn
 from harness.agent.sessions.base import (
     DEFAULT_MAX_MESSAGES,
-    MAX_SESSION_ID_BYTES,
     PausedChange,
     SessionInfo,
     SessionStore,
     SessionStoreUnavailable,
     decode_loaded,
 )
+from harness.context import MAX_SESSION_ID_BYTES
 
 #: A time before every record, for a query that takes no bound.
 _LONG_AGO = -1.0e300
