@@ -103,8 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = _parse(parser, arguments)
-    except _UsageError as exc:
-        return print_failure("usage", exc.message, 2, json_wanted=json_wanted, shown=True)
+    except _UsageError as exc:  # exits 2 as argparse does, once the document is out
+        print_failure("usage", exc.message, 2, json_wanted=json_wanted, shown=True)
+        raise
     try:
         quiet = getattr(args, "prints_diagnostics", False)
         with logging_to_stderr(args.log_level, prints_diagnostics=quiet), announce_created_workspace(args):
