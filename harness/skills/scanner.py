@@ -185,7 +185,8 @@ _OWN_STORES = (
     rf"|\.(?:cargo|gem){_Q}/{_Q}credentials|\.terraform\.d{_Q}/{_Q}credentials|\.composer{_Q}/{_Q}auth\.json"
     r"|\.(?:git-credentials|pypirc|netrc|pgpass|vault-token|s3cfg|boto|my\.cnf)\b"
 )
-_HOME_STORES = rf"(?:{_OWN_STORES}|\.(?:ssh|aws){_Q}/|\.(?:npmrc|yarnrc)\b)"
+_HOME_ONLY_STORES = rf"\.(?:ssh|aws){_Q}/|\.(?:npmrc|yarnrc)\b"
+_HOME_STORES = rf"(?:{_OWN_STORES}|{_HOME_ONLY_STORES})"
 # The same stores under ``$XDG_CONFIG_HOME`` (no leading dot).
 _XDG_STORES = rf"\$\{{?XDG_CONFIG_HOME\}}?{_Q}/{_Q}(?:gh|hub|gcloud|rclone|git{_Q}/{_Q}credentials)\b"
 # Any home folder: ``~``, ``~user``, ``$HOME``, ``/root``, ``/home/<user>``, ``%USERPROFILE%``.
@@ -333,7 +334,7 @@ _BUILTIN_RULES: tuple[_RuleFields, ...] = (
         "exfil-credential-files",
         "exfiltration",
         "high",
-        rf"{_ANY_HOME}{_Q}[/\\]{_Q}{_HOME_STORES}|(?<![\w.-]){_OWN_STORES}|{_XDG_STORES}"
+        rf"{_ANY_HOME}{_Q}[/\\]{_Q}(?:{_HOME_ONLY_STORES})|(?<![\w.-]){_OWN_STORES}|{_XDG_STORES}"
         rf"|{_first(_HOME_IN_CODE)}[^\n]*?{_STORE_PARTS}|/etc/shadow|\bid_(?:rsa|ed25519|ecdsa|dsa)\b",
         "reads a credential store (SSH keys, cloud and registry tokens of command-line tools, /etc/shadow)",
     ),
