@@ -78,7 +78,8 @@ def check_folder(folder: str) -> str:
     ):
         raise InvalidBundle(
             f"invalid skill folder name {folder!r}: it must be one path segment that does not "
-            "start with '.', is not a reserved name ({', '.join(sorted(RESERVED_NAMES))}), without '/', '\\' or control characters"
+            f"start with '.', is not a reserved name ({', '.join(sorted(RESERVED_NAMES))}), without '/', '\\' or "
+            "control characters"
         )
     return folder
 

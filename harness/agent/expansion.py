@@ -2,7 +2,8 @@
 
 :func:`expand` turns a turn's message into an :class:`Invocation`: plain text stays as it is;
 a ``/skill:`` command becomes the skill's body, its placeholders filled in (``$ARGUMENTS``,
-named arguments, ``${CLAUDE_SKILL_DIR}``, the session id), wrapped in a ``<skill>`` block.
+named arguments, the spellings of its folder, the session id) in one pass over the body, so
+the arguments arrive as typed, wrapped in a ``<skill>`` block.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 from harness.errors import SkillNotFound
 from harness.pipeline.catalog import LOAD_TOOL, quoteattr
 from harness.pipeline.plan import ResolvedSkill, TurnPlan
-from harness.skills.arguments import argument_hint, argument_names, substitute, user_invocable
-from harness.tools.skill_text import render_skill_text
+from harness.skills.arguments import argument_hint, user_invocable
+from harness.tools.skill_text import render_invoked_skill
 from repositories import RepositoryError
 
 __all__ = ["Invocation", "expand", "fetch_invoked"]
@@ -68,14 +69,13 @@ def expand(
             f"skill {name!r} is not user-invocable (the model may still use it); {_invocable_list(plan, user)}"
         )
     location = resolved.files_root or skill.skill_id
-    body = substitute(
-        skill.body.rstrip(),
+    text = render_invoked_skill(
+        plan,
+        resolved,
         (match["args"] or "").strip(),
-        names=argument_names(skill.metadata),
         skill_dir=resolved.files_root or f"{LOAD_TOOL}:{skill.skill_id}",
-        session_id=plan.context.session_id,
+        shell=plan.filesystem.has_shell,
     )
-    text = render_skill_text(plan, resolved, body, shell=plan.filesystem.has_shell)
     block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{text}\n</skill>"
     return Invocation(text=block, skill=resolved)
 

@@ -1,6 +1,9 @@
 """The ``harness`` command line: ``harness skills ...``, ``harness market ...`` and friends.
 
-Exit codes: 0 ok, 1 findings or failure, 2 usage error, 141 stdout closed early (``| head``).
+Exit codes: 0 ok, 1 findings or failure, 2 usage or configuration error, 141 stdout closed early
+(``| head``). A failure is one line on stderr; with ``--json`` among the arguments it is also one
+JSON document on stdout, ``{"error": {"kind": "usage" | "configuration" | "failure" | "internal",
+"message": ..., "exit_code": ...}}``, so stdout is always one document a program can read.
 Logging: see :mod:`harness.cli.logs` (``--log-level``, ``HARNESS_LOG_LEVEL``, the logger names).
 """
 
@@ -10,11 +13,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from filesystems import FilesystemError, redact_secrets
 from harness._version import __version__
 from harness.cli import agent, engine, market, mcp, sessions, skills
-from harness.cli.common import announce_created_workspace
+from harness.cli.common import announce_created_workspace, print_failure, print_json
 from harness.cli.logs import ENVIRONMENT_VARIABLE, LEVELS, LOGGERS, logging_to_stderr
 from harness.errors import ConfigError, HarnessError
 from harness.terminal import escape_control
@@ -33,9 +37,27 @@ _EPILOG = (
 )
 
 
+class _UsageError(SystemExit):
+    """A command line the parser refused; argparse has printed the usage and ``message``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error also says what it was (for ``--json``); the subcommands'
+    parsers are of this class too (argparse makes them of their parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(escape_control(f"{self.prog}: error: {message}"), file=sys.stderr)
+        raise _UsageError(f"{self.prog}: {message}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every command group registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="harness",
         description="Agent skill harness: skills, markets, demo and workflow engine.",
         epilog=_EPILOG,
@@ -76,8 +98,14 @@ def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    json_wanted = "--json" in arguments
     parser = build_parser()
-    args = _parse(parser, argv)
+    try:
+        args = _parse(parser, arguments)
+    except _UsageError as exc:  # exits 2 as argparse does, once the document is out
+        print_failure("usage", exc.message, 2, json_wanted=json_wanted, shown=True)
+        raise
     try:
         quiet = getattr(args, "prints_diagnostics", False)
         with logging_to_stderr(args.log_level, prints_diagnostics=quiet), announce_created_workspace(args):
@@ -86,11 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _closed_pipe()
     except ConfigError as exc:
-        print(escape_control(f"harness: configuration error: {redact_secrets(str(exc))}"), file=sys.stderr)
-        return 2
+        return print_failure("configuration", redact_secrets(str(exc)), 2, json_wanted=json_wanted)
     except (HarnessError, RepositoryError, FilesystemError, OSError) as exc:
-        print(escape_control(f"harness: error: {redact_secrets(str(exc))}"), file=sys.stderr)
-        return 1
+        return print_failure("failure", redact_secrets(str(exc)), 1, json_wanted=json_wanted)
+    except SystemExit as exc:  # a command's own refusal of its arguments, as a message
+        if not isinstance(exc.code, str):
+            raise
+        print(escape_control(exc.code), file=sys.stderr)
+        return print_failure("usage", exc.code, 1, json_wanted=json_wanted, shown=True)
+    except Exception as exc:  # a bug: the traceback follows, and stdout still holds one document
+        if json_wanted:
+            print_json({"error": {"kind": "internal", "message": redact_secrets(repr(exc)), "exit_code": 1}})
+        raise
     return code
 
 

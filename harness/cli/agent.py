@@ -17,7 +17,7 @@ from harness.cli.common import (
     print_json,
 )
 from harness.events import ApprovalDecided, EnvironmentWaited, RunFinished, ShellRan, SkillLoaded, ToolCalled
-from harness.terminal import echo
+from harness.terminal import echo, escape_line
 
 __all__ = ["register"]
 
@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
                 if isinstance(event, (ToolCalled, SkillLoaded, EnvironmentWaited, ShellRan, ApprovalDecided)):
                     seen.append({"type": type(event).__name__, "event": str(event)})
                     if args.verbose and not args.json:
-                        echo(f"[{type(event).__name__}] {event}")
+                        echo(escape_line(f"[{type(event).__name__}] {event}"))
                 if isinstance(event, RunFinished):
                     reply = event.reply
         if args.json:

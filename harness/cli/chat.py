@@ -19,7 +19,7 @@ from harness.agent import Harness
 from harness.context import RuntimeContext
 from harness.events import ApprovalDecided, EnvironmentWaited, Event, RunFinished, ShellRan, SkillLoaded, ToolCalled
 from harness.models import TextDelta
-from harness.terminal import echo, escape_control
+from harness.terminal import echo, escape_control, escape_line
 
 __all__ = ["PROMPT", "chat"]
 
@@ -85,7 +85,7 @@ async def _turn(agent: Harness, text: str, context: RuntimeContext, *, verbose: 
                 sys.stdout.flush()
                 streamed = True
             elif verbose and isinstance(event, (ToolCalled, SkillLoaded, EnvironmentWaited, ShellRan, ApprovalDecided)):
-                echo(f"\n[{type(event).__name__}] {event}", file=sys.stderr)
+                echo("\n" + escape_line(f"[{type(event).__name__}] {event}"), file=sys.stderr)
             elif isinstance(event, RunFinished) and not streamed:
                 echo(event.reply, end="")
     echo()

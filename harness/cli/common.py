@@ -35,6 +35,7 @@ __all__ = [
     "filesystem_from_args",
     "harness_from_args",
     "lockfile_path",
+    "print_failure",
     "print_json",
 ]
 
@@ -173,3 +174,16 @@ def print_json(value: object) -> None:
     market wrote must not reach the operator's terminal raw)."""
     json.dump(value, sys.stdout, indent=2, ensure_ascii=True, default=str)
     sys.stdout.write("\n")
+
+
+def print_failure(kind: str, message: str, code: int, *, json_wanted: bool, shown: bool = False) -> int:
+    """Report a failed command: its line on stderr (``harness: error: ...``; not when the parser
+    has ``shown`` it already) and, with ``--json``, one error document on stdout,
+    ``{"error": {"kind", "message", "exit_code"}}``, so stdout stays one document a program can
+    read. ``kind`` is ``usage``, ``configuration``, ``failure`` or ``internal``; returns ``code``."""
+    if not shown:
+        label = {"configuration": "configuration error: ", "failure": "error: "}.get(kind, "")
+        print(escape_control(f"harness: {label}{message}"), file=sys.stderr)
+    if json_wanted:
+        print_json({"error": {"kind": kind, "message": message, "exit_code": code}})
+    return code

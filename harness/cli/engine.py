@@ -41,7 +41,7 @@ from harness.engine import (
 )
 from harness.engine.describe import describe_action
 from harness.engine.run import run_to_json
-from harness.terminal import escape_control
+from harness.terminal import escape_control, escape_line
 
 __all__ = ["register"]
 
@@ -154,7 +154,7 @@ async def _run(engine: WorkflowEngine, args: argparse.Namespace) -> int:
     _, problems = check_workflow(package.files, name=package.name)
     if not args.json:
         for problem in problems:
-            print(f"{problem.severity}: {problem.location}: {problem.message}")
+            print(escape_line(f"{problem.severity}: {problem.location}: {problem.message}"))
     run = await engine.start(package, run_id=args.run_id, inputs=_pairs(args.input, "--input"))
     return _print_run(run, args)
 
@@ -195,11 +195,11 @@ async def _check(engine: WorkflowEngine, args: argparse.Namespace) -> int:
         )
     else:
         for result in report.results:
-            print(f"{'pass' if result.passed else 'FAIL'}  {result.id}: {result.detail}")
+            print(escape_line(f"{'pass' if result.passed else 'FAIL'}  {result.id}: {result.detail}"))
         verdict = "all passed" if report.passed else f"failing: {', '.join(report.failed)}"
-        print(f"{args.scope} checks: {verdict} ({len(report.results)} check(s))")
+        print(escape_line(f"{args.scope} checks: {verdict} ({len(report.results)} check(s))"))
         if not report.passed:
-            print(f"Next: {_hint(await engine.inspect(args.run_id), args)}")
+            print(escape_line(f"Next: {_hint(await engine.inspect(args.run_id), args)}"))
     return 0 if report.passed else 1
 
 
@@ -231,7 +231,7 @@ def _print_run(run: Run, args: argparse.Namespace, *, exit_on_failure: bool = Tr
         print_json({**document, "comet": _comet_run(run), "next": hint})
     else:
         where = f" at step {run.current_step}" if run.current_step and not run.done else ""
-        print(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}")
+        print(escape_line(f"run {run.run_id} ({run.skill}): {run.status}{where}, iteration {run.iteration}"))
         if run.domain_state is not None:
             print(escape_control(f"domain state: {run.domain_state}"))
         if run.reason:

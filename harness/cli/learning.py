@@ -23,7 +23,14 @@ from typing import Any
 
 import anyio
 
-from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, config_from_args, filesystem_from_args, print_json
+from harness.cli.common import (
+    JSON_OPTION,
+    WORKSPACE_OPTIONS,
+    config_from_args,
+    filesystem_from_args,
+    print_failure,
+    print_json,
+)
 from harness.context import RuntimeContext
 from harness.errors import ConfigError
 from harness.learning import CuratorConfig, LearningError, SelfLearning, area_label, discover_users
@@ -115,8 +122,7 @@ def _run(args: argparse.Namespace, action: _Action, empty: _Empty | None = None)
     except ConfigError:
         raise  # a usage error: main() reports it with exit code 2
     except (LearningError, ModelError, FileNotFoundError, ValueError) as exc:
-        print(escape_control(f"error: {exc}"), file=sys.stderr)
-        return 1
+        return print_failure("failure", str(exc), 1, json_wanted=args.json)
     if args.json:
         print_json(result)
     elif empty is not None and _is_empty(result):

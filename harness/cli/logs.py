@@ -10,7 +10,9 @@ The loggers, by name (each module logs under its own dotted name below these):
 The level is ``--log-level`` (``debug``, ``info``, ``warning``, ``error``), else the
 ``HARNESS_LOG_LEVEL`` environment variable, else ``warning``. Other libraries' records (the
 Nacos SDK's ``naming``, the MCP SDK's ``mcp``, ...) show from ``warning`` up whatever the level. Records go to stderr as ``harness: LEVEL: logger:
-message``; stdout keeps only the command's result.
+message``, one line each: a message's newlines and control characters (an error a market raised,
+a name a model chose) are escaped, so no text can pass for a record of its own; a traceback
+follows its record on lines of its own. stdout keeps only the command's result.
 
 A problem is reported once. Commands that print a turn's diagnostics (``skills list``,
 ``skills stage``, ...) drop the pipeline's warnings that restate them; at ``info`` or
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from harness.errors import ConfigError
+from harness.terminal import escape_line
 
 __all__ = ["ENVIRONMENT_VARIABLE", "LEVELS", "LOGGERS", "logging_to_stderr"]
 
@@ -37,6 +40,17 @@ ENVIRONMENT_VARIABLE = "HARNESS_LOG_LEVEL"
 
 # Loggers whose warnings restate a diagnostic of the turn's plan (a market down, a file refused).
 _RESTATING = ("harness.pipeline.pipeline", "harness.pipeline.layers", "harness.pipeline.staging")
+
+
+class _OneLine(logging.Formatter):
+    """``harness: LEVEL: logger: message`` with the message kept on its line (see the module
+    docstring); an exception's traceback still follows on its own lines."""
+
+    def __init__(self) -> None:
+        super().__init__("harness: %(levelname)s: %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's naming
+        return escape_line(super().formatMessage(record))
 
 
 class _Restated(logging.Filter):
@@ -60,7 +74,7 @@ def logging_to_stderr(level: str | None, *, prints_diagnostics: bool = False) ->
         raise ConfigError(f"{ENVIRONMENT_VARIABLE}={name!r} is not a log level; use one of {', '.join(LEVELS)}")
     chosen = logging.getLevelName(name.upper())
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("harness: %(levelname)s: %(name)s: %(message)s"))
+    handler.setFormatter(_OneLine())
     if prints_diagnostics and chosen >= logging.WARNING:
         handler.addFilter(_Restated())
     loggers = [logging.getLogger(), *(logging.getLogger(name) for name in LOGGERS)]

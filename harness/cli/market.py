@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 import anyio
 
 from harness.cli.common import JSON_OPTION, WORKSPACE_OPTIONS, config_from_args, print_json
+from harness.errors import ConfigError
 from harness.skills.validation import find_skill_dirs, find_skill_md, validate_skill_dir
 from harness.terminal import echo
 from repositories import FileContents, SkillBundleContents, disambiguate_sources, open_repository
@@ -114,8 +114,7 @@ async def _refresh_market(urls: tuple[str, ...], name: str, as_json: bool) -> in
     try:
         chosen = next((market for market, slug in zip(markets, slugs, strict=True) if slug == name), None)
         if chosen is None:
-            echo(f"harness: no market {name!r} is configured (markets: {', '.join(slugs) or 'none'})", file=sys.stderr)
-            return 2
+            raise ConfigError(f"no market {name!r} is configured (markets: {', '.join(slugs) or 'none'})")
         async with chosen:
             await chosen.refresh()
             snapshot = await chosen.snapshot()

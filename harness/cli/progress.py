@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
-from harness.terminal import escape_control
+from harness.terminal import escape_line
 
 if TYPE_CHECKING:
     from filesystems import Progress, ProgressCallback
@@ -33,9 +33,10 @@ class TerminalProgress:
             text = _CLEAR
         else:
             total = "" if progress.total is None else f"/{progress.total}"
-            subject = f" {escape_control(progress.subject)}" if progress.subject else ""
+            subject = f" {progress.subject}" if progress.subject else ""
             unit = f" {progress.unit}" if progress.unit else ""
-            text = f"{_CLEAR}{progress.task}{subject}: {progress.done}{total}{unit}"
+            # One line, rewritten in place: what it names (a path, a URL, a skill) must not break it.
+            text = _CLEAR + escape_line(f"{progress.task}{subject}: {progress.done}{total}{unit}")
         with self._lock:
             self.stream.write(text)
             self.stream.flush()

@@ -28,7 +28,7 @@ from harness.pipeline.plan import ResolvedSkill, TurnPlan
 from harness.pipeline.staging import StageItem
 from harness.skills.arguments import argument_hint
 from harness.skills.validation import ValidationReport, discover_skill_dirs, validate_skill_dir
-from harness.terminal import echo, escape_control
+from harness.terminal import echo, escape_line
 from harness.tools.search import MAX_RESULTS, search_plan
 from harness.tools.skills import load_skill_file
 
@@ -216,16 +216,16 @@ async def _list(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
         echo(f"    {skill['files_root'] or skill['location']}{link}{pending}")
         origin = skill["origin"]
         if isinstance(origin, dict):
-            echo(f"    from MCP server {origin['server']}: {escape_control(origin['uri'])}")
+            echo(f"    from MCP server {origin['server']}: {escape_line(origin['uri'])}")
         if skill["argument_hint"]:
             echo(f"    /skill:{skill['name']} {skill['argument_hint']}")
     for shadow in plan.shadowed:
         load_id = _load_id(plan, shadow)
         how = f"still loads by id {load_id}" if load_id else "no id loads it (it has the same id as the one shown)"
-        echo(f"shadowed: {shadow.diagnostic().message}; {how}")
+        echo(escape_line(f"shadowed: {shadow.diagnostic().message}; {how}"))
     for diagnostic in plan.diagnostics:
         if diagnostic.code != "shadowed":
-            echo(diagnostic)
+            echo(escape_line(str(diagnostic)))
     return 0
 
 
@@ -245,7 +245,7 @@ async def _search(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> i
         return 0
     for match in matches:
         echo(f"{match.name:<28} {match.skill_id}")
-        echo(f"    {match.description}")
+        echo(f"    {escape_line(match.description)}")
         if match.files_root:
             echo(f"    {match.files_root}")
     if not matches:
@@ -268,7 +268,7 @@ async def _show(args: argparse.Namespace, agent: Harness, plan: TurnPlan) -> int
     origin = await _origin(found)
     if args.origin and not args.json:
         for key, value in origin.items():
-            echo(f"{key + ':':<10} {value if value is not None else '-'}")
+            echo(escape_line(f"{key + ':':<10} {value if value is not None else '-'}"))
         return 0
     text = await load_skill_file(plan, found.skill.skill_id, args.path, args.offset, args.limit)
     if args.json:
@@ -312,7 +312,7 @@ def _report_errors(plan: TurnPlan) -> None:
     a file): the exit code 1 they cause then comes with its reason."""
     for diagnostic in plan.diagnostics:
         if diagnostic.severity == "error":
-            echo(f"harness: {diagnostic}", file=sys.stderr)
+            echo(escape_line(f"harness: {diagnostic}"), file=sys.stderr)
 
 
 def _as_dicts(plan: TurnPlan) -> list[dict[str, str]]:
@@ -343,7 +343,7 @@ def _stage(args: argparse.Namespace) -> int:
         else:
             echo(f"written {result.written}, unchanged {result.unchanged}, removed {result.removed}")
             for diagnostic in diagnostics:
-                echo(diagnostic)
+                echo(escape_line(str(diagnostic)))
         return _exit_code(diagnostics)
 
     return anyio.run(main)

@@ -25,21 +25,20 @@ from harness.learning.schedule import CuratorConfig
 from harness.pipeline.environments import EnvironmentOptions
 from harness.pipeline.lock import LOCKFILE_NAME
 from harness.pipeline.pipeline import check_skill_dirs
+from harness.skills.bounded_yaml import YAMLLimitExceeded, load_bounded_yaml
 from harness.skills.scanner import MarketScanPolicy
 
-__all__ = ["load_config"]
+__all__ = ["MAX_CONFIG_BYTES", "load_config"]
+
+#: The largest ``harness.yaml`` read (bytes); a real one is a few kilobytes.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def load_config(path: str | Path) -> HarnessConfig:
     """Read and check ``harness.yaml``; raises :class:`ConfigError` naming each bad key, one
     line per problem (``harness.yaml: max_steps must be an integer ≥ 1, got 'lots'``)."""
     path = Path(path)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such configuration file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    data = _document(path, _text(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -52,6 +51,38 @@ def load_config(path: str | Path) -> HarnessConfig:
         return _config(file, path.parent)
     except ValueError as exc:  # a part's own rule; its message names the key
         raise ConfigError(f"{path}: {redact_secrets(str(exc))}") from None
+
+
+def _text(path: Path) -> str:
+    """The file's text: at most :data:`MAX_CONFIG_BYTES` read, UTF-8 or refused."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, which no harness.yaml needs; check the file named"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
+
+
+def _document(path: Path, text: str) -> Any:
+    """The YAML document in ``text``, parsed with a safe loader within the limits of
+    :func:`~harness.skills.bounded_yaml.load_bounded_yaml` (aliases, nesting, expansion)."""
+    try:
+        return load_bounded_yaml(text)
+    except YAMLLimitExceeded as exc:
+        raise ConfigError(f"{path}: the document {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
 
 
 def _config(file: ConfigFile, base: Path) -> HarnessConfig:

@@ -31,7 +31,8 @@ The server implements the MCP Skills extension on the SDK's low-level :class:`mc
   policy and audit log, and ``{skill_root}`` stands for any skill served to the user but their own.
 - **prompts**: one per user-invocable skill, named for it; its arguments are the skill's
   ``arguments:`` names, else one free-text ``arguments``; ``$ARGUMENTS`` and friends are filled in
-  as a ``/skill:`` command would (:func:`harness.skills.arguments.substitute`).
+  as a ``/skill:`` command would, the arguments kept exactly as given
+  (:func:`harness.tools.skill_text.render_invoked_skill`).
 
 Every request runs :meth:`SkillPipeline.prepare` for its user, so an edit shows on the next
 request and a warm request reads nothing (the pipeline's cached views and the manifest cache
@@ -76,9 +77,9 @@ from harness.mcp.sessions import SessionLimits, session_app
 from harness.mcp.tokens import TokenMap
 from harness.pipeline import ResolvedSkill, SkillPipeline, TurnPlan
 from harness.pipeline.catalog import SHELL_TOOL
-from harness.skills.arguments import ArgumentsTooLarge, argument_hint, argument_names, substitute, user_invocable
+from harness.skills.arguments import ArgumentsTooLarge, argument_hint, argument_names, user_invocable
 from harness.tools import Tool, looks_binary, tool_from_function
-from harness.tools.skill_text import render_skill_text
+from harness.tools.skill_text import render_invoked_skill
 from harness.tools.skills import render_skill_file
 
 __all__ = ["OMITTED_META", "SkillServer", "ToolSource"]
@@ -453,16 +454,9 @@ class SkillServer:
         path = next(p for p, s in self.catalog.paths(plan).items() if s is resolved)
         location = (resolved.files_root if self.allow_shell else None) or f"{SCHEME}{path}"
         try:
-            body = substitute(
-                skill.body.rstrip(),
-                text.strip(),
-                names=names,
-                skill_dir=location,
-                session_id=plan.context.session_id,
-            )
+            text = render_invoked_skill(plan, resolved, text.strip(), skill_dir=location, shell=self._shell(plan))
         except ArgumentsTooLarge as exc:
             raise _invalid(str(exc)) from None
-        text = render_skill_text(plan, resolved, body, shell=self._shell(plan))
         block = f"<skill name={quoteattr(skill.name)} location={quoteattr(location)}>\n{text}\n</skill>"
         return types.GetPromptResult(
             description=skill.description,

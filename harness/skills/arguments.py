@@ -6,10 +6,12 @@ shorthand for it; arguments are split shell-style (quotes group words and are re
 whitespace when the quoting does not balance. ``$name`` is the argument at the position of
 ``name`` in the ``arguments:`` frontmatter list (names made only of digits are dropped from the
 list, as they would clash with ``$N``; ``$name[`` and ``$names`` are not ``$name``).
-``${CLAUDE_SKILL_DIR}`` and ``${CLAUDE_SESSION_ID}`` are the skill's folder and the session. A
-missing argument is the empty string. Substitution is one pass over the body, so a value that
-itself looks like a placeholder stays literal. When the body uses no argument placeholder and
-arguments were given, ``ARGUMENTS: <text>`` is appended.
+``${CLAUDE_SKILL_DIR}`` and ``${CLAUDE_SESSION_ID}`` are the skill's folder and the session; given
+the folder the shell sees, the other spellings of it (:mod:`harness.skills.placeholders`) are
+replaced in the same pass. A missing argument is the empty string. Substitution is one pass over
+the body alone, so an argument that itself spells a placeholder (``$1``, ``${CLAUDE_SKILL_DIR}``,
+``{baseDir}`` ...) reaches the model exactly as typed. When the body uses no argument
+placeholder and arguments were given, ``ARGUMENTS: <text>`` is appended.
 
 A body may repeat a placeholder many times, so the text a command may insert is bounded: the
 argument text is at most :data:`MAX_ARGUMENTS` characters, and the expansion at most
@@ -22,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.errors import SkillError
@@ -61,11 +63,15 @@ _INDEXED = r"\$ARGUMENTS\[(?P<index>\d+)\]|\$(?P<position>\d+)(?!\w)|\$(?P<all>A
 
 
 @functools.lru_cache(maxsize=256)
-def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
+def _placeholders(names: tuple[str, ...], folder_names: tuple[str, ...] | None) -> re.Pattern[str]:
     """Every placeholder in one alternation, named arguments before ``$ARGUMENTS`` as Claude
-    Code replaces them first; a name is not matched when a word character or ``[`` follows."""
+    Code replaces them first (a name is not matched when a word character or ``[`` follows),
+    then, given ``folder_names``, the other spellings of the skill's folder."""
+    from harness.skills.placeholders import skill_dir_pattern  # loaded by the first invoked skill, not the import
+
     named = "|".join(re.escape(name) for name in names if name)
-    return re.compile("|".join([_ENV, *([rf"\$(?P<name>{named})(?![\[\w])"] if named else []), _INDEXED]))
+    folder = [] if folder_names is None else [f"(?P<folder>{skill_dir_pattern(folder_names)})"]
+    return re.compile("|".join([_ENV, *([rf"\$(?P<name>{named})(?![\[\w])"] if named else []), _INDEXED, *folder]))
 
 
 def text_field(fields: Mapping[str, Any], key: str) -> str:
@@ -120,9 +126,18 @@ def split_arguments(text: str) -> list[str]:
 
 
 def substitute(
-    body: str, arguments: str, *, names: Sequence[str] = (), skill_dir: str = "", session_id: str = ""
+    body: str,
+    arguments: str,
+    *,
+    names: Sequence[str] = (),
+    skill_dir: str = "",
+    session_id: str = "",
+    folder: str | None = None,
+    folder_names: Iterable[str] = (),
 ) -> str:
-    """``body`` with every placeholder replaced in one pass (see the module docstring).
+    """``body`` with every placeholder replaced in one pass (see the module docstring):
+    ``${CLAUDE_SKILL_DIR}`` by ``skill_dir`` and, when ``folder`` is given, the other spellings
+    of the folder of the skill named ``folder_names`` (its name and folder name) by ``folder``.
 
     Raises :class:`ArgumentsTooLarge` when ``arguments`` is longer than :data:`MAX_ARGUMENTS`
     or the placeholders would add more than :data:`MAX_EXPANDED` characters.
@@ -156,6 +171,8 @@ def substitute(
 
     def replace(match: re.Match[str]) -> str:
         nonlocal added
+        if folder is not None and match["folder"] is not None:
+            return folder  # the body's own text, as the load tool would serve it
         text = value(match)
         added += len(text)
         if added > MAX_EXPANDED:  # stop before the whole expansion is built
@@ -165,7 +182,8 @@ def substitute(
             )
         return text
 
-    result = _placeholders(tuple(names)).sub(replace, body)
+    spelled = None if folder is None else tuple(sorted({n for n in folder_names if n}))
+    result = _placeholders(tuple(names), spelled).sub(replace, body)
     if arguments and not used_arguments:
         result = f"{result.rstrip()}\n\nARGUMENTS: {arguments}"
     return result

@@ -21,7 +21,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-__all__ = ["HOSTED_ROOTS", "SKILL_DIR_PLACEHOLDERS", "resolve_skill_dir"]
+__all__ = ["HOSTED_ROOTS", "SKILL_DIR_PLACEHOLDERS", "resolve_skill_dir", "skill_dir_pattern"]
 
 #: The fixed spellings replaced by the skill's folder (the hosted forms are in :data:`HOSTED_ROOTS`).
 SKILL_DIR_PLACEHOLDERS: tuple[str, ...] = (
@@ -42,6 +42,17 @@ SKILL_DIR_PLACEHOLDERS: tuple[str, ...] = (
 HOSTED_ROOTS: tuple[str, ...] = ("/mnt/skills/user", "/mnt/skills/public", "/mnt/skills/examples")
 
 
+def skill_dir_pattern(names: Iterable[str]) -> str:
+    """The regular expression (as text, without groups) matching every spelling of the folder of
+    a skill whose name and folder name are ``names`` — for a caller that resolves the folder in
+    the same pass as other placeholders (:func:`harness.skills.arguments.substitute`)."""
+    return _pattern(_kept(names)).pattern
+
+
+def _kept(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({n for n in names if n}, key=len, reverse=True))
+
+
 @functools.lru_cache(maxsize=256)
 def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     # A bare variable ends where a name character would continue it (``$SKILL_DIRS`` is not one).
@@ -58,5 +69,4 @@ def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 def resolve_skill_dir(text: str, folder: str, names: Iterable[str]) -> str:
     """``text`` with every spelling of the skill's folder (see the module docstring) replaced by
     ``folder``; ``names`` are the skill's name and folder name, for the hosted forms."""
-    kept = tuple(sorted({n for n in names if n}, key=len, reverse=True))
-    return _pattern(kept).sub(lambda _: folder, text)
+    return _pattern(_kept(names)).sub(lambda _: folder, text)

@@ -174,10 +174,33 @@ _VAR = r"\$\{?[A-Za-z_]\w*+\}?"
 # A host with a variable in it that is more than one bare variable: ``$A.$B``, ``evil.$D``.
 # Possessive quantifiers keep the match linear on long hostile lines.
 _ASSEMBLED = rf"(?=[^\s/'\"]*\$)[\w-]*+(?:(?:{_VAR}|\.)[\w-]*+){{2,}}"
+# Where command-line tools keep credentials, relative to the home folder; ``['"]?`` lets a
+# shell's quotes split a path (``~/".aws"/credentials``). The first group is never a project's own
+# file, so it counts wherever it appears as a path; the second (``.npmrc``, ``.ssh/``) is also kept
+# in projects, so it counts only under a home folder.
+_Q = r"['\"]?"
+_OWN_STORES = (
+    rf"\.aws{_Q}/{_Q}credentials|\.config{_Q}/{_Q}(?:gh|hub|gcloud|rclone|op|git{_Q}/{_Q}credentials)\b"
+    rf"|\.(?:azure|gnupg|password-store){_Q}/|\.(?:docker{_Q}/{_Q}config\.json|dockercfg|kube{_Q}/{_Q}config)\b"
+    rf"|\.(?:cargo|gem){_Q}/{_Q}credentials|\.terraform\.d{_Q}/{_Q}credentials|\.composer{_Q}/{_Q}auth\.json"
+    r"|\.(?:git-credentials|pypirc|netrc|pgpass|vault-token|s3cfg|boto|my\.cnf)\b"
+)
+_HOME_ONLY_STORES = rf"\.(?:ssh|aws){_Q}/|\.(?:npmrc|yarnrc)\b"
+_HOME_STORES = rf"(?:{_OWN_STORES}|{_HOME_ONLY_STORES})"
+# The same stores under ``$XDG_CONFIG_HOME`` (no leading dot).
+_XDG_STORES = rf"\$\{{?XDG_CONFIG_HOME\}}?{_Q}/{_Q}(?:gh|hub|gcloud|rclone|git{_Q}/{_Q}credentials)\b"
+# Any home folder: ``~``, ``~user``, ``$HOME``, ``/root``, ``/home/<user>``, ``%USERPROFILE%``.
+_ANY_HOME = r"(?:~[\w.-]*|\$\{?HOME\}?|/root|/home/[^/\s'\"]+|%USERPROFILE%)"
+# A store named as one component of a path built in code (``Path.home() / ".aws"``).
+_STORE_PARTS = (
+    r"['\"]\.(?:ssh|aws|gnupg|azure|kube|docker|netrc|npmrc|pypirc|git-credentials|pgpass|vault-token"
+    r"|password-store)['\"/]|['\"]\.config['\"]?\s*[,/]\s*['\"](?:gh|hub|gcloud|rclone|git)['\"/]"
+)
 # Commands whose output says who and where we are, or what secrets we hold.
 _DUMP = (
     r"(?:(?:env|printenv|set|whoami|id|hostname|uname)\b|export\s+-p|declare\s+-x"
-    r"|cat\s+[^)`\n]*(?:/etc/|/proc/|\.env\b|\.netrc|\.ssh/|\.aws/|_history))"
+    r"|(?:(?:cat|head|tail|base64|xxd|od|strings|gzip|bzip2|xz|zip|tar)\s|<)\s*[^)`\n]*"
+    rf"(?:/etc/|/proc/|\.env\b|_history|{_HOME_STORES}|{_XDG_STORES}))"
 )
 _DUMPED = rf"(?:\$\(\s*{_DUMP}|`\s*{_DUMP})"
 _PROC_ENVIRON = r"/proc/(?:self|\d+|\$\$|\$\{?\w+\}?)/environ"
@@ -186,13 +209,36 @@ _WHOLE_ENV = (
     r"(?:os\.environ\b(?!\s*(?:\[|\.(?:get|setdefault|pop)\b))|process\.env\b(?!\s*[.\[])|" + _PROC_ENVIRON + ")"
 )
 _HOME = r"(?:~|\$\{?HOME\}?)"
-_SYSTEM_DIRS = r"/(?:bin|boot|dev|etc|home|lib\w*|opt|root|sbin|srv|usr|var)"
+# Every top-level folder of a Linux or macOS system (``/tmp`` aside: cleaning it is ordinary).
+_SYSTEM_DIRS = (
+    r"/(?:bin|boot|dev|etc|home|lib\w*|media|mnt|nix|opt|proc|root|run|sbin|snap|srv|sys|usr|var"
+    r"|Applications|Library|System|Users|Volumes|private)"
+)
 _HOME_IN_CODE = (
     r"(?:os\.path\.expanduser\(\s*['\"]~/?['\"]\s*\)|(?:pathlib\.)?Path\.home\(\)"
     r"|Path\(\s*['\"](?:/|~/?)['\"]\s*\)(?:\.expanduser\(\))?|os\.environ\[\s*['\"]HOME['\"]\s*\]"
     r"|os\.(?:environ\.get|getenv)\(\s*['\"]HOME['\"][^)\n]*\)|os\.homedir\(\)|Dir\.home\b|ENV\[\s*['\"]HOME['\"]\s*\])"
 )
-_ROOT_IN_CODE = rf"(?:['\"](?:/|~/?|/\*)['\"]|{_HOME_IN_CODE})"
+# The root, the home or a system folder as a string in code (a glob of everything in it too).
+_ROOT_STRING = rf"['\"](?:/|~/?|{_SYSTEM_DIRS}/?)(?:\*\*?/?)*['\"]"
+_ROOT_IN_CODE = rf"(?:{_ROOT_STRING}|{_HOME_IN_CODE})"
+# Library calls that delete a folder and everything in it.
+_DELETE_TREE = (
+    r"(?:rmtree|rm_rf|rm_r|remove_entry_secure|remove_dir|remove_tree|removedirs|RemoveAll|remove_dir_all"
+    r"|rimraf(?:\.sync)?)"
+)
+# The rest of one rm command: up to a separator or the next rm, so each rm reads only its own
+# arguments (linear on a hostile line of repeated rm).
+_RM_ARGS = r"(?:(?!\brm\b)[^\n;&|])*?"
+# What ends an argument: a blank, a separator, the end of a quoted call (``os.system("rm -rf /")``).
+_ARG_END = r"(?=[\s;&|),\]`]|$)"
+# Walking a folder from code, and deleting what the walk yields.
+_WALKS = (
+    rf"(?:\b(?:os\.walk|os\.scandir|os\.listdir|glob\.i?glob|readdirSync|Dir\.glob)\s*\(\s*{_ROOT_IN_CODE}"
+    rf"|\bPath\(\s*{_ROOT_STRING}\s*\)(?:\.expanduser\(\))?\.(?:r?glob|walk|iterdir)\s*\("
+    r"|\bPath\.home\(\)\.(?:r?glob|walk|iterdir)\s*\()"
+)
+_UNLINKS = r"(?:\.unlink\s*\(|\.rmdir\s*\(|\bos\.(?:remove|unlink|rmdir)\s*\(|\bunlinkSync\s*\(|\bFile\.delete\s*\()"
 # A network connection opened from code, and a shell handed to something (a socket, a pipe).
 _CONNECTS = (
     r"(?:\b(?:socket|create_connection|fsockopen|pfsockopen|stream_socket_client)\s*\(|IO::Socket"
@@ -288,9 +334,9 @@ _BUILTIN_RULES: tuple[_RuleFields, ...] = (
         "exfil-credential-files",
         "exfiltration",
         "high",
-        r"(?:~|\$HOME|/root|/home/[^/\s]+)/\.(?:ssh|aws|gnupg|netrc|docker/config\.json|kube/config)"
-        r"|/etc/shadow|\bid_(?:rsa|ed25519|ecdsa)\b",
-        "reads credential files (SSH keys, cloud credentials, /etc/shadow)",
+        rf"{_ANY_HOME}{_Q}[/\\]{_Q}(?:{_HOME_ONLY_STORES})|(?<![\w.-]){_OWN_STORES}|{_XDG_STORES}"
+        rf"|{_first(_HOME_IN_CODE)}[^\n]*?{_STORE_PARTS}|/etc/shadow|\bid_(?:rsa|ed25519|ecdsa|dsa)\b",
+        "reads a credential store (SSH keys, cloud and registry tokens of command-line tools, /etc/shadow)",
     ),
     _rule(
         "exfil-upload-file",
@@ -322,8 +368,10 @@ _BUILTIN_RULES: tuple[_RuleFields, ...] = (
         "destructive-rm-root",
         "destructive",
         "critical",
-        r"\brm\s+(?=[^\n;&|]*?(?<!\S)-(?:[a-z]*[rf][a-z]*|-recursive|-force)\b)(?:-{1,2}[\w-]*+(?:=\S*)?\s+)*"
-        rf"['\"]?(?:/|/\*|{_HOME}/?\*?|\*|\.\*?|{_SYSTEM_DIRS}/?\*?)(?:['\"]/?\*?)?(?=\s|$|;|&|\|)",
+        rf"\brm\s(?={_RM_ARGS}(?<!\S)-(?:[a-z]*[rf][a-z]*|-recursive|-force)\b){_RM_ARGS}(?<=\s)"
+        rf"['\"]?(?:/|/\*|{_HOME}/?\*?|\*|\.\*?|{_SYSTEM_DIRS}/?\*?)(?:['\"]/?\*?)?{_ARG_END}"
+        rf"|['\"]rm['\"]\s*,\s*(?=[^\]\n]*['\"]-(?:[a-z]*r[a-z]*|-recursive)['\"])(?:['\"][^'\"\n]*['\"]\s*,\s*)*?"
+        rf"{_ROOT_STRING}",
         "recursively deletes the root, home, a system or the current folder",
     ),
     _rule(
@@ -360,9 +408,29 @@ _BUILTIN_RULES: tuple[_RuleFields, ...] = (
         "destructive-rmtree-root",
         "destructive",
         "critical",
-        rf"\b(?:rmtree|rm_rf|rm_r|remove_entry_secure|rimraf(?:\.sync)?)\s*\(?\s*(?:path\s*=\s*)?{_ROOT_IN_CODE}"
+        rf"\b{_DELETE_TREE}\s*\(?\s*(?:path\s*=\s*)?{_ROOT_IN_CODE}"
         r"|" + _first(rf"\b(?:rm|rmSync|rmdir|rmdirSync)\s*\(\s*{_ROOT_IN_CODE}\s*,") + r"[^\n]*\brecursive\b",
-        "recursively deletes the root or home folder from code",
+        "recursively deletes the root, home or a system folder from code",
+    ),
+    _rule(
+        "destructive-walk-delete",
+        "destructive",
+        "critical",
+        f"{_first(_WALKS)}{_NEARBY}{_UNLINKS}",
+        "walks the root, home or a system folder and deletes what it finds",
+    ),
+    _rule(
+        "destructive-variable-target",
+        "destructive",
+        "critical",
+        _with(r"=[ \t]*['\"]?(?:/|~|\$\{?HOME)")
+        + rf"[^\n]*?\b([A-Za-z_]\w*+)[ \t]*=[ \t]*['\"]?(?:/|~/?|{_HOME}/?|{_SYSTEM_DIRS}/?)['\"]?{_ARG_END}"
+        rf"(?:[^\n]*\n){{0,20}}?[^\n]*?"
+        rf"(?:\brm\s{_RM_ARGS}(?<=\s)['\"]?\$\{{?\1\b\}}?['\"]?/?\*?['\"]?{_ARG_END}"
+        rf"|\bfind\s+(?:-[HLP]\s+)*['\"]?\$\{{?\1\b\}}?['\"]?\s[^\n]*?"
+        r"(?:-delete\b|-exec(?:dir)?\s+(?:sudo\s+)?(?:rm|shred)\b|\|\s*xargs\s+(?:-\S+\s+)*rm\b)"
+        rf"|\b{_DELETE_TREE}\s*\(\s*(?:path\s*=\s*)?\1\s*[,)])",
+        "puts the root, home or a system folder in a variable, then deletes it recursively",
     ),
     _rule(
         "destructive-drop-database", "destructive", "high", r"\bdrop\s+(?:database|schema)\b", "drops a whole database"
@@ -523,7 +591,7 @@ if TYPE_CHECKING:
 else:
 
     def __getattr__(name: str) -> tuple[ScanRule, ...]:
-        if name == "DEFAULT_RULES":  # built on first use: checking the 35 patterns costs import time
+        if name == "DEFAULT_RULES":  # built on first use: checking the patterns costs import time
             return _default_rules()
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

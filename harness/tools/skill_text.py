@@ -3,8 +3,9 @@ commands, then the text with the spellings of that folder resolved.
 
 Every place that hands a skill's text to a model — the load tool, ``/skill:`` commands and
 ``agent.skill``, forked skills, the MCP server's tools and prompts, the framework adapters —
-renders it with :func:`render_skill_text`, so the model reads the same header everywhere and a
-load is recognised in the conversation by its exact text.
+renders it with :func:`render_skill_text` (an explicitly invoked skill's body with
+:func:`render_invoked_skill`), so the model reads the same header everywhere and a load is
+recognised in the conversation by its exact text.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ import posixpath
 from typing import TYPE_CHECKING
 
 from harness.pipeline.catalog import SHELL_TOOL, escape, quoteattr
+from harness.skills.arguments import argument_names, substitute
 from harness.skills.placeholders import resolve_skill_dir
 
 if TYPE_CHECKING:
     from harness.pipeline.plan import ResolvedSkill, TurnPlan
 
-__all__ = ["OUTPUT_DIR_ENV", "SKILL_DIR_ENVS", "origin_line", "render_skill_text", "shell_folder", "skill_header"]
+__all__ = [
+    "OUTPUT_DIR_ENV",
+    "SKILL_DIR_ENVS",
+    "origin_line",
+    "render_invoked_skill",
+    "render_skill_text",
+    "shell_folder",
+    "skill_header",
+]
 
 #: The variable naming the writable folder a skill's command writes its outputs to.
 OUTPUT_DIR_ENV = "OUTPUT_DIR"
@@ -63,8 +73,36 @@ def render_skill_text(plan: TurnPlan, resolved: ResolvedSkill, text: str, *, she
     is one. The skill's files themselves are never changed."""
     folder = shell_folder(resolved, shell=shell)
     if folder is not None:
-        text = resolve_skill_dir(text, folder, (resolved.skill.name, posixpath.basename(folder)))
+        text = resolve_skill_dir(text, folder, _folder_names(resolved, folder))
     return f"{skill_header(plan, resolved, shell=shell)}{origin_line(resolved)}\n\n{text}"
+
+
+def render_invoked_skill(
+    plan: TurnPlan, resolved: ResolvedSkill, arguments: str, *, skill_dir: str, shell: bool
+) -> str:
+    """The body of ``resolved`` invoked explicitly with ``arguments`` (a ``/skill:`` command,
+    ``agent.skill``, an MCP prompt) as the model reads it: like :func:`render_skill_text`, with
+    the argument placeholders, ``${CLAUDE_SKILL_DIR}`` (``skill_dir``) and the other spellings of
+    the folder replaced in one pass over the body alone
+    (:func:`~harness.skills.arguments.substitute`), so the arguments arrive exactly as given even
+    when they spell a placeholder. Raises :class:`~harness.skills.ArgumentsTooLarge`."""
+    skill = resolved.skill
+    folder = shell_folder(resolved, shell=shell)
+    body = substitute(
+        skill.body.rstrip(),
+        arguments,
+        names=argument_names(skill.metadata),
+        skill_dir=skill_dir,
+        session_id=plan.context.session_id,
+        folder=folder,
+        folder_names=_folder_names(resolved, folder) if folder is not None else (),
+    )
+    return f"{skill_header(plan, resolved, shell=shell)}{origin_line(resolved)}\n\n{body}"
+
+
+def _folder_names(resolved: ResolvedSkill, folder: str) -> tuple[str, str]:
+    """The names a hosted spelling of the skill's folder may use: its name and folder name."""
+    return (resolved.skill.name, posixpath.basename(folder))
 
 
 def origin_line(resolved: ResolvedSkill) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import pty
 import subprocess
 from pathlib import Path
 
@@ -12,7 +10,7 @@ import pytest
 
 from filesystems import Progress
 from harness.cli.progress import TerminalProgress
-from tests.support.cli import harness_command
+from tests.support.cli import harness_command, on_a_terminal
 from tests.support.git import GitRemote
 from tests.support.skills import make_skill
 
@@ -37,29 +35,8 @@ def _git_stage_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
     return [harness_command(), "skills", "stage", "--workspace", str(tmp_path / "ws"), "--repo", market], remote.url
 
 
-def _on_a_terminal(command: list[str]) -> tuple[int, str, str]:
-    """Run ``command`` with stderr on a pseudo-terminal; its exit code, stdout and what the terminal got."""
-    leader, follower = pty.openpty()
-    try:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, text=True)
-        os.close(follower)
-        terminal = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the last writer closed the terminal
-                break
-            if not chunk:
-                break
-            terminal += chunk
-        stdout, _ = process.communicate(timeout=120)
-    finally:
-        os.close(leader)
-    return process.returncode, stdout, terminal.decode()
-
-
 def test_staging_shows_progress_on_a_terminal(tmp_path: Path) -> None:
-    code, stdout, terminal = _on_a_terminal(_stage_command(tmp_path))
+    code, stdout, terminal = on_a_terminal(_stage_command(tmp_path))
     assert code == 0, terminal
     assert stdout.strip() == "written 60, unchanged 0, removed 0"
     assert "\r\x1b[2Kstaging " in terminal and ": 0/60 files" in terminal
@@ -74,7 +51,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
 
 
 def test_no_progress_with_json_even_on_a_terminal(tmp_path: Path) -> None:
-    code, stdout, terminal = _on_a_terminal(_stage_command(tmp_path, "--json"))
+    code, stdout, terminal = on_a_terminal(_stage_command(tmp_path, "--json"))
     assert code == 0, terminal
     assert '"written": 60' in stdout and "staging" not in terminal
 
@@ -83,12 +60,12 @@ def test_a_git_markets_first_clone_shows_progress_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     command, url = _git_stage_command(tmp_path, monkeypatch)
-    code, stdout, terminal = _on_a_terminal(command)
+    code, stdout, terminal = on_a_terminal(command)
     assert code == 0, terminal
     assert stdout.strip() == "written 60, unchanged 0, removed 0"
     assert f"\r\x1b[2Kcloning {url}: 0 objects" in terminal
     assert terminal.endswith("\r\x1b[2K")
-    code, _, again = _on_a_terminal(command)  # the clone is current: nothing to fetch, nothing to show
+    code, _, again = on_a_terminal(command)  # the clone is current: nothing to fetch, nothing to show
     assert code == 0 and "cloning" not in again
 
 

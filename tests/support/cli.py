@@ -25,6 +25,7 @@ import atexit
 import importlib
 import json
 import os
+import pty
 import runpy
 import selectors
 import signal
@@ -38,7 +39,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HARNESS", "REAL_CLI_ENV", "harness_command", "python_command", "run_harness", "run_python", "start_server"]
+__all__ = [
+    "HARNESS",
+    "REAL_CLI_ENV",
+    "harness_command",
+    "on_a_terminal",
+    "python_command",
+    "run_harness",
+    "run_python",
+    "start_server",
+]
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 REAL_CLI_ENV = "HARNESS_TEST_REAL_CLI"
@@ -112,6 +122,27 @@ def run_harness(
     return subprocess.run(
         [harness_command(), *argv], cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout
     )
+
+
+def on_a_terminal(command: list[str]) -> tuple[int, str, str]:
+    """Run ``command`` with stderr on a pseudo-terminal; its exit code, stdout and what the terminal got."""
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, text=True)
+        os.close(follower)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the last writer closed the terminal
+                break
+            if not chunk:
+                break
+            terminal += chunk
+        stdout, _ = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+    return process.returncode, stdout, terminal.decode()
 
 
 def run_python(

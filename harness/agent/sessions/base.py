@@ -25,7 +25,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from filesystems import AsyncResource, identifier_problem, validate_user_id
+from filesystems import AsyncResource, validate_user_id
+from harness.context import validate_exact_id, validate_session_id
 from harness.errors import HarnessError
 from harness.models import Message, ToolCall
 
@@ -59,8 +60,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGES = 200
 #: Answered requests (idempotency keys) one user keeps unless the store is told otherwise.
 DEFAULT_MAX_REQUESTS = 1000
-#: Longest session id, and idempotency key, in UTF-8 bytes (the SQL stores' key columns).
-MAX_SESSION_ID_BYTES = 255
 
 #: Changes a paused run's text inside the store's transaction; may raise to leave it as it was.
 PausedChange = Callable[[str], str]
@@ -439,22 +438,12 @@ class ClaimFound:
 
 def _check(user_id: str, session_id: str) -> None:
     validate_user_id(user_id)
-    _check_id("session id", session_id)
+    validate_session_id(session_id)
 
 
 def _check_key(key: str) -> None:
     """Raise ``ValueError`` unless ``key`` is a valid idempotency key (the rules of session ids)."""
-    _check_id("idempotency key", key)
-
-
-def _check_id(what: str, value: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} must be a non-empty string")
-    problem = identifier_problem(value)
-    if problem is not None:
-        raise ValueError(f"{what} {value!r} {problem}")
-    if len(value.encode("utf-8")) > MAX_SESSION_ID_BYTES:
-        raise ValueError(f"{what} {value[:32]!r}... is longer than {MAX_SESSION_ID_BYTES} bytes")
+    validate_exact_id(key, "idempotency key")
 
 
 def encode_message(message: Message) -> str:

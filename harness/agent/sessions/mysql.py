@@ -19,7 +19,6 @@ from filesystems.stores.mysql import parse_mysql_dsn
 from harness.agent.sessions.base import (
     DEFAULT_MAX_MESSAGES,
     DEFAULT_MAX_REQUESTS,
-    MAX_SESSION_ID_BYTES,
     Claim,
     ClaimFound,
     PausedChange,
@@ -31,6 +30,7 @@ from harness.agent.sessions.base import (
     TurnWrite,
     decode_loaded,
 )
+from harness.context import MAX_SESSION_ID_BYTES
 
 #: A time before every record, for a query that takes no bound.
 _LONG_AGO = -1.0e300
