@@ -450,7 +450,7 @@ EXTERNAL_BASES: dict[str, type] = {
 }
 _FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.M | re.S)
 _CODE_SPAN = re.compile(r"`([^`]+)`")
-_CITED_MEMBER = re.compile(r"([A-Z]\w*)\.([A-Za-z_]\w*)")
+_CITED_MEMBER = re.compile(r"([A-Z]\w*)\.([A-Za-z_]\w*)(?:\(.*\))?")
 
 
 @functools.cache
@@ -526,7 +526,7 @@ def test_code_names_cited_exist() -> None:
     for page in pages:
         text = _FENCE.sub("", page.read_text(encoding="utf-8"))
         for span in _CODE_SPAN.finditer(text):
-            cited = _CITED_MEMBER.match(span[1])
+            cited = _CITED_MEMBER.fullmatch(span[1])
             if cited is None or cited[2] in FILE_SUFFIXES:
                 continue
             class_name, member = cited[1], cited[2]

@@ -165,8 +165,9 @@ def test_a_tampered_lock_is_refused_by_name_and_skills_lock_writes_a_new_one(
     data["markets"]["dir-market"]["skills"]["../one"] = data["markets"]["dir-market"]["skills"].pop("one")
     lock.write_text(json.dumps(data))
     code, out, err = _run(capsys, "skills", "list", "--config", str(config), "--json")
-    assert code == 1 and out == ""
-    assert f"{lock}: not a harness lockfile: market 'dir-market': skill '../one': not a skill folder path" in err
+    refused = f"{lock}: not a harness lockfile: market 'dir-market': skill '../one': not a skill folder path"
+    assert code == 1 and refused in err
+    assert refused in json.loads(out)["error"]["message"]  # --json: the failure is a JSON document too
     code, out, err = _run(capsys, "skills", "lock", "--config", str(config))
     assert code == 0 and "not a harness lockfile" in err and "written anew" in err
     assert "+ dir-market/one sha256:" in out
