@@ -45,7 +45,6 @@ import math
 import os
 import random
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -64,6 +63,7 @@ from filesystems import CACHE_DIR, MACHINE_DIR, LocalFilesystem  # noqa: E402
 from harness import RuntimeContext, SkillPipeline  # noqa: E402
 from harness.agent.sessions import SQLiteSessionStore  # noqa: E402
 from harness.models import Message  # noqa: E402
+from harness.pipeline.reclaim import tree_size  # noqa: E402
 from harness.skills.scanner import MarketScanPolicy, TrustLevel  # noqa: E402
 from repositories import MemoryRepository  # noqa: E402
 
@@ -109,25 +109,13 @@ def user_id(index: int) -> str:
     return f"user-{index:05d}"
 
 
-def folder_bytes(root: Path) -> int:
-    """Bytes of the regular files below ``root`` (links not followed; files vanishing meanwhile skipped)."""
-    size = 0
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            with contextlib.suppress(OSError):
-                info = os.lstat(os.path.join(folder, name))
-                if stat.S_ISREG(info.st_mode):
-                    size += info.st_size
-    return size
-
-
 def disk_figures(workspace: Path, sessions: Path) -> tuple[int, int]:
     """Bytes under the workspace's staging cache, and of the session store's files (database, WAL, shared memory)."""
     store = 0
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):
             store += (sessions.parent / (sessions.name + suffix)).stat().st_size
-    return folder_bytes(workspace / CACHE_DIR), store
+    return tree_size(workspace / CACHE_DIR), store
 
 
 class Samples:

@@ -75,7 +75,15 @@ from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import LayerEntry, describe_error
 from harness.pipeline.leases import Lease
 from harness.pipeline.plan import CommandEnvironments, EnvironmentWait, ResolvedSkill
-from harness.pipeline.reclaim import DEFAULT_RETENTION, Reclaimed, build_leftovers, empty_trash, remove_builds, sweep
+from harness.pipeline.reclaim import (
+    DEFAULT_RETENTION,
+    Reclaimed,
+    build_leftovers,
+    empty_trash,
+    remove_builds,
+    sweep,
+    tree_size,
+)
 from harness.pipeline.records import changes
 from harness.pipeline.requirements import (
     Requirement,
@@ -453,7 +461,7 @@ class EnvironmentManager(AsyncResource):
         # An environment seen for the first time is measured once: its size is kept.
         fresh = [key for key in found if key not in self._sizes]
         if fresh:
-            self._sizes.update(await anyio.to_thread.run_sync(lambda: {k: _tree_size(self.folder / k) for k in fresh}))
+            self._sizes.update(await anyio.to_thread.run_sync(lambda: {k: tree_size(self.folder / k) for k in fresh}))
         for key in found:
             self._states[key] = ("ready", "")
 
@@ -801,18 +809,6 @@ class EnvironmentManager(AsyncResource):
             )
         self._diagnostics = tuple(found)
         self.generation += 1
-
-
-def _tree_size(folder: Path) -> int:
-    """Bytes of the regular files below ``folder`` (links not followed)."""
-    size = 0
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            with contextlib.suppress(OSError):
-                info = os.lstat(os.path.join(root, name))
-                if stat.S_ISREG(info.st_mode):
-                    size += info.st_size
-    return size
 
 
 def _hash(requirements: Collection[str], python: str, index: IndexSettings) -> str:

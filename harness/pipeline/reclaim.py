@@ -29,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_RETENTION", "Reclaimed", "build_leftovers", "empty_trash", "remove_builds", "sweep"]
+__all__ = ["DEFAULT_RETENTION", "Reclaimed", "build_leftovers", "empty_trash", "remove_builds", "sweep", "tree_size"]
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def _remove(path: Path) -> int:
     inside are removed, never followed); returns the bytes of the regular files it held."""
     try:
         if stat.S_ISDIR(os.lstat(path).st_mode):
-            size = _size(path)
+            size = tree_size(path)
             shutil.rmtree(path)
             return size
         path.unlink()
@@ -143,8 +143,9 @@ def _remove(path: Path) -> int:
     return 0
 
 
-def _size(folder: Path) -> int:
-    """The bytes of the regular files below ``folder`` (links not followed)."""
+def tree_size(folder: Path) -> int:
+    """The bytes of the regular files below ``folder`` (links not followed; files that vanish
+    meanwhile are skipped)."""
     total = 0
     for root, _dirs, files in os.walk(folder):
         for name in files:
