@@ -7,7 +7,10 @@ overrides and visibility filters, so one user's turn never removes what another'
 - Unchanged files (same SHA-256 and mode) are not rewritten; a manifest
   (``.skills-cache/.manifest.json``) lets a warm turn skip reading and hashing entirely. The
   manifest is trusted until a *verify* pass (periodic, or on demand) re-hashes what is on disk
-  and repairs anything changed or deleted behind the stager's back.
+  and repairs anything changed or deleted behind the stager's back. A verify reads the sources
+  a chunk of skills at a time (each chunk written and let go before the next is read), keeps a
+  file's record when it still holds, and a pass parses the manifest only when another process
+  changed it: a long-running process's memory does not climb with each verify.
 - Writes are atomic (temp file + ``os.replace``) and the manifest is written last, so a process
   killed mid-stage leaves every file old or new, never torn, and a manifest that claims nothing
   that is not in place; the next stage finishes the work. Nothing is fsynced (the cache can
@@ -97,6 +100,8 @@ _WRITE_CONCURRENCY = 4
 #: Where large files stream while they are hashed, before they reach their staged folder.
 INCOMING_DIR = ".incoming"
 _STREAM_ABOVE = 1 << 20  # files larger than this stream to disk instead of one batched read
+_VERIFY_CHUNK_BYTES = 512 << 10  # a verify pass reads and writes about this much at a time,
+_VERIFY_CHUNK_SKILLS = 256  # and this many skills (or an eighth of them)
 _INCOMING_MAX_AGE = 3600.0
 
 
@@ -203,6 +208,7 @@ class Stager(AsyncResource):
         # What the last pass staged (key -> item) and the manifest it left, for `check`.
         self._served: dict[str, StageItem] = {}
         self._records: dict[str, Any] = {}
+        self._records_digest: bytes | None = None  # the SHA-256 of the manifest's bytes `_records` came from
         self._lease = Lease(cache_dir / _LEASES, grace=lease_grace)
         self._in_use: Counter[str] = Counter()  # keys a command runs in now (see `using`)
         self.staged_bytes = 0
@@ -250,15 +256,7 @@ class Stager(AsyncResource):
                         for item in items
                         if verify or _recorded_digest(manifest.get(item.key)) != item.entry.digest
                     ]
-                    diagnostics = await self._fetch(needed, contents)
-                    reporter = self._reporter(contents)
-                    try:
-                        result = await anyio.to_thread.run_sync(
-                            self._apply, items, contents, verify, keep_sources, reporter, partial
-                        )
-                    finally:
-                        if reporter is not None:
-                            reporter.finish()
+                    result = await self._write(items, needed, contents, diagnostics, verify, keep_sources, partial)
             except OSError as exc:  # the cache itself is unusable (disk full, read-only, gone)
                 result = StageResult(
                     diagnostics=(
@@ -361,16 +359,66 @@ class Stager(AsyncResource):
         """Give up this stager's lease so others may clean what only it served."""
         self._lease.release()
 
-    def _reporter(self, contents: dict[str, dict[str, _Fetched]]) -> ProgressReporter | None:
-        """A progress reporter over the files about to be written, when someone listens."""
-        if self.progress is None or not contents:
+    async def _write(
+        self,
+        items: Sequence[StageItem],
+        needed: list[StageItem],
+        contents: dict[str, dict[str, _Fetched]],
+        diagnostics: list[Diagnostic],
+        verify: bool,
+        keep_sources: frozenset[str],
+        partial: bool,
+    ) -> StageResult:
+        """Read ``needed`` and bring the cache in line with ``items``. A verify pass reads every
+        skill: it goes in chunks (:func:`_chunks`), each one read, written and let go before the
+        next is read, so what it holds at once does not grow with the markets' bytes;
+        the last chunk's pass is the whole pass (removals, the lease). ``contents`` holds the
+        chunk being written, for the caller to remove its streamed copies."""
+        chunks = _chunks(needed, _VERIFY_CHUNK_BYTES) if verify else [needed]
+        reporter = self._reporter(sum(len(self._fetched_paths(item)) for item in needed))
+        written = unchanged = removed = 0
+        notes: list[Diagnostic] = []
+        done: set[str] = set()  # skills written by an earlier chunk: the last pass counts them as unchanged
+        try:
+            for number, chunk in enumerate(chunks, 1):
+                contents.clear()
+                diagnostics.extend(await self._fetch(chunk, contents))
+                last = number == len(chunks)
+                result = await anyio.to_thread.run_sync(
+                    self._apply,
+                    items if last else chunk,
+                    contents,
+                    verify,
+                    keep_sources,
+                    reporter,
+                    partial or not last,
+                    done,
+                )
+                await anyio.to_thread.run_sync(_remove_temps, contents)
+                done.update(item.key for item in chunk)
+                written += result.written
+                unchanged += result.unchanged
+                removed += result.removed
+                notes.extend(result.diagnostics)
+        finally:
+            if reporter is not None:
+                reporter.finish()
+        return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(notes))
+
+    def _fetched_paths(self, item: StageItem) -> set[str]:
+        """The files of ``item`` a pass reads: those read whole and those streamed."""
+        return {*self._small_paths(item), *(f.path for f in item.entry.files if f.size <= self.max_file_size)}
+
+    def _reporter(self, total: int) -> ProgressReporter | None:
+        """A progress reporter over the ``total`` files about to be written, when someone listens."""
+        if self.progress is None or not total:
             return None
         from filesystems import ProgressReporter  # loaded only by programs that listen
 
         return ProgressReporter(
             self.progress,
             task="staging",
-            total=sum(len(files) for files in contents.values()),
+            total=total,
             unit="files",
             subject=str(self.cache_dir),
             interval=self.progress_interval,
@@ -497,12 +545,29 @@ class Stager(AsyncResource):
 
     # -- writing (worker thread, under the file lock) --------------------------------------
 
-    def _read_manifest(self) -> dict[str, Any]:
+    def _read_manifest(self) -> tuple[dict[str, Any], bytes | None]:
+        """The manifest on disk and the SHA-256 of its bytes (``None`` when there is none). When
+        those bytes are the ones this stager last read or wrote, its records are returned (a
+        shallow copy: entries are replaced, never changed in place) instead of parsing them again:
+        a pass holds one copy of the manifest, not two."""
         try:
-            data = json.loads((self.cache_dir / _MANIFEST).read_bytes())
-        except (FileNotFoundError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            raw = (self.cache_dir / _MANIFEST).read_bytes()
+        except FileNotFoundError:
+            return {}, None
+        digest = hashlib.sha256(raw).digest()
+        if digest == self._records_digest:
+            return dict(self._records), digest
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return {}, None
+        return (data, digest) if isinstance(data, dict) else ({}, None)
+
+    def _write_manifest(self, manifest: dict[str, Any]) -> bytes:
+        """Write ``manifest`` (atomically); returns the SHA-256 of what was written."""
+        raw = json.dumps(manifest, sort_keys=True).encode()
+        _atomic_write(self.cache_dir / _MANIFEST, raw, 0o644)
+        return hashlib.sha256(raw).digest()
 
     def _claim(self, items: Sequence[StageItem], verify: bool) -> tuple[StageResult | None, dict[str, Any], bool]:
         """When the manifest lists exactly ``items`` at their digests and was written since the
@@ -511,7 +576,7 @@ class Stager(AsyncResource):
         whether the machine rebooted since (the cache is then verified: see the module notes)."""
         try:
             with _file_lock(self.cache_dir / _LOCK):
-                manifest = self._read_manifest()
+                manifest, digest = self._read_manifest()
                 rebooted = bool(manifest) and _read_boot(self.cache_dir) != _BOOT_ID
                 if verify or rebooted or manifest.keys() != {item.key for item in items}:
                     return None, manifest, rebooted
@@ -520,13 +585,15 @@ class Stager(AsyncResource):
                 self._lease.write({*manifest, *self._in_use})
         except FileNotFoundError:  # no cache yet
             return None, {}, False
-        self._keep_records(manifest)
+        self._keep_records(manifest, digest)
         files = sum(len(entry.get("files", {})) for entry in manifest.values() if isinstance(entry, dict))
         return StageResult(unchanged=files), manifest, False
 
-    def _keep_records(self, manifest: dict[str, Any]) -> None:
-        """Hold ``manifest`` as what the cache holds now (worker thread, under the file lock)."""
+    def _keep_records(self, manifest: dict[str, Any], digest: bytes | None) -> None:
+        """Hold ``manifest`` as what the cache holds now, ``digest`` the SHA-256 of its bytes on
+        disk (worker thread, under the file lock)."""
         self._records = manifest
+        self._records_digest = digest
         files = (entry.get("files") for entry in manifest.values() if isinstance(entry, dict))
         self.staged_bytes = sum(
             size
@@ -544,19 +611,23 @@ class Stager(AsyncResource):
         keep_sources: frozenset[str],
         reporter: ProgressReporter | None = None,
         partial: bool = False,
+        counted: frozenset[str] | set[str] = frozenset(),
     ) -> StageResult:
+        """Write ``contents`` and bring the cache in line with ``items`` (worker thread). Skills
+        of ``items`` not in ``contents`` count as unchanged, except those in ``counted`` (an
+        earlier chunk of the same pass counted them)."""
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.cache_dir / _LOCK):
             self._plain_dirs = set()  # folders below the cache checked to be no links, this pass
             _remove_temp_files([*self.cache_dir.glob(_TEMP_PATTERN), *(self.cache_dir / _LEASES).glob(_TEMP_PATTERN)])
             _remove_temp_files(_abandoned(self.cache_dir / INCOMING_DIR))
             _empty_trash(self.cache_dir / _TRASH)
-            manifest = self._read_manifest()
+            manifest, _ = self._read_manifest()
             written = unchanged = removed = 0
             diagnostics: list[Diagnostic] = []
             writes = [(item, files) for item in items if (files := contents.get(item.key)) is not None]
             for item in items:
-                if item.key not in contents:
+                if item.key not in contents and item.key not in counted:
                     unchanged += len(manifest.get(item.key, {}).get("files", {}))
             # Source folders stay open for the whole pass: the skills below them are written side by side.
             opened: set[Path] = set()
@@ -605,7 +676,7 @@ class Stager(AsyncResource):
                 self._lease.write(self._lease.keys | ours if partial else ours | held)
                 # The manifest first: a pass killed while it removes folders leaves one that names
                 # only whole folders (what is left of the others goes with the next pass).
-                _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
+                digest = self._write_manifest(manifest)
                 for key in gone:
                     removed += self._remove_folder(key)
             finally:
@@ -620,7 +691,7 @@ class Stager(AsyncResource):
             )
             if _BOOT_ID is not None and _read_boot(self.cache_dir) != _BOOT_ID:
                 _atomic_write(self.cache_dir / _BOOT, _BOOT_ID.encode(), 0o644)
-            self._keep_records(manifest)
+            self._keep_records(manifest, digest)
             return StageResult(written=written, unchanged=unchanged, removed=removed, diagnostics=tuple(diagnostics))
 
     def _write_skill(
@@ -716,7 +787,7 @@ class Stager(AsyncResource):
         ``fetched=None`` nothing is rewritten: returns whether some file needs the source's bytes."""
         folder = self.cache_dir / item.key
         with _file_lock(self.cache_dir / _LOCK):
-            manifest = self._read_manifest()
+            manifest, digest = self._read_manifest()
             entry = manifest.get(item.key)
             if not isinstance(entry, dict):
                 return False  # removed since the check began
@@ -765,8 +836,8 @@ class Stager(AsyncResource):
                 _seal(opened | folders)
             if lost or files != entry.get("files"):
                 manifest[item.key] = {**entry, "files": files}
-                _atomic_write(self.cache_dir / _MANIFEST, json.dumps(manifest, sort_keys=True).encode(), 0o644)
-            self._keep_records(manifest)
+                digest = self._write_manifest(manifest)
+            self._keep_records(manifest, digest)
             return False
 
     def _prune(self, folder: Path, found: dict[str, os.stat_result], files: dict[str, Any], opened: set[Path]) -> int:
@@ -931,7 +1002,8 @@ def _current_record(target: Path, digest: str, mode: int, old: Any, verify: bool
             return None
         if hashlib.file_digest(handle, "sha256").hexdigest() != digest:
             return None
-    return _record(digest, st)
+    record = _record(digest, st)
+    return old if record == old else record  # a pass keeps one record per file in memory, not two
 
 
 def _parents(rel: str) -> list[str]:
@@ -997,6 +1069,23 @@ def _unseal_tree(folder: Path) -> None:
     for parent, _, _ in os.walk(folder):
         with contextlib.suppress(FileNotFoundError):
             os.chmod(parent, _OPEN_DIR)
+
+
+def _chunks(items: list[StageItem], limit: int) -> list[list[StageItem]]:
+    """``items`` in order, cut into runs whose listed sizes add up to about ``limit`` bytes (a
+    skill larger than that is a run of its own) and of at most :data:`_VERIFY_CHUNK_SKILLS` skills
+    or an eighth of them, whichever is more (each run rewrites the manifest); at least one run."""
+    most = max(_VERIFY_CHUNK_SKILLS, -(-len(items) // 8))
+    chunks: list[list[StageItem]] = [[]]
+    size = 0
+    for item in items:
+        weight = sum(f.size for f in item.entry.files)
+        if chunks[-1] and (size + weight > limit or len(chunks[-1]) >= most):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += weight
+    return chunks
 
 
 def _too_large(item: StageItem, path: str, limit: int) -> OSError:

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from filesystems import LocalFilesystem
@@ -17,7 +18,7 @@ from harness.context import RuntimeContext
 from harness.pipeline import SkillPipeline
 from harness.pipeline.leases import DEFAULT_LEASE_GRACE
 from repositories import DirectoryRepository, FileContents, GitRepository, MemoryRepository, SkillBundleContents
-from tests.support.pipeline import GitRemote, bundle, echo_script, local_pipeline, write_skill
+from tests.support.pipeline import GitRemote, bundle, echo_script, local_pipeline, make_bundle, skill_text, write_skill
 
 ALICE = RuntimeContext(user_id="alice")
 BOB = RuntimeContext(user_id="bob")
@@ -261,6 +262,56 @@ async def test_verify_repairs_files_changed_or_deleted_behind_the_stagers_back(t
     assert (tool / "SKILL.md").stat().st_mode & 0o777 == 0o444
     assert (tmp_path / ".skills-cache" / "acme" / "lint" / "SKILL.md").is_file()
     assert not (tool / "scripts" / "extra.sh").exists()
+
+
+class ReadLog(MemoryRepository):
+    """A market that notes, at each read, whether the first skill's tampered script is repaired."""
+
+    def __init__(self, bundles: list[SkillBundleContents], watched: Path) -> None:
+        super().__init__(bundles, name="acme")
+        self.watched = watched
+        self.reads: list[tuple[str, bool]] = []
+
+    async def read_files(self, folder: str, paths: Sequence[str]) -> dict[str, bytes]:
+        repaired = self.watched.is_file() and self.watched.read_text() == "#!/bin/sh\necho market-skill-00\n"
+        self.reads.append((folder, repaired))
+        return await super().read_files(folder, paths)
+
+
+async def test_a_verify_pass_over_a_large_market_reads_and_writes_it_a_part_at_a_time(tmp_path: Path) -> None:
+    """A verify reads every skill: in parts of about half a MiB, each written before the next
+    is read, so its memory does not grow with the markets. It still repairs and counts as one pass."""
+    filler = "x" * (150 << 10)  # 16 skills of 150 KiB: several parts
+    bundles = [
+        make_bundle(
+            f"skill-{n:02d}",
+            text=skill_text(f"skill-{n:02d}"),
+            files={"scripts/run.sh": f"#!/bin/sh\necho market-skill-{n:02d}\n", "data.txt": filler},
+        )
+        for n in range(16)
+    ]
+    cache = tmp_path / ".skills-cache" / "acme"
+    acme = ReadLog(bundles, cache / "skill-00" / "scripts" / "run.sh")
+    async with local_pipeline(tmp_path, acme) as pipeline:
+        first = await pipeline.stage()
+        for n in (0, 15):
+            target = cache / f"skill-{n:02d}" / "scripts" / "run.sh"
+            os.chmod(target.parent, 0o755)
+            target.unlink()
+            target.write_text("#!/bin/sh\necho tampered\n")
+        (cache / "skill-07" / "data.txt").unlink()
+        acme.reads.clear()
+        repaired = await pipeline.stage(verify=True)
+        again = await pipeline.stage(verify=True)
+    assert first.written == 48
+    assert (repaired.written, repaired.unchanged, repaired.removed) == (3, 45, 0)
+    assert (again.written, again.unchanged, again.removed) == (0, 48, 0)
+    assert (cache / "skill-15" / "scripts" / "run.sh").read_text() == "#!/bin/sh\necho market-skill-15\n"
+    assert (cache / "skill-07" / "data.txt").read_text() == filler
+    # skill-00 was read before it was repaired, the last skill after: reading all then writing all would not.
+    by_folder = dict(acme.reads[: len(bundles)])
+    assert not by_folder["skill-00"] and by_folder["skill-15"]
+    assert {folder for folder, _ in acme.reads} == {f"skill-{n:02d}" for n in range(16)}
 
 
 async def test_the_periodic_verify_runs_without_being_asked(tmp_path: Path) -> None:
