@@ -375,7 +375,7 @@ class Stager(AsyncResource):
         the last chunk's pass is the whole pass (removals, the lease). ``contents`` holds the
         chunk being written, for the caller to remove its streamed copies."""
         chunks = _chunks(needed, _VERIFY_CHUNK_BYTES) if verify else [needed]
-        reporter = self._reporter(sum(len(self._fetched_paths(item)) for item in needed))
+        reporter = self._reporter(needed)
         written = unchanged = removed = 0
         notes: list[Diagnostic] = []
         done: set[str] = set()  # skills written by an earlier chunk: the last pass counts them as unchanged
@@ -409,8 +409,9 @@ class Stager(AsyncResource):
         """The files of ``item`` a pass reads: those read whole and those streamed."""
         return {*self._small_paths(item), *(f.path for f in item.entry.files if f.size <= self.max_file_size)}
 
-    def _reporter(self, total: int) -> ProgressReporter | None:
-        """A progress reporter over the ``total`` files about to be written, when someone listens."""
+    def _reporter(self, needed: Sequence[StageItem]) -> ProgressReporter | None:
+        """A progress reporter over the files of ``needed`` about to be written, when someone listens."""
+        total = sum(len(self._fetched_paths(item)) for item in needed) if self.progress is not None else 0
         if self.progress is None or not total:
             return None
         from filesystems import ProgressReporter  # loaded only by programs that listen
