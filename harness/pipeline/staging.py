@@ -793,7 +793,11 @@ class Stager(AsyncResource):
             if not isinstance(entry, dict):
                 return False  # removed since the check began
             self._plain_dirs = set()
-            files: dict[str, Any] = dict(entry.get("files", {}))
+            # What this stager wrote for the version it serves is what each file must hold: a
+            # record rewritten in the manifest on disk (a tenant's shell can write it) is not.
+            ours = self._records.get(item.key)
+            trusted = ours.get("files") if isinstance(ours, dict) and ours.get("digest") == item.entry.digest else None
+            files: dict[str, Any] = dict(trusted if isinstance(trusted, dict) else entry.get("files", {}))
             opened: set[Path] = set()
             folders: set[Path] = set()  # the skill's folders as found: sealed again too
             lost: list[str] = []

@@ -1,5 +1,5 @@
 """A tenant with a local shell tampers with the shared staging cache: overwrites a staged script
-with a payload (same size, old mtime), swaps a file or the whole folder, plants links. The next
+with a payload (same size, old mtime), swaps a file or the whole folder, plants links, forges the file's record in the manifest. The next
 user's command of that skill runs the market's bytes, at the cost of that skill's stat walk
 only, and nothing a link points at is read, changed or removed."""
 
@@ -141,3 +141,42 @@ async def test_links_planted_in_a_staged_folder_are_removed_without_being_follow
         assert tree_state(folder.parent) == staged
         assert tree_state(outside) == before
         assert (outside / "secret.txt").stat().st_mode & 0o777 == 0o644  # never chmod-ed through a link
+
+
+#: The tenant overwrites the staged script and rewrites its record in the cache's manifest to the
+#: payload's hash, mode and ``lstat``, as if the stager had written it.
+FORGED_RECORD = r"""
+python3 - <<'PY'
+import hashlib, json, os
+folder, cache, payload = os.environ["F"], os.environ["C"], os.environ["P"]
+script = folder + "/scripts/run.sh"
+os.chmod(folder + "/scripts", 0o755)
+os.unlink(script)
+with open(script, "w") as handle:
+    handle.write(payload)
+os.chmod(script, 0o555)
+os.chmod(folder + "/scripts", 0o555)
+st = os.lstat(script)
+with open(cache + "/.manifest.json") as handle:
+    manifest = json.load(handle)
+key = os.path.relpath(folder, cache)
+manifest[key]["files"]["scripts/run.sh"] = {
+    "sha256": hashlib.sha256(payload.encode()).hexdigest(), "mode": 0o555, "size": st.st_size,
+    "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino,
+}
+with open(cache + "/.manifest.json", "w") as handle:
+    json.dump(manifest, handle, sort_keys=True)
+PY
+"""
+
+
+async def test_a_record_forged_in_the_manifest_does_not_make_a_payload_the_markets(tmp_path: Path) -> None:
+    async with cache_scene(tmp_path) as pipeline:
+        alice, tool = await tool_of(pipeline, ALICE)
+        folder = Path(str(tool.files_root))
+        area = {"F": str(folder), "C": str(folder.parent.parent), "P": PAYLOAD}
+        done = await alice.filesystem.run(FORGED_RECORD, env=area)
+        assert done.ok, done.stderr
+        bob, tool = await tool_of(pipeline, BOB)
+        assert plan_ran(await run_tool(bob, tool))
+        assert (folder / "scripts" / "run.sh").read_text() == SCRIPT
