@@ -407,7 +407,7 @@ class Stager(AsyncResource):
 
     def _fetched_paths(self, item: StageItem) -> set[str]:
         """The files of ``item`` a pass reads: those read whole and those streamed."""
-        return {*self._small_paths(item), *(f.path for f in item.entry.files if f.size <= self.max_file_size)}
+        return {item.entry.skill.skill_md_name, *(f.path for f in item.entry.files if f.size <= self.max_file_size)}
 
     def _reporter(self, needed: Sequence[StageItem]) -> ProgressReporter | None:
         """A progress reporter over the files of ``needed`` about to be written, when someone listens."""

@@ -1,7 +1,7 @@
 """A tenant with a local shell tampers with the shared staging cache: overwrites a staged script
-with a payload (same size, old mtime), swaps a file or the whole folder, plants links, forges the file's record in the manifest. The next
-user's command of that skill runs the market's bytes, at the cost of that skill's stat walk
-only, and nothing a link points at is read, changed or removed."""
+with a payload (same size, old mtime), swaps a file or the whole folder, plants links, forges the
+file's record in the manifest. The next user's command of that skill runs the market's bytes, at
+the cost of that skill's stat walk only, and nothing a link points at is read, changed or removed."""
 
 from __future__ import annotations
 
