@@ -74,6 +74,7 @@ from filesystems import AsyncResource, has_dot_segment, relative_path_problem
 from harness.diagnostics import Diagnostic
 from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, SkillLayer, describe_error
 from harness.pipeline.leases import DEFAULT_LEASE_GRACE, Lease
+from harness.pipeline.memory import release_free_memory
 
 if TYPE_CHECKING:
     from filesystems import ProgressCallback, ProgressReporter
@@ -229,7 +230,20 @@ class Stager(AsyncResource):
         even when ``items`` no longer lists them. ``partial``: ``items`` are some of what is
         served (one market, staged while the others still load): they are written, nothing is
         removed, and the lease only gains their keys (until the next full pass).
+
+        After a verify pass the C allocator's free pages go back to the operating system
+        (:func:`~harness.pipeline.memory.release_free_memory`, outside the lock turns wait on):
+        the buffers the pass read every staged file through do not stay resident.
         """
+        verified = self._last_verify
+        result = await self._stage(items, verify, keep_sources, partial)
+        if self._last_verify != verified:
+            await anyio.to_thread.run_sync(release_free_memory)
+        return result
+
+    async def _stage(
+        self, items: Sequence[StageItem], verify: bool, keep_sources: frozenset[str], partial: bool
+    ) -> StageResult:
         async with self._lock:
             if self.verify_interval is not None and time.monotonic() - self._last_verify >= self.verify_interval:
                 verify = True
