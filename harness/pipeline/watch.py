@@ -26,11 +26,14 @@ from filesystems import CACHE_DIR, MACHINE_DIR
 
 if TYPE_CHECKING:  # annotations only: anyio loads these modules when a watcher first runs
     from anyio.abc import TaskGroup, TaskStatus
-    from anyio.streams.memory import MemoryObjectReceiveStream
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["DEBOUNCE_MS", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
+__all__ = ["DEBOUNCE_MS", "RENEW_AFTER", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
 
 DEBOUNCE_MS = 50
+# Removed paths a recursive watch sees before it is set up afresh (what the native watcher kept
+# of the removed folders is then dropped with it).
+RENEW_AFTER = 20_000
 # Changed paths handed to ``on_change`` at once; the event loop runs other tasks between slices.
 _SLICE = 256
 # Deep watches a WorkspaceWatcher keeps at most (each waits in a worker thread).
@@ -69,44 +72,82 @@ class TreeWatcher:
         self.recursive = recursive
         self.on_change = on_change
         self.on_failure = on_failure
+        self.renew_after = RENEW_AFTER
+        """Removed paths a recursive watch sees before it is set up afresh (see :meth:`run`)."""
+        self.renewals = 0
+        """How many times the watch was set up afresh."""
         self._stop = anyio.Event()
+        self._wake = anyio.Event()  # stop, or renew the watch
 
     def stop(self) -> None:
         """Ask the watcher to finish."""
         self._stop.set()
+        self._wake.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Watch until :meth:`stop` (or cancellation)."""
+        """Watch until :meth:`stop` (or cancellation).
+
+        The native watcher keeps an entry for every folder it ever watched, also once the folder
+        is gone, so a tree where folders come and go would grow it for as long as the process
+        runs. After :attr:`renew_after` removed paths a fresh watch is set up (registered before
+        the old one stops, so nothing falls between them) and the old one, with what it kept, is
+        dropped: memory stays bounded by the tree, at the cost of one walk of it per renewal."""
+        shortest = min((len(str(root)) for root in self.roots), default=0)
+        send, receive = anyio.create_memory_object_stream[list[str]](math.inf)
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._deliver, receive)
+            async with send:
+                previous: anyio.Event | None = None
+                while not self._stop.is_set():
+                    current = anyio.Event()  # this watch's own stop
+                    group.start_soon(self._pump, self._batches(shortest, current), send.clone())
+                    # The watch is registered when the generator first runs; let it get that far.
+                    for _ in range(3):
+                        await anyio.sleep(0)
+                    if previous is None:
+                        task_status.started()
+                    else:
+                        previous.set()
+                        self.renewals += 1
+                    previous = current
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+                if previous is not None:
+                    previous.set()
+
+    def _batches(self, shortest: int, stop: anyio.Event) -> AsyncIterator[set[tuple[Any, str]]]:
         from watchfiles import awatch
 
-        shortest = min((len(str(root)) for root in self.roots), default=0)
-        batches = awatch(
+        return awatch(
             *self.roots,
             watch_filter=lambda _change, path: _relevant(shortest, path),
             recursive=self.recursive,
             debounce=DEBOUNCE_MS,
             step=DEBOUNCE_MS,
-            stop_event=self._stop,
+            stop_event=stop,
             rust_timeout=0,
         )
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._pump, batches)
-            # The watch is registered when the generator first runs; let it get that far.
-            for _ in range(3):
-                await anyio.sleep(0)
-            task_status.started()
 
-    async def _pump(self, batches: AsyncIterator[set[tuple[Any, str]]]) -> None:
-        """Read batches as they come; a second task hands them over (see :meth:`_deliver`)."""
-        send, receive = anyio.create_memory_object_stream[list[str]](math.inf)
-        async with anyio.create_task_group() as group, send:
-            group.start_soon(self._deliver, receive)
+    async def _pump(
+        self, batches: AsyncIterator[set[tuple[Any, str]]], send: MemoryObjectSendStream[list[str]]
+    ) -> None:
+        """Read one watch's batches as they come; :meth:`_deliver` hands them over. Once the
+        watch has seen :attr:`renew_after` removed paths, :meth:`run` is woken to renew it."""
+        from watchfiles import Change
+
+        removed = 0
+        async with send:
             try:
                 async for batch in batches:
                     send.send_nowait([path for _, path in batch])
+                    if self.recursive and removed < self.renew_after:
+                        removed += sum(change == Change.deleted for change, _ in batch)
+                        if removed >= self.renew_after:
+                            self._wake.set()
             except (OSError, RuntimeError) as exc:
                 log.warning("cannot watch %s (%s); skills there are re-read every turn", self.root, exc)
                 self.on_failure(str(exc))
+                self.stop()  # the watch is over: run returns
 
     async def _deliver(self, receive: MemoryObjectReceiveStream[list[str]]) -> None:
         async with receive:

@@ -4,6 +4,7 @@ many users and a burst of changes never freeze the other turns."""
 from __future__ import annotations
 
 import gc
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -179,3 +180,39 @@ async def _new_skill_shows(pipeline: SkillPipeline, user: RuntimeContext) -> Tur
         lambda plan: f"for {user.user_id}" in plan.catalog,
         what=f"{user.user_id}'s new skill showing",
     )
+
+
+async def test_a_watch_over_folders_that_come_and_go_is_renewed_and_misses_nothing(tmp_path: Path) -> None:
+    """The native watcher keeps what it knew of removed folders; after ``renew_after`` removed
+    paths the watch is set up afresh, and changes made around the renewal are all seen."""
+    seen: set[Path] = set()
+    watcher = TreeWatcher(tmp_path, seen.update, lambda reason: None)
+    watcher.renew_after = 20
+    churned = [tmp_path / f"churn-{index}" for index in range(30)]
+    async with anyio.create_task_group() as group:
+        await group.start(watcher.run)
+        try:
+            for folder in churned:
+                folder.mkdir()
+                (folder / "SKILL.md").write_text("x")
+                await anyio.sleep(0.01)
+                shutil.rmtree(folder)
+            await eventually(lambda: _renewals(watcher), lambda count: count >= 1, what="the watch renewed")
+            late = tmp_path / "after" / "SKILL.md"
+            late.parent.mkdir()
+            late.write_text("x")
+            edited = [tmp_path / f"edit-{index}.md" for index in range(5)]
+            for path in edited:
+                path.write_text("y")
+            await eventually(lambda: _copy(seen), lambda paths: {late, *edited} <= paths, what="changes after renewal")
+        finally:
+            watcher.stop()
+    assert set(churned) <= seen
+
+
+async def _renewals(watcher: TreeWatcher) -> int:
+    return watcher.renewals
+
+
+async def _copy(paths: set[Path]) -> set[Path]:
+    return set(paths)
