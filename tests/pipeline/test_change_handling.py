@@ -189,6 +189,7 @@ async def test_a_watch_over_folders_that_come_and_go_is_renewed_and_misses_nothi
     watcher = TreeWatcher(tmp_path, seen.update, lambda reason: None)
     watcher.renew_after = 20
     churned = [tmp_path / f"churn-{index}" for index in range(30)]
+    (tmp_path / "kept").mkdir()
     async with anyio.create_task_group() as group:
         await group.start(watcher.run)
         try:
@@ -198,8 +199,7 @@ async def test_a_watch_over_folders_that_come_and_go_is_renewed_and_misses_nothi
                 await anyio.sleep(0.01)
                 shutil.rmtree(folder)
             await eventually(lambda: _renewals(watcher), lambda count: count >= 1, what="the watch renewed")
-            late = tmp_path / "after" / "SKILL.md"
-            late.parent.mkdir()
+            late = tmp_path / "kept" / "SKILL.md"  # a folder the renewed watch found in place
             late.write_text("x")
             edited = [tmp_path / f"edit-{index}.md" for index in range(5)]
             for path in edited:
@@ -208,6 +208,9 @@ async def test_a_watch_over_folders_that_come_and_go_is_renewed_and_misses_nothi
         finally:
             watcher.stop()
     assert set(churned) <= seen
+    # A tenant's churn buys at most one renewal (one walk of the tree) per ``renew_after`` removed
+    # paths: 30 folders removed with their SKILL.md are 60.
+    assert watcher.renewals <= 60 // watcher.renew_after
 
 
 async def _renewals(watcher: TreeWatcher) -> int:
