@@ -31,7 +31,7 @@ from harness.pipeline.plan import (
     VisibilityPolicy,
 )
 from harness.pipeline.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS, QueryTooLarge
-from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher
+from harness.pipeline.watch import DEBOUNCE_MS, TreeWatcher, WatchBackend
 
 if TYPE_CHECKING:  # skills' Python environments, the lockfile and staging (a shell's) load on first use
     from harness.pipeline.environments import EnvironmentManager, EnvironmentOptions, SkillEnvironment
@@ -76,6 +76,7 @@ __all__ = [
     "TreeWatcher",
     "TurnPlan",
     "VisibilityPolicy",
+    "WatchBackend",
     "describe_error",
     "entries_for",
     "merge_layers",

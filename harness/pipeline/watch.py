@@ -8,6 +8,11 @@ A ``git pull`` or an unpacked archive changes thousands of files at once, while 
 holds thousands of users' layers: :class:`ChangeIndex` maps changed paths to what they touch at
 a cost that does not grow with the number of layers, and :class:`TreeWatcher` hands them over in
 slices so that no other task waits long for the event loop.
+
+On Linux a watch is the harness's own (:mod:`harness.pipeline.inotify`): folders are watched, and
+events read, in a worker thread, and what it holds shrinks when folders go. Elsewhere it is
+watchfiles', which keeps an entry for every folder it ever watched: there a watch over folders
+that come and go is set up afresh now and then (:attr:`TreeWatcher.renew_after`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import anyio
 
@@ -28,7 +33,9 @@ if TYPE_CHECKING:  # annotations only: anyio loads these modules when a watcher 
     from anyio.abc import TaskGroup, TaskStatus
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["DEBOUNCE_MS", "RENEW_AFTER", "ChangeIndex", "TreeWatcher", "WorkspaceWatcher"]
+    from harness.pipeline.inotify import Inotify
+
+__all__ = ["DEBOUNCE_MS", "RENEW_AFTER", "ChangeIndex", "TreeWatcher", "WatchBackend", "WorkspaceWatcher"]
 
 DEBOUNCE_MS = 50
 # Removed paths a recursive watch sees before it is set up afresh (what the native watcher kept
@@ -44,6 +51,16 @@ _IGNORED_PART = rf"/(?:{'|'.join(map(re.escape, _IGNORED_FOLDERS))})(?:/|$)"
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+#: How folders are watched: ``"inotify"`` (Linux, see :mod:`harness.pipeline.inotify`),
+#: ``"watchfiles"`` (any platform), or ``"auto"``: inotify where there is one.
+WatchBackend = Literal["auto", "inotify", "watchfiles"]
+
+
+def _native(backend: WatchBackend) -> bool:
+    from harness.pipeline.inotify import inotify_available  # loaded when a watcher first runs
+
+    return backend == "inotify" or (backend == "auto" and inotify_available())
 
 
 class TreeWatcher:
@@ -66,14 +83,17 @@ class TreeWatcher:
         on_failure: Callable[[str], None],
         *,
         recursive: bool = True,
+        backend: WatchBackend = "auto",
     ) -> None:
         self.roots = (root,) if isinstance(root, Path) else tuple(root)
         self.root = self.roots[0] if self.roots else Path()
         self.recursive = recursive
+        self.backend = backend
         self.on_change = on_change
         self.on_failure = on_failure
         self.renew_after = RENEW_AFTER
-        """Removed paths a recursive watch sees before it is set up afresh (see :meth:`run`)."""
+        """With watchfiles: removed paths a recursive watch sees before it is set up afresh (see
+        :meth:`run`)."""
         self.renewals = 0
         """How many times the watch was set up afresh."""
         self._stop = anyio.Event()
@@ -87,11 +107,15 @@ class TreeWatcher:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Watch until :meth:`stop` (or cancellation).
 
-        The native watcher keeps an entry for every folder it ever watched, also once the folder
-        is gone, so a tree where folders come and go would grow it for as long as the process
-        runs. After :attr:`renew_after` removed paths a fresh watch is set up (registered before
-        the old one stops, so nothing falls between them) and the old one, with what it kept, is
-        dropped: memory stays bounded by the tree, at the cost of one walk of it per renewal."""
+        watchfiles keeps an entry for every folder it ever watched, also once the folder is gone,
+        so a tree where folders come and go would grow it for as long as the process runs. After
+        :attr:`renew_after` removed paths a fresh watch is set up (registered before the old one
+        stops, so nothing falls between them) and the old one, with what it kept, is dropped:
+        memory stays bounded by the tree, at the cost of one walk of it per renewal. The inotify
+        backend keeps nothing of removed folders and is never renewed."""
+        if _native(self.backend):
+            await self._run_inotify(task_status)
+            return
         shortest = min((len(str(root)) for root in self.roots), default=0)
         send, receive = anyio.create_memory_object_stream[list[str]](math.inf)
         async with anyio.create_task_group() as group:
@@ -114,6 +138,54 @@ class TreeWatcher:
                     self._wake = anyio.Event()
                 if previous is not None:
                     previous.set()
+
+    async def _run_inotify(self, task_status: TaskStatus[None]) -> None:
+        """:meth:`run` on inotify: the folders are watched, and events read, in a worker thread."""
+        from harness.pipeline.inotify import Inotify
+
+        roots = [str(root) for root in self.roots]
+        try:
+            watch = await anyio.to_thread.run_sync(
+                lambda: Inotify(roots, recursive=self.recursive, skip=_IGNORED_FOLDERS)
+            )
+        except OSError as exc:
+            self._failed(exc)
+            task_status.started()
+            return
+        try:
+            send, receive = anyio.create_memory_object_stream[list[str]](math.inf)
+            reading = anyio.CancelScope()
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._deliver, receive)
+                group.start_soon(self._read, watch, send, reading)
+                task_status.started()
+                await self._stop.wait()
+                reading.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):  # the kernel drops every watch: ~3 ms a thousand
+                await anyio.to_thread.run_sync(watch.close)
+
+    async def _read(self, watch: Inotify, send: MemoryObjectSendStream[list[str]], scope: anyio.CancelScope) -> None:
+        """Hand over what the watch reports, a batch per :data:`DEBOUNCE_MS`, until ``scope`` is cancelled."""
+        shortest = min((len(root) for root in watch.roots), default=0)
+        async with send:
+            with scope:
+                try:
+                    while True:
+                        await anyio.wait_readable(watch.fd)
+                        await anyio.sleep(DEBOUNCE_MS / 1000)  # what comes meanwhile joins this batch
+                        changed = await anyio.to_thread.run_sync(watch.read)
+                        relevant = [path for path in changed if _relevant(shortest, path)]
+                        if relevant:
+                            send.send_nowait(relevant)
+                except OSError as exc:
+                    self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        """The watch is over: changes below the roots are found by re-reading every turn."""
+        log.warning("cannot watch %s (%s); skills there are re-read every turn", self.root, exc)
+        self.on_failure(str(exc))
+        self.stop()
 
     def _batches(self, shortest: int, stop: anyio.Event) -> AsyncIterator[set[tuple[Any, str]]]:
         from watchfiles import awatch
@@ -145,9 +217,7 @@ class TreeWatcher:
                         if removed >= self.renew_after:
                             self._wake.set()
             except (OSError, RuntimeError) as exc:
-                log.warning("cannot watch %s (%s); skills there are re-read every turn", self.root, exc)
-                self.on_failure(str(exc))
-                self.stop()  # the watch is over: run returns
+                self._failed(exc)
 
     async def _deliver(self, receive: MemoryObjectReceiveStream[list[str]]) -> None:
         async with receive:
@@ -255,17 +325,26 @@ class WorkspaceWatcher:
     (inotify watches are a per-user limit, and the staging cache holds a folder per staged
     skill and file folder).
 
-    When a top-level folder appears (a new user's area) it is watched from then on, by a watch
-    of its own that is later merged with others (see :meth:`run`), and reported as changed,
-    since what was written in it before the watch began was not seen. A folder that goes loses
-    its watch with it.
+    When a top-level folder appears (a new user's area) it is watched from then on and reported
+    as changed, since what was written in it before the watch began was not seen. A folder that
+    goes loses its watch with it. On inotify that is one recursive watch that skips those
+    folders; with watchfiles, a watch per new folder, later merged with others (see :meth:`run`).
     Run it like :class:`TreeWatcher`.
     """
 
-    def __init__(self, root: Path, on_change: Callable[[set[Path]], None], on_failure: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        on_change: Callable[[set[Path]], None],
+        on_failure: Callable[[str], None],
+        *,
+        backend: WatchBackend = "auto",
+    ) -> None:
         self.root = root
         self.on_change = on_change
         self.on_failure = on_failure
+        self.backend = backend
+        self._tree: TreeWatcher | None = None  # the inotify backend's one watch
         self._stop = anyio.Event()
         self._moved = anyio.Event()  # the top level changed: watch the new set
         self.folders: frozenset[str] = frozenset()
@@ -276,9 +355,17 @@ class WorkspaceWatcher:
         """Ask the watcher to finish."""
         self._stop.set()
         self._moved.set()
+        if self._tree is not None:
+            self._tree.stop()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Watch until :meth:`stop` (or cancellation)."""
+        if _native(self.backend):
+            self._tree = TreeWatcher(self.root, self.on_change, self.on_failure, backend="inotify")
+            if self._stop.is_set():
+                self._tree.stop()
+            await self._tree.run(task_status=task_status)
+            return
         async with anyio.create_task_group() as group:
             top = TreeWatcher(self.root, self._on_top, self.on_failure, recursive=False)
             await group.start(top.run)

@@ -183,10 +183,10 @@ async def _new_skill_shows(pipeline: SkillPipeline, user: RuntimeContext) -> Tur
 
 
 async def test_a_watch_over_folders_that_come_and_go_is_renewed_and_misses_nothing(tmp_path: Path) -> None:
-    """The native watcher keeps what it knew of removed folders; after ``renew_after`` removed
-    paths the watch is set up afresh, and changes made around the renewal are all seen."""
+    """watchfiles keeps what it knew of removed folders; after ``renew_after`` removed paths the
+    watch is set up afresh, and changes made around the renewal are all seen."""
     seen: set[Path] = set()
-    watcher = TreeWatcher(tmp_path, seen.update, lambda reason: None)
+    watcher = TreeWatcher(tmp_path, seen.update, lambda reason: None, backend="watchfiles")
     watcher.renew_after = 20
     churned = [tmp_path / f"churn-{index}" for index in range(30)]
     (tmp_path / "kept").mkdir()
