@@ -99,6 +99,9 @@ _WATCHERS_GRACE = 5.0
 #: Seconds between two renewals of a pipeline's leases in the staging cache (and, when skills'
 #: environments are on, reclamations of those no process needs: see ``upkeep_interval``).
 DEFAULT_UPKEEP_INTERVAL = 3600.0
+# Seconds between two hand-backs of the C allocator's free pages, in a minute when idle users were
+# released (see ``SkillPipeline._give_back_memory``).
+_GIVE_BACK_EVERY = 60.0
 # Rendered catalogs kept for users with skills of their own: each is up to the catalog budget
 # (30,000 characters, 60 KB once an ellipsis makes it two bytes a character); the others render
 # again from the shared parts on their next turn.
@@ -298,6 +301,7 @@ class SkillPipeline(AsyncResource):
         self.lock = None if lock is None else self._apply_lock(lock, markets)
         self._users: collections.OrderedDict[str, tuple[SkillLayer, ...]] = collections.OrderedDict()
         self._idle: list[str] = []
+        self._released = 0  # users released since memory was last given back
         self._views: dict[str, _UserView] = {}
         self._shared_view: _UserView | None = None
         self._resolved: _Resolved | None = None
@@ -383,6 +387,9 @@ class SkillPipeline(AsyncResource):
         if self.stager is not None or self.environments is not None:
             upkeep = await self._stack.enter_async_context(BackgroundTasks())
             upkeep.start_soon(self._upkeep, name="harness-upkeep")
+        if self._idle_after is not None:
+            memory = await self._stack.enter_async_context(BackgroundTasks())
+            memory.start_soon(self._give_back_memory, name="harness-memory")
         if self._watch:
             # Closing stops the watchers first, then gives them a moment to end on their own.
             watchers = await self._stack.enter_async_context(BackgroundTasks(grace=_WATCHERS_GRACE))
@@ -433,6 +440,19 @@ class SkillPipeline(AsyncResource):
                     await self.environments.upkeep()
             except Exception as exc:  # a long-running process keeps its upkeep: tried again next time
                 log.warning("upkeep of the staging cache failed: %s", describe_error(exc))
+
+    async def _give_back_memory(self) -> None:
+        """Once a minute in which idle users were released, hand the C allocator's free pages
+        back to the system (in a worker thread; see :mod:`harness.pipeline.memory`): what released
+        users held does not stay resident because the allocator keeps it for reuse, so a
+        long-running process's memory follows the users it holds, not the most it ever held."""
+        from harness.pipeline.memory import release_free_memory  # ctypes, loaded when first needed
+
+        while True:
+            await anyio.sleep(_GIVE_BACK_EVERY)
+            if self._released:
+                self._released = 0
+                await anyio.to_thread.run_sync(release_free_memory)
 
     async def _off_loop(self, func: Callable[..., _T], *args: object) -> _T:
         """``func(*args)`` in the pipeline's worker thread (see ``_worker``), one call at a time."""
@@ -872,6 +892,7 @@ class SkillPipeline(AsyncResource):
         """Forget what ``user_id`` holds: their layers (and what was parsed from them), their view
         and their place in the change index. Their next turn starts over."""
         layers = self._users.pop(user_id, ())
+        self._released += 1
         self._views.pop(user_id, None)
         self._seen.pop(user_id, None)
         for layer in layers:

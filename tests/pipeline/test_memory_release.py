@@ -1,4 +1,5 @@
-"""A verify pass gives back what it borrowed: the C allocator's free pages return to the system."""
+"""A verify pass, and users going idle, give back what they borrowed: the C allocator's free
+pages return to the system."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from harness.context import RuntimeContext
-from harness.pipeline import staging
+from harness.pipeline import memory, staging
+from harness.pipeline import pipeline as pipeline_module
 from repositories import MemoryRepository
 from tests.support.pipeline import bundle, local_pipeline
+from tests.support.polling import eventually
 
 # Fragment the C heap: many 64 KiB buffers (below glibc's mmap threshold, so they live in the
 # heap), every one but the last freed, so the heap's top cannot shrink on its own.
@@ -58,3 +62,32 @@ async def test_a_verify_pass_releases_free_memory_and_an_ordinary_pass_does_not(
         assert calls == []
         await pipeline.stage(verify=True)
         assert len(calls) == 1
+
+
+async def test_memory_is_given_back_in_a_minute_when_idle_users_were_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Released users' memory stays with the allocator until it is given back: once an interval
+    in which users were released, never in one in which none were."""
+    calls: list[None] = []
+
+    def counted() -> bool:
+        calls.append(None)
+        return True
+
+    monkeypatch.setattr(memory, "release_free_memory", counted)
+    monkeypatch.setattr(pipeline_module, "_GIVE_BACK_EVERY", 0.05)
+    async with local_pipeline(tmp_path, user_idle_after=0.2) as pipeline:
+        await pipeline.prepare(RuntimeContext(user_id="alice"))
+        await anyio.sleep(0.15)
+        assert calls == []  # alice is still held: nothing was released
+        await anyio.sleep(0.15)
+        await pipeline.prepare(RuntimeContext(user_id="bob"))  # alice, idle, is released now
+        assert pipeline.cached_users == 1
+        await eventually(lambda: _count(calls), lambda count: count == 1, what="memory given back")
+        await anyio.sleep(0.15)
+        assert len(calls) == 1  # and not again while no one else was released
+
+
+async def _count(calls: list[None]) -> int:
+    return len(calls)
