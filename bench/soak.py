@@ -1,15 +1,18 @@
 """A long-running process: users come and go and files change, for minutes on end.
 
     .venv/bin/python bench/soak.py [--minutes 5] [--pool 5000] [--active 200] [--market 1000]
-                                   [--idle-after 30] [--churn-per-second 20] [--churn-folders 500]
+                                   [--arrivals-per-second 8] [--idle-after 30] [--churn-per-second 20]
+                                   [--churn-folders 500]
                                    [--no-watch] [--appends-per-second 50] [--session-max-age 120]
                                    [--prune-every 30] [--sample-seconds 10] [--verify-interval 600]
                                    [--gc-freeze] [--trace-stalls MS]
 
 One pipeline over a ``LocalFilesystem`` workspace with a shell and a market of ``--market``
 skills. A window of ``--active`` users out of a pool of ``--pool`` takes turns continuously; the
-window moves on by one user per turn round, so users keep arriving and going idle (released after
-``--idle-after`` seconds). Meanwhile files churn: every second ``--churn-per-second`` SKILL.md
+window moves on by ``--arrivals-per-second`` users a second, so users keep arriving and going idle
+(released after ``--idle-after`` seconds) at a steady rate, whatever the machine's speed: the
+users held stay about ``--active`` plus the arrivals of ``--idle-after`` seconds, and what memory
+does is the process's, not a workload that grows. Meanwhile files churn: every second ``--churn-per-second`` SKILL.md
 files of the workspace and of the users' areas are rewritten or skill folders added, each one
 added past ``--churn-folders`` removing the oldest (the tree stops growing after the first
 minute); and conversations grow: ``--appends-per-second`` exchanges a second are appended to the
@@ -262,10 +265,10 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
         began = time.monotonic()
         samples.began = began
         await samples.take()
-        first = 0
         minute = 1
         monitor.take()
         while minute <= args.minutes:
+            first = int((time.monotonic() - began) * args.arrivals_per_second)
             window[:] = [user_id((first + offset) % args.pool) for offset in range(args.active)]
             for index in range(0, len(window), args.concurrency):
                 batch = window[index : index + args.concurrency]
@@ -273,7 +276,6 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
                 turns += len(batch)
             if not window:  # --active 0: the floor, files churn and no turn is taken
                 await asyncio.sleep(1)
-            first += 1
             if time.monotonic() - began >= minute * 60:
                 figures = process_figures()
                 stall, cpu, own = monitor.take()
@@ -295,7 +297,8 @@ async def soak(args: argparse.Namespace, workspace: Path, tracer: StallTracer | 
 
 @contextlib.contextmanager
 def _timed_watch_setups(tracer: StallTracer) -> Iterator[None]:
-    """Mark in ``tracer`` each watch set up by watchfiles (it walks the folders holding the GIL)."""
+    """Mark in ``tracer`` each watch set up by watchfiles (the backend off Linux, or chosen there:
+    it walks the folders in native code; the inotify backend walks them in a worker thread)."""
     import watchfiles.main
 
     module: Any = watchfiles.main  # RustNotify is replaced by a timed factory while the soak runs
@@ -323,6 +326,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20, help="turns in flight at once")
     parser.add_argument("--market", type=int, default=1000, help="skills in the market")
     parser.add_argument("--own", type=int, default=3, help="skills in each user's own area")
+    parser.add_argument("--arrivals-per-second", type=float, default=8.0, help="users the window moves on by, a second")
     parser.add_argument("--idle-after", type=float, default=30.0, help="user_idle_after (seconds)")
     parser.add_argument("--churn-per-second", type=int, default=20)
     parser.add_argument("--churn-folders", type=int, default=500, help="skill folders the churn keeps at once")
