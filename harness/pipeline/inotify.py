@@ -126,8 +126,9 @@ class Inotify:
                 continue
             path = f"{folder}/{name}" if name else folder
             changed.add(path)
-            if mask & _MOVE_SELF and folder in self.roots:
-                self._forget(folder)
+            if mask & (_DELETE_SELF | _MOVE_SELF) and folder in self.roots:
+                self._watch_again(folder, changed)
+                continue
             if not (mask & _ISDIR and name and self.recursive):
                 continue
             if mask & _MOVED_FROM:  # gone from here: its watches would report it under this path
@@ -136,6 +137,17 @@ class Inotify:
                 found: list[str] = []
                 self._watch_tree(path, found)
                 changed.update(found)
+
+    def _watch_again(self, root: str, changed: set[str]) -> None:
+        """``root`` was removed or moved away (a deploy that swaps folders by renaming them):
+        watch what is at its path now, all of it changed; an error when nothing is."""
+        self._forget(root)
+        if not self._watch(root):
+            raise OSError(errno.ENOENT, f"{root} was removed or moved away: it is no longer watched")
+        if self.recursive:
+            found: list[str] = []
+            self._watch_tree(root, found)
+            changed.update(found)
 
     def _watch_all(self) -> None:
         for root in self.roots:

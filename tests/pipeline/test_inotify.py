@@ -170,3 +170,59 @@ async def test_a_large_tree_is_watched_while_other_tasks_run(tmp_path: Path) -> 
 
 async def _copy(paths: set[Path]) -> set[Path]:
     return set(paths)
+
+
+def test_a_tenants_link_to_a_folder_outside_is_never_followed(tmp_path: Path) -> None:
+    """A user with a shell links their area to another folder (another tenant's, the host's):
+    nothing below the link is watched, at the start or when the link appears later."""
+    tree, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    (tree / "mallory" / "skills").mkdir(parents=True)
+    (elsewhere / "secrets" / "deep").mkdir(parents=True)
+    (tree / "mallory" / "skills" / "early").symlink_to(elsewhere)
+    watch = Inotify([str(tree)], recursive=True, skip=SKIP)
+    try:
+        (tree / "mallory" / "skills" / "late").symlink_to(elsewhere / "secrets")
+        reported = _drain(watch)
+        assert str(tree / "mallory" / "skills" / "late") in reported  # the link itself is a change
+        assert all(folder.startswith(str(tree)) for folder in watch.folders.values())
+        (elsewhere / "secrets" / "deep" / "key").write_text("x")
+        assert _drain(watch) == set()
+    finally:
+        watch.close()
+
+
+def test_a_root_swapped_for_another_folder_is_watched_again(tmp_path: Path) -> None:
+    """A deploy renames the old folder away and the new one into its place: what is at the
+    root's path now is watched, and everything in it reported."""
+    root = tmp_path / "skills"
+    (root / "old").mkdir(parents=True)
+    (tmp_path / "next" / "fresh").mkdir(parents=True)
+    (tmp_path / "next" / "fresh" / "SKILL.md").write_text("x")
+    watch = Inotify([str(root)], recursive=True, skip=SKIP)
+    try:
+        os.rename(root, tmp_path / "previous")
+        os.rename(tmp_path / "next", root)
+        assert {str(root), str(root / "fresh" / "SKILL.md")} <= _drain(watch)
+        (tmp_path / "previous" / "old" / "gone.md").write_text("x")  # the old tree: no longer reported
+        (root / "fresh" / "SKILL.md").write_text("y")
+        assert _drain(watch) == {str(root / "fresh" / "SKILL.md")}
+    finally:
+        watch.close()
+
+
+async def test_a_root_removed_for_good_ends_the_watch_with_a_failure(tmp_path: Path) -> None:
+    """With nothing at the root's path the watch cannot go on: the pipeline is told, and re-reads
+    those skills every turn rather than serving what it read last."""
+    root = tmp_path / "skills"
+    (root / "one").mkdir(parents=True)
+    failures: list[str] = []
+    watcher = TreeWatcher(root, lambda paths: None, failures.append, backend="inotify")
+    async with anyio.create_task_group() as group:
+        await group.start(watcher.run)
+        shutil.rmtree(root)
+        await eventually(lambda: _copy_list(failures), bool, what="the failure reported")
+    assert "no longer watched" in failures[0]
+
+
+async def _copy_list(items: list[str]) -> list[str]:
+    return list(items)
