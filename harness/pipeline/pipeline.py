@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar, get_args
 
 import anyio
 
@@ -53,7 +53,7 @@ from harness.pipeline.layers import DEFAULT_MAX_FILE_SIZE, LayerEntry, LayerResu
 from harness.pipeline.merge import Merged, Shadowing, merge_layers
 from harness.pipeline.plan import CommandEnvironments, ResolvedSkill, SkillOverlay, TurnPlan, VisibilityPolicy
 from harness.pipeline.search import SkillIndex
-from harness.pipeline.watch import ChangeIndex, TreeWatcher, WorkspaceWatcher
+from harness.pipeline.watch import ChangeIndex, TreeWatcher, WatchBackend, WorkspaceWatcher
 from harness.skills.skill import WORKFLOW_MARKERS, Layer, is_workflow_package
 from repositories import (
     DirectoryRepository,
@@ -161,8 +161,10 @@ class SkillPipeline(AsyncResource):
     later one wins a name clash, reported as shadowing; sources ``global``, ``global_2``, ...),
     each skipped with a warning when missing. With
     ``dynamic_skills=False`` layers 1–3 are merged once; layer 4 is still read per user.
-    Use as an async context manager so folder watchers run; without it every turn re-reads
-    folder layers. ``market_scan`` says how market skills are scanned on ingest (default: every
+    Use as an async context manager so folder watchers run; without it (or with ``watch=False``)
+    every turn re-reads folder layers. ``watch_backend`` is how folders are watched
+    (:data:`~harness.pipeline.watch.WatchBackend`: ``auto``, inotify on Linux and watchfiles
+    elsewhere; ``watchfiles`` everywhere). ``market_scan`` says how market skills are scanned on ingest (default: every
     source report-only, findings become warnings).
     ``max_file_size`` caps each staged or loaded market file (bytes).
     ``skill_dirs`` are the folders of the workspace, and of each user's area, read as skills
@@ -226,6 +228,7 @@ class SkillPipeline(AsyncResource):
         catalog_format: CatalogFormat = "auto",
         visibility: VisibilityPolicy | None = None,
         watch: bool = True,
+        watch_backend: WatchBackend = "auto",
         verify_interval: float | None = 600.0,
         max_cached_users: int = 1024,
         user_idle_after: float | None = DEFAULT_USER_IDLE_AFTER,
@@ -253,6 +256,9 @@ class SkillPipeline(AsyncResource):
         self._catalog_format = check_catalog_format(catalog_format)
         self.visibility = visibility
         self._watch = watch
+        if watch_backend not in get_args(WatchBackend):
+            raise ValueError(f"watch_backend: {watch_backend!r} is not one of {', '.join(get_args(WatchBackend))}")
+        self._watch_backend: WatchBackend = watch_backend
         self._max_users = max_cached_users
         if user_idle_after is not None and user_idle_after <= 0:
             raise ValueError(f"user_idle_after: {user_idle_after!r} must be a positive number of seconds or None")
@@ -399,7 +405,7 @@ class SkillPipeline(AsyncResource):
                 if root is not None and not self._is_watched(root) and root.is_dir():
                     # The workspace without its staging cache: see WorkspaceWatcher.
                     kind = WorkspaceWatcher if root == workspace else TreeWatcher
-                    watcher = kind(root, self._on_change, self._on_watch_failure)
+                    watcher = kind(root, self._on_change, self._on_watch_failure, backend=self._watch_backend)
                     await watchers.start(watcher.run, name=f"harness-watch:{root}")
                     self._watchers.append(watcher)
                     self._watched_roots.append(root)
@@ -409,7 +415,9 @@ class SkillPipeline(AsyncResource):
                 hints = layer.repository.change_hints if layer.layer is Layer.MARKET else ()
                 for root in hints:
                     if root.is_dir():
-                        watcher = TreeWatcher(root, self._hinted(layer), self._on_hint_failure)
+                        watcher = TreeWatcher(
+                            root, self._hinted(layer), self._on_hint_failure, backend=self._watch_backend
+                        )
                         await watchers.start(watcher.run, name=f"harness-watch:{root}")
                         self._watchers.append(watcher)
         return await super().__aenter__()

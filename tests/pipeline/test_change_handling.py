@@ -14,7 +14,7 @@ import pytest
 
 from filesystems import LocalFilesystem
 from harness.context import RuntimeContext
-from harness.pipeline import SkillPipeline, TreeWatcher
+from harness.pipeline import SkillPipeline, TreeWatcher, WatchBackend
 from harness.pipeline.plan import TurnPlan
 from harness.pipeline.watch import ChangeIndex
 from tests.support.pipeline import write_skill
@@ -156,12 +156,13 @@ async def test_a_thousand_changed_paths_at_a_thousand_users_stall_no_turn(tmp_pa
             assert {s.skill.name for s in (await _new_skill_shows(pipeline, user)).skills.values()} == {"fresh"}
 
 
-async def test_an_evicted_user_who_comes_back_sees_edits_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["auto", "watchfiles"])
+async def test_an_evicted_user_who_comes_back_sees_edits_again(tmp_path: Path, backend: WatchBackend) -> None:
     alice, bob = RuntimeContext(user_id="alice"), RuntimeContext(user_id="bob")
     write_skill(tmp_path / "alice" / "skills", "mine", description="first words")
     async with (
         LocalFilesystem(tmp_path) as fs,
-        SkillPipeline(filesystem=fs, max_cached_users=1) as pipeline,
+        SkillPipeline(filesystem=fs, max_cached_users=1, watch_backend=backend) as pipeline,
     ):
         assert "first words" in (await pipeline.prepare(alice, stage=False)).catalog
         await pipeline.prepare(bob, stage=False)  # alice's layers are dropped
@@ -219,3 +220,9 @@ async def _renewals(watcher: TreeWatcher) -> int:
 
 async def _copy(paths: set[Path]) -> set[Path]:
     return set(paths)
+
+
+async def test_an_unknown_watch_backend_is_refused_by_name(tmp_path: Path) -> None:
+    async with LocalFilesystem(tmp_path) as fs:
+        with pytest.raises(ValueError, match="watch_backend: 'fsevents' is not one of auto, inotify, watchfiles"):
+            SkillPipeline(filesystem=fs, watch_backend="fsevents")  # type: ignore[arg-type]
