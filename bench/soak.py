@@ -26,7 +26,8 @@ the event loop's thread used in it, and the worst stall the loop's own work acco
 ``StallMonitor``). Every ``--verify-interval`` seconds a turn's staging pass re-hashes every
 staged file (the stager's periodic verify). Memory and disk are also sampled every
 ``--sample-seconds``; the end prints each one's first, last and largest sample and its slope
-(least squares, per minute) over all samples and over those after the first minute.
+(least squares, per minute) over all samples, over those after the first minute, and over the
+second half of the run (what warming up does is over by then: growth that goes on shows there).
 
 ``--active 0`` takes no turns (files still churn under the watcher) and ``--no-watch`` runs without
 the workspace watcher (every turn re-reads the users' folders instead): floors to measure the
@@ -144,8 +145,9 @@ class Samples:
 
     def report(self) -> str:
         lines = [
-            "| figure | first | last | max | slope per minute (all samples) | slope per minute (after minute 1) |",
-            "|---|---|---|---|---|---|",
+            "| figure | first | last | max | slope per minute (all samples) | slope per minute (after minute 1) "
+            "| slope per minute (second half) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for column, name, scale in (
             (1, "RSS (MiB)", 1024),
@@ -156,9 +158,10 @@ class Samples:
             points = [(row[0], row[column] / scale) for row in self.rows]
             values = [value for _, value in points]
             later = [(t, v) for t, v in points if t >= 1]
+            half = [(t, v) for t, v in points if t >= points[-1][0] / 2]  # growth that goes on shows here
             lines.append(
                 f"| {name} | {values[0]:.1f} | {values[-1]:.1f} | {max(values):.1f} "
-                f"| {slope(points):+.2f} | {slope(later):+.2f} |"
+                f"| {slope(points):+.2f} | {slope(later):+.2f} | {slope(half):+.2f} |"
             )
         return "\n".join([f"{len(self.rows)} samples", *lines])
 
