@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -18,7 +17,7 @@ from harness.pipeline import SkillPipeline, TreeWatcher, WatchBackend
 from harness.pipeline.plan import TurnPlan
 from harness.pipeline.watch import ChangeIndex
 from tests.support.pipeline import write_skill
-from tests.support.polling import eventually
+from tests.support.polling import eventually, record_stalls
 
 USERS = 1000
 # One new skill per user: its user's folder, a skill folder and a file, in a burst.
@@ -136,17 +135,9 @@ async def test_a_thousand_changed_paths_at_a_thousand_users_stall_no_turn(tmp_pa
             assert not (await pipeline.prepare(user, stage=False)).skills
         stalls: list[float] = []
 
-        async def heartbeat() -> None:
-            last, last_cpu = time.perf_counter(), time.process_time()
-            while True:
-                await anyio.sleep(0.001)
-                now, cpu = time.perf_counter(), time.process_time()
-                stalls.append(min(now - last, cpu - last_cpu))
-                last, last_cpu = now, cpu
-
         gc.collect()  # a full collection over the thousand users' objects is a pause of its own
         async with anyio.create_task_group() as group:
-            group.start_soon(heartbeat)
+            group.start_soon(record_stalls, stalls)
             # Another process writes, as a `git pull` would: this one's event loop only handles changes.
             await anyio.run_process([sys.executable, "-c", _WRITE_ONE_SKILL_PER_USER, str(tmp_path), str(USERS)])
             await _new_skill_shows(pipeline, users[-1])  # written last

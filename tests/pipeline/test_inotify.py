@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import anyio
@@ -14,7 +13,7 @@ import pytest
 from harness.pipeline import TreeWatcher
 from harness.pipeline.inotify import Inotify, inotify_available
 from harness.pipeline.watch import WorkspaceWatcher
-from tests.support.polling import eventually
+from tests.support.polling import eventually, record_stalls
 
 pytestmark = pytest.mark.skipif(not inotify_available(), reason="inotify is Linux's")
 
@@ -146,18 +145,10 @@ async def test_a_large_tree_is_watched_while_other_tasks_run(tmp_path: Path) -> 
             (tmp_path / f"user-{user:04d}" / "skills" / f"s{skill}").mkdir(parents=True)
     stalls: list[float] = []
 
-    async def heartbeat() -> None:
-        last, last_cpu = time.perf_counter(), time.process_time()
-        while True:
-            await anyio.sleep(0.001)
-            now, cpu = time.perf_counter(), time.process_time()
-            stalls.append(min(now - last, cpu - last_cpu))
-            last, last_cpu = now, cpu
-
     seen: set[Path] = set()
     watcher = WorkspaceWatcher(tmp_path, seen.update, lambda reason: None, backend="inotify")
     async with anyio.create_task_group() as group:
-        group.start_soon(heartbeat)
+        group.start_soon(record_stalls, stalls)
         await anyio.sleep(0.05)
         await group.start(watcher.run)
         written = tmp_path / "user-3999" / "skills" / "s3" / "SKILL.md"

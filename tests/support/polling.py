@@ -1,4 +1,5 @@
-"""``eventually``: wait for something that happens in the background (a watcher, a peer process)."""
+"""``eventually``: wait for something that happens in the background (a watcher, a peer process);
+``record_stalls``: how long the event loop kept a task waiting."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TypeVar
 
 import anyio
 
-__all__ = ["eventually"]
+__all__ = ["eventually", "record_stalls"]
 
 T = TypeVar("T")
 
@@ -31,3 +32,16 @@ async def eventually(
             return result
         assert time.monotonic() < deadline, f"{what} did not hold within {within}s (last: {result!r})"
         await anyio.sleep(every)
+
+
+async def record_stalls(stalls: list[float]) -> None:
+    """Until cancelled, append to ``stalls`` how long each 1 ms sleep kept this task waiting,
+    counting at most the CPU time this process spent meanwhile: a pause the process did not run
+    in (the machine busy with other processes, the tests' other workers) is not the event
+    loop's."""
+    last, last_cpu = time.perf_counter(), time.process_time()
+    while True:
+        await anyio.sleep(0.001)
+        now, cpu = time.perf_counter(), time.process_time()
+        stalls.append(min(now - last, cpu - last_cpu))
+        last, last_cpu = now, cpu
