@@ -164,8 +164,8 @@ class SkillPipeline(AsyncResource):
     Use as an async context manager so folder watchers run; without it (or with ``watch=False``)
     every turn re-reads folder layers. ``watch_backend`` is how folders are watched
     (:data:`~harness.pipeline.watch.WatchBackend`: ``auto``, inotify on Linux and watchfiles
-    elsewhere; ``watchfiles`` everywhere). ``market_scan`` says how market skills are scanned on ingest (default: every
-    source report-only, findings become warnings).
+    elsewhere; ``watchfiles`` everywhere). ``market_scan`` says how market skills are scanned
+    on ingest (default: every source report-only, findings become warnings).
     ``max_file_size`` caps each staged or loaded market file (bytes).
     ``skill_dirs`` are the folders of the workspace, and of each user's area, read as skills
     (default :data:`DEFAULT_SKILL_DIRS`); an earlier folder wins a name clash, reported as
